@@ -1,0 +1,94 @@
+"""Frozen event types that flow from a source (live transport or replay) into the pipeline.
+
+Control events (start, end, key sent, errors) are never dropped; frame events may be, under the
+pipeline's declared policy, and every drop is counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol.schedule import Schedule
+
+Image = npt.NDArray[np.uint8]
+FloatArray = npt.NDArray[np.float64]
+
+
+class EndOfStream(Exception):  # noqa: N818 - named as the stream idiom it is (aiortc MediaStreamError)
+    """Raised by ``Source.recv`` when the episode has no more events."""
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeInfo:
+    """What is known about an episode before its first frame.
+
+    ``schedule`` is the key plan (from the protocol driver, an action log, or a delivery's
+    equal split); the per-frame keys of ``FrameEvent`` remain the authority on segments.
+    """
+
+    episode: str
+    model: str
+    suite: str
+    fps: float
+    schedule: Schedule
+    source: str
+    width: int | None = None
+    height: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeStart:
+    info: EpisodeInfo
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FrameEvent:
+    """One frame of video and what came with it.
+
+    ``image`` is H×W×3 uint8 RGB. ``key`` is the key that conditioned this frame. ``pose`` is a
+    4×4 camera-to-world matrix (OpenCV axes), ``depth`` a metric z-depth map covering the same
+    field of view at its own size, ``intrinsics`` the 3×3 camera matrix of ``image``.
+    """
+
+    index: int
+    image: Image
+    key: str
+    t_video: float
+    t_wall: float | None = None
+    pose: FloatArray | None = None
+    depth: npt.NDArray[np.float32] | None = None
+    intrinsics: FloatArray | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeySent:
+    """A keystroke the driver sent, with the frame it was meant to condition."""
+
+    key: str
+    frame: int
+    t_wall: float
+
+
+@dataclass(frozen=True, slots=True)
+class SourceError:
+    """Something went wrong in the source. ``fatal`` ends the episode (marked incomplete)."""
+
+    message: str
+    fatal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeEnd:
+    """The source has no more frames. ``complete`` is False when it stopped early."""
+
+    frames: int
+    complete: bool = True
+    reason: str | None = None
+
+
+Event = EpisodeStart | FrameEvent | KeySent | SourceError | EpisodeEnd

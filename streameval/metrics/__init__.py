@@ -1,0 +1,1 @@
+"""Metric kernels (pure functions over numpy arrays) and their online accumulators."""
