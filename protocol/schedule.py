@@ -82,8 +82,11 @@ class Schedule:
         return self.keys[self.segment_index(frame)]
 
     def frame_keys(self) -> list[str]:
-        return [self.keys[j] for j in range(len(self.keys)) for _ in range(
-            self.boundaries[j + 1] - self.boundaries[j])]
+        return [
+            self.keys[j]
+            for j in range(len(self.keys))
+            for _ in range(self.boundaries[j + 1] - self.boundaries[j])
+        ]
 
 
 def segments_from_keys(frame_keys: Sequence[str]) -> list[Segment]:

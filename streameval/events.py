@@ -18,7 +18,7 @@ Image = npt.NDArray[np.uint8]
 FloatArray = npt.NDArray[np.float64]
 
 
-class EndOfStream(Exception):  # noqa: N818 - named as the stream idiom it is (aiortc MediaStreamError)
+class EndOfStream(Exception):
     """Raised by ``Source.recv`` when the episode has no more events."""
 
 

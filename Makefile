@@ -1,0 +1,32 @@
+# Two commands do all set-up on a fresh machine (idempotent): `make demo`, `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+# The CPU wheel of torch lies on this machine's disk; pinning it keeps pip from pulling a
+# multi-GB CUDA build. Only the heavy (optional) backends need it.
+TORCH_PIN ?= torch==2.13.0
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/streameval demo $(ARGS)
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) bench/throughput.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

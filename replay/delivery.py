@@ -1,0 +1,103 @@
+"""The published worldmark delivery layout: ``<MODEL>/<image:03d>_<action:03d>.mp4`` (SPEC §1).
+
+There is no action log: the keys come from the worldmark action id in the file name and the
+video's duration is split equally among them (``Schedule.split_equally``). The frame rate and
+size are the video's own (models keep their native fps, SPEC §2 FIX), the model name is the
+parent directory's name, the suite is ``worldmark``, the episode ``<MODEL>/<image>_<action>``.
+
+A delivery is valid when its duration is 20 s × keys within ±10 %; otherwise the file is refused
+with both durations in the message.
+
+Optional sidecars (our convention, same file names as the rollout directory): a directory named
+after the video's stem beside it, e.g. ``MODEL/016_014/poses.npy``, ``intrinsics.npy``,
+``depth_metric.npy``, ``depth_valid_mask.npz`` (ViPE layout, one entry per video frame).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.schedule import Schedule
+from protocol.suites import (
+    WORLDMARK_DURATION_TOLERANCE,
+    WORLDMARK_SECONDS_PER_KEY,
+    UnknownActionError,
+    worldmark_keys,
+)
+from replay.frames import VideoFrames, probe_video
+from replay.rollout import Rollout
+from replay.sidecars import load_sidecars
+from streameval.errors import BadInputError
+
+SUITE = "worldmark"
+_NAME = re.compile(r"^(\d+)_(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryName:
+    """What a delivery's file name says: the scene image and the worldmark action sequence."""
+
+    image: int
+    action: int
+    keys: tuple[str, ...]
+
+
+def parse_delivery_name(path: Path) -> DeliveryName:
+    """``016_014.mp4`` → image 16, action 14, keys A D A; anything else names the file."""
+    match = _NAME.match(path.stem)
+    if match is None:
+        raise BadInputError(
+            path, "not a delivery name (expected <image>_<action>.mp4, e.g. 016_014.mp4)"
+        )
+    image, action = int(match.group(1)), int(match.group(2))
+    try:
+        keys = worldmark_keys(action)
+    except UnknownActionError as exc:
+        raise BadInputError(path, str(exc)) from None
+    return DeliveryName(image, action, keys)
+
+
+def read_delivery(path: Path) -> Rollout:
+    """Read and validate one delivery video; raise ``BadInputError`` naming it."""
+    name = parse_delivery_name(path)
+    probe = probe_video(path)
+    if probe.fps is None or probe.fps <= 0:
+        raise BadInputError(path, "the video stream has no frame rate")
+    if probe.frames <= 0:
+        raise BadInputError(path, "no frames")
+    duration = probe.frames / probe.fps
+    expected = WORLDMARK_SECONDS_PER_KEY * len(name.keys)
+    if abs(duration - expected) > WORLDMARK_DURATION_TOLERANCE * expected:
+        raise BadInputError(
+            path,
+            f"duration {duration:.2f} s ({probe.frames} frames at {probe.fps:g} fps), expected "
+            f"{expected:g} s ± {WORLDMARK_DURATION_TOLERANCE:.0%} "
+            f"({len(name.keys)} keys × {WORLDMARK_SECONDS_PER_KEY:g} s)",
+        )
+    schedule = Schedule.split_equally(name.keys, probe.frames, probe.fps)
+    model = path.absolute().parent.name
+    sidecar_dir = path.with_suffix("")
+    return Rollout(
+        path=path,
+        layout="delivery",
+        episode=f"{model}/{path.stem}",
+        model=model,
+        suite=SUITE,
+        fps=probe.fps,
+        width=probe.width,
+        height=probe.height,
+        frames=VideoFrames(path),
+        frame_keys=tuple(schedule.frame_keys()),
+        schedule=schedule,
+        sidecars=load_sidecars(sidecar_dir, probe.frames) if sidecar_dir.is_dir() else None,
+        meta={
+            "layout": "delivery",
+            "image": name.image,
+            "action": name.action,
+            "keys": "".join(name.keys),
+            "codec": probe.codec,
+            "duration_s": duration,
+        },
+    )

@@ -1,0 +1,206 @@
+"""A recorded episode, validated and described, ready to be streamed as a ``Source``.
+
+``Rollout`` is what every reader returns (our rollout directory here, deliveries in
+``replay/delivery.py``, other layouts in ``replay/adapters.py``). It holds what is small (per-frame
+keys, poses, intrinsics) and points at what is large (the video, the depth maps), which are read
+while streaming. ``read_rollout_dir`` reads the layout of DESIGN §4:
+
+    meta.json       {"format": "streameval.rollout/1", "fps", "suite", "model", ...}
+    video.*         any container PyAV decodes, or frames/000000.png ...
+    actions.jsonl   {"frame": i, "key": "W"} per frame (+ "t_wall" when recorded live)
+    keys.jsonl      optional: every keystroke sent live
+    poses.npy, intrinsics.npy, depth_metric.npy, depth_valid_mask.npz   optional sidecars
+
+``meta.json`` may also say ``"episode"`` (default: the directory name) and ``"complete": false``
+(a recording that stopped early), which the replay reports as an incomplete episode.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from protocol.schedule import Schedule, segments_from_keys
+from replay.actionlog import ActionLog, read_actions_jsonl, read_keys_jsonl
+from replay.frames import (
+    FrameReadError,
+    FrameStore,
+    PngFrames,
+    VideoFrames,
+    list_frame_files,
+    probe_video,
+    read_png,
+)
+from replay.layout import (
+    ACTIONS,
+    FRAMES_DIR,
+    KEYS,
+    META,
+    ROLLOUT_FORMAT,
+    VIDEO_STEM,
+    VIDEO_SUFFIXES,
+    one_line,
+)
+from replay.sidecars import Sidecars, load_sidecars
+from streameval.errors import BadInputError
+from streameval.events import EpisodeInfo, KeySent
+
+if TYPE_CHECKING:
+    from replay.source import ReplaySource
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Rollout:
+    """One episode on disk. ``frame_keys`` is the authority on how many frames it has."""
+
+    path: Path
+    layout: str  # "rollout" | "delivery" | "adapter": which reader understood it
+    episode: str
+    model: str
+    suite: str
+    fps: float
+    width: int
+    height: int
+    frames: FrameStore
+    frame_keys: tuple[str, ...]
+    schedule: Schedule
+    t_wall: tuple[float | None, ...] | None = None
+    keys_sent: tuple[KeySent, ...] = ()
+    sidecars: Sidecars | None = None
+    complete: bool = True  # False when the recording itself says it stopped early
+    reason: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.frame_keys)
+
+    def info(self) -> EpisodeInfo:
+        """The ``EpisodeStart`` payload a live run of this episode would have had."""
+        return EpisodeInfo(
+            episode=self.episode,
+            model=self.model,
+            suite=self.suite,
+            fps=self.fps,
+            schedule=self.schedule,
+            source=str(self.path),
+            width=self.width,
+            height=self.height,
+            extra=dict(self.meta),
+        )
+
+    def open(self, pace: float | None = None) -> ReplaySource:
+        """Stream this rollout as a ``Source`` (``pace``: frames/s, None = as fast as possible)."""
+        from replay.source import ReplaySource
+
+        return ReplaySource(self, pace=pace)
+
+
+def schedule_from_keys(frame_keys: tuple[str, ...], fps: float) -> Schedule:
+    """The schedule an action log implies: one segment per maximal run of one key."""
+    segments = segments_from_keys(frame_keys)
+    return Schedule(
+        keys=tuple(s.key for s in segments),
+        fps=float(fps),
+        boundaries=(0, *(s.end for s in segments)),
+    )
+
+
+def check_log_covers_video(log_path: Path, log_frames: int, video: Path, video_frames: int) -> None:
+    """An action log shorter than its video leaves frames without a key: refuse up front.
+
+    A log longer than the video is a truncated video; that surfaces while streaming (the frames
+    that exist are still scored, the episode is marked incomplete).
+    """
+    if log_frames < video_frames:
+        raise BadInputError(
+            log_path, f"{log_frames} frames in the log but {video_frames} in {video.name}"
+        )
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(path, f"cannot read ({one_line(str(exc))})") from None
+    except json.JSONDecodeError as exc:
+        raise BadInputError(path, f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(meta, dict):
+        raise BadInputError(path, "expected a JSON object")
+    if meta.get("format") != ROLLOUT_FORMAT:
+        raise BadInputError(path, f"format {meta.get('format')!r}, expected {ROLLOUT_FORMAT!r}")
+    fps = meta.get("fps")
+    if isinstance(fps, bool) or not isinstance(fps, int | float) or not math.isfinite(fps) \
+            or fps <= 0:
+        raise BadInputError(path, f"fps {fps!r} is not a positive number")
+    for name in ("model", "suite"):
+        if not isinstance(meta.get(name), str) or not meta[name]:
+            raise BadInputError(path, f"{name!r} must be a non-empty string")
+    for name in ("episode", "reason"):
+        if meta.get(name) is not None and not isinstance(meta[name], str):
+            raise BadInputError(path, f"{name!r} must be a string")
+    if not isinstance(meta.get("complete", True), bool):
+        raise BadInputError(path, "'complete' must be true or false")
+    return meta
+
+
+def _frame_store(directory: Path) -> tuple[FrameStore, int, int, int]:
+    """(store, width, height, frame count) of ``video.*`` or ``frames/``."""
+    videos = sorted(p for p in directory.glob(f"{VIDEO_STEM}.*")
+                    if p.suffix.lower() in VIDEO_SUFFIXES and p.is_file())
+    frames_dir = directory / FRAMES_DIR
+    if len(videos) > 1:
+        raise BadInputError(directory, f"several videos ({', '.join(p.name for p in videos)})")
+    if videos and frames_dir.is_dir():
+        raise BadInputError(directory, f"both {videos[0].name} and {FRAMES_DIR}/: keep one")
+    if videos:
+        probe = probe_video(videos[0])
+        return VideoFrames(videos[0]), probe.width, probe.height, probe.frames
+    if frames_dir.is_dir():
+        files = list_frame_files(frames_dir)
+        try:
+            first = read_png(files[0], 0)
+        except FrameReadError as exc:
+            raise BadInputError(exc.path, exc.problem) from None
+        height, width = first.shape[:2]
+        return PngFrames(frames_dir, tuple(files)), width, height, len(files)
+    raise BadInputError(directory, f"no video ({VIDEO_STEM}.mp4, ...) and no {FRAMES_DIR}/")
+
+
+def read_rollout_dir(directory: Path) -> Rollout:
+    """Read and validate a rollout directory (DESIGN §4); raise ``BadInputError`` naming the file."""
+    meta_path = directory / META
+    meta = _read_meta(meta_path)
+    store, width, height, stored_frames = _frame_store(directory)
+    for name, value in (("width", width), ("height", height)):
+        if meta.get(name) is not None and meta[name] != value:
+            raise BadInputError(meta_path, f"{name} {meta[name]} but {store.path.name} has {value}")
+    actions_path = directory / ACTIONS
+    if not actions_path.is_file():
+        raise BadInputError(directory, f"no {ACTIONS}")
+    log: ActionLog = read_actions_jsonl(actions_path)
+    check_log_covers_video(actions_path, len(log), store.path, stored_frames)
+    keys_path = directory / KEYS
+    fps = float(meta["fps"])
+    return Rollout(
+        path=directory,
+        layout="rollout",
+        episode=meta.get("episode") or directory.name,
+        model=meta["model"],
+        suite=meta["suite"],
+        fps=fps,
+        width=width,
+        height=height,
+        frames=store,
+        frame_keys=log.keys,
+        schedule=schedule_from_keys(log.keys, fps),
+        t_wall=log.t_wall,
+        keys_sent=read_keys_jsonl(keys_path) if keys_path.is_file() else (),
+        sidecars=load_sidecars(directory, len(log)),
+        complete=bool(meta.get("complete", True)),
+        reason=meta.get("reason"),
+        meta=meta,
+    )

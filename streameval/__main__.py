@@ -1,0 +1,5 @@
+import sys
+
+from streameval.cli import main
+
+sys.exit(main())

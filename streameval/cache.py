@@ -1,0 +1,131 @@
+"""The episode cache: what perception produced, and all that ``rescore`` needs.
+
+Perceive once, score many: every score is a kernel over this cache. Arrays are stored
+uncompressed in ``.npz`` (bit-exact round trip); ``episode.json`` holds the rest. No frames:
+the cache stays a few hundred kB for a two-minute episode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streameval.errors import BadInputError
+from streameval.perception.motion_type import FitSample
+
+CACHE_FORMAT = "streameval.cache/1"
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass
+class EpisodeCache:
+    """Per-frame signals and motion-type samples of one episode.
+
+    ``sx``/``srad``: signal i = flow from frame i to i + 2 (NaN where a frame was missing).
+    ``frame_keys``: the key that conditioned each frame received (or planned, for a gap).
+    ``meta``: episode identity, fps, sizes, backends and sources (provenance).
+    """
+
+    meta: dict[str, Any]
+    frame_keys: list[str]
+    sx: F64
+    srad: F64
+    fit_samples: list[FitSample] = field(default_factory=list)
+
+    @property
+    def fps(self) -> float:
+        return float(self.meta["fps"])
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        frames = np.array([s.frame for s in self.fit_samples], dtype=np.int64)
+        sizes = np.array([s.u.size for s in self.fit_samples], dtype=np.int64)
+        has_depth = np.array([s.invz is not None for s in self.fit_samples], dtype=bool)
+
+        def cat(parts: list[npt.NDArray[np.float32]]) -> npt.NDArray[np.float32]:
+            return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+        invz = cat(
+            [
+                s.invz if s.invz is not None else np.full(s.u.size, np.nan, np.float32)
+                for s in self.fit_samples
+            ]
+        )
+        arrays: dict[str, Any] = {
+            "sx": self.sx,
+            "srad": self.srad,
+            "frame_keys": np.array(self.frame_keys, dtype="<U1"),
+            "fit_frames": frames,
+            "fit_sizes": sizes,
+            "fit_has_depth": has_depth,
+            "fit_x": cat([s.x for s in self.fit_samples]),
+            "fit_y": cat([s.y for s in self.fit_samples]),
+            "fit_u": cat([s.u for s in self.fit_samples]),
+            "fit_v": cat([s.v for s in self.fit_samples]),
+            "fit_invz": invz,
+        }
+        tmp = directory / "signals.tmp.npz"
+        np.savez(tmp, **arrays)
+        os.replace(tmp, directory / "signals.npz")
+        _write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
+
+    @classmethod
+    def load(cls, directory: Path) -> EpisodeCache:
+        meta_path = directory / "episode.json"
+        npz_path = directory / "signals.npz"
+        for p in (meta_path, npz_path):
+            if not p.is_file():
+                raise BadInputError(p, "missing episode cache file (was this episode finished?)")
+        try:
+            meta = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise BadInputError(
+                meta_path, f"not valid JSON ({exc.msg} at line {exc.lineno})"
+            ) from None
+        if meta.pop("format", None) != CACHE_FORMAT:
+            raise BadInputError(meta_path, f"not a {CACHE_FORMAT} episode cache")
+        try:
+            with np.load(npz_path, allow_pickle=False) as z:
+                data = {k: z[k] for k in z.files}
+        except (OSError, ValueError) as exc:
+            raise BadInputError(npz_path, f"unreadable cache arrays ({exc})") from None
+        samples: list[FitSample] = []
+        offset = 0
+        for frame, size, depth in zip(
+            data["fit_frames"], data["fit_sizes"], data["fit_has_depth"], strict=True
+        ):
+            sl = slice(offset, offset + int(size))
+            offset += int(size)
+            samples.append(
+                FitSample(
+                    frame=int(frame),
+                    x=data["fit_x"][sl],
+                    y=data["fit_y"][sl],
+                    u=data["fit_u"][sl],
+                    v=data["fit_v"][sl],
+                    invz=data["fit_invz"][sl] if bool(depth) else None,
+                )
+            )
+        return cls(
+            meta=meta,
+            frame_keys=[str(k) for k in data["frame_keys"]],
+            sx=data["sx"].astype(np.float64, copy=False),
+            srad=data["srad"].astype(np.float64, copy=False),
+            fit_samples=samples,
+        )
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write JSON atomically: a crash never leaves half a file behind."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+write_json = _write_json

@@ -1,0 +1,65 @@
+"""Scores of one episode from its cache: the single path shared by live, replay and rescore.
+
+Bit-identity between a live run, a replay of its recording and ``rescore`` holds because all
+three call :func:`score_episode` on the same cache arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.keys import FAMILY
+from protocol.schedule import segments_from_keys
+from streameval.cache import EpisodeCache
+from streameval.constants import ANALYSIS_WIDTH
+from streameval.metrics.control import MotionType, control_metrics
+from streameval.perception.motion_type import (
+    MotionFit,
+    analysis_focal,
+    fit_frames,
+    fit_motion_type,
+)
+from streameval.results import MetricResult
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeScores:
+    metrics: dict[str, MetricResult]
+    motion_fits: dict[int, MotionFit | None]
+
+    def motion_types_json(self) -> list[dict[str, Any]]:
+        return [
+            {"segment": j, **(fit.to_json() if fit else {"status": "no_fit"})}
+            for j, fit in sorted(self.motion_fits.items())
+        ]
+
+
+def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
+    """Motion-type fit of every lateral and yaw segment (SPEC §3), keyed by segment index."""
+    by_frame = {s.frame: s for s in cache.fit_samples}
+    focal = analysis_focal(int(cache.meta.get("analysis_width", ANALYSIS_WIDTH)))
+    fits: dict[int, MotionFit | None] = {}
+    for j, seg in enumerate(segments_from_keys(cache.frame_keys)):
+        if FAMILY.get(seg.key) not in ("lat", "yaw"):
+            continue
+        wanted = fit_frames(seg.start, seg.end, cache.fps)
+        samples = [by_frame[f] for f in wanted if f in by_frame]
+        fits[j] = fit_motion_type(samples, focal)
+    return fits
+
+
+def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
+    """All metrics of the episode that its cache supports."""
+    fits = motion_fits(cache)
+    types = {
+        j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in fits.items() if f is not None
+    }
+    metrics = control_metrics(cache.sx, cache.srad, cache.frame_keys, cache.fps, types)
+    if not final:
+        metrics = {k: _mark_provisional(m) for k, m in metrics.items()}
+    return EpisodeScores(metrics, fits)
+
+
+def _mark_provisional(m: MetricResult) -> MetricResult:
+    return MetricResult(m.raw, m.normalized, m.status, m.reason, {**m.details, "provisional": True})

@@ -1,0 +1,1 @@
+"""Perception: from frames to per-frame signals and motion-type samples (perceive once)."""

@@ -1,0 +1,111 @@
+"""Per-episode perception: frames in, flow signals and motion-type samples out.
+
+Stateful only over the last few frames (stride-2 flow needs frames i and i + 2), so memory
+does not grow with the episode. Runs off the event loop (the pipeline calls it in a worker
+thread); one instance per episode, never shared between threads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FLOW_STRIDE
+from streameval.events import FrameEvent
+from streameval.perception.analysis import Gray, to_analysis_gray
+from streameval.perception.flow import FlowBackend
+from streameval.perception.motion_type import FitSample, sample_fit
+from streameval.perception.signals import flow_signals
+
+
+class FrameRejectedError(ValueError):
+    """A frame that cannot be analysed (wrong shape or dtype)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PerceptionOutput:
+    """Signals completed by one frame: ``start`` is the first signal index in ``sx``/``srad``.
+
+    Usually one signal (index i − 2 for frame i); a gap before the frame adds NaN signals.
+    """
+
+    start: int
+    sx: list[float]
+    srad: list[float]
+    fit_sample: FitSample | None = None
+    depth_used: bool = False
+
+
+def check_image(image: object, where: str) -> npt.NDArray[np.uint8]:
+    """The frame as an H×W×3 uint8 array, or FrameRejectedError naming ``where``."""
+    if not isinstance(image, np.ndarray):
+        raise FrameRejectedError(f"{where}: frame is {type(image).__name__}, not a numpy array")
+    if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+        raise FrameRejectedError(
+            f"{where}: frame has shape {image.shape} dtype {image.dtype}, expected H×W×3 uint8"
+        )
+    if image.shape[0] < 16 or image.shape[1] < 16:
+        raise FrameRejectedError(f"{where}: frame {image.shape[1]}×{image.shape[0]} is too small")
+    return image
+
+
+@dataclass
+class Perceiver:
+    """Turns the frames of one episode, in index order, into signals.
+
+    ``fit_frames``: frames whose flow is sampled for the motion-type fit (from the plan).
+    """
+
+    flow: FlowBackend
+    fit_frames: frozenset[int]
+    width: int = ANALYSIS_WIDTH
+    height: int = ANALYSIS_HEIGHT
+    _recent: dict[int, Gray] = field(default_factory=dict)
+    _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
+    _next_signal: int = 0
+    _last_index: int = -1
+
+    def process(self, event: FrameEvent) -> PerceptionOutput:
+        i = event.index
+        if i <= self._last_index:
+            raise FrameRejectedError(f"frame {i}: out of order (after frame {self._last_index})")
+        image = check_image(event.image, f"frame {i}")
+        self._last_index = i
+        gray = to_analysis_gray(image, self.width, self.height)
+        self._recent[i] = gray
+        if i in self.fit_frames and event.depth is not None:
+            self._depth[i] = np.asarray(event.depth, dtype=np.float32)
+        target = i - FLOW_STRIDE
+        sx: list[float] = []
+        srad: list[float] = []
+        # Signals whose second frame never arrived (dropped or missing) are gaps.
+        while self._next_signal < target:
+            sx.append(math.nan)
+            srad.append(math.nan)
+            self._next_signal += 1
+        start = self._next_signal - len(sx)
+        sample: FitSample | None = None
+        depth_used = False
+        if target >= 0:
+            prev = self._recent.get(target)
+            if prev is None:
+                sx.append(math.nan)
+                srad.append(math.nan)
+            else:
+                flow = self.flow(prev, gray)
+                s_x, s_rad = flow_signals(flow)
+                sx.append(s_x)
+                srad.append(s_rad)
+                if target in self.fit_frames:
+                    depth = self._depth.pop(target, None)
+                    depth_used = depth is not None
+                    sample = sample_fit(target, flow, depth)
+            self._next_signal = target + 1
+        for old in [k for k in self._recent if k <= target]:
+            del self._recent[old]
+        for old in [k for k in self._depth if k < target]:
+            del self._depth[old]
+        return PerceptionOutput(start, sx, srad, sample, depth_used)

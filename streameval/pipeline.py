@@ -1,0 +1,372 @@
+"""The asyncio pipeline of one episode: source → perception → online metrics → observers.
+
+One ``TaskGroup`` per episode with two tasks joined by a bounded queue: the reader pulls
+events from the source (decode or network happen there), the perceiver runs flow in a worker
+thread, so the two cores overlap. When the consumer falls behind, a live source's frames are
+dropped (counted, shown, kept as NaN gaps); replay and in-process sources wait instead.
+End of stream = flush the queue, then finalize: the cache is written and the same kernels
+that ``rescore`` runs produce the final scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import platform
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from protocol.keys import FAMILY
+from streameval import __version__
+from streameval.cache import write_json
+from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH
+from streameval.episode_scores import EpisodeScores, score_episode
+from streameval.events import (
+    EndOfStream,
+    EpisodeEnd,
+    EpisodeInfo,
+    EpisodeStart,
+    Event,
+    FrameEvent,
+    KeySent,
+    SourceError,
+)
+from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.perception.flow import create_flow_backend
+from streameval.perception.motion_type import fit_frames
+from streameval.perception.perceiver import FrameRejectedError, Perceiver
+from streameval.source import Source
+from streameval.track import EpisodeTrack
+
+SCORES_FORMAT = "streameval.scores/1"
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """How an episode is perceived and reported."""
+
+    flow: str = "dis-fast"  # flow backend name (registry: streameval.perception.flow)
+    queue_size: int = 32  # frames between reader and perceiver
+    provisional_every_s: float = 0.5  # wall seconds between provisional score updates
+    analysis_width: int = ANALYSIS_WIDTH
+    analysis_height: int = ANALYSIS_HEIGHT
+
+
+class _Stats:
+    """Counters for the interactivity block and the progress display."""
+
+    def __init__(self) -> None:
+        self.received = 0
+        self.dropped = 0
+        self.rejected = 0
+        self.errors: list[str] = []
+        self.t_first: float | None = None
+        self.t_last: float | None = None
+        self.key_times: dict[int, float] = {}
+        self.step_latencies: list[float] = []
+        self.recent: deque[float] = deque(maxlen=32)
+        self.perceive_s = 0.0
+
+
+def _plan_fit_frames(info: EpisodeInfo) -> frozenset[int]:
+    frames: set[int] = set()
+    for seg in info.schedule.segments():
+        if FAMILY.get(seg.key) in ("lat", "yaw"):
+            frames.update(fit_frames(seg.start, seg.end, info.fps))
+    return frozenset(frames)
+
+
+async def _read(
+    source: Source,
+    queue: asyncio.Queue[Event | None],
+    observers: list[EpisodeObserver],
+    stats: _Stats,
+) -> None:
+    try:
+        while True:
+            try:
+                event = await source.recv()
+            except EndOfStream:
+                break
+            if isinstance(event, FrameEvent):
+                stats.received += 1
+                now = time.perf_counter()
+                stats.t_first = stats.t_first if stats.t_first is not None else now
+                stats.t_last = now
+                sent = stats.key_times.pop(event.index, None)
+                if sent is not None and event.t_wall is not None:
+                    stats.step_latencies.append(event.t_wall - sent)
+                for o in observers:
+                    o.on_frame(event)
+                if source.droppable and queue.full():
+                    stats.dropped += 1
+                    continue
+            elif isinstance(event, KeySent):
+                stats.key_times[event.frame] = event.t_wall
+                for o in observers:
+                    o.on_key(event)
+                continue
+            await queue.put(event)
+            if isinstance(event, EpisodeEnd):
+                break
+    finally:
+        await queue.put(None)
+
+
+class _Episode:
+    """The perceiving side of one episode."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        observers: list[EpisodeObserver],
+        stats: _Stats,
+        queue: asyncio.Queue[Event | None],
+    ) -> None:
+        self.config = config
+        self.observers = observers
+        self.stats = stats
+        self.queue = queue
+        self.info: EpisodeInfo | None = None
+        self.track: EpisodeTrack | None = None
+        self.perceiver: Perceiver | None = None
+        self.end: EpisodeEnd | None = None
+        self.last_provisional = 0.0
+        self.depth_sources: set[str] = set()
+
+    def start(self, info: EpisodeInfo) -> None:
+        self.info = info
+        flow = create_flow_backend(self.config.flow)
+        self.perceiver = Perceiver(
+            flow, _plan_fit_frames(info), self.config.analysis_width, self.config.analysis_height
+        )
+        self.track = EpisodeTrack(
+            meta={
+                "episode": info.episode,
+                "model": info.model,
+                "suite": info.suite,
+                "fps": info.fps,
+                "source": info.source,
+                "width": info.width,
+                "height": info.height,
+                "analysis_width": self.config.analysis_width,
+                "analysis_height": self.config.analysis_height,
+                "backends": {"flow": flow.name},
+            }
+        )
+        for o in self.observers:
+            o.on_start(info)
+
+    def error(self, message: str) -> None:
+        self.stats.errors.append(message)
+        for o in self.observers:
+            o.on_error(message)
+
+    async def frame(self, event: FrameEvent) -> None:
+        assert self.perceiver is not None and self.track is not None and self.info is not None
+        fill = self.info.schedule.key_for_frame(len(self.track.frame_keys))
+        t0 = time.perf_counter()
+        try:
+            out = await asyncio.to_thread(self.perceiver.process, event)
+        except FrameRejectedError as exc:
+            self.stats.rejected += 1
+            self.error(f"{self.info.source}: {exc}")
+            return
+        self.stats.perceive_s += time.perf_counter() - t0
+        self.stats.recent.append(time.perf_counter())
+        self.track.set_frame_key(event.index, event.key, fill)
+        self.track.sx.extend(out.sx)
+        self.track.srad.extend(out.srad)
+        if out.fit_sample is not None:
+            self.track.fit_samples.append(out.fit_sample)
+            if out.depth_used:
+                self.track.depth_frames_used += 1
+        if event.depth is not None:
+            self.depth_sources.add(str(self.info.extra.get("depth_source", "model")))
+        self._progress(event)
+
+    def _progress(self, event: FrameEvent) -> None:
+        assert self.track is not None and self.info is not None
+        now = time.perf_counter()
+        provisional = None
+        if now - self.last_provisional >= self.config.provisional_every_s:
+            self.last_provisional = now
+            provisional = score_episode(self.track.to_cache(), final=False).metrics
+        recent = self.stats.recent
+        fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 else 0.0
+        sx, srad = self.track.sx.last(), self.track.srad.last()
+        progress = Progress(
+            info=self.info,
+            frame=event.index,
+            key=event.key,
+            sx=None if sx is None or math.isnan(sx) else sx,
+            srad=None if srad is None or math.isnan(srad) else srad,
+            frames_done=len(self.track.frame_keys),
+            frames_total=self.info.schedule.total_frames,
+            fps=fps,
+            queue_depth=self.queue.qsize(),
+            dropped=self.stats.dropped,
+            provisional=provisional,
+        )
+        for o in self.observers:
+            o.on_progress(progress)
+
+    def interactivity(self) -> dict[str, float | int | None]:
+        s = self.stats
+        info = self.info
+        wall = (s.t_last - s.t_first) if s.t_first is not None and s.t_last is not None else None
+        video_s = (s.received / info.fps) if info else None
+        lat = sorted(s.step_latencies)
+        return {
+            "frames_received": s.received,
+            "frames_dropped": s.dropped,
+            "frames_rejected": s.rejected,
+            "wall_seconds": wall,
+            "video_seconds": video_s,
+            "realtime_factor": (video_s / wall) if wall and video_s else None,
+            "perception_ms_per_frame": (1000 * s.perceive_s / s.received) if s.received else None,
+            "step_latency_ms_median": 1000 * lat[len(lat) // 2] if lat else None,
+            "step_latency_ms_p95": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))]
+            if lat
+            else None,
+        }
+
+
+def provenance(config: PipelineConfig, backends: dict[str, str]) -> dict[str, Any]:
+    """Backends, versions and config: written into every results file."""
+    import cv2
+    import numpy as np
+
+    return {
+        "streameval": __version__,
+        "backends": backends,
+        "versions": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "opencv": cv2.__version__,
+        },
+        "config": asdict(config),
+    }
+
+
+def scores_document(
+    cache_meta: dict[str, Any], scores: EpisodeScores, frames: int
+) -> dict[str, Any]:
+    """The ``scores.json`` payload (DESIGN §5) from the cache metadata and the scores."""
+    return {
+        "format": SCORES_FORMAT,
+        "model": cache_meta["model"],
+        "suite": cache_meta["suite"],
+        "episode": cache_meta["episode"],
+        "fps": cache_meta["fps"],
+        "frames": frames,
+        "complete": cache_meta.get("complete", True),
+        "metrics": {name: m.to_json() for name, m in scores.metrics.items()},
+        "motion_types": scores.motion_types_json(),
+        "interactivity": cache_meta.get("interactivity", {}),
+        "provenance": cache_meta.get("provenance", {}),
+        "errors": cache_meta.get("errors", []),
+    }
+
+
+def write_results(results_dir: Path, cache_meta: dict[str, Any], doc: dict[str, Any]) -> None:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    write_json(results_dir / "scores.json", doc)
+
+
+async def run_episode(
+    source: Source,
+    *,
+    config: PipelineConfig | None = None,
+    results_dir: Path | None = None,
+    observers: list[EpisodeObserver] | None = None,
+) -> EpisodeOutcome:
+    """Evaluate one episode from ``source``; write ``results_dir`` if given.
+
+    Cancellation (Ctrl-C, ``q`` in the dashboard) still finalizes what was received, marked
+    incomplete: an episode in progress is never lost.
+    """
+    config = config or PipelineConfig()
+    observers = observers or []
+    stats = _Stats()
+    queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=config.queue_size)
+    episode = _Episode(config, observers, stats, queue)
+    cancelled = False
+
+    async def perceive() -> None:
+        while True:
+            event = await queue.get()
+            if event is None:
+                return
+            if isinstance(event, EpisodeStart):
+                episode.start(event.info)
+            elif isinstance(event, FrameEvent):
+                if episode.info is None:
+                    raise RuntimeError("source sent a frame before EpisodeStart")
+                await episode.frame(event)
+            elif isinstance(event, SourceError):
+                episode.error(event.message)
+            elif isinstance(event, EpisodeEnd):
+                episode.end = event
+
+    try:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(_read(source, queue, observers, stats))
+            tg.create_task(perceive())
+    except asyncio.CancelledError:
+        cancelled = True
+    finally:
+        with contextlib.suppress(Exception):
+            await source.close()
+    if episode.info is None or episode.track is None:
+        raise RuntimeError(f"source {source!r} ended before EpisodeStart")
+    complete = (
+        not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
+    )
+    outcome = finalize(episode, complete, results_dir)
+    for o in observers:
+        o.on_end(outcome)
+    if cancelled:
+        raise asyncio.CancelledError
+    return outcome
+
+
+def finalize(episode: _Episode, complete: bool, results_dir: Path | None) -> EpisodeOutcome:
+    """Flush is done: build the cache, score it with the shared kernels, write results."""
+    assert episode.track is not None and episode.info is not None
+    track = episode.track
+    depth_source = ",".join(sorted(episode.depth_sources)) if track.depth_frames_used else "none"
+    backends = {
+        **track.meta["backends"],
+        "motion_type": "depth_parallax" if track.depth_frames_used else "flow_vertical_rotation",
+    }
+    interactivity = episode.interactivity()
+    end_reason = episode.end.reason if episode.end else "source stopped"
+    meta = {
+        "complete": complete,
+        "end_reason": None if complete else (end_reason or "incomplete"),
+        "depth_source": depth_source,
+        "interactivity": interactivity,
+        "errors": list(episode.stats.errors),
+        "provenance": {**provenance(episode.config, backends), "depth_source": depth_source},
+    }
+    cache = track.to_cache(meta)
+    scores = score_episode(cache)
+    if results_dir is not None:
+        cache.save(results_dir / "cache")
+        write_results(
+            results_dir, cache.meta, scores_document(cache.meta, scores, len(track.frame_keys))
+        )
+    return EpisodeOutcome(
+        info=episode.info,
+        scores=scores,
+        results_dir=results_dir,
+        complete=complete,
+        frames=len(track.frame_keys),
+        errors=list(episode.stats.errors),
+        interactivity=interactivity,
+    )

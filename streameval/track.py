@@ -1,0 +1,78 @@
+"""What the pipeline keeps of an episode while it runs: signals, keys, fit samples.
+
+Growable float64 arrays (amortised doubling) so memory is a few bytes per frame; no frames
+are kept. ``to_cache`` hands the exact arrays to scoring, which is why final scores equal
+``rescore`` bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streameval.cache import EpisodeCache
+from streameval.perception.motion_type import FitSample
+
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass
+class GrowableArray:
+    """Append-only float64 array with amortised O(1) appends."""
+
+    _data: F64 = field(default_factory=lambda: np.empty(256, dtype=np.float64))
+    _size: int = 0
+
+    def extend(self, values: list[float]) -> None:
+        need = self._size + len(values)
+        if need > self._data.size:
+            grown = np.empty(max(need, 2 * self._data.size), dtype=np.float64)
+            grown[: self._size] = self._data[: self._size]
+            self._data = grown
+        self._data[self._size : need] = values
+        self._size = need
+
+    def __len__(self) -> int:
+        return self._size
+
+    def view(self) -> F64:
+        return self._data[: self._size]
+
+    def last(self) -> float | None:
+        return float(self._data[self._size - 1]) if self._size else None
+
+
+@dataclass
+class EpisodeTrack:
+    """Per-episode state the pipeline accumulates."""
+
+    meta: dict[str, Any]
+    sx: GrowableArray = field(default_factory=GrowableArray)
+    srad: GrowableArray = field(default_factory=GrowableArray)
+    frame_keys: list[str] = field(default_factory=list)
+    fit_samples: list[FitSample] = field(default_factory=list)
+    depth_frames_used: int = 0
+
+    def set_frame_key(self, index: int, key: str, fill: str) -> None:
+        """Record the key of frame ``index``; frames skipped before it get ``fill``."""
+        while len(self.frame_keys) < index:
+            self.frame_keys.append(fill)
+        if len(self.frame_keys) == index:
+            self.frame_keys.append(key)
+        else:
+            self.frame_keys[index] = key
+
+    def to_cache(self, extra_meta: dict[str, Any] | None = None) -> EpisodeCache:
+        n_signals = max(0, len(self.frame_keys) - 2)
+        sx = self.sx.view()[:n_signals].copy()
+        srad = self.srad.view()[:n_signals].copy()
+        return EpisodeCache(
+            meta={**self.meta, **(extra_meta or {})},
+            frame_keys=list(self.frame_keys),
+            sx=sx,
+            srad=srad,
+            fit_samples=list(self.fit_samples),
+        )
