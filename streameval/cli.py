@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
     rescore.add_argument("results", nargs="+", type=Path)
+
+    from streameval.table_cli import add_table_parser
+
+    add_table_parser(sub)
     return parser
 
 
@@ -232,6 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "rescore":
             return _run_rescore(args)
+        if args.command == "table":
+            from streameval.table_cli import run_table
+
+            return run_table(args)
         runner = {"demo": _run_demo, "attach": _run_attach, "replay": _run_replay}[args.command]
         return asyncio.run(runner(args))
     except BadInputError as exc:

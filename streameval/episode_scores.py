@@ -51,15 +51,15 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
 
 def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
     """All metrics of the episode that its cache supports."""
+    # depth_source stays in provenance, not in metric details: a live run (depth from the
+    # model) and the replay of its recording (depth from the sidecar) score bit-identically.
     fits = motion_fits(cache)
     types = {
-        j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in fits.items() if f is not None
+        j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw)
+        for j, f in fits.items()
+        if f is not None
     }
-    metrics = control_metrics(cache.sx, cache.srad, cache.frame_keys, cache.fps, types)
-    if not final:
-        metrics = {k: _mark_provisional(m) for k, m in metrics.items()}
+    metrics = control_metrics(
+        cache.sx, cache.srad, cache.frame_keys, cache.fps, types, provisional=not final
+    )
     return EpisodeScores(metrics, fits)
-
-
-def _mark_provisional(m: MetricResult) -> MetricResult:
-    return MetricResult(m.raw, m.normalized, m.status, m.reason, {**m.details, "provisional": True})

@@ -1,0 +1,64 @@
+"""Records a live episode as a replayable rollout directory (DESIGN §5 ``recording/``).
+
+Hooked in before perception (``on_frame``), so every frame received is kept even when the
+perceiver falls behind or rejects it. A recorder failure (disk full, a frame whose size
+changes) stops the recording, is reported, and never stops the evaluation.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from replay.recorder import Recorder
+from streameval.events import EpisodeInfo, FrameEvent, KeySent
+from streameval.observers import EpisodeObserver, EpisodeOutcome
+
+
+class RecordingObserver(EpisodeObserver):
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self.recorder: Recorder | None = None
+        self.errors: list[str] = []
+
+    def _fail(self, exc: Exception) -> None:
+        message = f"recording stopped: {exc}"
+        self.errors.append(message)
+        print(f"  ! {message}", file=sys.stderr)
+        if self.recorder is not None:
+            try:
+                self.recorder.close(False, message)
+            except Exception as close_exc:  # already failing; keep the first error
+                self.errors.append(f"recording close failed: {close_exc}")
+        self.recorder = None
+
+    def on_start(self, info: EpisodeInfo) -> None:
+        try:
+            self.recorder = Recorder.for_episode(self.out_dir, info)
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_frame(self, event: FrameEvent) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.add_frame(event)
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_key(self, event: KeySent) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.add_key(event)
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_end(self, outcome: EpisodeOutcome) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.close(outcome.complete, None if outcome.complete else "incomplete")
+        except Exception as exc:
+            self._fail(exc)
+        self.recorder = None

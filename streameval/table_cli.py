@@ -1,0 +1,204 @@
+"""``streameval table RESULTS_DIR...``: the master table across models (DESIGN §6, seed 000).
+
+All numbers, statuses, exclusions and ranks come from ``streameval.scoring``; this module only
+draws them, as a rich table in the terminal or as Markdown (``--markdown``).
+
+Colour: in the terminal the seed's colours (best bold green, second yellow, worst red). Markdown
+has no colour, so each ranked value carries an emoji in front — 🟢 best, 🟡 second, 🔴 worst —
+and a legend line says so; emoji survive GitHub, GitLab and chat renderers, where
+bold/italic would be easy to miss. Partial cells show ``value (k/N) [lower, upper]``; cells
+without a value show ``n/a`` or ``missing``. Excluded models are listed under the table with
+their reasons; unreadable inputs go to stderr, one line each naming the file, and make the exit
+status 2 while the rest is still tabulated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from streameval.scoring import (
+    COLUMN_NAMES,
+    DEFAULT_MIN_EPISODES,
+    INCLUDE_ALL,
+    RANK_COLOURS,
+    UNIFORM_FAILURE_MAX,
+    Cell,
+    ExclusionRule,
+    MasterTable,
+    Rank,
+    cell_text,
+    format_bounds,
+    format_coverage,
+    format_value,
+    tabulate,
+)
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2  # DESIGN §6
+
+MARKDOWN_MARKS: dict[Rank, str] = {"best": "🟢", "second": "🟡", "worst": "🔴"}
+RICH_STYLES: dict[Rank, str] = {"best": "bold green", "second": "yellow", "worst": "red"}
+_LEGEND = (
+    "per column: {best} best, {second} second, {worst} worst — ranked on the two-decimal values "
+    "of official cells, needs at least 3 models; (k/N) = measured episodes / episodes, "
+    "[lower, upper] = range if the missing episodes were measured"
+)
+
+
+def _min_episodes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def add_table_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``table`` to the ``streameval`` sub-command parsers (``subparsers`` is what
+    ``ArgumentParser.add_subparsers`` returned); the caller dispatches to ``run_table``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "table",
+        help="master table across models",
+        description=(
+            "Master table of seed 000 across models, from the scores.json files found below "
+            "each RESULTS_DIR. By default models with fewer than --min-episodes episodes and "
+            "models that fail uniformly (direction accuracy ≤ "
+            f"{format_value(UNIFORM_FAILURE_MAX)} in every episode) are left out and listed "
+            "with their reason."
+        ),
+    )
+    parser.add_argument(
+        "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directories"
+    )
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument(
+        "--sort",
+        choices=["model", *COLUMN_NAMES],
+        default=None,
+        metavar="COLUMN",
+        help="sort by this column, best first (default: model name); one of: "
+        + ", ".join(COLUMN_NAMES),
+    )
+    parser.add_argument(
+        "--exclude",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="MODEL",
+        help="leave these models out (put it after the RESULTS_DIRs)",
+    )
+    parser.add_argument(
+        "--min-episodes",
+        type=_min_episodes,
+        default=DEFAULT_MIN_EPISODES,
+        metavar="N",
+        help=f"leave out models with fewer episodes (default {DEFAULT_MIN_EPISODES})",
+    )
+    parser.add_argument(
+        "--include-all",
+        action="store_true",
+        help="turn the default exclusion rule off (--exclude still applies)",
+    )
+    return parser
+
+
+def run_table(args: argparse.Namespace) -> int:
+    """Print the table; 2 if any input was bad (reported on stderr, one line each), else 0."""
+    rule = INCLUDE_ALL if args.include_all else ExclusionRule(min_episodes=args.min_episodes)
+    table = tabulate(args.results, exclude=args.exclude, rule=rule, sort_by=args.sort)
+    for err in table.errors:
+        print(f"error: {err}", file=sys.stderr)
+    for note in table.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    if args.markdown:
+        sys.stdout.write(render_markdown(table))
+    else:
+        render_rich(table, sys.stdout)
+    return EXIT_BAD_INPUT if table.errors else EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------------------------
+
+
+def _md_escape(text: str) -> str:
+    """Cell text safe inside a Markdown table row."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_cell(cell: Cell) -> str:
+    """``🟢 45.12`` for a ranked cell, the plain ``cell_text`` otherwise."""
+    text = cell_text(cell)
+    return f"{MARKDOWN_MARKS[cell.rank]} {text}" if cell.rank else text
+
+
+def render_markdown(table: MasterTable) -> str:
+    """The whole table as Markdown: header, one row per included model, legend, exclusions."""
+    header = ["Model", "Episodes", *(c.label for c in table.columns)]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join([" --- ", " ---: "] + [" ---: "] * len(table.columns)) + "|",
+    ]
+    for row in table.rows:
+        cells = [markdown_cell(row.cells[c.name]) for c in table.columns]
+        lines.append("| " + " | ".join([_md_escape(row.model), str(row.n_episodes), *cells]) + " |")
+    if not table.rows:
+        lines.append("| " + " | ".join(["(no model)", *[""] * (len(header) - 1)]) + " |")
+    lines += ["", _LEGEND.format(**MARKDOWN_MARKS)]
+    if table.excluded:
+        lines += ["", "Excluded:"]
+        lines += [
+            f"- {_md_escape(e.model)} ({e.row.n_episodes} episodes): {'; '.join(e.reasons)}"
+            for e in table.excluded
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Terminal (rich)
+# --------------------------------------------------------------------------------------------
+
+
+def render_rich(table: MasterTable, file: TextIO) -> None:
+    """The table for the terminal; rich is imported here so ``--markdown`` works without it."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=file)
+    grid = Table(title="streameval master table", caption=Text(_LEGEND.format(**RANK_COLOURS)))
+    grid.add_column("Model", no_wrap=True)
+    grid.add_column("Ep.", justify="right")
+    for column in table.columns:
+        grid.add_column(column.short, justify="right", min_width=6)  # "100.00" never breaks
+    for row in table.rows:
+        texts = []
+        for column in table.columns:
+            cell = row.cells[column.name]
+            # Coverage and bounds on their own lines keep the 13 columns narrow.
+            body = cell_text(cell, coverage=False, bounds=False)
+            cov = format_coverage(cell) if cell.value is not None else None
+            extra = [part for part in (cov and f"({cov})", format_bounds(cell)) if part]
+            style = RICH_STYLES[cell.rank] if cell.rank else ("dim" if cell.value is None else "")
+            texts.append(Text("\n".join([body, *extra]), style=style))
+        grid.add_row(Text(row.model), str(row.n_episodes), *texts)
+    if not console.is_terminal:
+        # Piped or redirected: no terminal width to respect, so never squash the numbers.
+        needed = console.measure(grid, options=console.options.update(max_width=10_000)).maximum
+        console = Console(file=file, width=max(console.width, needed))
+    console.print(grid)
+    console.print(
+        Text("Columns: " + ", ".join(f"{c.short} = {c.label}" for c in table.columns)),
+        style="dim",
+    )
+    if table.excluded:
+        console.print("Excluded:")
+        for e in table.excluded:
+            console.print(
+                Text(f"  {e.model} ({e.row.n_episodes} episodes): {'; '.join(e.reasons)}")
+            )
