@@ -81,7 +81,7 @@ def read_actions_jsonl(path: Path) -> ActionLog:
             raise BadInputError(path, f"line {lineno}: 'frame' must be an integer, got {frame!r}")
         if frame != len(keys):
             raise BadInputError(
-                path, f"line {lineno}: frame {frame}, expected {len(keys)} (frames run 0, 1, 2, ...)"
+                path, f"line {lineno}: frame {frame}, expected {len(keys)} (frames run 0, 1, ...)"
             )
         if "key" not in obj:
             raise BadInputError(path, f"line {lineno}: no 'key'")
@@ -99,7 +99,7 @@ def read_keys_jsonl(path: Path) -> tuple[KeySent, ...]:
     for lineno, obj in _json_lines(path):
         key = _key_at(path, obj.get("key"), f"line {lineno}")
         frame = obj.get("frame")
-        if not _is_int(frame) or frame < 0:
+        if not isinstance(frame, int) or isinstance(frame, bool) or frame < 0:
             raise BadInputError(path, f"line {lineno}: 'frame' must be an integer >= 0")
         t_wall = _wall_time(path, obj.get("t_wall"), lineno)
         if t_wall is None:

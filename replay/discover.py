@@ -18,7 +18,7 @@ from pathlib import Path
 
 from replay.adapters import is_adapter_dir, read_adapter_dir
 from replay.delivery import read_delivery
-from replay.layout import META, VIDEO_SUFFIXES, is_video_file, one_line
+from replay.layout import ACTIONS, META, VIDEO_SUFFIXES, is_video_file, one_line
 from replay.rollout import Rollout, read_rollout_dir
 from streameval.errors import BadInputError
 
@@ -28,6 +28,8 @@ _MAX_DEPTH = 2
 
 def read_rollout(path: Path) -> Rollout:
     """One rollout from one path (rollout dir, adapter dir or delivery video), or BadInputError."""
+    if path.is_file() and path.name in (META, ACTIONS):
+        return read_rollout(path.parent)  # someone pointed at a file of the rollout
     if path.is_file():
         if path.suffix.lower() not in VIDEO_SUFFIXES:
             raise BadInputError(path, "not a video, a rollout directory or a model directory")

@@ -11,11 +11,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import av
 import cv2
 import numpy as np
+import numpy.typing as npt
 
 from replay.layout import FRAME_NAME_DIGITS, one_line
 from streameval.errors import BadInputError
@@ -113,7 +114,8 @@ class VideoFrames:
             while True:
                 try:
                     frame = next(decoded)
-                    image = frame.to_ndarray(format="rgb24")
+                    # rgb24 is always uint8; asarray only narrows the type (no copy).
+                    image = np.asarray(frame.to_ndarray(format="rgb24"), dtype=np.uint8)
                 except StopIteration:
                     return
                 except av.FFmpegError as exc:
@@ -151,17 +153,19 @@ def list_frame_files(directory: Path) -> list[Path]:
 
 def read_png(path: Path, index: int) -> Image:
     """One PNG as H×W×3 uint8 RGB (gray is expanded, alpha dropped; 16-bit is refused)."""
-    raw = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    raw: npt.NDArray[Any] | None = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
     if raw is None:
         raise FrameReadError(path, f"cannot read frame {index}")
     if raw.dtype != np.uint8:
         raise FrameReadError(path, f"frame {index} has dtype {raw.dtype}, expected uint8")
+    rgb: Image
     if raw.ndim == 2:
-        return np.ascontiguousarray(np.repeat(raw[:, :, None], 3, axis=2))
-    if raw.ndim == 3 and raw.shape[2] == 4:
-        return cv2.cvtColor(raw, cv2.COLOR_BGRA2RGB)
-    if raw.ndim == 3 and raw.shape[2] == 3:
-        return cv2.cvtColor(raw, cv2.COLOR_BGR2RGB)
+        rgb = np.ascontiguousarray(np.repeat(raw[:, :, None], 3, axis=2))
+        return rgb
+    if raw.ndim == 3 and raw.shape[2] in (3, 4):
+        code = cv2.COLOR_BGRA2RGB if raw.shape[2] == 4 else cv2.COLOR_BGR2RGB
+        rgb = np.asarray(cv2.cvtColor(raw, code), dtype=np.uint8)
+        return rgb
     raise FrameReadError(path, f"frame {index} has shape {raw.shape}, expected H×W×3")
 
 

@@ -48,7 +48,9 @@ class Pacer:
             self.late_frames += 1
 
 
-def pace_for(rollout_fps: float, *, realtime: bool = False, fps: float | None = None) -> float | None:
+def pace_for(
+    rollout_fps: float, *, realtime: bool = False, fps: float | None = None
+) -> float | None:
     """The replay rate the CLI asked for: ``--realtime`` = the rollout's fps, ``--fps N`` = N."""
     if realtime and fps is not None:
         raise ValueError("--realtime and --fps are exclusive")

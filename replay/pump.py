@@ -78,15 +78,19 @@ class ThreadPump(Generic[T]):
             if close is not None:
                 close()
 
-    async def get(self) -> T:
-        """The next item; re-raises the producer's exception; ``StopAsyncIteration`` when done."""
-        if self._finished:
-            raise StopAsyncIteration
-        if self._thread is None:
+    def start(self) -> None:
+        """Start producing now (call from the event loop); ``get`` starts it otherwise."""
+        if self._thread is None and not self._finished:
             self._thread = threading.Thread(
                 target=self._run, args=(asyncio.get_running_loop(),), name=self._name, daemon=True
             )
             self._thread.start()
+
+    async def get(self) -> T:
+        """The next item; re-raises the producer's exception; ``StopAsyncIteration`` when done."""
+        if self._finished:
+            raise StopAsyncIteration
+        self.start()
         item = await self._queue.get()
         self._slots.release()
         if isinstance(item, _End):

@@ -79,7 +79,8 @@ class Rollout:
         return len(self.frame_keys)
 
     def info(self) -> EpisodeInfo:
-        """The ``EpisodeStart`` payload a live run of this episode would have had."""
+        """The ``EpisodeStart`` payload; ``extra`` = the metadata, the layout, the sidecars."""
+        sidecars = self.sidecars.present() if self.sidecars is not None else []
         return EpisodeInfo(
             episode=self.episode,
             model=self.model,
@@ -89,7 +90,7 @@ class Rollout:
             source=str(self.path),
             width=self.width,
             height=self.height,
-            extra=dict(self.meta),
+            extra={**self.meta, "layout": self.layout, "sidecars": sidecars},
         )
 
     def open(self, pace: float | None = None) -> ReplaySource:
@@ -171,7 +172,7 @@ def _frame_store(directory: Path) -> tuple[FrameStore, int, int, int]:
 
 
 def read_rollout_dir(directory: Path) -> Rollout:
-    """Read and validate a rollout directory (DESIGN §4); raise ``BadInputError`` naming the file."""
+    """Read and validate a rollout directory (DESIGN §4); ``BadInputError`` names the bad file."""
     meta_path = directory / META
     meta = _read_meta(meta_path)
     store, width, height, stored_frames = _frame_store(directory)

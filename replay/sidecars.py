@@ -6,7 +6,9 @@ small: they are loaded and checked completely when the rollout is opened (a NaN 
 first bad frame). Depth can be gigabytes, so opening only checks its header (shape, dtype,
 frame count); the values are read frame by frame while streaming, through a memory map and a
 sequential reader of the compressed mask, so memory stays flat. Pixels the mask marks invalid are
-delivered as NaN: "no depth here" must not look like a depth of 0.
+delivered as NaN: "no depth here" must not look like a depth of 0. Depth values themselves pass
+through untouched (a model's +inf for the sky stays +inf), so a replay of a recording hands the
+perception exactly the depth the live run had.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ _MASK_MEMBERS = ("mask", "valid_mask", "depth_valid_mask", "valid")
 
 
 class DepthFrameError(Exception):
-    """A depth frame that cannot be used (non-finite where valid); the message names file + frame."""
+    """A depth frame that cannot be read (its mask ends early); names the file and frame."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +66,10 @@ class Sidecars:
         """A sequential reader of the depth frames (open it in the thread that will read)."""
         return None if self.depth is None else DepthReader(self.depth)
 
-    def describe(self) -> list[str]:
-        """Which sidecars are present, for provenance (``pose_source``/``depth_source``)."""
-        names = [POSES if self.poses is not None else "", INTRINSICS if self.intrinsics is not None
-                 else "", DEPTH if self.depth is not None else ""]
-        return [n for n in names if n]
+    def present(self) -> list[str]:
+        """File names of the sidecars present (provenance: ``pose_source``, ``depth_source``)."""
+        found = {POSES: self.poses, INTRINSICS: self.intrinsics, DEPTH: self.depth}
+        return [name for name, value in found.items() if value is not None]
 
 
 def _load_small(path: Path) -> npt.NDArray[Any]:
@@ -221,21 +222,11 @@ class DepthReader:
         self._next += 1
         _, h, w = self.spec.shape
         depth = np.array(self._depth[index], dtype=np.float32)
-        valid: npt.NDArray[np.bool_] | None = None
         if self._mask is not None and self.spec.mask_path is not None:
             raw = self._mask.read(h * w)
             if len(raw) != h * w:
                 raise DepthFrameError(f"{self.spec.mask_path}: mask ends before frame {index}")
-            valid = np.frombuffer(raw, dtype=np.uint8).reshape(h, w) != 0
-        finite = np.isfinite(depth)
-        bad = ~finite if valid is None else ~finite & valid
-        if bad.any():
-            raise DepthFrameError(
-                f"{self.spec.path}: frame {index} has {int(bad.sum())} non-finite depth values"
-                + (" where the mask says valid" if valid is not None else "")
-            )
-        if valid is not None:
-            depth[~valid] = np.nan
+            depth[np.frombuffer(raw, dtype=np.uint8).reshape(h, w) == 0] = np.nan
         return depth
 
     def close(self) -> None:

@@ -61,8 +61,8 @@ def produce_frames(rollout: Rollout) -> Iterator[FrameEvent | _Finish]:
             try:
                 image = next(images)
             except StopIteration:
-                yield _Finish(f"{path}: the video ends after {index} frames, the action log has "
-                              f"{rollout.frame_count}")
+                yield _Finish(f"{path}: the video ends after {index} of {rollout.frame_count} "
+                              "frames")
                 return
             except FrameReadError as exc:
                 yield _Finish(str(exc))
@@ -126,6 +126,7 @@ class ReplaySource:
             raise EndOfStream
         if not self._started:
             self._started = True
+            self._pump.start()  # decode the first frames while the pipeline sets up
             return EpisodeStart(self.rollout.info())
         if self._keys and self._keys[0].frame <= self._frames:
             return self._keys.popleft()

@@ -1,0 +1,160 @@
+"""Configuration of the procedural world: image, camera speeds, and injectable defects.
+
+The defaults are a clean, obedient model. Each defect is one field, off by default, so a test
+(or ``streameval demo``) can build a model that fails one metric in a known way:
+``world_config_for_defect("delay")`` is the clean world with a 1.5 s response delay.
+
+Speeds are chosen for two reasons. At 16 fps the stride-2 optical flow (SPEC §2) is a few to
+~30 px, the range where DIS flow is accurate. And 20 s of a key is a whole number of 6 m
+lattice cells or quarter turns (W: 30 m, A/D: 18 m, L/R: 450°), so every worldmark sequence
+keeps the camera on the object-free streets of the scene (see ``scene``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from protocol.keys import KEYS, NO_KEY, OPPOSITE
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """Everything that defines a procedural world; same config + same keys = same frames."""
+
+    # --- image and camera -------------------------------------------------------------
+    width: int = 640
+    """Image width in pixels (the SPEC analysis width)."""
+    height: int = 432
+    """Image height in pixels (the SPEC analysis height)."""
+    fps: float = 16.0
+    """Frames per second of video time; each ``step`` advances 1/fps s."""
+    fov_deg: float = 70.0
+    """Horizontal field of view (SPEC §5 assumes 70°)."""
+    seed: int = 0
+    """Scene layout, object appearance, hard-cut destinations and per-frame noise."""
+    depth_downsample: int = 4
+    """Depth is rendered at (height // d, width // d), covering the same field of view."""
+    camera_height: float = 1.6
+    """Eye height above the ground plane, metres."""
+
+    # --- key response ------------------------------------------------------------------
+    forward_speed: float = 1.5
+    """W/S speed, m/s (0.19 m per stride-2 step at 16 fps)."""
+    strafe_speed: float = 0.9
+    """A/D speed, m/s."""
+    yaw_rate_deg: float = 22.5
+    """L/R turn rate, degrees per second (about 22 px of stride-2 flow at the centre)."""
+
+    # --- defects (all off by default) --------------------------------------------------
+    response_delay_s: float = 0.0
+    """A key change takes effect this much video time later; until then the world keeps
+    obeying the previous key (at the start, it stands still)."""
+    key_map: Mapping[str, str] = field(default_factory=dict)
+    """Commanded key -> key the world obeys, e.g. {"A": "D", "D": "A"}; unmapped keys pass."""
+    leak_yaw_on_strafe: float = 0.0
+    """While strafing, also yaw at this fraction of ``yaw_rate_deg``. Positive turns so the
+    content flows the same way as the strafe (A with L, D with R); negative the other way."""
+    leak_strafe_on_forward: float = 0.0
+    """While moving forward/back, also strafe at this fraction of ``strafe_speed``
+    (positive = to the right)."""
+    hiccup_period_s: float | None = None
+    """Every this many seconds the camera stalls (None = never)."""
+    hiccup_duration_s: float = 0.6
+    """Length of each stall; stalls occupy the end of each period, the first ends at
+    ``hiccup_period_s``."""
+    speed_decay_tau_s: float | None = None
+    """Speed decays as exp(−t/τ) with the time t since the obeyed key last changed."""
+    freeze_after_s: float | None = None
+    """From this video time on the camera never moves again (0 = frozen from the start)."""
+    hard_cut_every_s: float | None = None
+    """At every multiple of this time the camera teleports to a far random street crossing
+    and a random quarter-turn heading: abrupt content change."""
+    forget: bool = False
+    """Objects, ground slabs and backdrop sectors get a new random appearance once they have
+    left the view, so coming back to a place shows different content."""
+    blur_sigma: float = 0.0
+    """Gaussian blur of the output image, pixels (0 = off)."""
+    noise_std: float = 0.0
+    """Additive Gaussian noise, 0–255 units, seeded per frame (0 = off)."""
+
+    def __post_init__(self) -> None:
+        if self.width < 8 or self.height < 8:
+            raise ValueError(f"width and height must be >= 8, got {self.width}x{self.height}")
+        if not (math.isfinite(self.fps) and self.fps > 0):
+            raise ValueError(f"fps must be > 0, got {self.fps}")
+        if not 1.0 <= self.fov_deg <= 150.0:
+            raise ValueError(f"fov_deg must be in [1, 150], got {self.fov_deg}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
+        if self.depth_downsample < 1:
+            raise ValueError(f"depth_downsample must be >= 1, got {self.depth_downsample}")
+        if self.camera_height <= 0:
+            raise ValueError(f"camera_height must be > 0, got {self.camera_height}")
+        if self.response_delay_s < 0:
+            raise ValueError(f"response_delay_s must be >= 0, got {self.response_delay_s}")
+        for name in ("hiccup_period_s", "speed_decay_tau_s", "hard_cut_every_s"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be > 0 or None, got {value}")
+        if self.freeze_after_s is not None and self.freeze_after_s < 0:
+            raise ValueError(f"freeze_after_s must be >= 0 or None, got {self.freeze_after_s}")
+        if self.hiccup_duration_s < 0:
+            raise ValueError(f"hiccup_duration_s must be >= 0, got {self.hiccup_duration_s}")
+        if self.blur_sigma < 0 or self.noise_std < 0:
+            raise ValueError(
+                f"blur_sigma and noise_std must be >= 0, got {self.blur_sigma}, {self.noise_std}"
+            )
+        valid = (*KEYS, NO_KEY)
+        for src, dst in self.key_map.items():
+            if src not in valid or dst not in valid:
+                raise ValueError(
+                    f"key_map entry {src!r} -> {dst!r}: keys must be one of {' '.join(valid)}"
+                )
+        # a private copy: mutating the caller's dict later must not change this config
+        object.__setattr__(self, "key_map", dict(self.key_map))
+
+    def __hash__(self) -> int:
+        values = tuple(
+            tuple(sorted(v.items())) if isinstance(v, Mapping) else v
+            for v in (getattr(self, f.name) for f in fields(self))
+        )
+        return hash(values)
+
+    def with_overrides(self, **overrides: Any) -> WorldConfig:
+        """A copy with some fields replaced (validated like a new config)."""
+        return replace(self, **overrides)
+
+
+DEFECT_PRESETS: dict[str, dict[str, Any]] = {
+    "clean": {},
+    "delay": {"response_delay_s": 1.5},
+    "wrong_direction": {"key_map": dict(OPPOSITE)},
+    "swap_lr": {"key_map": {"L": "R", "R": "L"}},
+    "leak_yaw": {"leak_yaw_on_strafe": 0.5},
+    "leak_strafe": {"leak_strafe_on_forward": 0.5},
+    "hiccup": {"hiccup_period_s": 2.0, "hiccup_duration_s": 0.6},
+    "decay": {"speed_decay_tau_s": 4.0},
+    "freeze": {"freeze_after_s": 0.0},
+    "hard_cut": {"hard_cut_every_s": 5.0},
+    "forget": {"forget": True},
+    "blur": {"blur_sigma": 2.5},
+    "noise": {"noise_std": 12.0},
+}
+"""Named defects: WorldConfig field overrides on top of the clean defaults."""
+
+
+def world_config_for_defect(name: str, **overrides: Any) -> WorldConfig:
+    """The config of preset ``name`` with ``overrides`` applied on top.
+
+    Raises ValueError naming the known presets (and the closest match) for an unknown name.
+    """
+    if name not in DEFECT_PRESETS:
+        known = ", ".join(sorted(DEFECT_PRESETS))
+        close = difflib.get_close_matches(name, list(DEFECT_PRESETS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown defect preset {name!r}{hint}; known presets: {known}")
+    return WorldConfig(**{**DEFECT_PRESETS[name], **overrides})

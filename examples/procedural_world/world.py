@@ -1,0 +1,121 @@
+"""``ProceduralWorld``: an interactive "world model" whose ground truth is known exactly.
+
+It plays the part of a video world model for ``streameval demo`` and for tests: send a key,
+get the next frame. Unlike a learned model it also returns the true camera pose, the exact
+depth and the intrinsics, so every metric can be checked against the truth, and its defects
+are injected by configuration (``WorldConfig``), so each metric can be shown to catch the
+failure it is meant to catch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from examples.procedural_world.camera import CameraState, advance, pose_matrix
+from examples.procedural_world.config import WorldConfig
+from examples.procedural_world.defects import KeyResponse, degrade
+from examples.procedural_world.render import Rendered, Renderer
+from examples.procedural_world.scene import AppearanceMemory
+from protocol.keys import parse_key
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class WorldFrame:
+    """One frame and its ground truth.
+
+    ``pose`` is the true camera-to-world matrix of what was rendered (after any defect);
+    ``key`` is the commanded key (what the evaluator sent), not the key the world obeyed.
+    ``depth`` is metric z-depth at (H // d, W // d), pixel (i, j) on the ray through image
+    point ((j + 0.5)·W/w − 0.5, (i + 0.5)·H/h − 0.5) (the ``cv2.resize`` convention); the
+    backdrop is infinitely far and has depth ``inf``.
+    """
+
+    image: npt.NDArray[np.uint8]
+    pose: FloatArray
+    depth: npt.NDArray[np.float32]
+    intrinsics: FloatArray
+    key: str
+
+
+class ProceduralWorld:
+    """A camera walking through an endless procedural town, driven by W S A D L R and '-'.
+
+    ``step(key)`` advances the camera by one frame (1/fps s of video) under ``key`` and
+    renders. Deterministic: the same config and key sequence give bit-identical frames.
+    """
+
+    def __init__(self, config: WorldConfig | None = None) -> None:
+        self.config = config if config is not None else WorldConfig()
+        self.fps: float = self.config.fps
+        self.width: int = self.config.width
+        self.height: int = self.config.height
+        self._memory = AppearanceMemory(enabled=self.config.forget)
+        self._renderer = Renderer(
+            width=self.width,
+            height=self.height,
+            fov_deg=self.config.fov_deg,
+            camera_height=self.config.camera_height,
+            depth_downsample=self.config.depth_downsample,
+            seed=self.config.seed,
+            memory=self._memory,
+        )
+        self._response = KeyResponse(self.config)
+        self.intrinsics: FloatArray = self._renderer.k.copy()
+        self.reset()
+
+    @property
+    def state(self) -> CameraState:
+        """Where the camera is now (after the last step)."""
+        return self._state
+
+    @property
+    def frame_index(self) -> int:
+        """How many frames have been produced since the last reset."""
+        return self._frame
+
+    def reset(self) -> None:
+        """Back to the start: origin, looking along +z, no history, nothing forgotten."""
+        self._state = CameraState()
+        self._frame = 0
+        self._memory.reset()
+        self._response.reset()
+        self._last: tuple[CameraState, int, Rendered] | None = None
+
+    def step(self, key: str) -> WorldFrame:
+        """Advance one frame under ``key`` (W S A D L R, or '-' for no key) and render it."""
+        commanded = parse_key(key)
+        motion = self._response.motion(self._frame, commanded)
+        state = motion.teleport if motion.teleport is not None else self._state
+        state = advance(state, motion.forward, motion.right, motion.yaw, 1.0 / self.fps)
+        rendered, reused = self._render(state)
+        self._state = state
+        image = degrade(rendered.image, self.config, self._frame)
+        if reused and image is rendered.image:
+            image = image.copy()  # frames never share a buffer a consumer might modify
+        self._frame += 1
+        return WorldFrame(
+            image=image,
+            pose=pose_matrix(state, self.config.camera_height),
+            depth=rendered.depth.copy(),
+            intrinsics=self.intrinsics.copy(),
+            key=commanded,
+        )
+
+    def _render(self, state: CameraState) -> tuple[Rendered, bool]:
+        """Render ``state``, reusing the previous frame when nothing can have changed (the
+        camera stood still and nothing was regenerated), and update the forget memory.
+        The flag says whether the previous frame was reused."""
+        last = self._last
+        if last is not None and last[0] == state and last[1] == self._memory.version:
+            return last[2], True
+        rendered = self._renderer.render(state)
+        if self._memory.enabled:
+            ground, sectors = self._renderer.visible_ground_and_sky(state)
+            self._memory.observe(rendered.objects_in_view, ground, sectors)
+        self._last = (state, self._memory.version, rendered)
+        return rendered, False

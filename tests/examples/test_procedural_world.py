@@ -1,0 +1,392 @@
+"""The procedural world: deterministic, geometrically exact, obeys keys, and each defect does
+what it says. Everything is checked against the world's own ground truth (poses, depth) or
+against an independent measurement (OpenCV DIS optical flow)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from examples.procedural_world import (
+    DEFECT_PRESETS,
+    ProceduralWorld,
+    WorldConfig,
+    WorldFrame,
+    world_config_for_defect,
+)
+from examples.procedural_world.camera import CameraState, advance
+from examples.procedural_world.defects import KeyResponse
+from examples.procedural_world.scene import (
+    CLEARANCE_M,
+    AppearanceMemory,
+    ObjectField,
+    footprint_distance,
+)
+from protocol.keys import UnknownKeyError
+from protocol.suites import WORLDMARK, WORLDMARK_SECONDS_PER_KEY
+
+FloatArray = npt.NDArray[np.float64]
+FPS = 16.0
+
+
+def run(keys: str, config: WorldConfig | None = None) -> list[WorldFrame]:
+    world = ProceduralWorld(config)
+    return [world.step(k) for k in keys]
+
+
+def relative(a: WorldFrame, b: WorldFrame) -> FloatArray:
+    """Pose of ``b`` in the camera frame of ``a``."""
+    rel: FloatArray = np.linalg.inv(a.pose) @ b.pose
+    return rel
+
+
+def yaw_of(frame: WorldFrame) -> float:
+    """Heading in radians, positive when turned right (forward vector toward +x)."""
+    return math.atan2(frame.pose[0, 2], frame.pose[2, 2])
+
+
+def gray(frame: WorldFrame) -> npt.NDArray[np.uint8]:
+    out: npt.NDArray[np.uint8] = cv2.cvtColor(frame.image, cv2.COLOR_RGB2GRAY)
+    return out
+
+
+# --------------------------------------------------------------------------- basics
+
+
+def test_frame_contents_and_intrinsics() -> None:
+    cfg = WorldConfig()
+    frame = ProceduralWorld(cfg).step("W")
+    assert frame.image.shape == (432, 640, 3) and frame.image.dtype == np.uint8
+    assert frame.depth.shape == (108, 160) and frame.depth.dtype == np.float32
+    assert frame.pose.shape == (4, 4) and frame.intrinsics.shape == (3, 3)
+    f = 320.0 / math.tan(math.radians(35.0))
+    np.testing.assert_allclose(frame.intrinsics, [[f, 0, 319.5], [0, f, 215.5], [0, 0, 1]])
+    assert frame.key == "W"
+    # the camera stays at eye height, upright
+    assert frame.pose[1, 3] == pytest.approx(-cfg.camera_height)
+    np.testing.assert_allclose(frame.pose[:3, 1], [0.0, 1.0, 0.0], atol=1e-12)
+    # depth: positive, finite on the ground, inf only on the infinitely far backdrop
+    assert (frame.depth > 0).all()
+    assert np.isfinite(frame.depth[-1]).all()
+    assert np.isinf(frame.depth).any()
+
+
+def test_determinism_and_reset() -> None:
+    keys = "WWWWRRRAAA-LLDDSS"
+    a, b = run(keys), run(keys)
+    for fa, fb in zip(a, b, strict=True):
+        assert np.array_equal(fa.image, fb.image)
+        assert np.array_equal(fa.pose, fb.pose)
+        assert np.array_equal(fa.depth, fb.depth)
+    world = ProceduralWorld()
+    first = [world.step(k) for k in keys[:5]]
+    world.reset()
+    again = [world.step(k) for k in keys[:5]]
+    assert all(np.array_equal(x.image, y.image) for x, y in zip(first, again, strict=True))
+    other = run(keys[:3], WorldConfig(seed=1))
+    assert np.abs(other[-1].image.astype(int) - a[2].image.astype(int)).mean() > 10
+
+
+def test_unknown_key_and_preset_names_fail_loudly() -> None:
+    with pytest.raises(UnknownKeyError):
+        ProceduralWorld().step("Q")
+    with pytest.raises(ValueError, match="did you mean 'delay'"):
+        world_config_for_defect("dealy")
+    with pytest.raises(ValueError, match=r"known presets: .*wrong_direction"):
+        world_config_for_defect("nonsense-name")
+    with pytest.raises(ValueError, match="key_map"):
+        WorldConfig(key_map={"A": "X"})
+    for name in (
+        "clean",
+        "delay",
+        "wrong_direction",
+        "swap_lr",
+        "leak_yaw",
+        "hiccup",
+        "decay",
+        "freeze",
+        "hard_cut",
+        "forget",
+        "blur",
+        "noise",
+    ):
+        assert name in DEFECT_PRESETS
+        world_config_for_defect(name)
+    assert world_config_for_defect("delay", seed=3).seed == 3
+
+
+def test_lowercase_keys_are_accepted() -> None:
+    assert ProceduralWorld().step("w").key == "W"
+
+
+# ---------------------------------------------------------------------- key motion
+
+
+@pytest.mark.parametrize(
+    ("key", "axis", "sign"),
+    [("W", 2, 1.0), ("S", 2, -1.0), ("A", 0, -1.0), ("D", 0, 1.0)],
+)
+def test_translation_keys_move_along_camera_axes(key: str, axis: int, sign: float) -> None:
+    cfg = WorldConfig()
+    frames = run(key * 17)
+    rel = relative(frames[0], frames[16])  # 16 frames = 1 s of video
+    speed = cfg.forward_speed if key in "WS" else cfg.strafe_speed
+    expected = np.zeros(3)
+    expected[axis] = sign * speed
+    np.testing.assert_allclose(rel[:3, 3], expected, atol=1e-9)
+    np.testing.assert_allclose(rel[:3, :3], np.eye(3), atol=1e-12)
+
+
+@pytest.mark.parametrize(("key", "sign"), [("L", -1.0), ("R", 1.0)])
+def test_yaw_keys_turn_in_place(key: str, sign: float) -> None:
+    cfg = WorldConfig()
+    frames = run(key * 17)
+    turned = yaw_of(frames[16]) - yaw_of(frames[0])
+    assert turned == pytest.approx(sign * math.radians(cfg.yaw_rate_deg), abs=1e-9)
+    np.testing.assert_allclose(frames[16].pose[:3, 3], frames[0].pose[:3, 3], atol=1e-12)
+
+
+def test_no_key_stands_still() -> None:
+    frames = run("WW---")
+    assert np.array_equal(frames[2].pose, frames[4].pose)
+    assert np.array_equal(frames[2].image, frames[4].image)
+
+
+def test_worldmark_paths_keep_clear_of_objects() -> None:
+    """The default speeds keep every worldmark sequence on the object-free streets, so the
+    clean world never walks through (and culls) an object."""
+    cfg = WorldConfig()
+    field = ObjectField(cfg.seed, AppearanceMemory())
+    per_key = round(WORLDMARK_SECONDS_PER_KEY * FPS)
+    for keys in WORLDMARK.values():
+        response = KeyResponse(cfg)
+        state = CameraState()
+        nearest = math.inf
+        for frame, key in enumerate(k for k in keys for _ in range(per_key)):
+            m = response.motion(frame, key)
+            state = advance(state, m.forward, m.right, m.yaw, 1.0 / cfg.fps)
+            if frame % 4 == 0:
+                near = field.near(state.x, state.z, 4.0)
+                nearest = min(nearest, float(footprint_distance(near, state.x, state.z).min()))
+        assert nearest > 1.0 > CLEARANCE_M, keys
+
+
+# ------------------------------------------------------------------- geometry
+
+
+def _grid_pixels(frame: WorldFrame) -> tuple[FloatArray, FloatArray]:
+    """Image coordinates of the depth pixels (cv2.resize convention)."""
+    h, w = frame.depth.shape
+    big_h, big_w = frame.image.shape[:2]
+    u = (np.arange(w) + 0.5) * big_w / w - 0.5
+    v = (np.arange(h) + 0.5) * big_h / h - 0.5
+    uu, vv = np.meshgrid(u, v)
+    return uu, vv
+
+
+@pytest.mark.parametrize("t", [4, 12, 19])
+def test_depth_and_pose_reproject_onto_the_next_frames(t: int) -> None:
+    """Back-project frame t with its depth and pose, project into frame t+2: the depth map
+    there agrees, and the image there shows the same content (a shuffle does not)."""
+    frames = run("W" * 10 + "R" * 6 + "A" * 8)
+    a, b = frames[t], frames[t + 2]
+    k = a.intrinsics
+    uu, vv = _grid_pixels(a)
+    z = a.depth.astype(np.float64)
+    seen = np.isfinite(z)
+    cam = np.stack([(uu - k[0, 2]) / k[0, 0] * z, (vv - k[1, 2]) / k[1, 1] * z, z], -1)[seen]
+    world = cam @ a.pose[:3, :3].T + a.pose[:3, 3]
+    to_b = np.linalg.inv(b.pose)
+    cb = world @ to_b[:3, :3].T + to_b[:3, 3]
+    u1 = k[0, 0] * cb[:, 0] / cb[:, 2] + k[0, 2]
+    v1 = k[1, 1] * cb[:, 1] / cb[:, 2] + k[1, 2]
+    inside = (u1 >= 0) & (u1 <= 639) & (v1 >= 0) & (v1 <= 431) & (cb[:, 2] > 0)
+    assert inside.mean() > 0.8
+    hb, wb = b.depth.shape
+    j = np.clip(np.round((u1[inside] + 0.5) * wb / 640 - 0.5).astype(int), 0, wb - 1)
+    i = np.clip(np.round((v1[inside] + 0.5) * hb / 432 - 0.5).astype(int), 0, hb - 1)
+    ratio = cb[inside, 2] / b.depth[i, j]
+    assert np.mean(np.abs(ratio - 1.0) < 0.05) > 0.9
+
+    def sample(img: npt.NDArray[np.uint8], x: FloatArray, y: FloatArray) -> FloatArray:
+        g = img.astype(np.float32)
+        out = cv2.remap(g, x.astype(np.float32)[None], y.astype(np.float32)[None], cv2.INTER_LINEAR)
+        return out[0].astype(np.float64)
+
+    sa = sample(gray(a), uu[seen][inside], vv[seen][inside])
+    sb = sample(gray(b), u1[inside], v1[inside])
+    error = np.abs(sa - sb).mean()
+    shuffled = np.abs(sa - np.random.default_rng(0).permutation(sb)).mean()
+    assert error < 0.15 * shuffled, (error, shuffled)
+
+
+# ------------------------------------------------------------------ optical flow
+
+
+def _dis_signals(frames: list[WorldFrame]) -> tuple[float, float]:
+    """Mean Sx and Srad over stride-2 DIS flow pairs (SPEC §2)."""
+    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
+    h, w = frames[0].image.shape[:2]
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
+    rx, ry = xs - (w - 1) / 2.0, ys - (h - 1) / 2.0
+    norm = np.hypot(rx, ry)
+    norm[norm == 0] = 1.0
+    rx, ry = rx / norm, ry / norm
+    sx, srad = [], []
+    for i in range(0, len(frames) - 2, 2):
+        flow = dis.calc(gray(frames[i]), gray(frames[i + 2]), None)
+        sx.append(float(flow[..., 0].mean()))
+        srad.append(float((flow[..., 0] * rx + flow[..., 1] * ry).mean()))
+    return float(np.mean(sx)), float(np.mean(srad))
+
+
+@pytest.mark.parametrize(
+    ("key", "channel", "sign"),
+    [("W", 1, 1), ("S", 1, -1), ("A", 0, 1), ("D", 0, -1), ("L", 0, 1), ("R", 0, -1)],
+)
+def test_dis_flow_has_the_spec_sign(key: str, channel: int, sign: int) -> None:
+    """SPEC §2: W +Srad, S −Srad, A +Sx, D −Sx, L +Sx, R −Sx, measured by DIS."""
+    signals = _dis_signals(run(key * 22))
+    print(f"{key}: Sx={signals[0]:+.2f} Srad={signals[1]:+.2f}")
+    assert sign * signals[channel] > 2.0, signals
+
+
+# ---------------------------------------------------------------------- defects
+
+
+def _steps(frames: list[WorldFrame]) -> FloatArray:
+    """Per-frame motion in the previous camera frame: (dx, dz, dyaw)."""
+    out = []
+    for a, b in itertools.pairwise(frames):
+        rel = relative(a, b)
+        out.append((rel[0, 3], rel[2, 3], math.atan2(rel[0, 2], rel[2, 2])))
+    return np.array(out)
+
+
+def test_delay_keeps_obeying_the_previous_key() -> None:
+    cfg = world_config_for_defect("delay")
+    d = round(1.5 * FPS)  # 24 frames
+    steps = _steps(run("W" * 40 + "A" * 40, cfg))  # steps[i] = motion of frame i + 1
+    step = cfg.forward_speed / FPS
+    np.testing.assert_allclose(steps[: d - 1], 0.0, atol=1e-12)  # nothing obeyed yet
+    np.testing.assert_allclose(steps[d - 1 : 40 + d - 1, 1], step, atol=1e-9)  # W, late
+    np.testing.assert_allclose(steps[40 + d - 1 :, 0], -cfg.strafe_speed / FPS, atol=1e-9)
+
+
+def test_wrong_direction_and_swap() -> None:
+    wrong = world_config_for_defect("wrong_direction")
+    assert _steps(run("AAA", wrong))[-1][0] > 0  # A moves right
+    assert _steps(run("WWW", wrong))[-1][1] < 0  # W moves back
+    assert _steps(run("LLL", wrong))[-1][2] > 0  # L turns right
+    swapped = world_config_for_defect("swap_lr")
+    assert _steps(run("LLL", swapped))[-1][2] > 0
+    assert _steps(run("AAA", swapped))[-1][0] < 0  # A/D untouched
+
+
+def test_leak_yaw_turns_while_strafing() -> None:
+    cfg = world_config_for_defect("leak_yaw")
+    step = _steps(run("AAA", cfg))[-1]
+    assert step[0] < 0  # still strafes left
+    assert step[2] == pytest.approx(-0.5 * math.radians(cfg.yaw_rate_deg) / FPS)  # and yaws L
+    leak = world_config_for_defect("leak_strafe")
+    step = _steps(run("WWW", leak))[-1]
+    assert step[1] > 0 and step[0] == pytest.approx(0.5 * leak.strafe_speed / FPS, rel=1e-6)
+
+
+def test_hiccup_stalls_periodically() -> None:
+    cfg = world_config_for_defect("hiccup")  # 0.6 s stall at the end of every 2 s
+    frames = run("W" * 70, cfg)
+    moved = np.array([np.linalg.norm(s[:2]) > 1e-9 for s in _steps(frames)])
+    t = np.arange(1, len(frames)) / FPS  # video time of the frame each step produced
+    stalled = (t % 2.0) >= 1.4 - 1e-9
+    assert np.array_equal(moved, ~stalled)
+
+
+def test_speed_decays_with_time_since_the_key() -> None:
+    cfg = world_config_for_defect("decay")
+    speed = np.abs(_steps(run("W" * 70, cfg))[:, 1]) * FPS
+    # frame i+1 is (i+1)/fps after the key took effect at frame 0
+    expected = cfg.forward_speed * np.exp(-(np.arange(1, 70) / FPS) / cfg.speed_decay_tau_s)
+    np.testing.assert_allclose(speed, expected, rtol=1e-9)
+
+
+def test_freeze_gives_identical_images() -> None:
+    frames = run("WWAALLRR", world_config_for_defect("freeze"))
+    assert all(np.array_equal(f.image, frames[0].image) for f in frames)
+    assert all(np.array_equal(f.pose, frames[0].pose) for f in frames)
+    later = run("W" * 12, world_config_for_defect("freeze", freeze_after_s=0.5))
+    assert not np.array_equal(later[0].pose, later[8].pose)
+    assert np.array_equal(later[8].image, later[11].image)
+
+
+def test_hard_cut_teleports() -> None:
+    cfg = world_config_for_defect("hard_cut", hard_cut_every_s=1.0)
+    frames = run("W" * 20, cfg)
+    jumps = [np.linalg.norm(b.pose[:3, 3] - a.pose[:3, 3]) for a, b in itertools.pairwise(frames)]
+    assert jumps[15] > 1000.0  # frame 16 = t 1.0 s
+    others = [j for i, j in enumerate(jumps) if i != 15]
+    assert max(others) < 0.2
+    diff = np.abs(frames[16].image.astype(int) - frames[15].image.astype(int)).mean()
+    assert diff > 20
+
+
+def test_forget_changes_content_after_a_full_turn() -> None:
+    """Turn 360° in place: the clean world shows the same view again; the forgetting world
+    has regenerated everything that left the view."""
+    n = 16  # 360° at 360°/s... in 16 frames of 22.5°
+    clean = run("L" * n, WorldConfig(yaw_rate_deg=360.0))
+    forget = run("L" * n, world_config_for_defect("forget", yaw_rate_deg=360.0))
+    start_clean = ProceduralWorld(WorldConfig()).step("-")
+    assert yaw_of(clean[-1]) == pytest.approx(0.0, abs=1e-9)
+    same = np.abs(clean[-1].image.astype(int) - start_clean.image.astype(int)).mean()
+    changed = np.abs(forget[-1].image.astype(int) - start_clean.image.astype(int)).mean()
+    assert same < 0.5
+    assert changed > 15
+    # depth changes too: objects were re-drawn with new shapes and positions
+    assert not np.array_equal(forget[-1].depth, clean[-1].depth)
+    # before anything left the view the two worlds are identical
+    assert np.array_equal(forget[0].image, clean[0].image)
+
+
+def test_forget_out_and_back() -> None:
+    """Walk forward and back to the same pose: objects passed on the way are different."""
+    keys = "W" * 40 + "S" * 40
+    clean = run(keys, WorldConfig())
+    forget = run(keys, world_config_for_defect("forget"))
+    np.testing.assert_allclose(clean[-1].pose, ProceduralWorld().step("-").pose, atol=1e-9)
+    start = ProceduralWorld().step("-").image.astype(int)
+    assert np.abs(clean[-1].image.astype(int) - start).mean() < 0.5
+    assert np.abs(forget[-1].image.astype(int) - start).mean() > 5
+
+
+@pytest.mark.parametrize("name", ["blur", "noise"])
+def test_image_defects_leave_poses_alone(name: str) -> None:
+    keys = "WWRRAA"
+    clean = run(keys)
+    spoiled = run(keys, world_config_for_defect(name))
+    for c, s in zip(clean, spoiled, strict=True):
+        assert np.array_equal(c.pose, s.pose)
+        assert np.array_equal(c.depth, s.depth)
+        assert np.abs(c.image.astype(int) - s.image.astype(int)).mean() > 2
+    assert np.array_equal(run(keys, world_config_for_defect(name))[-1].image, spoiled[-1].image)
+
+
+# ------------------------------------------------------------------ performance
+
+
+def test_render_time() -> None:
+    world = ProceduralWorld()
+    keys = "W" * 50 + "R" * 50 + "A" * 50 + "L" * 50
+    world.step("W")
+    start = time.perf_counter()
+    for key in keys:
+        world.step(key)
+    per_frame = (time.perf_counter() - start) / len(keys) * 1e3
+    print(f"procedural world: {per_frame:.2f} ms per 640x432 frame")
+    assert per_frame < 40.0
