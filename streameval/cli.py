@@ -1,4 +1,4 @@
-"""Command line: ``streameval demo | attach | replay | rescore`` (DESIGN §6).
+"""Command line: ``streameval demo | attach | replay | rescore | table`` (DESIGN §6).
 
 Exit status 0 on success, 2 on bad input (one line naming the input), 1 otherwise. Several
 inputs in one command: each is tried; the bad ones are reported and the rest still scored.
@@ -15,8 +15,9 @@ from pathlib import Path
 
 from streameval import __version__
 from streameval.errors import BadInputError
+from streameval.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.observers import EpisodeObserver, EpisodeOutcome
-from streameval.pipeline import PipelineConfig, run_episode
+from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
 from streameval.registry import UnknownBackendError
 
@@ -27,15 +28,17 @@ def _parse_actions(text: str) -> list[int]:
     from protocol.suites import WORLDMARK
 
     ids: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            ids.extend(range(int(lo), int(hi) + 1))
-        elif part:
-            ids.append(int(part))
-    bad = [i for i in ids if i not in WORLDMARK]
-    if bad or not ids:
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                ids.extend(range(int(lo), int(hi) + 1))
+            elif part:
+                ids.append(int(part))
+    except ValueError:
+        ids = []
+    if not ids or any(i not in WORLDMARK for i in ids):
         raise argparse.ArgumentTypeError(f"worldmark action ids are 1–15, got {text!r}")
     return ids
 
@@ -49,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--no-tui", action="store_true", help="plain progress lines (scripts, CI)")
+        p.add_argument(
+            "--no-tui", action="store_true", help="plain progress lines instead of the dashboard"
+        )
         p.add_argument("--flow", default="dis-fast", help="flow backend (default: dis-fast)")
 
     demo = sub.add_parser("demo", help="procedural world model, evaluated live")
@@ -65,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--seconds-per-key", type=float, default=20.0, help="video seconds per key (default 20)"
     )
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=int, default=0, help="scene seed of the procedural world")
     common(demo)
 
     attach = sub.add_parser("attach", help="attach to a model and drive the protocol")
@@ -94,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _ResultsLog(EpisodeObserver):
+class ResultsLog(EpisodeObserver):
     """Appends one JSON line per finished episode to ``results.jsonl`` (STYLE: JSONL)."""
 
     def __init__(self, path: Path) -> None:
@@ -114,48 +119,45 @@ class _ResultsLog(EpisodeObserver):
             f.write(json.dumps(line) + "\n")
 
 
-def _observers(args: argparse.Namespace, out: Path) -> list[EpisodeObserver]:
-    return [ProgressPrinter(), _ResultsLog(out / "results.jsonl")]
-
-
-async def _run_demo(args: argparse.Namespace) -> int:
-    from examples.procedural_world import DEFECT_PRESETS, ProceduralWorld, world_config_for_defect
+def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
+    from examples.procedural_world import ProceduralWorld, world_config_for_defect
     from protocol.schedule import Schedule
     from protocol.suites import worldmark_keys
     from streameval.driver import InProcessSource
     from streameval.recording import RecordingObserver
 
-    if args.list_defects:
-        for name in DEFECT_PRESETS:
-            print(name)
-        return EXIT_OK
     try:
         world_config = world_config_for_defect(args.defect, seed=args.seed)
     except ValueError as exc:
         raise BadInputError("--defect", str(exc)) from None
-    config = PipelineConfig(flow=args.flow)
+    jobs: list[EpisodeJob] = []
     for action in args.actions:
         keys = worldmark_keys(action)
-        world = ProceduralWorld(world_config)
-        schedule = Schedule.per_key(keys, args.seconds_per_key, world.fps)
         episode = f"{action:03d}_{''.join(keys)}"
-        model_name = f"procedural-world[{args.defect}]"
+
+        def open_source(keys: tuple[str, ...] = keys, episode: str = episode) -> InProcessSource:
+            world = ProceduralWorld(world_config)
+            schedule = Schedule.per_key(keys, args.seconds_per_key, world.fps)
+            return InProcessSource(
+                world,
+                schedule,
+                episode=episode,
+                model_name=f"procedural-world[{args.defect}]",
+                suite="worldmark",
+                width=world.width,
+                height=world.height,
+            )
+
         results_dir = args.out / episode
-        source = InProcessSource(
-            world,
-            schedule,
-            episode=episode,
-            model_name=model_name,
-            suite="worldmark",
-            width=world.width,
-            height=world.height,
+        jobs.append(
+            EpisodeJob(
+                episode, open_source, results_dir, [RecordingObserver(results_dir / "recording")]
+            )
         )
-        observers = [*_observers(args, args.out), RecordingObserver(results_dir / "recording")]
-        await run_episode(source, config=config, results_dir=results_dir, observers=observers)
-    return EXIT_OK
+    return jobs
 
 
-async def _run_attach(args: argparse.Namespace) -> int:
+def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from protocol.schedule import Schedule
     from protocol.suites import worldmark_keys
     from streameval.attach import load_python_model
@@ -164,48 +166,81 @@ async def _run_attach(args: argparse.Namespace) -> int:
 
     model, name = load_python_model(args.url)
     fps = args.fps or float(getattr(model, "fps", 16.0))
-    config = PipelineConfig(flow=args.flow)
+    jobs: list[EpisodeJob] = []
     for action in args.actions:
         keys = worldmark_keys(action)
-        schedule = Schedule.per_key(keys, args.seconds_per_key, fps)
         episode = f"{action:03d}_{''.join(keys)}"
-        if hasattr(model, "reset"):
-            model.reset()
+
+        def open_source(keys: tuple[str, ...] = keys, episode: str = episode) -> InProcessSource:
+            if callable(getattr(model, "reset", None)):
+                model.reset()
+            return InProcessSource(
+                model,
+                Schedule.per_key(keys, args.seconds_per_key, fps),
+                episode=episode,
+                model_name=name,
+                suite=args.suite,
+                width=getattr(model, "width", None),
+                height=getattr(model, "height", None),
+            )
+
         results_dir = args.out / episode
-        source = InProcessSource(
-            model,
-            schedule,
-            episode=episode,
-            model_name=name,
-            suite=args.suite,
-            width=getattr(model, "width", None),
-            height=getattr(model, "height", None),
+        jobs.append(
+            EpisodeJob(
+                episode, open_source, results_dir, [RecordingObserver(results_dir / "recording")]
+            )
         )
-        observers = [*_observers(args, args.out), RecordingObserver(results_dir / "recording")]
-        await run_episode(source, config=config, results_dir=results_dir, observers=observers)
-    return EXIT_OK
+    return jobs
 
 
-async def _run_replay(args: argparse.Namespace) -> int:
+def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     from replay import ReplaySource, open_rollouts
+    from replay.rollout import Rollout
 
     rollouts, errors = open_rollouts(args.rollouts)
-    for err in errors:
-        print(f"error: {err}", file=sys.stderr)
-    config = PipelineConfig(flow=args.flow)
-    status = EXIT_BAD_INPUT if errors else EXIT_OK
+    report.bad_input.extend(str(e) for e in errors)
+    jobs: list[EpisodeJob] = []
     for rollout in rollouts:
         pace = rollout.fps if args.realtime else args.fps
-        source = ReplaySource(rollout, pace=pace)
-        results_dir = args.out / rollout.episode
-        outcome = await run_episode(
-            source, config=config, results_dir=results_dir, observers=_observers(args, args.out)
-        )
-        if not outcome.complete:
-            for message in outcome.errors or [f"{rollout.path}: episode incomplete"]:
-                print(f"error: {message}", file=sys.stderr)
-            status = EXIT_BAD_INPUT
-    return status
+
+        def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
+            return ReplaySource(rollout, pace=pace)
+
+        jobs.append(EpisodeJob(rollout.episode, open_source, args.out / rollout.episode))
+    return jobs
+
+
+def _use_dashboard(args: argparse.Namespace) -> bool:
+    return not args.no_tui and sys.stdout.isatty() and sys.stdin.isatty()
+
+
+def _run_episodes(args: argparse.Namespace) -> int:
+    report = JobsReport()
+    if args.command == "demo":
+        jobs = _demo_jobs(args)
+    elif args.command == "attach":
+        jobs = _attach_jobs(args)
+    else:
+        jobs = _replay_jobs(args, report)
+    for message in report.bad_input:
+        print(f"error: {message}", file=sys.stderr)
+    config = PipelineConfig(flow=args.flow)
+    results_log = ResultsLog(args.out / "results.jsonl")
+    if _use_dashboard(args):
+        from tui import run_dashboard
+
+        run_report = run_dashboard(jobs, config, [results_log])
+    else:
+        run_report = asyncio.run(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
+    for message in run_report.bad_input:
+        print(f"error: {message}", file=sys.stderr)
+    incomplete = [o for o in run_report.outcomes if not o.complete]
+    for outcome in incomplete:
+        for message in outcome.errors or [f"{outcome.info.episode}: episode incomplete"]:
+            print(f"error: {message}", file=sys.stderr)
+    if report.bad_input or run_report.bad_input or incomplete:
+        return EXIT_BAD_INPUT
+    return EXIT_OK
 
 
 def _run_rescore(args: argparse.Namespace) -> int:
@@ -240,12 +275,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from streameval.table_cli import run_table
 
             return run_table(args)
-        runner = {"demo": _run_demo, "attach": _run_attach, "replay": _run_replay}[args.command]
-        return asyncio.run(runner(args))
-    except BadInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except UnknownBackendError as exc:
+        if args.command == "demo" and args.list_defects:
+            from examples.procedural_world import DEFECT_PRESETS
+
+            print("\n".join(DEFECT_PRESETS))
+            return EXIT_OK
+        return _run_episodes(args)
+    except (BadInputError, UnknownBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

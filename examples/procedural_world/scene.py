@@ -1,12 +1,18 @@
 """The infinite scene: objects on a jittered lattice, ground slabs, backdrop sectors.
 
 Layout (why it looks like a town of blocks): the ground is cut by a square lattice of
-``CELL_M`` = 6 m. Each cell may hold one vertical object (pillar, box or wall, 2.2–9 m tall),
-always inside the ±``BLOCK_HALF_M`` = 1.5 m square around the cell centre. So the lattice lines
-x = 6i and z = 6j are 3 m wide streets that no object ever touches. The camera starts on a
-street crossing (the origin) looking along +z, and the default speeds turn 20 s of a key into
-a whole number of cells (W 30 m, A/D 18 m, R/L 450°), so every worldmark sequence (W, A, D,
-WRW, ADA, ...) walks along streets: the camera passes between objects, never through them.
+``CELL_M`` = 12 m. Half the cells hold one vertical object (pillar, box or wall, 2.2–9 m
+tall), always inside the ±``BLOCK_HALF_M`` = 2 m square around the cell centre. So the lattice
+lines x = 12i and z = 12j are 8 m wide streets that no object ever touches. The camera starts
+on a street crossing (the origin) looking along +z, and the default speeds turn 20 s of a key
+into a whole number of cells or quarter turns (W 48 m, A/D 24 m, R/L 90°), so every worldmark
+sequence (W, A, D, WRW, ADA, ...) walks along streets: the camera passes between objects,
+never through them.
+
+Why wide streets and a sparse field: the ground (whose flow is left/right symmetric) then
+fills much of the view and no object passes within 4 m, so the flow statistics of a clean,
+steady motion stay steady (stability ≈ 100) and the off-axis flow of a clean key stays small
+(purity ≥ 95 on every family) — an obedient model must score as one.
 
 A path that leaves the streets (a diagonal walk after a partial turn, a leaked yaw) can reach
 an object. Objects whose footprint comes within ``CLEARANCE_M`` of the camera are simply not
@@ -38,11 +44,11 @@ from examples.procedural_world.textures import (
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-CELL_M = 6.0
+CELL_M = 12.0
 """Object lattice spacing; the lattice lines are the streets."""
-BLOCK_HALF_M = 1.5
-"""Objects stay within this half-size of their cell centre: streets are 6 − 2·1.5 = 3 m wide."""
-OBJECT_DENSITY = 0.7
+BLOCK_HALF_M = 2.0
+"""Objects stay within this half-size of their cell centre: streets are 12 − 2·2 = 8 m wide."""
+OBJECT_DENSITY = 0.5
 """Share of cells that hold an object."""
 HEIGHT_RANGE_M = (2.2, 9.0)
 """Object heights. All exceed the camera height, so an object always hides the ground and the
@@ -56,9 +62,9 @@ FOG_END_M = 56.0
 object field and the grazing ground near the horizon, where texture would alias."""
 CLEARANCE_M = 0.3
 """Objects this close to the camera (or containing it) are not drawn."""
-GROUND_SLAB_M = 6.0
-GROUND_SLAB_ORIGIN_M = 3.0
-"""Ground slabs are 6 m squares offset by half a cell, so their seams run under the blocks and
+GROUND_SLAB_M = CELL_M
+GROUND_SLAB_ORIGIN_M = CELL_M / 2
+"""Ground slabs are cell-sized squares offset by half a cell, so their seams run under the blocks and
 each street is one slab wide. Each slab samples the ground tile at its own offset and tint."""
 BACKDROP_SECTORS = 12
 """The backdrop is split into 30° sectors, the unit the ``forget`` defect regenerates."""

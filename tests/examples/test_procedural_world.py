@@ -173,7 +173,9 @@ def test_worldmark_paths_keep_clear_of_objects() -> None:
             state = advance(state, m.forward, m.right, m.yaw, 1.0 / cfg.fps)
             if frame % 4 == 0:
                 near = field.near(state.x, state.z, 4.0)
-                nearest = min(nearest, float(footprint_distance(near, state.x, state.z).min()))
+                distances = footprint_distance(near, state.x, state.z)
+                if distances.size:
+                    nearest = min(nearest, float(distances.min()))
         assert nearest > 1.0 > CLEARANCE_M, keys
 
 

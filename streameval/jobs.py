@@ -1,0 +1,70 @@
+"""A command's episodes as jobs: how to open each source and where its results go.
+
+The CLI builds jobs; either the plain runner below or the dashboard runs them, with the same
+observers, so what a headless run writes and what the dashboard shows come from one path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streameval.errors import BadInputError
+from streameval.observers import EpisodeObserver, EpisodeOutcome
+from streameval.pipeline import PipelineConfig, run_episode
+from streameval.source import Source
+
+
+@dataclass
+class EpisodeJob:
+    """One episode to evaluate.
+
+    ``open_source`` is called when the job starts (not before), so a model or a video file is
+    opened only when its turn comes; it may raise ``BadInputError``.
+    """
+
+    name: str
+    open_source: Callable[[], Source]
+    results_dir: Path
+    observers: list[EpisodeObserver] = field(default_factory=list)
+
+
+@dataclass
+class JobsReport:
+    outcomes: list[EpisodeOutcome] = field(default_factory=list)
+    bad_input: list[str] = field(default_factory=list)
+
+    @property
+    def all_complete(self) -> bool:
+        return not self.bad_input and all(o.complete for o in self.outcomes)
+
+
+async def run_job(
+    job: EpisodeJob,
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    report: JobsReport,
+) -> None:
+    """Run one job; bad input is reported to the observers and the report, never raised."""
+    try:
+        source = job.open_source()
+    except BadInputError as exc:
+        report.bad_input.append(str(exc))
+        for o in observers:
+            o.on_error(str(exc))
+        return
+    outcome = await run_episode(
+        source, config=config, results_dir=job.results_dir, observers=[*observers, *job.observers]
+    )
+    report.outcomes.append(outcome)
+
+
+async def run_jobs(
+    jobs: list[EpisodeJob], config: PipelineConfig, observers: list[EpisodeObserver]
+) -> JobsReport:
+    """Run the jobs one after the other (two cores: one episode already uses both)."""
+    report = JobsReport()
+    for job in jobs:
+        await run_job(job, config, observers, report)
+    return report
