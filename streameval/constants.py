@@ -40,3 +40,32 @@ LATENCY_SMOOTH_S = 0.5
 LATENCY_THRESHOLD = 0.5
 LATENCY_RESPONSE_GATE = 0.1
 LATENCY_MIN_SS_SAMPLES = 2  # steady state is 0 if the stable zone has <= this many samples
+
+# --- memory metrics (SPEC §5) --- (appended for memory_local / memory_revisit / memory_global)
+# Local Memory
+LOCAL_DELTA_S = 0.5  # seed DELTA_FRAC: δ = mean(mag) × (0.5 s × fps), per episode (SPEC FIX)
+LOCAL_MIN_SAMPLES = 5  # seed NMIN: fewer motion-indexed samples -> frozen (not_applicable)
+TAU_MUT = 0.10  # seed: adjacent 1 − cos above this is a mutation
+CUT_GUARD_S = 0.5  # seed CUT_GUARD = 8 frames at 16 fps; frames = round(0.5 s × real fps)
+# Revisit Memory
+N_PAIRS_C2 = 10  # depths (pairs) per reversal
+REACH_SCAN_DEPTHS = 200  # depths scanned for reach_lo
+MIN_GAP_S = 2.0  # a revisit pair is at least this far apart in time
+TAU_C = 1.0  # revisit score scale, shared by trans and rot
+TOL_ARC_PX = 30.0  # translation arc-match tolerance (flow px)
+ROT_TOL_DEG = 3.0  # rotation arc-match tolerance
+ROT_DEPTH_FLOOR_DEG = 5.0  # SPEC "rotation 3° with a 5° lower bound": rotation depths start >= 5°
+ROT_MAG_GATE_DEG = 15.0  # undershoot gate: outbound rotation below this fails
+DIR_GATE = 0.3  # both legs need sum(v)/sum(|v|) >= this
+GAIN_GATE = 0.5  # min/max of the two legs' arcs
+COV_GATE = 0.3  # kept pairs / N_PAIRS_C2 below this flags the reversal partial
+RESPONSE_FRAC = 0.2  # response onset: rolling mean of v >= 0.2 × mean|channel|
+RESPONSE_ROLL = 3  # samples in that rolling mean
+# Global Memory
+TAU_G = 0.05  # 100 / (1 + e / TAU_G)
+GLOBAL_VIEW_EVERY_S = 1.0  # one view per second of video
+GLOBAL_MIN_VIEWS = 6
+GLOBAL_MAX_VIEWS = 64
+COVIS_DEPTH_RATIO = (0.7, 1.4)  # open interval: projected z / target depth
+COVIS_MIN_POINTS = 5  # an ordered pair with fewer co-visible points is skipped
+GLOBAL_POINTS_PER_VIEW = 4096  # deterministic subsample of confident pixels (not a seed value)

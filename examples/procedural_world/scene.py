@@ -64,8 +64,9 @@ CLEARANCE_M = 0.3
 """Objects this close to the camera (or containing it) are not drawn."""
 GROUND_SLAB_M = CELL_M
 GROUND_SLAB_ORIGIN_M = CELL_M / 2
-"""Ground slabs are cell-sized squares offset by half a cell, so their seams run under the blocks and
-each street is one slab wide. Each slab samples the ground tile at its own offset and tint."""
+"""Ground slabs are cell-sized squares offset by half a cell, so their seams run under the
+blocks and each street is one slab wide. Each slab samples the ground tile at its own offset
+and tint."""
 BACKDROP_SECTORS = 12
 """The backdrop is split into 30° sectors, the unit the ``forget`` defect regenerates."""
 MAX_OBJECT_HEIGHT_M = HEIGHT_RANGE_M[1]
