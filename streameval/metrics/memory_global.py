@@ -1,0 +1,370 @@
+"""Global Memory of seed 000 (SPEC §5): is the whole trajectory geometrically consistent?
+
+One reconstruction (pose + depth per view) over frames 1 s apart. For every ordered pair of
+views (a, b), a's confident points are back-projected to the world, projected into b, and the
+co-visible ones (inside b, in front of it, depth ratio in (0.7, 1.4)) are compared with b's own
+back-projected point at the projected pixel; ``error = ‖X_a − X_b‖ / median depth of a``. The
+episode's ``e`` is the median of all errors pooled over the pairs with ≥ 5 co-visible points;
+``normalized = 100 / (1 + e / TAU_G)``, TAU_G = 0.05 (lower e is raw-better).
+
+Decisions (where SPEC §5 and seed 000 leave room):
+
+- **Views** (``select_views``): ``k = clip(floor((n_frames − 1)/fps) + 1, 6, 64)`` — the number of
+  whole seconds the clip spans, one view per second — capped at ``n_frames``; the frames are
+  ``round_half_up(linspace(0, n_frames − 1, k))`` (integer arithmetic, so exact), i.e. spread
+  over the whole clip, first and last frame included, about 1 s apart.
+- **Camera model.** ``pose`` is camera-to-world (4×4, OpenCV axes: x right, y down, z forward);
+  ``intrinsics`` are pinhole (last row 0 0 1) for the depth map's resolution; pixel (x, y) has its
+  centre at image coordinate (x, y); ``depth`` is the z-depth along the optical axis.
+- **Confident pixels** = the confidence mask (all pixels when None) ∩ finite ∩ depth > 0. A view
+  is *bad* (→ not_applicable naming it) when its pose or intrinsics have a non-finite entry or its
+  depth is non-finite at a pixel the mask calls confident; zero/negative depth just isn't
+  confident.
+- **Subsample.** At most ``max_points`` (default ``GLOBAL_POINTS_PER_VIEW`` = 4096) source points
+  per view, evenly spread over the confident pixels in row-major order
+  (``flat[(k · n) // max_points]``) — deterministic, no RNG. Measured on 2 CPU cores, 64 views of
+  294×518: ≈ 0.35–0.4 s with about half the 4032 ordered pairs co-visible, ≈ 0.85 s when all
+  are (13.6 M pooled errors).
+- **Target pixel.** The projection is rounded to the nearest pixel (half up); the pixel must be
+  inside b and confident in b; ``X_b`` is b's back-projection *of that pixel* (its point-map
+  value, pixel centre), so a perfectly consistent scene keeps a quantisation floor of about
+  half a pixel over the focal length (≈ 1e-3 relative), far below TAU_G.
+- **Depth ratio** = projected z in b / b's depth at the pixel, open interval (0.7, 1.4).
+- **Normaliser** = the median depth over *all* confident pixels of the source view a (not just
+  the subsample), so the error is scale-free per source view.
+- **Pairs** with fewer than 5 co-visible points are skipped (their points do not enter the
+  median). The details carry, per view, its pairs kept as source and the *mean* error of its
+  points (a per-view median would cost a second pass over millions of errors).
+- **Statuses.** Fewer than 2 usable views (a view with no confident pixel is unusable) or no
+  pair kept → not_applicable with the reason; ``views is None`` (no reconstruction backend, no
+  pose + depth from the model or a sidecar) → not_applicable, never a made-up number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from streameval.constants import (
+    COVIS_DEPTH_RATIO,
+    COVIS_MIN_POINTS,
+    GLOBAL_MAX_VIEWS,
+    GLOBAL_MIN_VIEWS,
+    GLOBAL_POINTS_PER_VIEW,
+    GLOBAL_VIEW_EVERY_S,
+    TAU_G,
+)
+from streameval.metrics.arc import FloatArray, json_float
+from streameval.metrics.segments import check_fps
+from streameval.results import MetricResult
+
+PERCENT = 100.0
+HIGHER_IS_BETTER = True
+METRIC_NAME = "global_memory"
+REASON_NO_BACKEND = "no reconstruction backend and no pose + depth from the model or a sidecar"
+# floor(x + eps) so that a whole number of seconds computed in floating point stays whole.
+_SNAP = 1e-9
+
+
+def select_views(n_frames: int, fps: float) -> list[int]:
+    """Frames of the reconstruction pass: about 1 s apart, at least 6, at most 64 (SPEC §5).
+
+    ``k = min(n_frames, clip(floor((n_frames − 1)/fps) + 1, 6, 64))`` views at
+    ``round_half_up(m · (n_frames − 1) / (k − 1))`` for m = 0..k−1 (frame 0 alone when k = 1).
+    """
+    if isinstance(n_frames, bool) or int(n_frames) != n_frames or n_frames < 1:
+        raise ValueError(f"n_frames must be a positive integer, got {n_frames!r}")
+    n = int(n_frames)
+    fps = check_fps(fps)
+    per_second = math.floor((n - 1) / (fps * GLOBAL_VIEW_EVERY_S) + _SNAP) + 1
+    k = min(n, max(GLOBAL_MIN_VIEWS, min(GLOBAL_MAX_VIEWS, per_second)))
+    if k == 1:
+        return [0]
+    half = (k - 1) // 2
+    return [(m * (n - 1) + half) // (k - 1) for m in range(k)]
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalView:
+    """One reconstructed view: frame index, camera-to-world pose (4×4), depth map (h, w),
+    pinhole intrinsics (3×3) for the depth map's resolution, optional confidence mask (h, w)."""
+
+    frame: int
+    pose: ArrayLike
+    depth: ArrayLike
+    intrinsics: ArrayLike
+    confidence: ArrayLike | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Cloud:
+    """A view prepared for co-visibility: world points of its (subsampled) confident pixels."""
+
+    frame: int
+    c2w: FloatArray  # 3x4
+    w2c: FloatArray  # 3x4
+    k: FloatArray
+    k_inv: FloatArray
+    shape: tuple[int, int]
+    depth_or_nan: FloatArray  # flat (h·w): depth where confident, NaN elsewhere
+    world: FloatArray  # (P, 3)
+    median_depth: float
+    n_confident: int
+
+
+class BadViewError(ValueError):
+    """A view whose pose, intrinsics or confident depth is not finite."""
+
+
+def _as(x: ArrayLike, shape: tuple[int, ...] | None, what: str, frame: int) -> FloatArray:
+    a = np.array(x, dtype=np.float64)
+    if (shape is not None and a.shape != shape) or (shape is None and a.ndim != 2):
+        want = "(h, w)" if shape is None else str(shape)
+        raise ValueError(f"view at frame {frame}: {what} must have shape {want}, got {a.shape}")
+    return a
+
+
+def _prepare(view: GlobalView, max_points: int) -> _Cloud:
+    frame = int(view.frame)
+    pose = _as(view.pose, (4, 4), "pose", frame)
+    k = _as(view.intrinsics, (3, 3), "intrinsics", frame)
+    depth = _as(view.depth, None, "depth", frame)
+    if not np.isfinite(pose).all():
+        raise BadViewError(f"view at frame {frame}: non-finite pose")
+    if not np.isfinite(k).all():
+        raise BadViewError(f"view at frame {frame}: non-finite intrinsics")
+    if view.confidence is None:
+        conf = np.ones(depth.shape, dtype=np.bool_)
+    else:
+        conf = np.asarray(view.confidence, dtype=np.bool_)
+        if conf.shape != depth.shape:
+            raise ValueError(
+                f"view at frame {frame}: confidence has shape {conf.shape}, depth {depth.shape}"
+            )
+    if not np.isfinite(depth[conf]).all():
+        raise BadViewError(f"view at frame {frame}: non-finite depth at confident pixels")
+    if not np.array_equal(k[2], [0.0, 0.0, 1.0]) or k[0, 0] == 0.0 or k[1, 1] == 0.0:
+        raise ValueError(f"view at frame {frame}: intrinsics are not pinhole: {k.tolist()}")
+    valid = conf & (depth > 0.0)  # conf ∩ finite already holds; NaN > 0 is False anyway
+    flat = np.flatnonzero(valid)
+    n = int(flat.size)
+    if n > max_points:
+        flat = flat[(np.arange(max_points, dtype=np.int64) * n) // max_points]
+    c2w = pose[:3]
+    k_inv = np.asarray(np.linalg.inv(k), dtype=np.float64)
+    world = _back_project(
+        c2w, k_inv, flat % depth.shape[1], flat // depth.shape[1], depth.flat[flat]
+    )
+    w2c = np.asarray(np.linalg.inv(pose)[:3], dtype=np.float64)
+    med = float(np.median(depth[valid])) if n else math.nan
+    depth_or_nan = np.where(valid, depth, np.nan).ravel()
+    h, w = depth.shape
+    return _Cloud(frame, c2w, w2c, k, k_inv, (h, w), depth_or_nan, world, med, n)
+
+
+def _back_project(
+    c2w: FloatArray, k_inv: FloatArray, x: ArrayLike, y: ArrayLike, z: ArrayLike
+) -> FloatArray:
+    """World points of pixels (x, y) at z-depth z: ``c2w · (z · K⁻¹ [x, y, 1])``."""
+    xs = np.asarray(x, dtype=np.float64)
+    ys = np.asarray(y, dtype=np.float64)
+    zs = np.asarray(z, dtype=np.float64)
+    pix = np.stack([xs, ys, np.ones_like(xs)], axis=1)
+    cam = (pix @ k_inv.T) * zs[:, None]
+    out: FloatArray = cam @ c2w[:, :3].T + c2w[:, 3]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Covisibility:
+    """Pooled co-visibility errors of all ordered view pairs (SPEC §5 Global Memory).
+
+    ``counts[a, b]`` is the number of co-visible points of view a in view b (before the ≥ 5
+    rule) and ``kept[a, b]`` whether that pair entered the pool; ``errors`` is the pool (its
+    order is unspecified: the median is taken in place), ``e`` its median (None when empty).
+    ``source_sum``/``source_n`` are the error sum and count per source view (for the details).
+    """
+
+    frames: list[int]
+    counts: NDArray[np.int64]
+    kept: NDArray[np.bool_]
+    errors: FloatArray
+    e: float | None
+    source_sum: FloatArray
+    source_n: NDArray[np.int64]
+    median_depth: list[float]
+    n_points: list[int]
+    n_confident: list[int]
+
+
+def covisibility_errors(
+    views: Sequence[GlobalView], max_points: int = GLOBAL_POINTS_PER_VIEW
+) -> Covisibility:
+    """Errors of every co-visible point over all ordered pairs of ``views`` (SPEC §5).
+
+    Raises BadViewError for the first view with a non-finite pose, intrinsics or confident
+    depth, ValueError for malformed views or duplicate frames.
+    """
+    if isinstance(max_points, bool) or int(max_points) != max_points or max_points < 1:
+        raise ValueError(f"max_points must be a positive integer, got {max_points!r}")
+    frames = [int(v.frame) for v in views]
+    if len(set(frames)) != len(frames):
+        raise ValueError(f"views have duplicate frames: {frames}")
+    clouds = [_prepare(v, int(max_points)) for v in views]
+    nv = len(clouds)
+    sizes = np.array([c.world.shape[0] for c in clouds], dtype=np.intp)
+    src = np.repeat(np.arange(nv, dtype=np.intp), sizes)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+    world = np.concatenate([c.world for c in clouds]) if nv else np.empty((0, 3), dtype=np.float64)
+    wx, wy, wz = (np.ascontiguousarray(world[:, d]) for d in range(3))
+    inv_med = np.array(
+        [1.0 / c.median_depth if c.n_confident else 0.0 for c in clouds], dtype=np.float64
+    )[src]
+    lo, hi = COVIS_DEPTH_RATIO
+    counts = np.zeros((nv, nv), dtype=np.int64)
+    source_sum = np.zeros(nv, dtype=np.float64)
+    source_n = np.zeros(nv, dtype=np.int64)
+    parts: list[FloatArray] = []
+    for b, tgt in enumerate(clouds):
+        h, w = tgt.shape
+        r, t = tgt.w2c[:, :3], tgt.w2c[:, 3]
+        z = r[2, 0] * wx + r[2, 1] * wy + r[2, 2] * wz + t[2]
+        front = z > 0.0
+        front[offsets[b] : offsets[b + 1]] = False  # src is sorted: b's own points are one run
+        sel = np.flatnonzero(front)
+        xs, ys, zs = wx[sel], wy[sel], wz[sel]
+        cx = r[0, 0] * xs + r[0, 1] * ys + r[0, 2] * zs + t[0]
+        cy = r[1, 0] * xs + r[1, 1] * ys + r[1, 2] * zs + t[1]
+        cz = z[sel]
+        k = tgt.k  # pinhole: last row 0 0 1, so the projective divisor is cz
+        x = np.floor((k[0, 0] * cx + k[0, 1] * cy) / cz + k[0, 2] + 0.5)
+        y = np.floor((k[1, 0] * cx + k[1, 1] * cy) / cz + k[1, 2] + 0.5)
+        inside = (x >= 0.0) & (x <= w - 1) & (y >= 0.0) & (y <= h - 1)
+        sel, x, y, cz = sel[inside], x[inside], y[inside], cz[inside]
+        # b's depth at the nearest pixel; NaN where b is not confident, so the ratio test drops it
+        db = tgt.depth_or_nan[(y * w + x).astype(np.intp)]
+        ratio = cz / db
+        co = (ratio > lo) & (ratio < hi)
+        sel, x, y, db = sel[co], x[co], y[co], db[co]
+        per_src = np.bincount(src[sel], minlength=nv)
+        counts[:, b] = per_src
+        pair_ok = per_src >= COVIS_MIN_POINTS
+        source_n += np.where(pair_ok, per_src, 0)
+        keep = pair_ok[src[sel]]
+        sel, x, y, db = sel[keep], x[keep], y[keep], db[keep]
+        if sel.size == 0:
+            continue
+        # X_b = c2w_b · (db · K_b⁻¹ [x, y, 1]): b's point-map value at that pixel
+        m = tgt.c2w[:, :3] @ tgt.k_inv
+        tb = tgt.c2w[:, 3]
+        dx = wx[sel] - (db * (m[0, 0] * x + m[0, 1] * y + m[0, 2]) + tb[0])
+        dy = wy[sel] - (db * (m[1, 0] * x + m[1, 1] * y + m[1, 2]) + tb[1])
+        dz = wz[sel] - (db * (m[2, 0] * x + m[2, 1] * y + m[2, 2]) + tb[2])
+        err = np.sqrt(dx * dx + dy * dy + dz * dz) * inv_med[sel]
+        source_sum += np.bincount(src[sel], weights=err, minlength=nv)
+        parts.append(err)
+    kept = counts >= COVIS_MIN_POINTS
+    np.fill_diagonal(kept, False)
+    pooled = np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
+    e = float(np.median(pooled, overwrite_input=True)) if pooled.size else None
+    return Covisibility(
+        frames=frames,
+        counts=counts,
+        kept=kept,
+        errors=pooled,
+        e=e,
+        source_sum=source_sum,
+        source_n=source_n,
+        median_depth=[c.median_depth for c in clouds],
+        n_points=[int(c.world.shape[0]) for c in clouds],
+        n_confident=[c.n_confident for c in clouds],
+    )
+
+
+def global_score(e: float) -> float:
+    """``100 / (1 + e / TAU_G)`` (seed 000, TAU_G = 0.05)."""
+    return PERCENT / (1.0 + float(e) / TAU_G)
+
+
+def global_memory(
+    views: Sequence[GlobalView] | None,
+    *,
+    unavailable_reason: str | None = None,
+    max_points: int = GLOBAL_POINTS_PER_VIEW,
+) -> MetricResult:
+    """Global Memory of one episode (SPEC §5; statuses SPEC §8).
+
+    ``views`` are the reconstructed views (normally at ``select_views``); None means there is no
+    reconstruction — not_applicable with ``unavailable_reason`` (never a made-up number).
+    ``details["e"]`` feeds ``global_memory_model``.
+    """
+    if views is None:
+        return MetricResult.not_applicable(unavailable_reason or REASON_NO_BACKEND)
+    base: dict[str, Any] = {"views": [int(v.frame) for v in views], "tau_g": TAU_G}
+    try:
+        cov = covisibility_errors(views, max_points)
+    except BadViewError as err:
+        return MetricResult.not_applicable(str(err), base)
+    e = cov.e
+    usable = [f for f, n in zip(cov.frames, cov.n_confident, strict=True) if n > 0]
+    n_pairs = len(cov.frames) * (len(cov.frames) - 1)
+    n_kept = int(np.count_nonzero(cov.kept))
+    per_view = []
+    for a, frame in enumerate(cov.frames):
+        n_err = int(cov.source_n[a])
+        per_view.append(
+            {
+                "frame": frame,
+                "n_confident": cov.n_confident[a],
+                "n_points": cov.n_points[a],
+                "median_depth": json_float(cov.median_depth[a]),
+                "pairs_kept_as_source": int(np.count_nonzero(cov.kept[a])),
+                "n_errors": n_err,
+                "mean_error": json_float(cov.source_sum[a] / n_err) if n_err else None,
+            }
+        )
+    details: dict[str, Any] = {
+        **base,
+        "usable_views": usable,
+        "n_pairs": n_pairs,
+        "pairs_evaluated": n_kept,
+        "pairs_skipped": n_pairs - n_kept,
+        "n_errors": int(cov.errors.size),
+        "max_points_per_view": int(max_points),
+        "per_view": per_view,
+        "e": None,
+    }
+    if len(usable) < 2:
+        return MetricResult.not_applicable(
+            f"fewer than 2 usable views ({len(usable)} of {len(cov.frames)} have confident depth)",
+            details,
+        )
+    if e is None:
+        return MetricResult.not_applicable(
+            f"no co-visible view pair (none of {n_pairs} ordered pairs has "
+            f"≥ {COVIS_MIN_POINTS} co-visible points)",
+            details,
+        )
+    details["e"] = e
+    return MetricResult.official(e, global_score(e), details)
+
+
+def global_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
+    """Model-level Global Memory: ``100 / (1 + mean(e) / TAU_G)`` over official episodes.
+
+    Raises ValueError for an empty list or a details dict without a finite ``e``.
+    """
+    es: list[float] = []
+    for k, det in enumerate(episode_details):
+        e = det.get("e")
+        if e is None or not math.isfinite(float(e)):
+            raise ValueError(f"global_memory_model: episode {k} has no finite 'e'")
+        es.append(float(e))
+    if not es:
+        raise ValueError("global_memory_model: no official episode to aggregate")
+    return global_score(float(np.mean(np.asarray(es, dtype=np.float64))))

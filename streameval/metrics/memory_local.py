@@ -1,0 +1,237 @@
+"""Local Memory of seed 000 (SPEC §5): no abrupt frame-to-frame mutations of the world.
+
+Frames are sampled by motion, not by time: ``mag = sqrt(Sx² + Srad²)``, the step
+``δ = mean(mag) × (0.5 s × fps)`` (**FIX**: per episode, not a median over the run), and a frame
+is sampled each time the cumulative magnitude passes the next multiple of δ. Adjacent samples are
+compared by appearance (``1 − cos`` of the patch-mean descriptors); a distance above
+``TAU_MUT = 0.10`` is a mutation. Episode score ``100·(1 − cut)·(1 − mutation_rate)``.
+
+Decisions (where SPEC §5 leaves room):
+
+- **Sampled frames.** With the arc convention of ``arc.py`` (signal i = the motion of the step
+  from frame i to i + 1, ``C(f) = Σ_{i<f} mag_i``), frame f is sampled when ``C(f)`` reaches a
+  multiple kδ (k ≥ 1) that ``C(f − 1)`` had not reached — i.e. the frame *right after* the signal
+  whose inclusion passed the threshold (frame i + 1 for signal i); reaching kδ to within
+  1e-9·δ counts (float noise at the exact multiple the total arc always is). Frame 0
+  (``C = 0 = 0·δ``) is always the first sample, so the first δ of motion is checked too. A
+  signal that passes several multiples at once samples its frame once; the next threshold is
+  the next multiple above. Sampled frames lie in [0, N].
+- **δ** is ``mean`` over the finite samples; missing samples add no arc. δ = 0 (no motion at
+  all) is frozen. No signal at all → not_applicable "no flow samples"; signals that are all
+  missing → ``missing`` "no finite flow sample" (the flow failed, nothing was measured).
+- **Cut guard.** ``CUT_GUARD = round(0.5 s × fps)`` frames, rounded half up (8 at 16 fps, 12 at
+  24 fps; SPEC FIX: the real fps). A pair (a, b) is excluded when a cut c lies in
+  ``[a − G, b + G]``: either frame is within ±G of the cut, or the pair straddles it. The literal
+  "a frame within ±G" is the common case; the straddle case keeps a pair that spans a cut (only
+  possible when motion is fast) from being counted as a mutation of its own (seed: "avoid double
+  counting").
+- **Hard cut** = the cut list is non-empty (the detector found more than one scene).
+  ``cuts is None`` = the detector failed/was unavailable → ``missing`` (SPEC FIX: never "no cut").
+- **Not embedded.** A pair with a frame whose embedding row is NaN (not embedded) is skipped and
+  listed as excluded; the mutation rate is over the remaining (counted) pairs.
+- **Order of statuses.** Frozen (a property of the episode) is decided before the cut detector
+  and the embeddings are looked at, so a frozen episode is ``not_applicable`` even when the cut
+  detector failed. An episode with a hard cut but no countable pair is official with score 0 and
+  ``mutation_rate = None`` (the cut alone decides it; the model mean skips the None).
+- **raw** is the score as a fraction ``(1 − cut)(1 − mutation_rate)``; ``normalized = 100·raw``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from streameval.constants import CUT_GUARD_S, LOCAL_DELTA_S, LOCAL_MIN_SAMPLES, TAU_MUT
+from streameval.metrics.arc import (
+    Appearance,
+    IndexArray,
+    cumulative_arc,
+    flow_magnitude,
+    json_float,
+    json_floats,
+    json_ints,
+    json_pairs,
+)
+from streameval.metrics.segments import check_fps
+from streameval.results import MetricResult
+
+PERCENT = 100.0
+HIGHER_IS_BETTER = True
+METRIC_NAME = "local_memory"
+REASON_FROZEN = "frozen"
+REASON_CUTS_MISSING = "cut detector failed/unavailable"
+# The total arc is N·mean(mag), an exact multiple of δ whenever N is a multiple of 0.5·fps, so
+# the last threshold is hit "exactly" and float rounding would decide it; a multiple reached to
+# within 1e-9 δ counts as reached.
+_LEVEL_SNAP = 1e-9
+
+
+def cut_guard_frames(fps: float) -> int:
+    """``round(0.5 s × fps)`` frames, half up: 8 at 16 fps, 12 at 24 fps (SPEC §5, FIX fps)."""
+    return math.floor(CUT_GUARD_S * check_fps(fps) + 0.5)
+
+
+def motion_step(mag: ArrayLike, fps: float) -> float | None:
+    """``δ = mean(mag) × (0.5 s × fps)`` over the finite samples; None if there are none."""
+    m = np.asarray(mag, dtype=np.float64)
+    finite = m[np.isfinite(m)]
+    if finite.size == 0:
+        return None
+    return float(np.mean(finite)) * LOCAL_DELTA_S * check_fps(fps)
+
+
+def motion_indexed_samples(
+    mag: ArrayLike, fps: float, delta: float | None = None
+) -> NDArray[np.intp]:
+    """Frames sampled at every δ of cumulative flow magnitude (SPEC §5 Local Memory).
+
+    Frame 0 is always sampled; frame f > 0 is sampled when ``floor(C(f)/δ) > floor(C(f−1)/δ)``
+    with ``C(f) = Σ_{i<f} mag_i`` (see the module docstring). ``delta`` defaults to
+    ``motion_step(mag, fps)``; with no motion (δ None or ≤ 0) only frame 0 is returned.
+    """
+    m = np.asarray(mag, dtype=np.float64)
+    if m.ndim != 1:
+        raise ValueError(f"mag must be a 1-D signal, got shape {m.shape}")
+    step = motion_step(m, fps) if delta is None else float(delta)
+    if step is None or not (math.isfinite(step) and step > 0.0):
+        return np.zeros(1, dtype=np.intp)
+    level = np.floor(cumulative_arc(m) / step + _LEVEL_SNAP)
+    later = np.flatnonzero(np.diff(level) > 0) + 1
+    return np.concatenate([np.zeros(1, dtype=np.intp), later.astype(np.intp)])
+
+
+def guarded_pairs(
+    a: IndexArray, b: IndexArray, cuts: Sequence[int], guard: int
+) -> NDArray[np.bool_]:
+    """True for each pair (a, b), a < b, with a cut c in ``[a − guard, b + guard]``."""
+    c = np.unique(np.asarray(list(cuts), dtype=np.intp))
+    if c.size == 0 or a.size == 0:
+        return np.zeros(a.shape, dtype=np.bool_)
+    first = np.searchsorted(c, a - guard, side="left")
+    hit = first < c.size
+    out = np.zeros(a.shape, dtype=np.bool_)
+    out[hit] = c[first[hit]] <= b[hit] + guard
+    return out
+
+
+def _check_cuts(cuts: Sequence[int]) -> list[int]:
+    out: list[int] = []
+    for c in cuts:
+        if isinstance(c, bool) or int(c) != c:
+            raise ValueError(f"cuts must be frame indices (ints), got {c!r}")
+        out.append(int(c))
+    return sorted(set(out))
+
+
+def local_memory(
+    sx: ArrayLike,
+    srad: ArrayLike,
+    embeddings: ArrayLike | None,
+    cuts: Sequence[int] | None,
+    fps: float,
+) -> MetricResult:
+    """Local Memory of one episode (SPEC §5; statuses SPEC §8).
+
+    ``sx``/``srad``: the stride-2 flow signals (NaN = missing); ``embeddings``: (T, D) per-frame
+    appearance descriptors, NaN rows = not embedded (None = no appearance backend → missing);
+    ``cuts``: frame indices of the shot-cut detector's cuts, None when it failed/was unavailable
+    (→ missing); ``fps``: the rollout's real frame rate.
+
+    ``details["hard_cut"]`` (bool) and ``details["mutation_rate"]`` (float, None only when a hard
+    cut left no countable pair) feed ``local_memory_model``.
+    """
+    fps = check_fps(fps)
+    mag = flow_magnitude(sx, srad)
+    n_missing = int(np.count_nonzero(~np.isfinite(mag)))
+    base: dict[str, Any] = {
+        "n_signals": int(mag.size),
+        "n_missing_signals": n_missing,
+        "fps": fps,
+        "tau_mut": TAU_MUT,
+    }
+    if mag.size == 0:
+        return MetricResult.not_applicable("no flow samples", base)
+    delta = motion_step(mag, fps)
+    if delta is None:
+        return MetricResult.missing("no finite flow sample", base)
+    frames = motion_indexed_samples(mag, fps, delta)
+    base.update(delta=json_float(delta), sampled_frames=json_ints(frames))
+    if frames.size < LOCAL_MIN_SAMPLES:  # SPEC §5: fewer than 5 samples -> frozen
+        return MetricResult.not_applicable(REASON_FROZEN, {**base, "frozen": True})
+    if cuts is None:  # SPEC §5 FIX: a failed detector is missing, never "no cut"
+        return MetricResult.missing(REASON_CUTS_MISSING, base)
+    if embeddings is None:
+        return MetricResult.missing("appearance embeddings unavailable", base)
+    appearance = Appearance(embeddings)
+    if not appearance.embedded.any():
+        return MetricResult.missing("no frame embedded", base)
+
+    cut_list = _check_cuts(cuts)
+    guard = cut_guard_frames(fps)
+    a, b = frames[:-1], frames[1:]
+    dist = appearance.distance(a, b)
+    near_cut = guarded_pairs(a, b, cut_list, guard)
+    not_embedded = ~np.isfinite(dist)
+    counted = ~near_cut & ~not_embedded
+    flagged = counted & (dist > TAU_MUT)
+    n_counted = int(np.count_nonzero(counted))
+    hard_cut = len(cut_list) > 0
+
+    excluded = [
+        {"pair": [int(x), int(y)], "reason": "cut guard" if nc else "not embedded"}
+        for x, y, nc, ne in zip(
+            a.tolist(), b.tolist(), near_cut.tolist(), not_embedded.tolist(), strict=True
+        )
+        if nc or ne
+    ]
+    mutation_rate = int(np.count_nonzero(flagged)) / n_counted if n_counted else None
+    details: dict[str, Any] = {
+        **base,
+        "pairs": json_pairs(a, b),
+        "pair_distances": json_floats(dist),
+        "flagged_pairs": json_pairs(a[flagged], b[flagged]),
+        "excluded_pairs": excluded,
+        "n_pairs": int(a.size),
+        "n_counted": n_counted,
+        "n_flagged": int(np.count_nonzero(flagged)),
+        "cuts": cut_list,
+        "cut_guard_frames": guard,
+        "hard_cut": hard_cut,
+        "mutation_rate": mutation_rate,
+    }
+    if mutation_rate is None and not hard_cut:
+        return MetricResult.not_applicable(
+            "no adjacent sampled pair with both frames embedded", details
+        )
+    raw = (0.0 if hard_cut else 1.0) * (1.0 - (mutation_rate or 0.0))
+    return MetricResult.official(raw, PERCENT * raw, details)
+
+
+def local_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
+    """Model-level Local Memory: ``100·(1 − share with a cut)·(1 − mean mutation rate)``.
+
+    ``episode_details`` are the details of the model's *official* episode results (SPEC §8: the
+    others are never averaged in). The mean mutation rate skips ``None`` (an episode whose hard
+    cut left no countable pair). Raises ValueError for an empty list or a details dict without
+    ``hard_cut``/``mutation_rate``.
+    """
+    if not episode_details:
+        raise ValueError("local_memory_model: no official episode to aggregate")
+    cuts: list[bool] = []
+    rates: list[float] = []
+    for k, det in enumerate(episode_details):
+        if "hard_cut" not in det or "mutation_rate" not in det:
+            raise ValueError(
+                f"local_memory_model: episode {k} has no 'hard_cut'/'mutation_rate' "
+                "(pass the details of official results only)"
+            )
+        cuts.append(bool(det["hard_cut"]))
+        if det["mutation_rate"] is not None:
+            rates.append(float(det["mutation_rate"]))
+    cut_share = sum(cuts) / len(cuts)
+    mean_rate = float(np.mean(np.asarray(rates, dtype=np.float64))) if rates else 0.0
+    return PERCENT * (1.0 - cut_share) * (1.0 - mean_rate)
