@@ -90,7 +90,13 @@ class Rollout:
             source=str(self.path),
             width=self.width,
             height=self.height,
-            extra={**self.meta, "layout": self.layout, "sidecars": sidecars},
+            # Depth on replayed frames always comes from a sidecar file (SPEC §3 order).
+            extra={
+                **self.meta,
+                "layout": self.layout,
+                "sidecars": sidecars,
+                "depth_source": "sidecar",
+            },
         )
 
     def open(self, pace: float | None = None) -> ReplaySource:
@@ -134,8 +140,12 @@ def _read_meta(path: Path) -> dict[str, Any]:
     if meta.get("format") != ROLLOUT_FORMAT:
         raise BadInputError(path, f"format {meta.get('format')!r}, expected {ROLLOUT_FORMAT!r}")
     fps = meta.get("fps")
-    if isinstance(fps, bool) or not isinstance(fps, int | float) or not math.isfinite(fps) \
-            or fps <= 0:
+    if (
+        isinstance(fps, bool)
+        or not isinstance(fps, int | float)
+        or not math.isfinite(fps)
+        or fps <= 0
+    ):
         raise BadInputError(path, f"fps {fps!r} is not a positive number")
     for name in ("model", "suite"):
         if not isinstance(meta.get(name), str) or not meta[name]:
@@ -150,8 +160,11 @@ def _read_meta(path: Path) -> dict[str, Any]:
 
 def _frame_store(directory: Path) -> tuple[FrameStore, int, int, int]:
     """(store, width, height, frame count) of ``video.*`` or ``frames/``."""
-    videos = sorted(p for p in directory.glob(f"{VIDEO_STEM}.*")
-                    if p.suffix.lower() in VIDEO_SUFFIXES and p.is_file())
+    videos = sorted(
+        p
+        for p in directory.glob(f"{VIDEO_STEM}.*")
+        if p.suffix.lower() in VIDEO_SUFFIXES and p.is_file()
+    )
     frames_dir = directory / FRAMES_DIR
     if len(videos) > 1:
         raise BadInputError(directory, f"several videos ({', '.join(p.name for p in videos)})")

@@ -36,7 +36,7 @@ from streameval.events import (
     SourceError,
 )
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
-from streameval.perception.flow import create_flow_backend
+from streameval.perception.flow import FlowBackend, create_flow_backend
 from streameval.perception.motion_type import fit_frames
 from streameval.perception.perceiver import FrameRejectedError, Perceiver
 from streameval.source import Source
@@ -86,35 +86,41 @@ async def _read(
     observers: list[EpisodeObserver],
     stats: _Stats,
 ) -> None:
-    try:
-        while True:
-            try:
-                event = await source.recv()
-            except EndOfStream:
-                break
-            if isinstance(event, FrameEvent):
-                stats.received += 1
-                now = time.perf_counter()
-                stats.t_first = stats.t_first if stats.t_first is not None else now
-                stats.t_last = now
-                sent = stats.key_times.pop(event.index, None)
-                if sent is not None and event.t_wall is not None:
-                    stats.step_latencies.append(event.t_wall - sent)
-                for o in observers:
-                    o.on_frame(event)
-                if source.droppable and queue.full():
-                    stats.dropped += 1
-                    continue
-            elif isinstance(event, KeySent):
-                stats.key_times[event.frame] = event.t_wall
-                for o in observers:
-                    o.on_key(event)
+    """Pull events from the source into the queue; observers see every frame received."""
+    while True:
+        try:
+            event = await source.recv()
+        except EndOfStream:
+            break
+        except Exception as exc:  # a broken source ends its episode, never the process
+            message = f"{source!r}: source failed: {exc}"
+            await queue.put(SourceError(message, fatal=True))
+            await queue.put(EpisodeEnd(frames=stats.received, complete=False, reason=message))
+            break
+        if isinstance(event, FrameEvent):
+            stats.received += 1
+            now = time.perf_counter()
+            stats.t_first = stats.t_first if stats.t_first is not None else now
+            stats.t_last = now
+            sent = stats.key_times.pop(event.index, None)
+            if sent is not None and event.t_wall is not None:
+                stats.step_latencies.append(event.t_wall - sent)
+            for o in observers:
+                o.on_frame(event)
+            if source.droppable and queue.full():
+                stats.dropped += 1
                 continue
-            await queue.put(event)
-            if isinstance(event, EpisodeEnd):
-                break
-    finally:
-        await queue.put(None)
+        elif isinstance(event, KeySent):
+            stats.key_times[event.frame] = event.t_wall
+            for o in observers:
+                o.on_key(event)
+            continue
+        await queue.put(event)
+        if isinstance(event, EpisodeEnd):
+            break
+    # Not in a ``finally``: when cancelled, the perceiver is cancelled too and a full queue
+    # would block this put forever.
+    await queue.put(None)
 
 
 class _Episode:
@@ -123,11 +129,13 @@ class _Episode:
     def __init__(
         self,
         config: PipelineConfig,
+        flow: FlowBackend,
         observers: list[EpisodeObserver],
         stats: _Stats,
         queue: asyncio.Queue[Event | None],
     ) -> None:
         self.config = config
+        self.flow = flow
         self.observers = observers
         self.stats = stats
         self.queue = queue
@@ -140,7 +148,7 @@ class _Episode:
 
     def start(self, info: EpisodeInfo) -> None:
         self.info = info
-        flow = create_flow_backend(self.config.flow)
+        flow = self.flow
         self.perceiver = Perceiver(
             flow, _plan_fit_frames(info), self.config.analysis_width, self.config.analysis_height
         )
@@ -294,7 +302,10 @@ async def run_episode(
     observers = observers or []
     stats = _Stats()
     queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=config.queue_size)
-    episode = _Episode(config, observers, stats, queue)
+    # Backends are created before anything runs: an unknown or unavailable backend is the
+    # caller's error to report, not a crash inside the task group.
+    flow = create_flow_backend(config.flow)
+    episode = _Episode(config, flow, observers, stats, queue)
     cancelled = False
 
     async def perceive() -> None:

@@ -140,7 +140,7 @@ DEFECT_PRESETS: dict[str, dict[str, Any]] = {
     "delay": {"response_delay_s": 1.5},
     "wrong_direction": {"key_map": dict(OPPOSITE)},
     "swap_lr": {"key_map": {"L": "R", "R": "L"}},
-    "leak_yaw": {"leak_yaw_on_strafe": 0.5},
+    "leak_yaw": {"leak_yaw_on_strafe": 2.0},  # 9°/s of yaw: as much image motion as the strafe
     "leak_strafe": {"leak_strafe_on_forward": 0.5},
     "hiccup": {"hiccup_period_s": 2.0, "hiccup_duration_s": 0.6},
     "decay": {"speed_decay_tau_s": 4.0},
