@@ -54,6 +54,10 @@ class PipelineConfig:
     provisional_every_s: float = 0.5  # wall seconds between provisional score updates
     analysis_width: int = ANALYSIS_WIDTH
     analysis_height: int = ANALYSIS_HEIGHT
+    # OpenCV's own thread pool: 1 leaves the second core to the decoder/model thread. Its
+    # workers spin while they wait, so with a busy neighbour DIS ran 38–64 frames/s on 2
+    # threads against 224–273 on 1 (bench/throughput.py). None keeps OpenCV's default.
+    opencv_threads: int | None = 1
 
 
 class _Stats:
@@ -302,6 +306,10 @@ async def run_episode(
     observers = observers or []
     stats = _Stats()
     queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=config.queue_size)
+    if config.opencv_threads is not None:
+        import cv2
+
+        cv2.setNumThreads(config.opencv_threads)
     # Backends are created before anything runs: an unknown or unavailable backend is the
     # caller's error to report, not a crash inside the task group.
     flow = create_flow_backend(config.flow)
