@@ -18,9 +18,72 @@ import numpy.typing as npt
 
 from streameval.errors import BadInputError
 from streameval.perception.motion_type import FitSample
+from streameval.perception.reconstruction import FrameGeometry
 
 CACHE_FORMAT = "streameval.cache/1"
 F64 = npt.NDArray[np.float64]
+
+
+@dataclass
+class MemoryCache:
+    """What the memory metrics need (issue 3): per-frame embeddings, the cut detector's cuts,
+    and the geometry of the Global Memory views — never frames.
+
+    ``embeddings`` (T, D) float32, NaN rows for frames not embedded, None without an
+    embedding backend; ``cuts`` None when the detector failed (``cut_failure`` says why) or
+    none ran; ``views`` pose + depth + intrinsics at the selected view frames.
+    """
+
+    embeddings: npt.NDArray[np.float32] | None
+    cuts: list[int] | None
+    views: list[FrameGeometry] = field(default_factory=list)
+
+    def save(self, path: Path) -> None:
+        k = len(self.views)
+        arrays: dict[str, Any] = {
+            "has_embeddings": np.array(self.embeddings is not None),
+            "embeddings": (
+                self.embeddings if self.embeddings is not None else np.zeros((0, 0), np.float32)
+            ),
+            "has_cuts": np.array(self.cuts is not None),
+            "cuts": np.array(self.cuts or [], dtype=np.int64),
+            "view_frames": np.array([v.frame for v in self.views], dtype=np.int64),
+            "view_poses": np.array([v.pose for v in self.views], dtype=np.float64).reshape(k, 4, 4),
+            "view_intrinsics": np.array(
+                [v.intrinsics for v in self.views], dtype=np.float64
+            ).reshape(k, 3, 3),
+            "view_image_sizes": np.array(
+                [v.image_size for v in self.views], dtype=np.int64
+            ).reshape(k, 2),
+        }
+        for j, v in enumerate(self.views):  # depth maps may differ in size between views
+            arrays[f"view_depth_{j}"] = np.asarray(v.depth, dtype=np.float32)
+        tmp = path.with_name(path.stem + ".tmp.npz")
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> MemoryCache:
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                data = {key: z[key] for key in z.files}
+        except (OSError, ValueError) as exc:
+            raise BadInputError(path, f"unreadable memory cache ({exc})") from None
+        views = [
+            FrameGeometry(
+                int(frame),
+                data["view_poses"][j],
+                data[f"view_depth_{j}"],
+                data["view_intrinsics"][j],
+                (int(data["view_image_sizes"][j][0]), int(data["view_image_sizes"][j][1])),
+            )
+            for j, frame in enumerate(data["view_frames"])
+        ]
+        return cls(
+            embeddings=data["embeddings"] if bool(data["has_embeddings"]) else None,
+            cuts=[int(c) for c in data["cuts"]] if bool(data["has_cuts"]) else None,
+            views=views,
+        )
 
 
 @dataclass
@@ -37,6 +100,7 @@ class EpisodeCache:
     sx: F64
     srad: F64
     fit_samples: list[FitSample] = field(default_factory=list)
+    memory: MemoryCache | None = None
 
     @property
     def fps(self) -> float:
@@ -73,6 +137,8 @@ class EpisodeCache:
         tmp = directory / "signals.tmp.npz"
         np.savez(tmp, **arrays)
         os.replace(tmp, directory / "signals.npz")
+        if self.memory is not None:
+            self.memory.save(directory / "memory.npz")
         _write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
 
     @classmethod
@@ -112,12 +178,14 @@ class EpisodeCache:
                     invz=data["fit_invz"][sl] if bool(depth) else None,
                 )
             )
+        memory_path = directory / "memory.npz"
         return cls(
             meta=meta,
             frame_keys=[str(k) for k in data["frame_keys"]],
             sx=data["sx"].astype(np.float64, copy=False),
             srad=data["srad"].astype(np.float64, copy=False),
             fit_samples=samples,
+            memory=MemoryCache.load(memory_path) if memory_path.is_file() else None,
         )
 
 

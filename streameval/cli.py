@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from streameval import __version__
-from streameval.errors import BadInputError
+from streameval.errors import BackendUnavailableError, BadInputError
 from streameval.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig
@@ -56,6 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
             "--no-tui", action="store_true", help="plain progress lines instead of the dashboard"
         )
         p.add_argument("--flow", default="dis-fast", help="flow backend (default: dis-fast)")
+        p.add_argument(
+            "--embedding",
+            default="cpu-colorhist-rbf",
+            help="appearance backend for memory: cpu-colorhist-rbf (default, no weights) or "
+            "dinov2-base (weights from a local path or the HF cache)",
+        )
+        p.add_argument(
+            "--cuts",
+            default="auto",
+            help="shot-cut detector: auto (TransNetV2 when installed, else "
+            "scenedetect-adaptive), transnetv2, scenedetect-adaptive, scenedetect-content",
+        )
 
     demo = sub.add_parser("demo", help="procedural world model, evaluated live")
     demo.add_argument("--out", type=Path, default=Path("results/demo"), help="results directory")
@@ -224,7 +236,7 @@ def _run_episodes(args: argparse.Namespace) -> int:
         jobs = _replay_jobs(args, report)
     for message in report.bad_input:
         print(f"error: {message}", file=sys.stderr)
-    config = PipelineConfig(flow=args.flow)
+    config = PipelineConfig(flow=args.flow, embedding=args.embedding, cuts=args.cuts)
     results_log = ResultsLog(args.out / "results.jsonl")
     if _use_dashboard(args):
         from tui import run_dashboard
@@ -281,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("\n".join(DEFECT_PRESETS))
             return EXIT_OK
         return _run_episodes(args)
-    except (BadInputError, UnknownBackendError) as exc:
+    except (BadInputError, UnknownBackendError, BackendUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -14,13 +14,19 @@ from protocol.schedule import segments_from_keys
 from streameval.cache import EpisodeCache
 from streameval.constants import ANALYSIS_WIDTH
 from streameval.metrics.control import MotionType, control_metrics
+from streameval.metrics.memory_global import REASON_NO_BACKEND, global_memory
+from streameval.metrics.memory_local import local_memory
+from streameval.metrics.memory_revisit import revisit_memory
 from streameval.perception.motion_type import (
     MotionFit,
     analysis_focal,
     fit_frames,
     fit_motion_type,
 )
+from streameval.perception.reconstruction import views_from_frames
 from streameval.results import MetricResult
+
+MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,17 +55,40 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
     return fits
 
 
+def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
+    """Local, Revisit and Global Memory (SPEC §5) from what perception kept."""
+    mem = cache.memory
+    info: dict[str, Any] = cache.meta.get("memory", {})
+    if mem is None:
+        reason = "memory perception was off for this episode"
+        return {name: MetricResult.missing(reason) for name in MEMORY_METRICS}
+    local = local_memory(cache.sx, cache.srad, mem.embeddings, mem.cuts, cache.fps)
+    if mem.cuts is None and info.get("cut_failure"):
+        # the kernel says "missing"; say why, naming the detector (SPEC §5 FIX: never "no cut")
+        local = MetricResult.missing(f"cut detector failed: {info['cut_failure']}", local.details)
+    revisit = revisit_memory(cache.sx, cache.srad, cache.frame_keys, mem.embeddings, cache.fps)
+    if mem.views:
+        glob = global_memory(views_from_frames(mem.views))
+    else:
+        glob = global_memory(
+            None, unavailable_reason=info.get("global_reason") or REASON_NO_BACKEND
+        )
+    return {"local_memory": local, "revisit_memory": revisit, "global_memory": glob}
+
+
 def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
-    """All metrics of the episode that its cache supports."""
+    """All metrics of the episode that its cache supports.
+
+    Provisional scores (``final=False``, while the episode runs) are the control metrics
+    only: memory is measured once, at episode end, from everything perception kept.
+    """
     # depth_source stays in provenance, not in metric details: a live run (depth from the
     # model) and the replay of its recording (depth from the sidecar) score bit-identically.
     fits = motion_fits(cache)
-    types = {
-        j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw)
-        for j, f in fits.items()
-        if f is not None
-    }
+    types = {j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in fits.items() if f}
     metrics = control_metrics(
         cache.sx, cache.srad, cache.frame_keys, cache.fps, types, provisional=not final
     )
+    if final:
+        metrics.update(memory_metrics(cache))
     return EpisodeScores(metrics, fits)

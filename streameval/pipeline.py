@@ -22,7 +22,7 @@ from typing import Any
 
 from protocol.keys import FAMILY
 from streameval import __version__
-from streameval.cache import write_json
+from streameval.cache import MemoryCache, write_json
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH
 from streameval.episode_scores import EpisodeScores, score_episode
 from streameval.events import (
@@ -35,8 +35,15 @@ from streameval.events import (
     KeySent,
     SourceError,
 )
+from streameval.metrics.memory_global import select_views
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
 from streameval.perception.flow import FlowBackend, create_flow_backend
+from streameval.perception.memory import (
+    MemoryPerception,
+    create_episode_cut_detector,
+    resolve_cut_detector_name,
+)
 from streameval.perception.motion_type import fit_frames
 from streameval.perception.perceiver import FrameRejectedError, Perceiver
 from streameval.source import Source
@@ -54,6 +61,9 @@ class PipelineConfig:
     provisional_every_s: float = 0.5  # wall seconds between provisional score updates
     analysis_width: int = ANALYSIS_WIDTH
     analysis_height: int = ANALYSIS_HEIGHT
+    # memory perception (issue 3); None switches a job off (its metrics are then `missing`)
+    embedding: str | None = "cpu-colorhist-rbf"  # or "dinov2-base" (weights: local/HF cache)
+    cuts: str | None = "auto"  # TransNetV2 when installed, else PySceneDetect adaptive
     # OpenCV's own thread pool: 1 leaves the second core to the decoder/model thread. Its
     # workers spin while they wait, so with a busy neighbour DIS ran 38–64 frames/s on 2
     # threads against 224–273 on 1 (bench/throughput.py). None keeps OpenCV's default.
@@ -134,12 +144,15 @@ class _Episode:
         self,
         config: PipelineConfig,
         flow: FlowBackend,
+        embedder: EmbeddingBackend | None,
         observers: list[EpisodeObserver],
         stats: _Stats,
         queue: asyncio.Queue[Event | None],
     ) -> None:
         self.config = config
         self.flow = flow
+        self.embedder = embedder
+        self.memory: MemoryPerception | None = None
         self.observers = observers
         self.stats = stats
         self.queue = queue
@@ -153,8 +166,22 @@ class _Episode:
     def start(self, info: EpisodeInfo) -> None:
         self.info = info
         flow = self.flow
+        detector = None
+        if self.config.cuts:
+            try:
+                detector = create_episode_cut_detector(self.config.cuts, info.fps)
+            except Exception as exc:  # local memory becomes `missing`, with this reason
+                self.error(f"cut detector {self.config.cuts!r} unavailable: {exc}")
+        views = frozenset(select_views(info.schedule.total_frames, info.fps))
+        self.memory = MemoryPerception(self.embedder, detector, views)
+        if self.config.cuts and detector is None:
+            self.memory.failure = f"{self.config.cuts} could not start"
         self.perceiver = Perceiver(
-            flow, _plan_fit_frames(info), self.config.analysis_width, self.config.analysis_height
+            flow,
+            _plan_fit_frames(info),
+            self.config.analysis_width,
+            self.config.analysis_height,
+            self.memory,
         )
         self.track = EpisodeTrack(
             meta={
@@ -193,6 +220,8 @@ class _Episode:
         self.track.set_frame_key(event.index, event.key, fill)
         self.track.sx.extend(out.sx)
         self.track.srad.extend(out.srad)
+        if out.embedding is not None:
+            self.track.embeddings.set(event.index, out.embedding)
         if out.fit_sample is not None:
             self.track.fit_samples.append(out.fit_sample)
             if out.depth_used:
@@ -313,7 +342,12 @@ async def run_episode(
     # Backends are created before anything runs: an unknown or unavailable backend is the
     # caller's error to report, not a crash inside the task group.
     flow = create_flow_backend(config.flow)
-    episode = _Episode(config, flow, observers, stats, queue)
+    embedder = create_embedding_backend(config.embedding) if config.embedding else None
+    if config.cuts:
+        from streameval.perception.cuts import CUT_DETECTORS
+
+        CUT_DETECTORS.resolve(resolve_cut_detector_name(config.cuts))
+    episode = _Episode(config, flow, embedder, observers, stats, queue)
     cancelled = False
 
     async def perceive() -> None:
@@ -346,7 +380,7 @@ async def run_episode(
     complete = (
         not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
     )
-    outcome = finalize(episode, complete, results_dir)
+    outcome = await finalize(episode, complete, results_dir)
     for o in observers:
         o.on_end(outcome)
     if cancelled:
@@ -354,14 +388,49 @@ async def run_episode(
     return outcome
 
 
-def finalize(episode: _Episode, complete: bool, results_dir: Path | None) -> EpisodeOutcome:
+async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str, Any]]:
+    """Wait for the cut detector (off the loop: TransNetV2 finishes its last windows) and
+    gather what the memory metrics need."""
+    memory, track, info = episode.memory, episode.track, episode.info
+    assert track is not None and info is not None
+    if memory is None:
+        return None, {}
+    cuts: list[int] | None = None
+    failure = memory.failure
+    detector = memory.cut_detector
+    if detector is not None:
+        try:
+            if failure is None:
+                cuts = await asyncio.to_thread(detector.finish)
+                if cuts is None:
+                    failure = getattr(detector, "failure", None) or f"{detector.name} failed"
+        finally:
+            detector.close()
+    n_frames = len(track.frame_keys)
+    embeddings = track.embeddings.view(n_frames)
+    views = [memory.geometries[f] for f in sorted(memory.geometries) if f < n_frames]
+    geometry_source = str(info.extra.get("depth_source", "model")) if views else None
+    meta = {
+        "embedding": memory.embedder.name if memory.embedder else None,
+        "cut_detector": detector.name if detector else None,
+        "cut_failure": failure,
+        "geometry_source": geometry_source,
+    }
+    return MemoryCache(embeddings, cuts, views), meta
+
+
+async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) -> EpisodeOutcome:
     """Flush is done: build the cache, score it with the shared kernels, write results."""
     assert episode.track is not None and episode.info is not None
     track = episode.track
+    memory_cache, memory_meta = await _memory_cache(episode)
     depth_source = ",".join(sorted(episode.depth_sources)) if track.depth_frames_used else "none"
     backends = {
         **track.meta["backends"],
         "motion_type": "depth_parallax" if track.depth_frames_used else "flow_vertical_rotation",
+        "embedding": memory_meta.get("embedding"),
+        "cut_detector": memory_meta.get("cut_detector"),
+        "global_geometry": memory_meta.get("geometry_source"),
     }
     interactivity = episode.interactivity()
     end_reason = episode.end.reason if episode.end else "source stopped"
@@ -369,17 +438,17 @@ def finalize(episode: _Episode, complete: bool, results_dir: Path | None) -> Epi
         "complete": complete,
         "end_reason": None if complete else (end_reason or "incomplete"),
         "depth_source": depth_source,
+        "memory": memory_meta,
         "interactivity": interactivity,
         "errors": list(episode.stats.errors),
         "provenance": {**provenance(episode.config, backends), "depth_source": depth_source},
     }
-    cache = track.to_cache(meta)
+    cache = track.to_cache(meta, memory_cache)
     scores = score_episode(cache)
     if results_dir is not None:
         cache.save(results_dir / "cache")
-        write_results(
-            results_dir, cache.meta, scores_document(cache.meta, scores, len(track.frame_keys))
-        )
+        doc = scores_document(cache.meta, scores, len(track.frame_keys))
+        write_results(results_dir, cache.meta, doc)
     return EpisodeOutcome(
         info=episode.info,
         scores=scores,

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streameval.cache import EpisodeCache
+from streameval.cache import EpisodeCache, MemoryCache
 from streameval.perception.motion_type import FitSample
 
 F64 = npt.NDArray[np.float64]
@@ -46,6 +46,35 @@ class GrowableArray:
 
 
 @dataclass
+class GrowableRows:
+    """Row ``i`` = frame ``i``'s embedding; frames never seen stay NaN (amortised growth)."""
+
+    _data: npt.NDArray[np.float32] | None = None
+    _size: int = 0
+
+    def set(self, index: int, row: npt.NDArray[np.float32]) -> None:
+        if self._data is None:
+            self._data = np.full((256, row.size), np.nan, dtype=np.float32)
+        if index >= self._data.shape[0]:
+            grown = np.full(
+                (max(index + 1, 2 * self._data.shape[0]), self._data.shape[1]), np.nan, np.float32
+            )
+            grown[: self._size] = self._data[: self._size]
+            self._data = grown
+        self._data[index] = row
+        self._size = max(self._size, index + 1)
+
+    def view(self, n_frames: int) -> npt.NDArray[np.float32] | None:
+        """The first ``n_frames`` rows (NaN-padded), or None when nothing was embedded."""
+        if self._data is None:
+            return None
+        out = np.full((n_frames, self._data.shape[1]), np.nan, dtype=np.float32)
+        n = min(n_frames, self._size)
+        out[:n] = self._data[:n]
+        return out
+
+
+@dataclass
 class EpisodeTrack:
     """Per-episode state the pipeline accumulates."""
 
@@ -55,6 +84,7 @@ class EpisodeTrack:
     frame_keys: list[str] = field(default_factory=list)
     fit_samples: list[FitSample] = field(default_factory=list)
     depth_frames_used: int = 0
+    embeddings: GrowableRows = field(default_factory=GrowableRows)
 
     def set_frame_key(self, index: int, key: str, fill: str) -> None:
         """Record the key of frame ``index``; frames skipped before it get ``fill``."""
@@ -65,7 +95,9 @@ class EpisodeTrack:
         else:
             self.frame_keys[index] = key
 
-    def to_cache(self, extra_meta: dict[str, Any] | None = None) -> EpisodeCache:
+    def to_cache(
+        self, extra_meta: dict[str, Any] | None = None, memory: MemoryCache | None = None
+    ) -> EpisodeCache:
         n_signals = max(0, len(self.frame_keys) - 2)
         sx = self.sx.view()[:n_signals].copy()
         srad = self.srad.view()[:n_signals].copy()
@@ -75,4 +107,5 @@ class EpisodeTrack:
             sx=sx,
             srad=srad,
             fit_samples=list(self.fit_samples),
+            memory=memory,
         )

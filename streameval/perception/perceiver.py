@@ -17,6 +17,7 @@ from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FLOW_STRIDE
 from streameval.events import FrameEvent
 from streameval.perception.analysis import Gray, to_analysis_gray
 from streameval.perception.flow import FlowBackend
+from streameval.perception.memory import MemoryPerception
 from streameval.perception.motion_type import FitSample, sample_fit
 from streameval.perception.signals import flow_signals
 
@@ -37,6 +38,7 @@ class PerceptionOutput:
     srad: list[float]
     fit_sample: FitSample | None = None
     depth_used: bool = False
+    embedding: npt.NDArray[np.float32] | None = None  # appearance row of this frame
 
 
 def check_image(image: object, where: str) -> npt.NDArray[np.uint8]:
@@ -63,6 +65,7 @@ class Perceiver:
     fit_frames: frozenset[int]
     width: int = ANALYSIS_WIDTH
     height: int = ANALYSIS_HEIGHT
+    memory: MemoryPerception | None = None
     _recent: dict[int, Gray] = field(default_factory=dict)
     _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _next_signal: int = 0
@@ -108,4 +111,5 @@ class Perceiver:
             del self._recent[old]
         for old in [k for k in self._depth if k < target]:
             del self._depth[old]
-        return PerceptionOutput(start, sx, srad, sample, depth_used)
+        embedding = self.memory.observe(event, image) if self.memory is not None else None
+        return PerceptionOutput(start, sx, srad, sample, depth_used, embedding)

@@ -46,6 +46,9 @@ def run(
     observers: list[EpisodeObserver] | None = None,
     config: PipelineConfig | None = None,
 ) -> EpisodeOutcome:
+    # PySceneDetect unless a test asks otherwise: a TransNetV2 worker (torch) per episode
+    # would triple the suite's time on two cores.
+    config = config or PipelineConfig(cuts="scenedetect-adaptive")
     return asyncio.run(
         run_episode(source, config=config, results_dir=results_dir, observers=observers)
     )
