@@ -12,7 +12,8 @@ TORCH_PIN ?= torch==2.13.0
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q '$(TORCH_PIN)'
+	$(PY) -m pip install -q -e '.[dev,heavy]'
 	touch $(STAMP)
 
 demo: $(STAMP)
