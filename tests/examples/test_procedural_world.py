@@ -295,7 +295,8 @@ def test_leak_yaw_turns_while_strafing() -> None:
     cfg = world_config_for_defect("leak_yaw")
     step = _steps(run("AAA", cfg))[-1]
     assert step[0] < 0  # still strafes left
-    assert step[2] == pytest.approx(-0.5 * math.radians(cfg.yaw_rate_deg) / FPS)  # and yaws L
+    yaw_step = cfg.leak_yaw_on_strafe * math.radians(cfg.yaw_rate_deg) / FPS
+    assert step[2] == pytest.approx(-yaw_step)  # and yaws L
     leak = world_config_for_defect("leak_strafe")
     step = _steps(run("WWW", leak))[-1]
     assert step[1] > 0 and step[0] == pytest.approx(0.5 * leak.strafe_speed / FPS, rel=1e-6)

@@ -1,0 +1,88 @@
+"""Cost of the memory metrics (issue 3), on the CPU defaults.
+
+Prints, for one 120 s 640×432 rollout replayed as fast as possible, in one run:
+  - pipeline frames/s with memory perception off, with the CPU embedding + PySceneDetect, and
+    with the CPU embedding + TransNetV2 (its own worker process), as multiples of real time
+    at 16 FPS (target: ≥ 1.5× with every CPU default on, TransNetV2 included);
+  - episode-end finalization time (last frame perceived → scores written), and how much of it
+    is the memory kernels themselves (rescore of the cache) — target ≤ 3 s.
+
+Usage: python bench/memory.py [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import KEYS_120S, write_rollout  # noqa: E402
+from replay import ReplaySource, read_rollout  # noqa: E402
+from streameval.cache import EpisodeCache  # noqa: E402
+from streameval.episode_scores import memory_metrics  # noqa: E402
+from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress  # noqa: E402
+from streameval.pipeline import PipelineConfig, run_episode  # noqa: E402
+
+
+class Timing(EpisodeObserver):
+    def __init__(self) -> None:
+        self.last_perceived = 0.0
+        self.end = 0.0
+
+    def on_progress(self, progress: Progress) -> None:
+        self.last_perceived = time.perf_counter()
+
+    def on_end(self, outcome: EpisodeOutcome) -> None:
+        self.end = time.perf_counter()
+
+
+def replay(rollout_dir: Path, out: Path, config: PipelineConfig) -> tuple[float, float]:
+    timing = Timing()
+    t0 = time.perf_counter()
+    outcome = asyncio.run(
+        run_episode(
+            ReplaySource(read_rollout(rollout_dir)),
+            config=config,
+            results_dir=out,
+            observers=[timing],
+        )
+    )
+    assert outcome.complete, outcome.errors
+    return outcome.frames / (timing.end - t0), timing.end - timing.last_perceived
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=Path, default=None, help="keep the rollout in this dir")
+    args = parser.parse_args()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="streameval-bench-"))
+    r120 = base / "r120"
+    if not (r120 / "meta.json").exists():
+        write_rollout(r120, KEYS_120S)
+    runs = {
+        "memory off": PipelineConfig(embedding=None, cuts=None),
+        "cpu embedding + scenedetect": PipelineConfig(cuts="scenedetect-adaptive"),
+        "cpu embedding + transnetv2": PipelineConfig(cuts="transnetv2"),
+    }
+    print("120 s rollout, 640x432, replayed as fast as possible")
+    base_fps = None
+    for name, config in runs.items():
+        fps, final_s = replay(r120, base / name.replace(" ", "_"), config)
+        base_fps = base_fps or fps
+        print(
+            f"  {name:30s} {fps:7.1f} frames/s = {fps / 16:5.2f}x real time"
+            f"  ({fps / base_fps:.2f} of memory off);  finalization {final_s:5.2f} s"
+        )
+    cache = EpisodeCache.load(base / "cpu_embedding_+_transnetv2" / "cache")
+    t0 = time.perf_counter()
+    memory_metrics(cache)
+    print(f"  memory kernels alone at episode end (from the cache): {time.perf_counter() - t0:.3f} s")
+
+
+if __name__ == "__main__":
+    main()
