@@ -5,8 +5,9 @@
 >>> frame = world.step("W")          # image, true pose, exact depth, intrinsics, key
 
 Modules: ``config`` (WorldConfig, defect presets), ``camera`` (pose convention and motion),
-``scene`` (the endless object field), ``textures`` (procedural texture atlas), ``render``
-(column ray caster), ``defects`` (key response and image defects), ``world`` (the model).
+``scene`` (the endless object field), ``textures`` (procedural texture atlas), ``looks``
+(palette and lighting of a shot, switched by hard cuts), ``render`` (column ray caster),
+``defects`` (key response and image defects), ``world`` (the model).
 """
 
 from examples.procedural_world.config import (

@@ -41,7 +41,7 @@ class WorldConfig:
     fov_deg: float = 70.0
     """Horizontal field of view (SPEC §5 assumes 70°)."""
     seed: int = 0
-    """Scene layout, object appearance, hard-cut destinations and per-frame noise."""
+    """Scene layout, object appearance, hard-cut destinations and looks, per-frame noise."""
     depth_downsample: int = 4
     """Depth is rendered at (height // d, width // d), covering the same field of view."""
     camera_height: float = 1.0
@@ -78,10 +78,15 @@ class WorldConfig:
     """From this video time on the camera never moves again (0 = frozen from the start)."""
     hard_cut_every_s: float | None = None
     """At every multiple of this time the camera teleports to a far random street crossing
-    and a random quarter-turn heading: abrupt content change."""
+    and a random quarter-turn heading, and the scene switches to a new look (palette of
+    ground, objects and sky, sun direction; ``looks``): an abrupt change of scene, which
+    TransNetV2 and PySceneDetect find at the right frame (the teleport alone kept sky and
+    ground colours and was missed)."""
     forget: bool = False
     """Objects, ground slabs and backdrop sectors get a new random appearance once they have
-    left the view, so coming back to a place shows different content."""
+    left the view, so coming back to a place shows different content; a regenerated object
+    also moves by 0.5–1.5 m and grows or shrinks by 15–35 % (within its block, so streets
+    stay clear), so the place's geometry differs too, not only its look."""
     blur_sigma: float = 0.0
     """Gaussian blur of the output image, pixels (0 = off)."""
     noise_std: float = 0.0

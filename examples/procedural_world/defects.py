@@ -3,8 +3,9 @@
 Each defect is a small, separately testable rule applied per frame, in this order:
 key_map (the world obeys another key) → response delay (it obeys the key of d frames ago)
 → freeze → hiccup stall → speed decay → axis leakage; hard cuts teleport the camera on a
-fixed clock. Time is the *video* clock, frame / fps, like the evaluator's (protocol.schedule),
-so a defect behaves the same however fast the frames are rendered.
+fixed clock and switch the scene's look (palette and lighting, see ``looks``). Time is the
+*video* clock, frame / fps, like the evaluator's (protocol.schedule), so a defect behaves the
+same however fast the frames are rendered.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy.typing as npt
 
 from examples.procedural_world.camera import KEY_MOTION, CameraState
 from examples.procedural_world.config import WorldConfig
+from examples.procedural_world.looks import Look, look_for_cut
 from examples.procedural_world.scene import CELL_M
 
 Image = npt.NDArray[np.uint8]
@@ -30,13 +32,15 @@ _EPS = 1e-9
 
 @dataclass(frozen=True, slots=True)
 class Motion:
-    """Body-frame velocities for one frame (m/s, m/s, rad/s), and where a hard cut
-    teleports the camera before it moves (None = no cut)."""
+    """Body-frame velocities for one frame (m/s, m/s, rad/s); at a hard cut, where the
+    camera is teleported before it moves and the look the scene switches to (both None
+    when there is no cut)."""
 
     forward: float = 0.0
     right: float = 0.0
     yaw: float = 0.0
     teleport: CameraState | None = None
+    look: Look | None = None
 
 
 class KeyResponse:
@@ -72,7 +76,8 @@ class KeyResponse:
         t = frame / cfg.fps
         if cfg.freeze_after_s is not None and t >= cfg.freeze_after_s - _EPS:
             return Motion()
-        teleport = self._hard_cut(frame)
+        cut = self._hard_cut(frame)
+        teleport, look = cut if cut is not None else (None, None)
         factor = 1.0
         if cfg.hiccup_period_s is not None:
             phase = t - cfg.hiccup_period_s * math.floor(t / cfg.hiccup_period_s + _EPS)
@@ -89,9 +94,12 @@ class KeyResponse:
             # A (right = -1) leaks toward L (yaw -1): both move content the same way
             yaw=factor * yaw_rate * (yaw + cfg.leak_yaw_on_strafe * right),
             teleport=teleport,
+            look=look,
         )
 
-    def _hard_cut(self, frame: int) -> CameraState | None:
+    def _hard_cut(self, frame: int) -> tuple[CameraState, Look] | None:
+        """Where the camera lands and the new look, at the first frame of each cut period
+        (the look of the k-th cut depends only on (seed, k): ``looks.look_for_cut``)."""
         every = self.config.hard_cut_every_s
         if every is None or frame == 0:
             return None
@@ -103,11 +111,12 @@ class KeyResponse:
         rng = np.random.default_rng([self.config.seed, cuts, 0xC07])
         lo, hi = HARD_CUT_CELLS
         cells = rng.integers(lo, hi, size=2) * rng.choice([-1, 1], size=2)
-        return CameraState(
+        landing = CameraState(
             x=float(cells[0]) * CELL_M,
             z=float(cells[1]) * CELL_M,
             heading=float(rng.integers(4)) * math.pi / 2.0,
         )
+        return landing, look_for_cut(self.config.seed, cuts)
 
 
 def degrade(image: Image, config: WorldConfig, frame: int) -> Image:

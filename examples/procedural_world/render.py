@@ -7,7 +7,8 @@ top), then only objects whose tops rise higher on screen (the skyline), then the
 Intersections are therefore solved once per *column* (a few hundred rays against the nearby
 objects), and each pixel only has to find which of at most ``MAX_LAYERS`` skyline layers it
 falls in. Texturing is one ``cv2.remap`` into the mipmapped atlas plus one into the backdrop,
-blended by distance fog.
+blended by distance fog. Texture colours and the sun come from a ``Look`` (``looks``), which
+only the hard-cut defect changes; depth never depends on it.
 
 The ray of pixel (r, c) is (dx[c], dy[r], 1) in camera axes, so the ray parameter of a hit is
 its z-depth: the depth map is exact, not estimated.
@@ -28,6 +29,7 @@ from examples.procedural_world.camera import (
     intrinsics,
     resized_rays,
 )
+from examples.procedural_world.looks import CLEAN_LOOK, Look, LookTextures, look_textures
 from examples.procedural_world.scene import (
     BACKDROP_SECTORS,
     CLEARANCE_M,
@@ -70,8 +72,6 @@ NEAR_M = 0.05
 LOD_BIAS = 0.5
 """Added to log2(pixel footprint / texel) before flooring to a mip level: 0.5 rounds to the
 nearest level, trading a little blur for no shimmer."""
-SUN = (0.55, -0.35)
-"""Horizontal direction toward the light (x, z), for a simple diffuse shade per face."""
 
 _GROUND_SLAB_WINDOW = math.ceil(FOG_END_M / GROUND_SLAB_M) + 1
 _TWO_PI = 2.0 * math.pi
@@ -138,6 +138,7 @@ class Renderer:
         self.dy32 = self.image_rays.dy.astype(np.float32)[:, None]
         self._init_ground()
         self._init_backdrop()
+        self._look_textures: tuple[Look, LookTextures] | None = None
 
     # ----------------------------------------------------------------- constant geometry
 
@@ -182,8 +183,9 @@ class Renderer:
 
     # ------------------------------------------------------------------------ per frame
 
-    def render(self, state: CameraState) -> Rendered:
-        """Image, depth and the objects in view for the camera at ``state``."""
+    def render(self, state: CameraState, look: Look = CLEAN_LOOK) -> Rendered:
+        """Image, depth and the objects in view for the camera at ``state``, coloured and lit
+        by ``look`` (see ``looks``; only the image depends on it)."""
         c, s = math.cos(state.heading), math.sin(state.heading)
         dir_x = self.dx_all * c + s
         dir_z = -self.dx_all * s + c
@@ -197,7 +199,7 @@ class Renderer:
         top_all = (self.camera_height - objects.height)[None, :] / t_hit
         layers = _skyline(t_hit, top_all, float(self.image_rays.dy[0]))
         w = self.width
-        image = self._shade(state, objects, layers, dir_x[:w], dir_z[:w])
+        image = self._shade(state, objects, layers, dir_x[:w], dir_z[:w], look)
         depth = self._depth(layers)
         return Rendered(image=image, depth=depth, objects_in_view=objects_in_view)
 
@@ -260,6 +262,18 @@ class Renderer:
         t_box = np.where((t_near <= t_far) & (t_near > NEAR_M), t_near, np.inf)
         return np.concatenate([t_pillar, t_box], axis=1)
 
+    def _textures(self, look: Look) -> LookTextures:
+        """Atlas and backdrop as ``look`` colours them: the shared ones for a look that
+        recolours nothing (the clean world), else recoloured once and kept until the look
+        changes (a hard cut)."""
+        if not look.recolours:
+            return LookTextures(atlas=self.bank.atlas, backdrop_padded=self.backdrop_padded)
+        cached = self._look_textures
+        if cached is None or cached[0] != look:
+            cached = (look, look_textures(self.bank, self.backdrop_padded, look))
+            self._look_textures = cached
+        return cached[1]
+
     def _surface_params(
         self,
         state: CameraState,
@@ -267,6 +281,7 @@ class Renderer:
         layers: _Layers,
         dir_x: FloatArray,
         dir_z: FloatArray,
+        look: Look,
     ) -> Float32Array:
         """Per (layer, image column), as 5 planes: atlas x, atlas y = alpha + beta·dy,
         surface weight (1 − fog)·shade, and fog. The entry after a column's last layer is
@@ -300,7 +315,9 @@ class Renderer:
         arc = np.where(pillar, hx * (angle + math.pi), perimeter_box)
         nx = np.where(pillar, hit_x / hx, np.where(on_x_face, sx, 0.0))
         nz = np.where(pillar, hit_z / hx, np.where(on_x_face, 0.0, sz))
-        shade = 0.62 + 0.38 * np.maximum(nx * SUN[0] + nz * SUN[1], 0.0) / math.hypot(*SUN)
+        sun = look.sun
+        lit = look.diffuse * np.maximum(nx * sun[0] + nz * sun[1], 0.0)
+        shade = look.ambient + lit / math.hypot(*sun)
         # mip level from the pixel footprint on the surface (geometric mean of both axes)
         norm_h = self.norm_h[col]
         cos_inc = np.abs(nx * dxw + nz * dzw) / norm_h
@@ -328,12 +345,14 @@ class Renderer:
         layers: _Layers,
         dir_x: FloatArray,
         dir_z: FloatArray,
+        look: Look,
     ) -> Image:
         """Texture, shade and fog every pixel: per-pixel layer label → per-layer parameters
         → ground overwrite → two remaps → blend."""
         h, w = self.height, self.width
         dy = self.dy32
-        planes = self._surface_params(state, objects, layers, dir_x, dir_z).reshape(5, -1)
+        textures = self._textures(look)
+        planes = self._surface_params(state, objects, layers, dir_x, dir_z, look).reshape(5, -1)
         label = np.zeros((h, w), dtype=np.uint8)
         tops = layers.top[: layers.count, :w].astype(np.float32)
         for k in range(layers.count):
@@ -350,15 +369,14 @@ class Renderer:
         fog = planes[4].take(flat).reshape(h, w)
         self._ground(state, layers, dir_x, dir_z, (map_x, map_y, weight, fog))
         surface = cv2.remap(
-            self.bank.atlas, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+            textures.atlas, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
         )
         out = cv2.multiply(surface, cv2.merge([weight, weight, weight]), dtype=cv2.CV_32F)
         r = self.fog_rows
         if r > 0:
             fog_top = fog[:r]
-            haze = cv2.multiply(
-                self._backdrop(state), cv2.merge([fog_top, fog_top, fog_top]), dtype=cv2.CV_32F
-            )
+            backdrop = self._backdrop(state, textures.backdrop_padded)
+            haze = cv2.multiply(backdrop, cv2.merge([fog_top, fog_top, fog_top]), dtype=cv2.CV_32F)
             out[:r] += np.asarray(haze, dtype=np.float32)
         image: Image = np.asarray(cv2.convertScaleAbs(out), dtype=np.uint8)
         return image
@@ -425,9 +443,9 @@ class Renderer:
         """(3, slabs) planes: u offset, v offset, tint."""
         return np.stack([slabs.u.ravel(), slabs.v.ravel(), slabs.tint.ravel()]).astype(np.float32)
 
-    def _backdrop(self, state: CameraState) -> Image:
-        """The panorama over the rows that can be fogged (it is infinitely far: it only
-        depends on the heading)."""
+    def _backdrop(self, state: CameraState, panorama: Image) -> Image:
+        """The (padded) ``panorama`` over the rows that can be fogged (it is infinitely far:
+        it only depends on the heading)."""
         r = self.fog_rows
         azimuth = state.heading + self.azimuth
         u = azimuth * (BACKDROP_WIDTH / _TWO_PI)
@@ -442,9 +460,7 @@ class Renderer:
         u = np.mod(u, BACKDROP_WIDTH) + 0.5
         map_x = np.ascontiguousarray(np.broadcast_to(u.astype(np.float32), (r, self.width)))
         backdrop: Image = np.asarray(
-            cv2.remap(
-                self.backdrop_padded, map_x, v, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
-            ),
+            cv2.remap(panorama, map_x, v, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
             dtype=np.uint8,
         )
         return backdrop

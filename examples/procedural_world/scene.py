@@ -21,12 +21,14 @@ collisions because a collision would make the *clean* world disobey its keys.
 
 Everything is a hash of the cell coordinates and the seed (see ``hashing``), so the field is
 unbounded and a place looks the same whenever the camera returns, unless the ``forget``
-defect has bumped the cell's appearance generation (``AppearanceMemory``).
+defect has bumped the cell's generation (``AppearanceMemory``): then its object has a new
+texture and has moved and changed size within its block, its ground slab a new texture.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,9 +76,16 @@ MAX_OBJECT_HEIGHT_M = HEIGHT_RANGE_M[1]
 KIND_PILLAR = 0
 KIND_BOX = 1
 
+FORGET_SHIFT_M = (0.5, 1.5)
+"""A regenerated (forgotten) object moves this far from where the clean world has it, as far as
+its block allows (see ``objects_in_cells``)."""
+FORGET_SCALE = (0.15, 0.35)
+"""... and its footprint and height grow or shrink by this fraction."""
+
 # hash streams, one per independent property
 _S_PRESENT, _S_KIND, _S_HEIGHT, _S_SIZE_A, _S_SIZE_B = 0, 1, 2, 3, 4
 _S_JITTER_X, _S_JITTER_Z, _S_MATERIAL, _S_U0, _S_V0, _S_AXIS = 5, 6, 7, 8, 9, 10
+_S_MOVE_ANGLE, _S_MOVE_DIST, _S_SCALE_SIZE, _S_SCALE_HEIGHT = 11, 12, 13, 14
 _S_GROUND_U, _S_GROUND_V, _S_GROUND_TINT, _S_SECTOR_U, _S_SECTOR_V = 20, 21, 22, 30, 31
 
 
@@ -127,8 +136,9 @@ class AppearanceMemory:
     Disabled (the default), every generation is 0 and nothing is tracked. Enabled, anything
     that was in view and then left it (objects: any column ray hits it, occluded or not;
     ground slabs: the slab overlaps the visible, unfogged ground; backdrop sectors: the sector
-    overlaps the field of view) gets its generation bumped, so the hash draws a new object,
-    a new slab texture, a new stretch of sky next time it comes into view. Generation 0 is the
+    overlaps the field of view) gets its generation bumped, so the hash draws a new object
+    (new texture; moved and resized within its block, see ``objects_in_cells``), a new slab
+    texture, a new stretch of sky next time it comes into view. Generation 0 is the
     clean world, so a forgetting world matches a clean one until something leaves the view.
     """
 
@@ -192,15 +202,23 @@ def _lookup(table: dict[tuple[int, int], int], i: IntArray, j: IntArray) -> IntA
 def objects_in_cells(
     cell_i: IntArray, cell_j: IntArray, seed: int, generation: IntArray
 ) -> ObjectSet:
-    """The objects of the given cells (cells without one are dropped)."""
+    """The objects of the given cells (cells without one are dropped).
 
-    def u(stream: int) -> FloatArray:
-        return cell_uniform(cell_i, cell_j, seed, generation, stream)
-
-    present = u(_S_PRESENT) < OBJECT_DENSITY
+    Generation 0 is the clean world. A later generation (the ``forget`` defect) keeps whether
+    the cell has an object and its kind, draws a new material and texture offset, and moves
+    and resizes it moderately (``_forget_geometry``): a changed object still sits where the
+    old one was seen, so a geometric memory metric compares the two (their depths stay within
+    its co-visibility ratio test) instead of dropping them as unrelated content.
+    """
+    zero = np.zeros(cell_i.shape, dtype=np.int64)
+    present = cell_uniform(cell_i, cell_j, seed, zero, _S_PRESENT) < OBJECT_DENSITY
     ci, cj, gen = cell_i[present], cell_j[present], generation[present]
+    layout = np.zeros(ci.shape, dtype=np.int64)
 
-    def v(stream: int) -> FloatArray:
+    def v(stream: int) -> FloatArray:  # the clean world's layout
+        return cell_uniform(ci, cj, seed, layout, stream)
+
+    def g(stream: int) -> FloatArray:  # this generation's draw
         return cell_uniform(ci, cj, seed, gen, stream)
 
     kind_draw = v(_S_KIND)
@@ -220,20 +238,79 @@ def objects_in_cells(
         pillar, radius, np.where(wall, np.where(along_x, wall_thin, wall_long), box_hz)
     )
     lo, hi = HEIGHT_RANGE_M
+    centre_x = ((ci + 0.5) * CELL_M).astype(np.float64)
+    centre_z = ((cj + 0.5) * CELL_M).astype(np.float64)
+    x = centre_x + (2.0 * v(_S_JITTER_X) - 1.0) * (BLOCK_HALF_M - half_x)
+    z = centre_z + (2.0 * v(_S_JITTER_Z) - 1.0) * (BLOCK_HALF_M - half_z)
+    height = lo + (hi - lo) * v(_S_HEIGHT) ** 1.5
+    forgotten = gen > 0
+    if forgotten.any():
+        x, z, half_x, half_z, height = _forget_geometry(
+            forgotten, (centre_x, centre_z), (x, z), (half_x, half_z), height, g
+        )
     v_room = (MATERIAL_TILE * TEXEL_M - hi) / TEXEL_M  # vertical texel slack above the top
     return ObjectSet(
         cell_i=ci,
         cell_j=cj,
         kind=np.where(pillar, KIND_PILLAR, KIND_BOX).astype(np.int64),
-        x=(ci + 0.5) * CELL_M + (2.0 * v(_S_JITTER_X) - 1.0) * (BLOCK_HALF_M - half_x),
-        z=(cj + 0.5) * CELL_M + (2.0 * v(_S_JITTER_Z) - 1.0) * (BLOCK_HALF_M - half_z),
+        x=x,
+        z=z,
         half_x=half_x,
         half_z=half_z,
-        height=lo + (hi - lo) * v(_S_HEIGHT) ** 1.5,
-        material=np.minimum((v(_S_MATERIAL) * MATERIAL_COUNT).astype(np.int64), MATERIAL_COUNT - 1),
-        u0=np.floor(v(_S_U0) * MATERIAL_TILE),
-        v0=np.floor(v(_S_V0) * v_room),
+        height=height,
+        material=np.minimum((g(_S_MATERIAL) * MATERIAL_COUNT).astype(np.int64), MATERIAL_COUNT - 1),
+        u0=np.floor(g(_S_U0) * MATERIAL_TILE),
+        v0=np.floor(g(_S_V0) * v_room),
     )
+
+
+def _forget_geometry(
+    forgotten: npt.NDArray[np.bool_],
+    centre: tuple[FloatArray, FloatArray],
+    position: tuple[FloatArray, FloatArray],
+    half: tuple[FloatArray, FloatArray],
+    height: FloatArray,
+    draw: Callable[[int], FloatArray],
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Move and resize the ``forgotten`` objects; the others are returned unchanged.
+
+    Footprint and height scale by 1 ± U(``FORGET_SCALE``) (the sign drawn too; the footprint
+    stays within the clean world's size ranges, the height within ``HEIGHT_RANGE_M``). The
+    centre moves by U(``FORGET_SHIFT_M``) metres in a drawn direction; an axis whose move
+    would leave the block goes the other way, and the result is clamped to the block
+    (±``BLOCK_HALF_M`` − half size around the cell centre), so a big box may move less than
+    drawn but the streets stay clear of objects whatever the generation.
+    """
+    (cx, cz), (x, z), (hx, hz) = centre, position, half
+    size_scale = _signed_scale(draw(_S_SCALE_SIZE))
+    # the clean world's half sizes span 0.12 m (thinnest wall) to 1.5 m (widest box side)
+    new_hx = np.clip(hx * size_scale, 0.12, 1.5)
+    new_hz = np.clip(hz * size_scale, 0.12, 1.5)
+    new_height = np.clip(height * _signed_scale(draw(_S_SCALE_HEIGHT)), *HEIGHT_RANGE_M)
+    angle = 2.0 * math.pi * draw(_S_MOVE_ANGLE)
+    lo, hi = FORGET_SHIFT_M
+    dist = lo + (hi - lo) * draw(_S_MOVE_DIST)
+    moved = []
+    for c, p, h, step in ((cx, x, new_hx, np.cos(angle)), (cz, z, new_hz, np.sin(angle))):
+        room = BLOCK_HALF_M - h
+        ahead = p + dist * step
+        q = np.where(np.abs(ahead - c) <= room, ahead, p - dist * step)
+        moved.append(np.clip(q, c - room, c + room))
+    return (
+        np.where(forgotten, moved[0], x),
+        np.where(forgotten, moved[1], z),
+        np.where(forgotten, new_hx, hx),
+        np.where(forgotten, new_hz, hz),
+        np.where(forgotten, new_height, height),
+    )
+
+
+def _signed_scale(u: FloatArray) -> FloatArray:
+    """1 − s or 1 + s (the lower or upper half of ``u``) with s uniform in ``FORGET_SCALE``:
+    a forgotten object is never almost its old size."""
+    lo, hi = FORGET_SCALE
+    magnitude = lo + (hi - lo) * (2.0 * u % 1.0)
+    return np.where(u < 0.5, 1.0 - magnitude, 1.0 + magnitude)
 
 
 class ObjectField:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from examples.procedural_world.camera import CameraState, advance, pose_matrix
 from examples.procedural_world.config import WorldConfig
 from examples.procedural_world.defects import KeyResponse, degrade
+from examples.procedural_world.looks import CLEAN_LOOK, Look
 from examples.procedural_world.render import Rendered, Renderer
 from examples.procedural_world.scene import AppearanceMemory
 from protocol.keys import parse_key
@@ -74,17 +75,24 @@ class ProceduralWorld:
         return self._state
 
     @property
+    def look(self) -> Look:
+        """The palette and lighting the scene is rendered with now (changes at hard cuts)."""
+        return self._look
+
+    @property
     def frame_index(self) -> int:
         """How many frames have been produced since the last reset."""
         return self._frame
 
     def reset(self) -> None:
-        """Back to the start: origin, looking along +z, no history, nothing forgotten."""
+        """Back to the start: origin, looking along +z, clean look, no history, nothing
+        forgotten."""
         self._state = CameraState()
+        self._look = CLEAN_LOOK
         self._frame = 0
         self._memory.reset()
         self._response.reset()
-        self._last: tuple[CameraState, int, Rendered] | None = None
+        self._last: tuple[CameraState, Look, int, Rendered] | None = None
 
     def step(self, key: str) -> WorldFrame:
         """Advance one frame under ``key`` (W S A D L R, or '-' for no key) and render it."""
@@ -92,8 +100,10 @@ class ProceduralWorld:
         motion = self._response.motion(self._frame, commanded)
         state = motion.teleport if motion.teleport is not None else self._state
         state = advance(state, motion.forward, motion.right, motion.yaw, 1.0 / self.fps)
-        rendered, reused = self._render(state)
+        look = motion.look if motion.look is not None else self._look
+        rendered, reused = self._render(state, look)
         self._state = state
+        self._look = look
         image = degrade(rendered.image, self.config, self._frame)
         if reused and image is rendered.image:
             image = image.copy()  # frames never share a buffer a consumer might modify
@@ -106,16 +116,21 @@ class ProceduralWorld:
             key=commanded,
         )
 
-    def _render(self, state: CameraState) -> tuple[Rendered, bool]:
-        """Render ``state``, reusing the previous frame when nothing can have changed (the
-        camera stood still and nothing was regenerated), and update the forget memory.
-        The flag says whether the previous frame was reused."""
+    def _render(self, state: CameraState, look: Look) -> tuple[Rendered, bool]:
+        """Render ``state`` in ``look``, reusing the previous frame when nothing can have
+        changed (the camera stood still, the look is the same and nothing was regenerated),
+        and update the forget memory. The flag says whether the previous frame was reused."""
         last = self._last
-        if last is not None and last[0] == state and last[1] == self._memory.version:
-            return last[2], True
-        rendered = self._renderer.render(state)
+        if (
+            last is not None
+            and last[0] == state
+            and last[1] == look
+            and last[2] == self._memory.version
+        ):
+            return last[3], True
+        rendered = self._renderer.render(state, look)
         if self._memory.enabled:
             ground, sectors = self._renderer.visible_ground_and_sky(state)
             self._memory.observe(rendered.objects_in_view, ground, sectors)
-        self._last = (state, self._memory.version, rendered)
+        self._last = (state, look, self._memory.version, rendered)
         return rendered, False

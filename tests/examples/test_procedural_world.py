@@ -22,14 +22,29 @@ from examples.procedural_world import (
 )
 from examples.procedural_world.camera import CameraState, advance
 from examples.procedural_world.defects import KeyResponse
+from examples.procedural_world.looks import (
+    CLEAN_LOOK,
+    look_for_cut,
+    look_textures,
+    palette_matrix,
+)
+from examples.procedural_world.render import Renderer
 from examples.procedural_world.scene import (
+    BLOCK_HALF_M,
+    CELL_M,
     CLEARANCE_M,
+    FORGET_SCALE,
+    FORGET_SHIFT_M,
+    HEIGHT_RANGE_M,
     AppearanceMemory,
     ObjectField,
     footprint_distance,
+    objects_in_cells,
 )
 from protocol.keys import UnknownKeyError
 from protocol.suites import WORLDMARK, WORLDMARK_SECONDS_PER_KEY
+from streameval.metrics.memory_global import covisibility_errors
+from streameval.perception.reconstruction import FrameGeometry, views_from_frames
 
 FloatArray = npt.NDArray[np.float64]
 FPS = 16.0
@@ -52,7 +67,9 @@ def yaw_of(frame: WorldFrame) -> float:
 
 
 def gray(frame: WorldFrame) -> npt.NDArray[np.uint8]:
-    out: npt.NDArray[np.uint8] = cv2.cvtColor(frame.image, cv2.COLOR_RGB2GRAY)
+    out: npt.NDArray[np.uint8] = np.asarray(
+        cv2.cvtColor(frame.image, cv2.COLOR_RGB2GRAY), dtype=np.uint8
+    )
     return out
 
 
@@ -66,7 +83,8 @@ def test_frame_contents_and_intrinsics() -> None:
     assert frame.depth.shape == (108, 160) and frame.depth.dtype == np.float32
     assert frame.pose.shape == (4, 4) and frame.intrinsics.shape == (3, 3)
     f = 320.0 / math.tan(math.radians(35.0))
-    np.testing.assert_allclose(frame.intrinsics, [[f, 0, 319.5], [0, f, 215.5], [0, 0, 1]])
+    expected = np.array([[f, 0.0, 319.5], [0.0, f, 215.5], [0.0, 0.0, 1.0]])
+    np.testing.assert_allclose(frame.intrinsics, expected)
     assert frame.key == "W"
     # the camera stays at eye height, upright
     assert frame.pose[1, 3] == pytest.approx(-cfg.camera_height)
@@ -219,7 +237,8 @@ def test_depth_and_pose_reproject_onto_the_next_frames(t: int) -> None:
     def sample(img: npt.NDArray[np.uint8], x: FloatArray, y: FloatArray) -> FloatArray:
         g = img.astype(np.float32)
         out = cv2.remap(g, x.astype(np.float32)[None], y.astype(np.float32)[None], cv2.INTER_LINEAR)
-        return out[0].astype(np.float64)
+        row: FloatArray = np.asarray(out[0], dtype=np.float64)
+        return row
 
     sa = sample(gray(a), uu[seen][inside], vv[seen][inside])
     sb = sample(gray(b), u1[inside], v1[inside])
@@ -233,7 +252,7 @@ def test_depth_and_pose_reproject_onto_the_next_frames(t: int) -> None:
 
 def _dis_signals(frames: list[WorldFrame]) -> tuple[float, float]:
     """Mean Sx and Srad over stride-2 DIS flow pairs (SPEC §2)."""
-    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
+    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)  # type: ignore[attr-defined]
     h, w = frames[0].image.shape[:2]
     ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
     rx, ry = xs - (w - 1) / 2.0, ys - (h - 1) / 2.0
@@ -313,6 +332,7 @@ def test_hiccup_stalls_periodically() -> None:
 
 def test_speed_decays_with_time_since_the_key() -> None:
     cfg = world_config_for_defect("decay")
+    assert cfg.speed_decay_tau_s is not None
     speed = np.abs(_steps(run("W" * 70, cfg))[:, 1]) * FPS
     # frame i+1 is (i+1)/fps after the key took effect at frame 0
     expected = cfg.forward_speed * np.exp(-(np.arange(1, 70) / FPS) / cfg.speed_decay_tau_s)
@@ -328,15 +348,71 @@ def test_freeze_gives_identical_images() -> None:
     assert np.array_equal(later[8].image, later[11].image)
 
 
-def test_hard_cut_teleports() -> None:
+def test_hard_cut_teleports_and_switches_the_look() -> None:
     cfg = world_config_for_defect("hard_cut", hard_cut_every_s=1.0)
-    frames = run("W" * 20, cfg)
+    world = ProceduralWorld(cfg)
+    frames, looks = [], []
+    for _ in range(36):
+        frames.append(world.step("W"))
+        looks.append(world.look.index)
     jumps = [np.linalg.norm(b.pose[:3, 3] - a.pose[:3, 3]) for a, b in itertools.pairwise(frames)]
-    assert jumps[15] > 1000.0  # frame 16 = t 1.0 s
-    others = [j for i, j in enumerate(jumps) if i != 15]
+    assert jumps[15] > 1000.0 and jumps[31] > 1000.0  # frames 16, 32 = t 1.0 s, 2.0 s
+    others = [j for i, j in enumerate(jumps) if i not in (15, 31)]
     assert max(others) < 0.2
-    diff = np.abs(frames[16].image.astype(int) - frames[15].image.astype(int)).mean()
-    assert diff > 20
+    assert looks == [0] * 16 + [1] * 16 + [2] * 4
+    # before the first cut the world is the clean one, bit for bit
+    clean = run("W" * 16)
+    assert all(np.array_equal(a.image, b.image) for a, b in zip(clean, frames[:16], strict=True))
+    for cut in (16, 32):
+        before, after = frames[cut - 1].image, frames[cut].image
+        assert np.abs(after.astype(int) - before.astype(int)).mean() > 20
+        # a new palette: the mean colour of the whole frame moves, far more than one step of
+        # motion moves it (the teleport alone left sky and ground colours as they were)
+        shift = np.abs(after.reshape(-1, 3).mean(0) - before.reshape(-1, 3).mean(0)).max()
+        step = np.abs(
+            frames[cut + 1].image.reshape(-1, 3).mean(0) - after.reshape(-1, 3).mean(0)
+        ).max()
+        assert shift > 15.0 > 10 * step, (cut, shift, step)
+
+
+def test_looks_are_seeded_and_change_only_the_image() -> None:
+    assert look_for_cut(0, 0) is CLEAN_LOOK and not CLEAN_LOOK.recolours
+    assert look_for_cut(3, 2) == look_for_cut(3, 2)
+    assert look_for_cut(3, 2) != look_for_cut(4, 2) != look_for_cut(3, 3)
+    assert all(look_for_cut(0, k).recolours for k in range(1, 20))
+    with pytest.raises(ValueError):
+        look_for_cut(0, -1)
+    cfg = WorldConfig()
+    renderer = Renderer(
+        width=cfg.width,
+        height=cfg.height,
+        fov_deg=cfg.fov_deg,
+        camera_height=cfg.camera_height,
+        depth_downsample=cfg.depth_downsample,
+        seed=cfg.seed,
+        memory=AppearanceMemory(),
+    )
+    state = CameraState(x=1.0, z=-3.0, heading=0.3)
+    plain = renderer.render(state)
+    looked = renderer.render(state, look_for_cut(0, 1))
+    assert np.array_equal(plain.depth, looked.depth)
+    assert plain.objects_in_view == looked.objects_in_view
+    assert np.abs(plain.image.astype(int) - looked.image.astype(int)).mean() > 20
+    # recolouring leaves the shared texture bank alone
+    assert np.array_equal(renderer.render(state, CLEAN_LOOK).image, plain.image)
+    textures = look_textures(renderer.bank, renderer.backdrop_padded, look_for_cut(0, 1))
+    assert textures.atlas.shape == renderer.bank.atlas.shape
+    assert not textures.atlas.flags.writeable
+
+
+def test_palette_matrix() -> None:
+    np.testing.assert_allclose(palette_matrix(0.0, 1.0, 1.0), np.eye(3).ravel(), atol=1e-12)
+    m = np.asarray(palette_matrix(137.5, 1.0, 1.0)).reshape(3, 3)
+    np.testing.assert_allclose(m @ np.ones(3), np.ones(3), atol=1e-12)  # grey stays grey
+    np.testing.assert_allclose(m @ m.T, np.eye(3), atol=1e-12)  # a rotation
+    grey = np.asarray(palette_matrix(0.0, 0.0, 1.0)).reshape(3, 3) @ np.array([200.0, 50.0, 10.0])
+    np.testing.assert_allclose(grey, np.full(3, 0.299 * 200 + 0.587 * 50 + 0.114 * 10))
+    np.testing.assert_allclose(np.asarray(palette_matrix(0.0, 1.0, 0.5)), 0.5 * np.eye(3).ravel())
 
 
 def test_forget_changes_content_after_a_full_turn() -> None:
@@ -366,6 +442,59 @@ def test_forget_out_and_back() -> None:
     start = ProceduralWorld().step("-").image.astype(int)
     assert np.abs(clean[-1].image.astype(int) - start).mean() < 0.5
     assert np.abs(forget[-1].image.astype(int) - start).mean() > 5
+
+
+def test_forgotten_objects_move_and_resize_within_their_block() -> None:
+    i, j = np.meshgrid(np.arange(-20, 20), np.arange(-20, 20), indexing="ij")
+    ii, jj = i.ravel(), j.ravel()
+    clean = objects_in_cells(ii, jj, 0, np.zeros_like(ii))
+    for gen in (1, 2):
+        forgotten = objects_in_cells(ii, jj, 0, np.full_like(ii, gen))
+        # the same cells hold an object of the same kind
+        assert np.array_equal(forgotten.cell_i, clean.cell_i)
+        assert np.array_equal(forgotten.cell_j, clean.cell_j)
+        assert np.array_equal(forgotten.kind, clean.kind)
+        shift = np.hypot(forgotten.x - clean.x, forgotten.z - clean.z)
+        assert shift.max() <= FORGET_SHIFT_M[1] + 1e-9
+        assert np.mean(shift >= FORGET_SHIFT_M[0]) > 0.9  # a big box may have less room
+        ratio = forgotten.half_x / clean.half_x
+        unclipped = (forgotten.half_x > 0.12) & (forgotten.half_x < 1.5)
+        change = np.abs(ratio[unclipped] - 1.0)
+        assert change.min() >= FORGET_SCALE[0] - 1e-9 and change.max() <= FORGET_SCALE[1] + 1e-9
+        lo, hi = HEIGHT_RANGE_M
+        assert forgotten.height.min() >= lo and forgotten.height.max() <= hi
+        assert not np.array_equal(forgotten.height, clean.height)
+        assert not np.array_equal(forgotten.material, clean.material)
+        # the footprint stays inside the block, so the streets stay clear
+        cx = (forgotten.cell_i + 0.5) * CELL_M
+        cz = (forgotten.cell_j + 0.5) * CELL_M
+        assert (np.abs(forgotten.x - cx) + forgotten.half_x).max() <= BLOCK_HALF_M + 1e-9
+        assert (np.abs(forgotten.z - cz) + forgotten.half_z).max() <= BLOCK_HALF_M + 1e-9
+
+
+def test_forget_is_visible_to_geometry_on_a_revisit() -> None:
+    """Back at the same pose after a full turn, the forgetting world's depth disagrees with
+    what it showed there before by amounts the co-visibility test of Global Memory keeps
+    (moved objects, not vanished ones); the clean world agrees exactly."""
+
+    def revisit_errors(config: WorldConfig) -> FloatArray:
+        frames = run("L" * 17, config)  # frames 0 and 16: the same pose, 360° apart
+        np.testing.assert_allclose(frames[16].pose, frames[0].pose, atol=1e-9)
+        views = views_from_frames(
+            [
+                FrameGeometry(i, f.pose, f.depth, f.intrinsics, f.image.shape[:2])
+                for i, f in ((0, frames[0]), (16, frames[16]))
+            ]
+        )
+        errors: FloatArray = covisibility_errors(views, max_points=100_000).errors
+        return errors
+
+    clean = revisit_errors(WorldConfig(yaw_rate_deg=360.0))
+    forget = revisit_errors(world_config_for_defect("forget", yaw_rate_deg=360.0))
+    assert clean.size > 10_000 and clean.max() < 1e-6
+    moved = int(np.count_nonzero(forget > 0.05))  # TAU_G
+    print(f"\nrevisit after 360°: {moved} of {forget.size} co-visible points off by > 0.05")
+    assert moved > 200  # the previous forget (objects redrawn from scratch): 110
 
 
 @pytest.mark.parametrize("name", ["blur", "noise"])
