@@ -67,7 +67,13 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
         # the kernel says "missing"; say why, naming the detector (SPEC §5 FIX: never "no cut")
         local = MetricResult.missing(f"cut detector failed: {info['cut_failure']}", local.details)
     revisit = revisit_memory(cache.sx, cache.srad, cache.frame_keys, mem.embeddings, cache.fps)
-    if mem.views:
+    if local.details.get("frozen"):
+        # A world that never moves is trivially self-consistent: 100 would reward the freeze
+        # (seed 000 excludes frozen videos from memory; Local Memory's frozen rule decides).
+        glob = MetricResult.not_applicable(
+            "frozen", {"frozen": True, "views": [v.frame for v in mem.views]}
+        )
+    elif mem.views:
         glob = global_memory(views_from_frames(mem.views))
     else:
         glob = global_memory(

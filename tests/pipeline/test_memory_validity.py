@@ -1,0 +1,51 @@
+"""Memory metrics on the procedural world (issue 3): forgetting, hard cuts, freezing."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from streameval.results import MetricResult
+from tests.pipeline.helpers import run, world_source
+
+MEMORY = ("local_memory", "revisit_memory", "global_memory")
+
+
+@cache
+def memory(defect: str, keys: str, seconds: float) -> dict[str, MetricResult]:
+    outcome = run(world_source(keys, seconds, defect))
+    return {name: outcome.scores.metrics[name] for name in MEMORY}
+
+
+def _value(m: MetricResult) -> float:
+    assert m.status == "official" and m.normalized is not None, (m.status, m.reason)
+    return m.normalized
+
+
+def test_clean_world_remembers() -> None:
+    for m in memory("clean", "AD", 20.0).values():
+        assert _value(m) > 95.0
+
+
+def test_forgetting_world_loses_revisit_memory() -> None:
+    clean = _value(memory("clean", "AD", 20.0)["revisit_memory"])
+    forget = _value(memory("forget", "AD", 20.0)["revisit_memory"])
+    assert forget < clean - 8.0  # measured 99.37 vs 86.37
+    # every reversal's pairs were found: the drop is appearance, not a failed gate
+    details = memory("forget", "AD", 20.0)["revisit_memory"].details
+    assert details["pair_distances"]
+
+
+def test_hard_cuts_lose_local_memory() -> None:
+    local = memory("hard_cut", "AD", 10.0)["local_memory"]
+    assert _value(local) == 0.0
+    assert local.details["hard_cut"] is True
+    assert local.details["cuts"] == [80, 160, 240]  # every 5 s, found at the exact frame
+    assert _value(memory("clean", "AD", 10.0)["local_memory"]) == 100.0
+
+
+def test_frozen_world_is_not_applicable_not_100() -> None:
+    m = memory("freeze", "AD", 10.0)
+    assert m["local_memory"].status == "not_applicable" and m["local_memory"].reason == "frozen"
+    assert m["global_memory"].status == "not_applicable" and m["global_memory"].reason == "frozen"
+    assert m["revisit_memory"].status == "not_applicable"
+    assert "dir gate failed" in (m["revisit_memory"].reason or "")
