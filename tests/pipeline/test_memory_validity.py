@@ -49,3 +49,13 @@ def test_frozen_world_is_not_applicable_not_100() -> None:
     assert m["global_memory"].status == "not_applicable" and m["global_memory"].reason == "frozen"
     assert m["revisit_memory"].status == "not_applicable"
     assert "dir gate failed" in (m["revisit_memory"].reason or "")
+
+
+def test_transnetv2_default_detector_through_the_pipeline() -> None:
+    """The default cut detector (TransNetV2 in its own process) end to end."""
+    from streameval.pipeline import PipelineConfig
+
+    outcome = run(world_source("AD", 10.0, "hard_cut"), config=PipelineConfig(cuts="transnetv2"))
+    local = outcome.scores.metrics["local_memory"]
+    assert local.details["cuts"] == [80, 160, 240]
+    assert local.normalized == 0.0
