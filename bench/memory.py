@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import KEYS_120S, write_rollout  # noqa: E402
-from replay import ReplaySource, read_rollout  # noqa: E402
-from streameval.cache import EpisodeCache  # noqa: E402
-from streameval.episode_scores import memory_metrics  # noqa: E402
-from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress  # noqa: E402
-from streameval.pipeline import PipelineConfig, run_episode  # noqa: E402
+from bench.common import KEYS_120S, write_rollout
+from replay import ReplaySource, read_rollout
+from streameval.cache import EpisodeCache
+from streameval.episode_scores import memory_metrics
+from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.pipeline import PipelineConfig, run_episode
 
 
 class Timing(EpisodeObserver):
@@ -81,7 +81,8 @@ def main() -> None:
     cache = EpisodeCache.load(base / "cpu_embedding_+_transnetv2" / "cache")
     t0 = time.perf_counter()
     memory_metrics(cache)
-    print(f"  memory kernels alone at episode end (from the cache): {time.perf_counter() - t0:.3f} s")
+    kernels_s = time.perf_counter() - t0
+    print(f"  memory kernels alone at episode end (from the cache): {kernels_s:.3f} s")
 
 
 if __name__ == "__main__":

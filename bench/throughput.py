@@ -25,12 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import KEYS_120S, write_rollout  # noqa: E402
-from replay import ReplaySource, read_rollout  # noqa: E402
-from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress  # noqa: E402
-from streameval.perception.analysis import to_analysis_gray  # noqa: E402
-from streameval.perception.flow import create_flow_backend  # noqa: E402
-from streameval.pipeline import PipelineConfig, run_episode  # noqa: E402
+from bench.common import KEYS_120S, write_rollout
+from replay import ReplaySource, read_rollout
+from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.perception.analysis import to_analysis_gray
+from streameval.perception.flow import create_flow_backend
+from streameval.pipeline import PipelineConfig, run_episode
 
 
 class Timing(EpisodeObserver):
@@ -150,7 +150,10 @@ def main() -> None:
         f"  growth {rss240 - rss60:+.1f} MiB for 4x the episode"
         f" (per-frame signals account for ~{signals_mib:.1f} MiB)"
     )
-    print(f"\n(this process: peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"\n(this process: peak {peak:.0f} MiB, holding every decoded frame for the bare-flow run)"
+    )
 
 
 if __name__ == "__main__":

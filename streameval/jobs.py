@@ -6,6 +6,7 @@ observers, so what a headless run writes and what the dashboard shows come from 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,14 @@ class EpisodeJob:
     open_source: Callable[[], Source]
     results_dir: Path
     observers: list[EpisodeObserver] = field(default_factory=list)
+
+
+class _LastOutcome(EpisodeObserver):
+    def __init__(self) -> None:
+        self.outcome: EpisodeOutcome | None = None
+
+    def on_end(self, outcome: EpisodeOutcome) -> None:
+        self.outcome = outcome
 
 
 @dataclass
@@ -54,9 +63,19 @@ async def run_job(
         for o in observers:
             o.on_error(str(exc))
         return
-    outcome = await run_episode(
-        source, config=config, results_dir=job.results_dir, observers=[*observers, *job.observers]
-    )
+    ended = _LastOutcome()
+    try:
+        outcome = await run_episode(
+            source,
+            config=config,
+            results_dir=job.results_dir,
+            observers=[*observers, *job.observers, ended],
+        )
+    except asyncio.CancelledError:
+        # run_episode finalized the episode (incomplete) before re-raising: keep its outcome
+        if ended.outcome is not None:
+            report.outcomes.append(ended.outcome)
+        raise
     report.outcomes.append(outcome)
 
 

@@ -376,6 +376,8 @@ async def run_episode(
         with contextlib.suppress(Exception):
             await source.close()
     if episode.info is None or episode.track is None:
+        if cancelled:  # nothing was received: nothing to finalize
+            raise asyncio.CancelledError
         raise RuntimeError(f"source {source!r} ended before EpisodeStart")
     complete = (
         not cancelled and episode.end is not None and episode.end.complete and not stats.rejected

@@ -1,0 +1,10 @@
+"""The suite runs with ``--import-mode=importlib``: make this folder's helpers importable."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)  # for ``from tui_fakes import ...`` (a name no other folder uses)

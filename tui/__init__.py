@@ -1,0 +1,11 @@
+"""The Textual dashboard of streameval: live view of episodes being evaluated, leaderboard.
+
+``run_dashboard(jobs, config, observers)`` runs a command's jobs under the dashboard and
+returns the ``JobsReport`` when the user quits (``q``); the CLI calls it on a terminal unless
+``--no-tui`` is given.
+"""
+
+from tui.app import DashboardApp, DashboardOptions, run_dashboard
+from tui.observer import DashboardObserver
+
+__all__ = ["DashboardApp", "DashboardObserver", "DashboardOptions", "run_dashboard"]

@@ -1,0 +1,214 @@
+"""The dashboard App: wires the screens to the pipeline's messages; nothing else.
+
+The pipeline runs inside the App's event loop as a Textual worker (``JobRunner``: the same
+``run_job`` as ``--no-tui``). Its ``DashboardObserver`` posts messages; the handlers here apply
+them to the ``DashboardModel`` and tell the screens which job changed. ``q`` stops the run:
+the worker is cancelled, the episode in progress is finalized as incomplete (scores.json
+written) and the App exits with the report once the worker is done — never before (a second
+``q`` does not wait).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.worker import Worker, WorkerState
+
+from streameval.jobs import EpisodeJob, JobsReport
+from streameval.observers import EpisodeObserver
+from streameval.pipeline import PipelineConfig
+from streameval.scoring import INCLUDE_ALL, ExclusionRule
+from tui.messages import (
+    EpisodeEnded,
+    EpisodeErrored,
+    EpisodeProgressed,
+    EpisodeStarted,
+    PipelineFinished,
+)
+from tui.observer import DashboardObserver
+from tui.runner import JobRunner
+from tui.screens.leaderboard import LeaderboardScreen
+from tui.screens.live import LiveScreen
+from tui.state import DashboardModel, LogLevel, LogLine
+
+PIPELINE_WORKER = "pipeline"
+
+
+@dataclass(frozen=True)
+class DashboardOptions:
+    """How the dashboard behaves around the pipeline."""
+
+    stay_open: bool = True
+    """After the last episode, keep showing the final scores until ``q`` (False: exit)."""
+    leaderboard_dirs: tuple[Path, ...] = ()
+    """Results dirs shown on the leaderboard besides the episodes finished in this command."""
+    exclusion: ExclusionRule = INCLUDE_ALL
+    """Leaderboard exclusion rule; the default shows every model (see the leaderboard)."""
+    clock: Callable[[], float] = time.monotonic
+    """Seconds, for "last frame … ago"; fixed in snapshot tests so nothing moves."""
+    repaint_interval_s: float = 0.2
+    """Least time between two progress repaints of the live screen (control events: at once)."""
+    autostart: bool = True
+    """Start the pipeline on mount. False: the caller feeds observers (tests, screenshots)."""
+    title: str = "streameval"
+
+
+class DashboardApp(App[JobsReport]):
+    """Live screen and leaderboard (Textual modes), driven by the pipeline's messages."""
+
+    CSS_PATH = Path(__file__).with_name("dashboard.tcss")  # absolute: subclasses live elsewhere
+    TITLE = "streameval"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("l", "show_live", "Live"),
+        Binding("t", "show_leaderboard", "Leaderboard"),
+    ]
+
+    def __init__(
+        self,
+        jobs: list[EpisodeJob],
+        config: PipelineConfig | None = None,
+        observers: list[EpisodeObserver] | None = None,
+        options: DashboardOptions | None = None,
+    ) -> None:
+        super().__init__()
+        self.options = options or DashboardOptions()
+        self.config = config or PipelineConfig()
+        self.title = self.options.title
+        self.model = DashboardModel.for_jobs([job.name for job in jobs])
+        self.runner = JobRunner(jobs, self.config, list(observers or []), self.post_message)
+        self.live = LiveScreen(
+            self.model,
+            self.config.queue_size,
+            self.options.clock,
+            self.options.repaint_interval_s,
+        )
+        self.leaderboard = LeaderboardScreen(
+            self.model, self.options.leaderboard_dirs, self.options.exclusion
+        )
+        self.pipeline: Worker[JobsReport] | None = None
+        self.failure: BaseException | None = None
+
+    @property
+    def report(self) -> JobsReport:
+        return self.runner.report
+
+    def observer_for(self, job: int) -> DashboardObserver:
+        """An observer posting as job ``job``: how tests and screenshots feed the App."""
+        return DashboardObserver(self.post_message, job)
+
+    def on_mount(self) -> None:
+        self.add_mode("live", lambda: self.live)
+        self.add_mode("leaderboard", lambda: self.leaderboard)
+        self.switch_mode("live")
+        if self.options.autostart:
+            self.pipeline = self.run_worker(
+                self.runner.run(), name=PIPELINE_WORKER, exit_on_error=False
+            )
+
+    # -- pipeline messages ----------------------------------------------------------------
+
+    def _show_log(self, line: LogLine | None) -> None:
+        if line is not None:
+            self.live.add_log(line)
+
+    def on_episode_started(self, message: EpisodeStarted) -> None:
+        self.model.start(message.job, message.info, message.trace, self.options.clock())
+        self.live.episode_changed(message.job, urgent=True)
+
+    def on_episode_progressed(self, message: EpisodeProgressed) -> None:
+        self._show_log(self.model.progress(message.job, message.progress, self.options.clock()))
+        self.live.episode_changed(message.job)
+
+    def on_episode_errored(self, message: EpisodeErrored) -> None:
+        self._show_log(self.model.error(message.job, message.text))
+        self.live.episode_changed(message.job, urgent=True)
+
+    def on_episode_ended(self, message: EpisodeEnded) -> None:
+        for line in self.model.end(message.job, message.outcome):
+            self._show_log(line)
+        self.live.episode_changed(message.job, urgent=True)
+        self.leaderboard.results_changed()
+
+    def on_pipeline_finished(self, message: PipelineFinished) -> None:
+        self.model.finish(message.stopped)
+        if message.failure is not None:
+            self.model.failure = message.failure
+            self._show_log(
+                self.model.add_log(LogLevel.ERROR, f"pipeline failed: {message.failure}")
+            )
+        elif not message.stopped:
+            self._show_log(self.model.add_log(LogLevel.INFO, "all episodes done"))
+        self.live.repaint_all()
+        if self.model.stopping or not self.options.stay_open:
+            self.exit(message.report)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.pipeline:
+            return
+        if event.state is WorkerState.SUCCESS:
+            self.post_message(PipelineFinished(self.report, stopped=False))
+        elif event.state is WorkerState.CANCELLED:
+            self.post_message(PipelineFinished(self.report, stopped=True))
+        elif event.state is WorkerState.ERROR:
+            self.failure = event.worker.error
+            self.post_message(
+                PipelineFinished(
+                    self.report, stopped=self.model.stopping, failure=repr(event.worker.error)
+                )
+            )
+
+    # -- user actions ---------------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        """Stop cleanly: finalize the episode in progress (incomplete), then exit."""
+        if self.pipeline is None or self.pipeline.state not in (
+            WorkerState.PENDING,
+            WorkerState.RUNNING,
+        ):
+            self.exit(self.report)
+            return
+        if self.model.stopping:
+            # Asked twice: leave now. The worker is cancelled at shutdown and still
+            # finalizes the episode while the event loop closes (the report is the same
+            # object, so it still receives the outcome).
+            self.exit(self.report)
+            return
+        self.model.stopping = True
+        self.runner.stopping = True
+        self.live.repaint_all()
+        self.pipeline.cancel()
+
+    def action_show_live(self) -> None:
+        self.switch_mode("live")
+
+    def action_show_leaderboard(self) -> None:
+        self.switch_mode("leaderboard")
+
+
+def run_dashboard(
+    jobs: list[EpisodeJob],
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    options: DashboardOptions | None = None,
+    *,
+    headless: bool = False,
+) -> JobsReport:
+    """Run ``jobs`` under the dashboard; return the report when the user quits (or, with
+    ``stay_open=False``, after the last episode).
+
+    ``observers`` get every episode exactly as in a headless run (results log, recorders).
+    An episode stopped with ``q`` is in the report, incomplete. A pipeline that crashed
+    re-raises its exception here, so the command fails as it would without the dashboard.
+    """
+    app = DashboardApp(jobs, config, observers, options)
+    result = app.run(headless=headless)
+    if app.failure is not None:
+        raise app.failure
+    return result if result is not None else app.report

@@ -1,0 +1,69 @@
+"""Text for metric values, keys and counts, shared by the dashboard's widgets.
+
+Numbers go through ``streameval.scoring.format_value`` so the dashboard prints exactly what
+``streameval table`` and the report print (two decimals, ``-0.00`` as ``0.00``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+
+from protocol.keys import FAMILY, NO_KEY, channel_of, expected_sign
+from streameval.results import MetricResult
+from streameval.scoring import COLUMNS, format_value
+
+KEY_NAMES: dict[str, str] = {
+    "W": "forward",
+    "S": "backward",
+    "A": "strafe left",
+    "D": "strafe right",
+    "L": "turn left",
+    "R": "turn right",
+    NO_KEY: "no key",
+}
+CHANNEL_LABELS: dict[str, str] = {"sx": "Sx", "srad": "Srad"}
+_LABELS: dict[str, str] = {c.name: c.label for c in COLUMNS}
+STATUS_TEXT: dict[str, str] = {"not_applicable": "n/a", "missing": "missing"}
+
+
+def metric_label(name: str) -> str:
+    """The master-table label of a metric, or its snake_case name made readable."""
+    return _LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def metric_value_text(result: MetricResult | None) -> str:
+    """``99.79`` for an official value, ``n/a`` / ``missing`` otherwise, ``…`` if unknown."""
+    if result is None:
+        return "…"
+    if result.status == "official" and result.normalized is not None:
+        return format_value(result.normalized)
+    return STATUS_TEXT.get(result.status, result.status)
+
+
+def expectation(key: str) -> str:
+    """What ``key`` should do to the flow: ``Sx +`` or ``Srad −``; ``—`` for no key."""
+    if key not in FAMILY:
+        return "—"
+    sign = "+" if expected_sign(key) > 0 else "−"
+    return f"{CHANNEL_LABELS[channel_of(key)]} {sign}"
+
+
+def key_badge(key: str | None) -> Text:
+    """The key in a reverse-video box, the way the live screen shows the current key."""
+    if key is None:
+        return Text(" · ", style="dim")
+    return Text(f" {key} ", style="bold reverse")
+
+
+def signed(value: float | None, digits: int = 3) -> str:
+    """``+0.412`` / ``−0.018``; ``—`` when there is no value yet."""
+    if value is None or math.isnan(value):
+        return "—"
+    text = f"{value:+.{digits}f}"
+    return text.replace("-", "−")
+
+
+def percent(fraction: float | None) -> str:
+    return "—" if fraction is None else f"{100 * fraction:.0f}%"

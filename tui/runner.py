@@ -1,0 +1,66 @@
+"""Runs the command's jobs inside the dashboard's event loop, one after the other.
+
+The same ``streameval.jobs.run_job`` as the headless path, so the dashboard shows exactly what
+``--no-tui`` would write. Stopping (``q``) cancels the running episode: ``run_episode``
+finalizes it as incomplete, writes its scores.json, calls ``on_end`` and re-raises
+``CancelledError``; the outcome is then taken from the job's ``DashboardObserver`` so the
+report still lists it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from streameval.jobs import EpisodeJob, JobsReport, run_job
+from streameval.observers import EpisodeObserver
+from streameval.pipeline import PipelineConfig
+from tui.observer import DashboardObserver, Post
+
+
+class JobRunner:
+    """The pipeline side of the dashboard: jobs in order, one ``DashboardObserver`` each."""
+
+    def __init__(
+        self,
+        jobs: list[EpisodeJob],
+        config: PipelineConfig,
+        observers: list[EpisodeObserver],
+        post: Post,
+    ) -> None:
+        self.jobs = jobs
+        self.config = config
+        self.observers = observers
+        self.post = post
+        self.report = JobsReport()
+        self.stopping = False
+        self.current: DashboardObserver | None = None
+
+    async def run(self) -> JobsReport:
+        """Run every job; returns the report (also on ``self.report``).
+
+        Raises ``CancelledError`` when stopped, after the running episode was finalized.
+        """
+        for index, job in enumerate(self.jobs):
+            if self.stopping:
+                break
+            dashboard = DashboardObserver(self.post, index)
+            self.current = dashboard
+            try:
+                await run_job(job, self.config, [*self.observers, dashboard], self.report)
+            except asyncio.CancelledError:
+                self._keep_outcome(dashboard)
+                raise
+            except RuntimeError:
+                # run_episode raises RuntimeError instead of CancelledError when it is
+                # cancelled before the source sent EpisodeStart: nothing to finalize then.
+                if not self.stopping:
+                    raise
+                raise asyncio.CancelledError from None
+            finally:
+                self.current = None
+        return self.report
+
+    def _keep_outcome(self, dashboard: DashboardObserver) -> None:
+        outcome = dashboard.outcome
+        if outcome is not None and all(o is not outcome for o in self.report.outcomes):
+            self.report.outcomes.append(outcome)

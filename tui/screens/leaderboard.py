@@ -1,0 +1,238 @@
+"""The leaderboard: the master table of the results written so far.
+
+Rows, cells, exclusions and ranks come from ``streameval.scoring.tabulate`` over the results
+dirs of the episodes finished in this command plus any dirs given up front; sorting reuses
+``scoring.sort_rows``. The dashboard's default rule includes every model (``INCLUDE_ALL``):
+a command evaluating one model for a few episodes would otherwise show an empty table, since
+the published rule needs ten episodes. Excluded models (if a rule is given) are listed under
+the table with their reasons, never dropped silently.
+
+Keys: ``s`` sorts by the column under the cursor (again: reverse), clicking a header does the
+same, ``n`` sorts by model name, Enter drills down into the model's episodes, ``r`` reloads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from streameval.scoring import (
+    INCLUDE_ALL,
+    ExclusionRule,
+    MasterTable,
+    ModelRow,
+    sort_rows,
+    tabulate,
+)
+from streameval.table_cli import RICH_STYLES
+from tui.screens.model_episodes import ModelEpisodesScreen
+from tui.state import DashboardModel
+from tui.widgets.score_cells import cell_renderable
+
+MODEL_KEY, EPISODES_KEY = "model", "episodes"
+
+
+class LeaderboardScreen(Screen[None]):
+    """Master table across models, sortable, with drill-down."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "sort_cursor", "Sort by column"),
+        Binding("n", "sort_name", "Sort by name"),
+        Binding("r", "reload", "Reload"),
+    ]
+
+    def __init__(
+        self,
+        model: DashboardModel,
+        extra_dirs: Sequence[Path] = (),
+        rule: ExclusionRule = INCLUDE_ALL,
+    ) -> None:
+        super().__init__(id="leaderboard")
+        self.model = model
+        self.extra_dirs = tuple(extra_dirs)
+        self.rule = rule
+        self.table: MasterTable | None = None
+        self.sort_column: str | None = None
+        self.descending = True
+        self._stale = True
+        self._shown: list[str] = []  # model of each displayed row
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="leaderboard-title")
+        yield DataTable(id="leaderboard-table", cursor_type="cell", zebra_stripes=True)
+        yield Static(id="leaderboard-cell")
+        yield Static(id="leaderboard-notes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        if self._stale:
+            self.reload()
+
+    def results_changed(self) -> None:
+        """An episode finished: reload now if shown, else when next shown."""
+        self._stale = True
+        if self.is_current:
+            self.reload()
+
+    # -- data -----------------------------------------------------------------------------
+
+    def paths(self) -> list[Path]:
+        return [*self.extra_dirs, *self.model.results_dirs]
+
+    def reload(self) -> None:
+        paths = self.paths()
+        self.table = tabulate(paths, rule=self.rule) if paths else None
+        self._stale = False
+        self.fill()
+
+    def sorted_rows(self) -> list[ModelRow]:
+        if self.table is None:
+            return []
+        return sort_rows(self.table.rows, self.sort_column, self.descending)
+
+    def fill(self) -> None:
+        grid = self.query_one("#leaderboard-table", DataTable)
+        cursor = grid.cursor_coordinate
+        grid.clear(columns=True)
+        title = self.query_one("#leaderboard-title", Static)
+        notes = self.query_one("#leaderboard-notes", Static)
+        if self.table is None:
+            title.update(Text("Leaderboard", style="bold"))
+            notes.update(Text("no results yet: each finished episode appears here", style="dim"))
+            self._shown = []
+            return
+        table = self.table
+        arrow = "▼" if self.descending else "▲"
+        name_label = "Model" + (" ▲" if self.sort_column in (None, MODEL_KEY) else "")
+        grid.add_column(name_label, key=MODEL_KEY)
+        grid.add_column("Ep.", key=EPISODES_KEY)
+        for column in table.columns:
+            label = column.short + (f" {arrow}" if column.name == self.sort_column else "")
+            grid.add_column(label, key=column.name)
+        rows = self.sorted_rows()
+        excluded = [e.row for e in table.excluded]
+        for row, dim in [*((r, False) for r in rows), *((r, True) for r in excluded)]:
+            cells = [cell_renderable(row.cells[c.name], bounds=False) for c in table.columns]
+            if dim:
+                cells = [Text(c.plain, style="dim strike", justify="right") for c in cells]
+            grid.add_row(
+                Text(row.model, style="dim" if dim else "bold"),
+                Text(str(row.n_episodes), justify="right"),
+                *cells,
+                key=row.model,
+            )
+        self._shown = [r.model for r in [*rows, *excluded]]
+        if self._shown:
+            grid.move_cursor(
+                row=min(cursor.row, len(self._shown) - 1),
+                column=min(cursor.column, len(table.columns) + 1),
+            )
+        n_ep = sum(r.n_episodes for r in rows)
+        title.update(
+            Text.assemble(
+                ("Leaderboard", "bold"),
+                f"  {len(rows)} model{'s' if len(rows) != 1 else ''}, {n_ep} episodes",
+                ("  sorted by ", "dim"),
+                (self.sort_column or "model name", "dim"),
+            )
+        )
+        notes.update(self._notes(table))
+
+    def _notes(self, table: MasterTable) -> Text:
+        text = Text()
+        for i, (rank, style) in enumerate(RICH_STYLES.items()):
+            text.append(", " if i else "", style="dim")
+            text.append(rank, style=style)
+        text.append(
+            " per column (official cells, ≥ 3 models) · (k/N) measured/episodes · "
+            "Enter: episodes · s: sort",
+            style="dim",
+        )
+        for e in table.excluded:
+            text.append(f"\nexcluded {e.model}: {'; '.join(e.reasons)}", style="yellow")
+        for err in table.errors:
+            text.append(f"\n✖ {err}", style="red")
+        for note in table.notes:
+            text.append(f"\n▲ {note}", style="yellow")
+        return text
+
+    # -- actions --------------------------------------------------------------------------
+
+    def _sort_by(self, key: str) -> None:
+        if key in (MODEL_KEY, EPISODES_KEY):
+            self.sort_column, self.descending = None, True
+        elif key == self.sort_column:
+            self.descending = not self.descending
+        else:
+            self.sort_column, self.descending = key, True
+        self.fill()
+
+    def action_sort_cursor(self) -> None:
+        if self.table is None:
+            return
+        grid = self.query_one("#leaderboard-table", DataTable)
+        col = grid.cursor_coordinate.column
+        keys = [MODEL_KEY, EPISODES_KEY, *(c.name for c in self.table.columns)]
+        if 0 <= col < len(keys):
+            self._sort_by(keys[col])
+
+    def action_sort_name(self) -> None:
+        self._sort_by(MODEL_KEY)
+
+    def action_reload(self) -> None:
+        self.reload()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        if event.column_key.value is not None:
+            self._sort_by(event.column_key.value)
+
+    def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
+        """The cell under the cursor in full: status, coverage, bounds, reasons, method."""
+        event.stop()
+        self.query_one("#leaderboard-cell", Static).update(
+            self.cell_detail(event.coordinate.row, event.coordinate.column)
+        )
+
+    def cell_detail(self, row: int, column: int) -> Text:
+        if self.table is None or not 0 <= row < len(self._shown):
+            return Text()
+        model_row = self.table.row(self._shown[row])
+        index = column - 2  # Model, Ep., then the metric columns
+        if not 0 <= index < len(self.table.columns):
+            suites = ", ".join(model_row.suites)
+            return Text.assemble(
+                (model_row.model, "bold"),
+                f" · {model_row.n_episodes} episodes · suite {suites}",
+                ("  (Enter: its episodes)", "dim"),
+            )
+        col = self.table.columns[index]
+        cell = model_row.cells[col.name]
+        text = Text.assemble((model_row.model, "bold"), " · ", (col.label, "bold"), ": ")
+        text.append_text(cell_renderable(cell))
+        text.append(f"  {cell.status}", style="dim")
+        text.append(f" · {cell.measured}/{cell.total} episodes measured", style="dim")
+        if cell.method:
+            text.append(f" · {cell.method}", style="dim")
+        if cell.reasons:
+            text.append(" · " + "; ".join(cell.reasons), style="yellow")
+        return text
+
+    def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
+        event.stop()
+        self._open(event.coordinate.row)
+
+    def _open(self, row: int) -> None:
+        if self.table is None or not 0 <= row < len(self._shown):
+            return
+        self.app.push_screen(ModelEpisodesScreen(self.table, self._shown[row]))

@@ -1,0 +1,78 @@
+"""Drill-down, model → episodes: one row per episode with its own cells.
+
+Rows come from ``streameval.scoring.model_episodes`` (the same cells the table aggregates), so
+an episode that is ``missing`` here is exactly one the model's cell counts as missing.
+Enter opens the episode's segments; Escape goes back to the leaderboard.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from streameval.scoring import EpisodeRow, MasterTable, model_episodes
+from tui.screens.episode_segments import EpisodeSegmentsScreen
+from tui.widgets.score_cells import cell_renderable
+
+
+class ModelEpisodesScreen(Screen[None]):
+    """The episodes of one model."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, table: MasterTable, model: str) -> None:
+        super().__init__()
+        self.table = table
+        self.model_name = model
+        self.rows: list[EpisodeRow] = model_episodes(table, model)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="drill-title")
+        yield DataTable(id="episodes-table", cursor_type="row", zebra_stripes=True)
+        yield Static(id="drill-notes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        row = self.table.row(self.model_name)
+        self.query_one("#drill-title", Static).update(
+            Text.assemble(
+                ("Leaderboard › ", "dim"),
+                (self.model_name, "bold"),
+                f"  {row.n_episodes} episodes",
+                ("  suites " + ", ".join(row.suites), "dim"),
+            )
+        )
+        grid = self.query_one(DataTable)
+        grid.add_column("Episode", key="episode")
+        grid.add_column("Run", key="run")
+        grid.add_column("Frames", key="frames")
+        for column in self.table.columns:
+            grid.add_column(column.short, key=column.name)
+        for ep in self.rows:
+            rec = ep.record
+            grid.add_row(
+                Text(rec.episode, style="bold"),
+                Text("complete", style="green")
+                if rec.complete
+                else Text("incomplete", style="yellow"),
+                Text("" if rec.frames is None else str(rec.frames), justify="right"),
+                *(cell_renderable(ep.cells[c.name]) for c in self.table.columns),
+                key=str(rec.path),
+            )
+        self.query_one("#drill-notes", Static).update(
+            Text(
+                "Enter: the episode's segments · Escape: back · incomplete runs count as "
+                "missing in the table",
+                style="dim",
+            )
+        )
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if 0 <= event.cursor_row < len(self.rows):
+            self.app.push_screen(EpisodeSegmentsScreen(self.rows[event.cursor_row].record))

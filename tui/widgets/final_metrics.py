@@ -1,0 +1,70 @@
+"""Episode-end results: how the episode ended and every metric beyond the control ones.
+
+Memory (and later quality) metrics need the whole episode, so they appear only when the
+pipeline finalizes it. Whatever the outcome carries is shown — the panel does not hard-code
+metric names — each with its status and, when it has no value, the reason.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from streameval.metrics.control import CONTROL_METRIC_NAMES
+from streameval.observers import EpisodeOutcome
+from tui.format import metric_label, metric_value_text
+
+
+def outcome_line(outcome: EpisodeOutcome) -> Text:
+    """``complete · 288 frames · 2.2× real time`` (or ``INCOMPLETE`` with the reason)."""
+    text = Text()
+    if outcome.complete:
+        text.append("complete", style="bold green")
+    else:
+        text.append("INCOMPLETE", style="bold red")
+    text.append(f" · {outcome.frames} frames")
+    rt = outcome.interactivity.get("realtime_factor")
+    if isinstance(rt, float):
+        text.append(f" · {rt:.1f}× real time")
+    return text
+
+
+def other_metrics_table(outcome: EpisodeOutcome) -> RenderableType:
+    others = {
+        name: m for name, m in outcome.scores.metrics.items() if name not in CONTROL_METRIC_NAMES
+    }
+    if not others:
+        return Text("no memory or quality metrics in this run", style="dim")
+    table = Table(box=None, expand=True, pad_edge=False, show_header=False)
+    table.add_column(no_wrap=True)
+    table.add_column(justify="right", no_wrap=True, min_width=7)
+    table.add_column(style="dim", overflow="ellipsis", no_wrap=True, ratio=1)
+    for name, m in others.items():
+        official = m.status == "official"
+        table.add_row(
+            metric_label(name),
+            Text(metric_value_text(m), style="bold" if official else "dim"),
+            "" if official else (m.reason or m.status),
+        )
+    return table
+
+
+class FinalMetrics(Static):
+    """Memory · quality · outcome of the selected episode; a placeholder until it ends."""
+
+    _outcome: EpisodeOutcome | None = None
+    _shown = False
+
+    def show(self, outcome: EpisodeOutcome | None) -> None:
+        if self._shown and outcome is self._outcome:
+            return
+        self._shown, self._outcome = True, outcome
+        self.border_title = "Memory · quality"
+        if outcome is None:
+            self.border_subtitle = None
+            self.update(Text("computed when the episode ends", style="dim italic"), layout=False)
+            return
+        self.border_subtitle = "final"
+        self.update(Group(outcome_line(outcome), other_metrics_table(outcome)), layout=False)
