@@ -1,9 +1,11 @@
 """The asyncio pipeline of one episode: source → perception → online metrics → observers.
 
-One ``TaskGroup`` per episode with two tasks joined by a bounded queue: the reader pulls
-events from the source (decode or network happen there), the perceiver runs flow in a worker
-thread, so the two cores overlap. When the consumer falls behind, a live source's frames are
-dropped (counted, shown, kept as NaN gaps); replay and in-process sources wait instead.
+One ``TaskGroup`` per episode: the reader pulls events from the source (decode or network
+happen there) into the bounded queue of the perception thread (``perception/worker.py``),
+which runs flow and the memory backends; the other task applies its results to the track
+and the observers. Decoding and perception overlap on the two cores. When perception falls
+behind, a live source's frames are dropped (counted, shown, kept as NaN gaps); replay and
+in-process sources wait instead.
 End of stream = flush the queue, then finalize: the cache is written and the same kernels
 that ``rescore`` runs produce the final scores.
 """
@@ -30,7 +32,6 @@ from streameval.events import (
     EpisodeEnd,
     EpisodeInfo,
     EpisodeStart,
-    Event,
     FrameEvent,
     KeySent,
     SourceError,
@@ -45,7 +46,8 @@ from streameval.perception.memory import (
     resolve_cut_detector_name,
 )
 from streameval.perception.motion_type import fit_frames
-from streameval.perception.perceiver import FrameRejectedError, Perceiver
+from streameval.perception.perceiver import Perceiver
+from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.source import Source
 from streameval.track import EpisodeTrack
 
@@ -96,11 +98,12 @@ def _plan_fit_frames(info: EpisodeInfo) -> frozenset[int]:
 
 async def _read(
     source: Source,
-    queue: asyncio.Queue[Event | None],
+    worker: PerceptionWorker,
     observers: list[EpisodeObserver],
     stats: _Stats,
 ) -> None:
-    """Pull events from the source into the queue; observers see every frame received."""
+    """Pull events from the source into the perception queue; observers see every frame
+    received, dropped or not."""
     while True:
         try:
             event = await source.recv()
@@ -108,8 +111,8 @@ async def _read(
             break
         except Exception as exc:  # a broken source ends its episode, never the process
             message = f"{source!r}: source failed: {exc}"
-            await queue.put(SourceError(message, fatal=True))
-            await queue.put(EpisodeEnd(frames=stats.received, complete=False, reason=message))
+            await worker.put(SourceError(message, fatal=True))
+            await worker.put(EpisodeEnd(frames=stats.received, complete=False, reason=message))
             break
         if isinstance(event, FrameEvent):
             stats.received += 1
@@ -121,7 +124,7 @@ async def _read(
                 stats.step_latencies.append(event.t_wall - sent)
             for o in observers:
                 o.on_frame(event)
-            if source.droppable and queue.full():
+            if source.droppable and worker.full():
                 stats.dropped += 1
                 continue
         elif isinstance(event, KeySent):
@@ -129,12 +132,12 @@ async def _read(
             for o in observers:
                 o.on_key(event)
             continue
-        await queue.put(event)
+        await worker.put(event)
         if isinstance(event, EpisodeEnd):
             break
-    # Not in a ``finally``: when cancelled, the perceiver is cancelled too and a full queue
+    # Not in a ``finally``: when cancelled, the worker is stopped instead, and a full queue
     # would block this put forever.
-    await queue.put(None)
+    await worker.put(None)
 
 
 class _Episode:
@@ -147,7 +150,6 @@ class _Episode:
         embedder: EmbeddingBackend | None,
         observers: list[EpisodeObserver],
         stats: _Stats,
-        queue: asyncio.Queue[Event | None],
     ) -> None:
         self.config = config
         self.flow = flow
@@ -155,7 +157,8 @@ class _Episode:
         self.memory: MemoryPerception | None = None
         self.observers = observers
         self.stats = stats
-        self.queue = queue
+        self.worker: PerceptionWorker | None = None
+        self.start_errors: list[str] = []
         self.info: EpisodeInfo | None = None
         self.track: EpisodeTrack | None = None
         self.perceiver: Perceiver | None = None
@@ -163,26 +166,31 @@ class _Episode:
         self.last_provisional = 0.0
         self.depth_sources: set[str] = set()
 
-    def start(self, info: EpisodeInfo) -> None:
-        self.info = info
-        flow = self.flow
+    def make_perceiver(self, start: EpisodeStart) -> Perceiver:
+        """Build the episode's perceiver (runs in the perception thread, which owns it)."""
+        info = start.info
         detector = None
         if self.config.cuts:
             try:
                 detector = create_episode_cut_detector(self.config.cuts, info.fps)
             except Exception as exc:  # local memory becomes `missing`, with this reason
-                self.error(f"cut detector {self.config.cuts!r} unavailable: {exc}")
+                self.start_errors.append(f"cut detector {self.config.cuts!r} unavailable: {exc}")
         views = frozenset(select_views(info.schedule.total_frames, info.fps))
         self.memory = MemoryPerception(self.embedder, detector, views)
         if self.config.cuts and detector is None:
             self.memory.failure = f"{self.config.cuts} could not start"
         self.perceiver = Perceiver(
-            flow,
+            self.flow,
             _plan_fit_frames(info),
             self.config.analysis_width,
             self.config.analysis_height,
             self.memory,
         )
+        return self.perceiver
+
+    def start(self, info: EpisodeInfo) -> None:
+        self.info = info
+        flow = self.flow
         self.track = EpisodeTrack(
             meta={
                 "episode": info.episode,
@@ -199,23 +207,26 @@ class _Episode:
         )
         for o in self.observers:
             o.on_start(info)
+        for message in self.start_errors:
+            self.error(message)
 
     def error(self, message: str) -> None:
         self.stats.errors.append(message)
         for o in self.observers:
             o.on_error(message)
 
-    async def frame(self, event: FrameEvent) -> None:
-        assert self.perceiver is not None and self.track is not None and self.info is not None
-        fill = self.info.schedule.key_for_frame(len(self.track.frame_keys))
-        t0 = time.perf_counter()
-        try:
-            out = await asyncio.to_thread(self.perceiver.process, event)
-        except FrameRejectedError as exc:
+    def frame(self, done: Perceived) -> None:
+        """Apply one perceived frame to the track and tell the observers (event loop)."""
+        assert self.track is not None and self.info is not None
+        event = done.event
+        assert isinstance(event, FrameEvent)
+        if done.output is None:
             self.stats.rejected += 1
-            self.error(f"{self.info.source}: {exc}")
+            self.error(f"{self.info.source}: {done.rejected}")
             return
-        self.stats.perceive_s += time.perf_counter() - t0
+        out = done.output
+        fill = self.info.schedule.key_for_frame(len(self.track.frame_keys))
+        self.stats.perceive_s += done.seconds
         self.stats.recent.append(time.perf_counter())
         self.track.set_frame_key(event.index, event.key, fill)
         self.track.sx.extend(out.sx)
@@ -249,7 +260,7 @@ class _Episode:
             frames_done=len(self.track.frame_keys),
             frames_total=self.info.schedule.total_frames,
             fps=fps,
-            queue_depth=self.queue.qsize(),
+            queue_depth=self.worker.qsize() if self.worker is not None else 0,
             dropped=self.stats.dropped,
             provisional=provisional,
         )
@@ -334,7 +345,6 @@ async def run_episode(
     config = config or PipelineConfig()
     observers = observers or []
     stats = _Stats()
-    queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=config.queue_size)
     if config.opencv_threads is not None:
         import cv2
 
@@ -347,20 +357,23 @@ async def run_episode(
         from streameval.perception.cuts import CUT_DETECTORS
 
         CUT_DETECTORS.resolve(resolve_cut_detector_name(config.cuts))
-    episode = _Episode(config, flow, embedder, observers, stats, queue)
+    episode = _Episode(config, flow, embedder, observers, stats)
+    worker = PerceptionWorker(asyncio.get_running_loop(), episode.make_perceiver, config.queue_size)
+    episode.worker = worker
     cancelled = False
 
-    async def perceive() -> None:
+    async def apply_results() -> None:
         while True:
-            event = await queue.get()
-            if event is None:
+            done = await worker.results.get()
+            if done is None:
                 return
+            event = done.event
             if isinstance(event, EpisodeStart):
                 episode.start(event.info)
             elif isinstance(event, FrameEvent):
                 if episode.info is None:
                     raise RuntimeError("source sent a frame before EpisodeStart")
-                await episode.frame(event)
+                episode.frame(done)
             elif isinstance(event, SourceError):
                 episode.error(event.message)
             elif isinstance(event, EpisodeEnd):
@@ -368,13 +381,16 @@ async def run_episode(
 
     try:
         async with asyncio.TaskGroup() as tg:
-            tg.create_task(_read(source, queue, observers, stats))
-            tg.create_task(perceive())
+            tg.create_task(_read(source, worker, observers, stats))
+            tg.create_task(apply_results())
     except asyncio.CancelledError:
         cancelled = True
+        worker.stop()
     finally:
         with contextlib.suppress(Exception):
             await source.close()
+    # the thread has posted its last result (or was stopped): nobody else touches the episode
+    await asyncio.to_thread(worker.join, 5.0)
     if episode.info is None or episode.track is None:
         if cancelled:  # nothing was received: nothing to finalize
             raise asyncio.CancelledError

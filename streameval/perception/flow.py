@@ -47,6 +47,8 @@ class DisFlow:
         self._dis = cv2.DISOpticalFlow_create(_PRESETS[preset])  # type: ignore[attr-defined]
 
     def __call__(self, prev: npt.NDArray[np.uint8], nxt: npt.NDArray[np.uint8]) -> Flow:
+        # A fresh output array each call: passing a reused buffer to DIS.calc crashed
+        # OpenCV 5.0 (segfault) in a multi-threaded run.
         flow: Flow = self._dis.calc(prev, nxt, None)
         return flow
 

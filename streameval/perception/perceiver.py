@@ -70,6 +70,7 @@ class Perceiver:
     _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _next_signal: int = 0
     _last_index: int = -1
+    _scratch: npt.NDArray[np.float32] | None = None
 
     def process(self, event: FrameEvent) -> PerceptionOutput:
         i = event.index
@@ -99,7 +100,9 @@ class Perceiver:
                 srad.append(math.nan)
             else:
                 flow = self.flow(prev, gray)
-                s_x, s_rad = flow_signals(flow)
+                if self._scratch is None or self._scratch.shape != flow.shape:
+                    self._scratch = np.empty_like(flow)
+                s_x, s_rad = flow_signals(flow, self._scratch)
                 sx.append(s_x)
                 srad.append(s_rad)
                 if target in self.fit_frames:
