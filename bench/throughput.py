@@ -66,14 +66,16 @@ def bare_flow_fps(rollout_dir: Path, flow_name: str, threads: int | None) -> tup
     return (len(grays) - 2) / (time.perf_counter() - t0), len(grays)
 
 
-def pipeline_fps(rollout_dir: Path, out: Path, flow_name: str) -> tuple[float, Timing, int]:
+def pipeline_fps(
+    rollout_dir: Path, out: Path, config: PipelineConfig
+) -> tuple[float, Timing, int]:
     rollout = read_rollout(rollout_dir)
     timing = Timing()
     t0 = time.perf_counter()
     outcome = asyncio.run(
         run_episode(
             ReplaySource(rollout),
-            config=PipelineConfig(flow=flow_name),
+            config=config,
             results_dir=out,
             observers=[timing],
         )
@@ -83,22 +85,24 @@ def pipeline_fps(rollout_dir: Path, out: Path, flow_name: str) -> tuple[float, T
     return outcome.frames / wall, timing, outcome.frames
 
 
-def child_peak_rss(rollout_dir: Path, out: Path) -> float:
+def child_peak_rss(rollout_dir: Path, out: Path, config: str) -> float:
     """Peak RSS (MiB) of a fresh process that replays ``rollout_dir``."""
     code = (
         "import asyncio, resource, sys;"
         "from replay import ReplaySource, read_rollout;"
-        "from streameval.pipeline import run_episode;"
+        "from streameval.pipeline import run_episode, PipelineConfig;"
         "from pathlib import Path;"
         f"asyncio.run(run_episode(ReplaySource(read_rollout(Path({str(rollout_dir)!r}))),"
-        f" results_dir=Path({str(out)!r})));"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        f" results_dir=Path({str(out)!r}), config={config}));"
+        # VmHWM, not ru_maxrss: ru_maxrss survives exec and would report this parent's peak
+        "print(next(int(line.split()[1]) for line in open('/proc/self/status')"
+        " if line.startswith('VmHWM')))"
     )
     root = str(Path(__file__).resolve().parent.parent)
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     )
-    return int(result.stdout.strip().splitlines()[-1]) / 1024.0
+    return float(result.stdout.strip().splitlines()[-1])  # kB
 
 
 def main() -> None:
@@ -116,12 +120,14 @@ def main() -> None:
 
     threads = PipelineConfig().opencv_threads
     flow_fps, n = bare_flow_fps(r120, args.flow, threads)
-    pipe_fps, timing, frames = pipeline_fps(r120, base / "out120", args.flow)
+    # Issue 2's pipeline: control metrics only (memory perception has its own bench).
+    control = PipelineConfig(flow=args.flow, embedding=None, cuts=None)
+    pipe_fps, timing, frames = pipeline_fps(r120, base / "out120", control)
     assert frames == n
     scores = json.loads((base / "out120" / "scores.json").read_text())
     print(
         f"\n120 s rollout, 640x432, {frames} frames, flow backend {args.flow},"
-        f" OpenCV threads {threads}"
+        f" OpenCV threads {threads}, control metrics only"
     )
     print(f"  bare flow backend        {flow_fps:8.1f} frames/s")
     print(f"  whole replay pipeline    {pipe_fps:8.1f} frames/s")
@@ -140,14 +146,15 @@ def main() -> None:
         write_rollout(r60, ["W", "A", "L"])
     if not (r240 / "meta.json").exists():
         write_rollout(r240, KEYS_120S * 2)
-    rss60 = child_peak_rss(r60, base / "out60")
-    rss240 = child_peak_rss(r240, base / "out240")
+    cfg = "PipelineConfig(embedding=None, cuts=None)"
+    rss60 = child_peak_rss(r60, base / "out60", cfg)
+    rss240 = child_peak_rss(r240, base / "out240", cfg)
     signals_mib = (3840 - 960) * (2 * 8 + 60) / 2**20  # sx, srad, key list entry per frame
-    print("\npeak resident memory of a replay (fresh process)")
-    print(f"  60 s  (960 frames)   {rss60:8.1f} MiB")
-    print(f"  240 s (3840 frames)  {rss240:8.1f} MiB")
+    print("\npeak resident memory (VmHWM) of a replay, control metrics only (fresh process)")
+    print(f"  60 s  (960 frames)   {rss60 / 1024:8.1f} MiB")
+    print(f"  240 s (3840 frames)  {rss240 / 1024:8.1f} MiB")
     print(
-        f"  growth {rss240 - rss60:+.1f} MiB for 4x the episode"
+        f"  growth {(rss240 - rss60) / 1024:+.1f} MiB for 4x the episode"
         f" (per-frame signals account for ~{signals_mib:.1f} MiB)"
     )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

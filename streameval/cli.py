@@ -60,7 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
             "--embedding",
             default="cpu-colorhist-rbf",
             help="appearance backend for memory: cpu-colorhist-rbf (default, no weights) or "
-            "dinov2-base (weights from a local path or the HF cache)",
+            "dinov2-base[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF cache)",
+        )
+        p.add_argument(
+            "--depth",
+            default=None,
+            help="depth network for the strafe/turn fit when frames carry no depth: "
+            "depth-anything[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF "
+            "cache); default: none, "
+            "the depth-free estimator",
         )
         p.add_argument(
             "--cuts",
@@ -236,7 +244,9 @@ def _run_episodes(args: argparse.Namespace) -> int:
         jobs = _replay_jobs(args, report)
     for message in report.bad_input:
         print(f"error: {message}", file=sys.stderr)
-    config = PipelineConfig(flow=args.flow, embedding=args.embedding, cuts=args.cuts)
+    config = PipelineConfig(
+        flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
+    )
     results_log = ResultsLog(args.out / "results.jsonl")
     if _use_dashboard(args):
         from tui import run_dashboard

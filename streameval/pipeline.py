@@ -38,6 +38,7 @@ from streameval.events import (
 )
 from streameval.metrics.memory_global import select_views
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
 from streameval.perception.flow import FlowBackend, create_flow_backend
 from streameval.perception.memory import (
@@ -48,6 +49,7 @@ from streameval.perception.memory import (
 from streameval.perception.motion_type import fit_frames
 from streameval.perception.perceiver import Perceiver
 from streameval.perception.worker import Perceived, PerceptionWorker
+from streameval.registry import split_spec
 from streameval.source import Source
 from streameval.track import EpisodeTrack
 
@@ -66,6 +68,9 @@ class PipelineConfig:
     # memory perception (issue 3); None switches a job off (its metrics are then `missing`)
     embedding: str | None = "cpu-colorhist-rbf"  # or "dinov2-base" (weights: local/HF cache)
     cuts: str | None = "auto"  # TransNetV2 when installed, else PySceneDetect adaptive
+    # depth network for the motion-type fit when frames come without depth (SPEC §3);
+    # None = the depth-free estimator. e.g. "depth-anything" (weights: local/HF cache)
+    depth: str | None = None
     # OpenCV's own thread pool: 1 leaves the second core to the decoder/model thread. Its
     # workers spin while they wait, so with a busy neighbour DIS ran 38–64 frames/s on 2
     # threads against 224–273 on 1 (bench/throughput.py). None keeps OpenCV's default.
@@ -154,6 +159,7 @@ class _Episode:
         self.config = config
         self.flow = flow
         self.embedder = embedder
+        self.depth_backend: DepthBackend | None = None
         self.memory: MemoryPerception | None = None
         self.observers = observers
         self.stats = stats
@@ -185,6 +191,7 @@ class _Episode:
             self.config.analysis_width,
             self.config.analysis_height,
             self.memory,
+            self.depth_backend,
         )
         return self.perceiver
 
@@ -237,8 +244,11 @@ class _Episode:
             self.track.fit_samples.append(out.fit_sample)
             if out.depth_used:
                 self.track.depth_frames_used += 1
-        if event.depth is not None:
-            self.depth_sources.add(str(self.info.extra.get("depth_source", "model")))
+        if out.depth_used:
+            source = (
+                self.info.extra.get("depth_source", "model") if event.depth is not None else None
+            )
+            self.depth_sources.add(str(source or (self.config.depth or "network")))
         self._progress(event)
 
     def _progress(self, event: FrameEvent) -> None:
@@ -352,12 +362,18 @@ async def run_episode(
     # Backends are created before anything runs: an unknown or unavailable backend is the
     # caller's error to report, not a crash inside the task group.
     flow = create_flow_backend(config.flow)
-    embedder = create_embedding_backend(config.embedding) if config.embedding else None
+    embedder = None
+    if config.embedding:
+        embedding_name, embedding_kwargs = split_spec(config.embedding)
+        embedder = create_embedding_backend(embedding_name, **embedding_kwargs)
     if config.cuts:
         from streameval.perception.cuts import CUT_DETECTORS
 
         CUT_DETECTORS.resolve(resolve_cut_detector_name(config.cuts))
     episode = _Episode(config, flow, embedder, observers, stats)
+    if config.depth:
+        depth_name, depth_kwargs = split_spec(config.depth)
+        episode.depth_backend = create_depth_backend(depth_name, **depth_kwargs)
     worker = PerceptionWorker(asyncio.get_running_loop(), episode.make_perceiver, config.queue_size)
     episode.worker = worker
     cancelled = False

@@ -46,3 +46,13 @@ class Registry:
 
     def create(self, name: str, **kwargs: Any) -> Any:
         return self.resolve(name)(**kwargs)
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name"`` or ``"name:model"`` (a local weights directory or a hub id) -> (name, kwargs).
+
+    How a heavy backend is pointed at its weights from the command line, e.g.
+    ``--depth depth-anything:/models/Depth-Anything-V2-Small-hf``.
+    """
+    name, sep, model = spec.partition(":")
+    return name, ({"model": model} if sep and model else {})

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FLOW_STRIDE
 from streameval.events import FrameEvent
 from streameval.perception.analysis import Gray, to_analysis_gray
+from streameval.perception.depth import DepthBackend
 from streameval.perception.flow import FlowBackend
 from streameval.perception.memory import MemoryPerception
 from streameval.perception.motion_type import FitSample, sample_fit
@@ -39,6 +40,7 @@ class PerceptionOutput:
     fit_sample: FitSample | None = None
     depth_used: bool = False
     embedding: npt.NDArray[np.float32] | None = None  # appearance row of this frame
+    depth_from_network: bool = False  # the fit sample's depth came from the depth backend
 
 
 def check_image(image: object, where: str) -> npt.NDArray[np.uint8]:
@@ -66,6 +68,8 @@ class Perceiver:
     width: int = ANALYSIS_WIDTH
     height: int = ANALYSIS_HEIGHT
     memory: MemoryPerception | None = None
+    depth_backend: DepthBackend | None = None
+    _estimated: set[int] = field(default_factory=set)  # fit frames with network depth
     _recent: dict[int, Gray] = field(default_factory=dict)
     _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _next_signal: int = 0
@@ -80,8 +84,13 @@ class Perceiver:
         self._last_index = i
         gray = to_analysis_gray(image, self.width, self.height)
         self._recent[i] = gray
-        if i in self.fit_frames and event.depth is not None:
-            self._depth[i] = np.asarray(event.depth, dtype=np.float32)
+        if i in self.fit_frames:
+            if event.depth is not None:
+                self._depth[i] = np.asarray(event.depth, dtype=np.float32)
+            elif self.depth_backend is not None:
+                # SPEC §3 order: depth from the frame, else a sidecar, else a depth network
+                self._depth[i] = np.asarray(self.depth_backend.depth(image), dtype=np.float32)
+                self._estimated.add(i)
         target = i - FLOW_STRIDE
         sx: list[float] = []
         srad: list[float] = []
@@ -115,4 +124,6 @@ class Perceiver:
         for old in [k for k in self._depth if k < target]:
             del self._depth[old]
         embedding = self.memory.observe(event, image) if self.memory is not None else None
-        return PerceptionOutput(start, sx, srad, sample, depth_used, embedding)
+        from_network = depth_used and target in self._estimated
+        self._estimated.discard(target)
+        return PerceptionOutput(start, sx, srad, sample, depth_used, embedding, from_network)

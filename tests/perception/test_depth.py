@@ -26,33 +26,6 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
-@pytest.fixture(scope="module")
-def tiny_depth_anything(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    backbone = transformers.Dinov2Config(
-        hidden_size=32,
-        num_hidden_layers=4,
-        num_attention_heads=2,
-        intermediate_size=64,
-        patch_size=14,
-        image_size=56,
-        out_indices=[1, 2, 3, 4],
-        reshape_hidden_states=False,
-    )
-    config = transformers.DepthAnythingConfig(
-        backbone_config=backbone,
-        reassemble_hidden_size=32,
-        neck_hidden_sizes=[8, 16, 32, 32],
-        fusion_hidden_size=16,
-        head_hidden_size=8,
-    )
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("depth-anything-tiny")
-    transformers.DepthAnythingForDepthEstimation(config).save_pretrained(path)
-    return path
-
-
 def test_input_size_follows_the_dpt_processor() -> None:
     # keep_aspect_ratio: scale the side needing the smaller change to 518, multiples of 14
     assert depth_anything_input_size(432, 640) == (350, 518)

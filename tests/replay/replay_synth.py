@@ -21,12 +21,19 @@ def moving_texture(n: int, height: int, width: int, seed: int = 0) -> list[npt.N
     """``n`` RGB frames of a random texture that slides right and down, one pixel a frame."""
     rng = np.random.default_rng(seed)
     canvas = rng.integers(0, 256, size=(height + n, width + n, 3), dtype=np.uint8)
-    return [np.ascontiguousarray(canvas[i:i + height, i:i + width]) for i in range(n)]
+    return [np.ascontiguousarray(canvas[i : i + height, i : i + width]) for i in range(n)]
 
 
-def write_video(path: Path, frames: Sequence[npt.NDArray[np.uint8]] | None = None, *,
-                fps: float = 16, count: int = 0, size: tuple[int, int] = (32, 24),
-                codec: str = "libx264", container_options: dict[str, str] | None = None) -> Path:
+def write_video(
+    path: Path,
+    frames: Sequence[npt.NDArray[np.uint8]] | None = None,
+    *,
+    fps: float = 16,
+    count: int = 0,
+    size: tuple[int, int] = (32, 24),
+    codec: str = "libx264",
+    container_options: dict[str, str] | None = None,
+) -> Path:
     """Encode ``frames`` (or ``count`` flat grey frames of ``size`` = (w, h)) to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if frames is None:
@@ -38,8 +45,11 @@ def write_video(path: Path, frames: Sequence[npt.NDArray[np.uint8]] | None = Non
     assert isinstance(stream, av.video.stream.VideoStream)
     stream.width, stream.height = frames[0].shape[1], frames[0].shape[0]
     stream.pix_fmt = "rgb24" if codec == "libx264rgb" else "yuv420p"
-    stream.options = ({"preset": "ultrafast"} if codec.startswith("libx264")
-                      else {"deadline": "realtime", "cpu-used": "8"})
+    stream.options = (
+        {"preset": "ultrafast"}
+        if codec.startswith("libx264")
+        else {"deadline": "realtime", "cpu-used": "8"}
+    )
     for i, image in enumerate(frames):
         frame = av.VideoFrame.from_ndarray(image, format="rgb24")
         frame.pts = i
@@ -50,8 +60,14 @@ def write_video(path: Path, frames: Sequence[npt.NDArray[np.uint8]] | None = Non
 
 
 def write_meta(directory: Path, **fields: Any) -> None:
-    meta = {"format": "streameval.rollout/1", "fps": 16, "suite": "keystroke16",
-            "trajectory": None, "model": "synth", **fields}
+    meta = {
+        "format": "streameval.rollout/1",
+        "fps": 16,
+        "suite": "keystroke16",
+        "trajectory": None,
+        "model": "synth",
+        **fields,
+    }
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "meta.json").write_text(json.dumps(meta))
 
@@ -61,12 +77,22 @@ def write_actions(directory: Path, keys: Sequence[str]) -> None:
     (directory / "actions.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def make_rollout_dir(directory: Path, keys: Sequence[str], *, size: tuple[int, int] = (32, 24),
-                     video_frames: int | None = None, fps: float = 16) -> Path:
+def make_rollout_dir(
+    directory: Path,
+    keys: Sequence[str],
+    *,
+    size: tuple[int, int] = (32, 24),
+    video_frames: int | None = None,
+    fps: float = 16,
+) -> Path:
     """A minimal valid rollout: meta.json, video.mp4 (grey), actions.jsonl."""
     write_meta(directory, fps=fps)
-    write_video(directory / "video.mp4", count=video_frames if video_frames is not None
-                else len(keys), size=size, fps=fps)
+    write_video(
+        directory / "video.mp4",
+        count=video_frames if video_frames is not None else len(keys),
+        size=size,
+        fps=fps,
+    )
     write_actions(directory, keys)
     return directory
 

@@ -20,7 +20,11 @@ def test_actions_json_beside_a_video(tmp_path: Path) -> None:
     (d / "actions.json").write_text(json.dumps(["w", "W", "L", "L", "-", "R"]))
     rollout = read_rollout(d)
     assert (rollout.layout, rollout.model, rollout.episode, rollout.fps) == (
-        "adapter", "modelZ", "modelZ/run3", 24.0)
+        "adapter",
+        "modelZ",
+        "modelZ/run3",
+        24.0,
+    )
     assert rollout.frame_keys == ("W", "W", "L", "L", "-", "R")
     assert rollout.schedule.keys == ("W", "L", "-", "R")
     events = collect(rollout.open())

@@ -163,8 +163,9 @@ def test_png_frames_read_as_rgb_and_bad_names_refused(tmp_path: Path) -> None:
 
 def test_meta_json_is_checked(tmp_path: Path) -> None:
     d = make_rollout_dir(tmp_path / "ep", ["W"])
-    (d / "meta.json").write_text(json.dumps({"format": "streameval.rollout/1", "model": "m",
-                                             "suite": "s"}))
+    (d / "meta.json").write_text(
+        json.dumps({"format": "streameval.rollout/1", "model": "m", "suite": "s"})
+    )
     with pytest.raises(BadInputError, match=r"meta\.json: fps None"):
         read_rollout_dir(d)
     write_meta(d, width=99)

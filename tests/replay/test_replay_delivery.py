@@ -16,8 +16,11 @@ from streameval.events import EpisodeEnd, EpisodeStart, FrameEvent
 def test_delivery_keys_split_equally_at_native_fps(tmp_path: Path) -> None:
     video = write_video(tmp_path / "MODELX" / "016_014.mp4", count=16 * 60, size=(40, 24), fps=16)
     rollout = read_delivery(video)
-    assert (rollout.model, rollout.suite, rollout.episode) == ("MODELX", "worldmark",
-                                                              "MODELX/016_014")
+    assert (rollout.model, rollout.suite, rollout.episode) == (
+        "MODELX",
+        "worldmark",
+        "MODELX/016_014",
+    )
     assert (rollout.fps, rollout.width, rollout.height) == (16.0, 40, 24)
     segments = rollout.schedule.segments()
     assert [s.key for s in segments] == ["A", "D", "A"]

@@ -34,8 +34,14 @@ def _poses(n: int, rng: np.random.Generator) -> np.ndarray:
     return poses
 
 
-def _record(out: Path, *, n: int = N, with_nan_depth: bool = True, varying_k: bool = False,
-            close: bool = True) -> tuple[Recorder, list[FrameEvent], list[KeySent]]:
+def _record(
+    out: Path,
+    *,
+    n: int = N,
+    with_nan_depth: bool = True,
+    varying_k: bool = False,
+    close: bool = True,
+) -> tuple[Recorder, list[FrameEvent], list[KeySent]]:
     rng = np.random.default_rng(7)
     images = moving_texture(n, H, W, seed=3)
     poses = _poses(n, rng)
@@ -54,8 +60,14 @@ def _record(out: Path, *, n: int = N, with_nan_depth: bool = True, varying_k: bo
             depth[3, 4] = np.nan
             depth[0, 0] = np.inf
         event = FrameEvent(
-            index=i, image=images[i], key=plan[i], t_video=i / 16, t_wall=1000.0 + i / 16 + 0.001,
-            pose=poses[i], depth=depth, intrinsics=k * (1 + i / 100) if varying_k else k,
+            index=i,
+            image=images[i],
+            key=plan[i],
+            t_video=i / 16,
+            t_wall=1000.0 + i / 16 + 0.001,
+            pose=poses[i],
+            depth=depth,
+            intrinsics=k * (1 + i / 100) if varying_k else k,
         )
         recorder.add_frame(event)
         frames.append(event)
@@ -68,8 +80,13 @@ def test_record_then_replay_is_bit_identical(tmp_path: Path) -> None:
     out = tmp_path / "rec"
     _, recorded, keys = _record(out)
     assert sorted(p.name for p in out.iterdir()) == [
-        "actions.jsonl", "depth_metric.npy", "intrinsics.npy", "keys.jsonl", "meta.json",
-        "poses.npy", "video.mp4",
+        "actions.jsonl",
+        "depth_metric.npy",
+        "intrinsics.npy",
+        "keys.jsonl",
+        "meta.json",
+        "poses.npy",
+        "video.mp4",
     ]
     assert np.load(out / "intrinsics.npy").shape == (3, 3)  # constant camera stays (3, 3)
 
@@ -79,8 +96,12 @@ def test_record_then_replay_is_bit_identical(tmp_path: Path) -> None:
     start = events[0]
     assert isinstance(start, EpisodeStart)
     info = start.info
-    assert (info.episode, info.model, info.suite, info.fps) == ("ep-1", "synth-model",
-                                                                 "keystroke16", 16.0)
+    assert (info.episode, info.model, info.suite, info.fps) == (
+        "ep-1",
+        "synth-model",
+        "keystroke16",
+        16.0,
+    )
     assert (info.width, info.height) == (W, H)
     assert info.schedule.keys == ("W", "A", "-", "R")
     assert info.schedule.boundaries == (0, 16, 32, 40, 48)
@@ -122,8 +143,9 @@ def test_varying_intrinsics_are_kept_per_frame(tmp_path: Path) -> None:
     _, recorded, _ = _record(tmp_path / "rec", n=12, varying_k=True, with_nan_depth=False)
     assert np.load(tmp_path / "rec" / "intrinsics.npy").shape == (12, 3, 3)
     assert not (tmp_path / "rec" / "depth_valid_mask.npz").exists()
-    frames = [e for e in collect(read_rollout_dir(tmp_path / "rec").open())
-              if isinstance(e, FrameEvent)]
+    frames = [
+        e for e in collect(read_rollout_dir(tmp_path / "rec").open()) if isinstance(e, FrameEvent)
+    ]
     for want, got in zip(recorded, frames, strict=True):
         assert want.intrinsics is not None and want.depth is not None
         assert got.intrinsics is not None and np.array_equal(got.intrinsics, want.intrinsics)
@@ -161,8 +183,9 @@ def test_frame_size_change_is_bad_input(tmp_path: Path) -> None:
     img = np.zeros((24, 32, 3), np.uint8)
     recorder.add_frame(FrameEvent(index=0, image=img, key="W", t_video=0.0))
     with pytest.raises(BadInputError, match=r"python:m:f: frame 1 is 16×16, .* 32×24"):
-        recorder.add_frame(FrameEvent(index=1, image=np.zeros((16, 16, 3), np.uint8), key="W",
-                                      t_video=1 / 16))
+        recorder.add_frame(
+            FrameEvent(index=1, image=np.zeros((16, 16, 3), np.uint8), key="W", t_video=1 / 16)
+        )
     with pytest.raises(BadInputError, match="frame 3 arrived after frame 0"):
         recorder.add_frame(FrameEvent(index=3, image=img, key="W", t_video=3 / 16))
     recorder.close(complete=False, reason="bad frame")
@@ -172,15 +195,23 @@ def test_partial_sidecars_are_dropped_and_said_so(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path / "rec", fps=16, model="m", suite="s")
     img = np.zeros((24, 32, 3), np.uint8)
     for i in range(4):
-        recorder.add_frame(FrameEvent(index=i, image=img, key="S", t_video=i / 16,
-                                      pose=np.eye(4) if i < 2 else None,
-                                      depth=np.ones((6, 8), np.float32)))
+        recorder.add_frame(
+            FrameEvent(
+                index=i,
+                image=img,
+                key="S",
+                t_video=i / 16,
+                pose=np.eye(4) if i < 2 else None,
+                depth=np.ones((6, 8), np.float32),
+            )
+        )
     recorder.close(complete=True)
     meta = json.loads((tmp_path / "rec" / "meta.json").read_text())
     assert meta["sidecars_dropped"] == {"poses.npy": "frame 2 had no pose"}
     assert not (tmp_path / "rec" / "poses.npy").exists()
-    frames = [e for e in collect(read_rollout_dir(tmp_path / "rec").open())
-              if isinstance(e, FrameEvent)]
+    frames = [
+        e for e in collect(read_rollout_dir(tmp_path / "rec").open()) if isinstance(e, FrameEvent)
+    ]
     assert [f.pose for f in frames] == [None] * 4
     assert all(f.depth is not None and f.depth.shape == (6, 8) for f in frames)
 
