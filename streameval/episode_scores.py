@@ -27,6 +27,10 @@ from streameval.perception.reconstruction import views_from_frames
 from streameval.results import MetricResult
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
+QUALITY_METRICS = ("perceptual_quality", "aesthetic_quality")
+# SPEC §6: only Q-Align (OneAlign) scores carry these names; without it they are
+# not_applicable, never a number from a cheaper statistic.
+NO_QUALITY_BACKEND = "no Q-Align (OneAlign) backend in this version of streameval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,4 +101,7 @@ def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
     )
     if final:
         metrics.update(memory_metrics(cache))
+        metrics.update(
+            {n: MetricResult.not_applicable(NO_QUALITY_BACKEND) for n in QUALITY_METRICS}
+        )
     return EpisodeScores(metrics, fits)
