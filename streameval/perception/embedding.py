@@ -85,7 +85,8 @@ class ColorHistRbf:
     ``‖φ(x)‖ = 1`` exactly (cos² + sin²), so rows need no further normalisation.
 
     Measured (procedural world, 640×432, σ² = 0.2; see the tests): 0.5 s (8 frames) of clean
-    W/D/R motion ≤ 0.06, one frame ≤ 0.02; a hard cut 0.26–0.39; another seed 0.17–0.28; a
+    W/D/R motion ≤ 0.06, one frame ≤ 0.02; a hard cut 0.88–1.03 (a same-look teleport:
+    0.26–0.39); another seed 0.17–0.28; a
     360° turn back to the start 0.000 in the clean world and 0.12–0.26 (mean 0.19) in the
     ``forget`` world. Cost ≈ 0.2–0.4 ms per frame; W is 12.6 MB, drawn in ~0.1 s at start-up.
     Blind to pure re-arrangements of the same colours (a mirrored frame is "the same place").
