@@ -183,9 +183,8 @@ def test_transnetv2_finds_the_cut_in_a_worker_without_touching_our_rng() -> None
         if i < len(spike_clip):
             low.push(i, spike_clip[i])
     assert with_cut.finish() == [SPLICE], with_cut.failure
-    # a teleport within the same look (this clip) only reaches p ≈ 0.41–0.47 (< 0.5) at the
-    # frame before it; below the default threshold it is found at the right frame, and
-    # nothing else is
+    # the hard_cut defect's teleport (with its look switch, p ≥ 0.7) is found at the right
+    # frame even with a lowered threshold, and nothing else is
     assert low.finish() == [32], low.failure
     s = with_cut.stats
     print(
