@@ -119,7 +119,12 @@ async def _read(
             await worker.put(SourceError(message, fatal=True))
             await worker.put(EpisodeEnd(frames=stats.received, complete=False, reason=message))
             break
-        if isinstance(event, FrameEvent):
+        if isinstance(event, EpisodeStart):
+            # here, not when perception has caught up: observers (the recorder) must hear of
+            # the episode before its first frame
+            for o in observers:
+                o.on_start(event.info)
+        elif isinstance(event, FrameEvent):
             stats.received += 1
             now = time.perf_counter()
             stats.t_first = stats.t_first if stats.t_first is not None else now
@@ -212,8 +217,6 @@ class _Episode:
                 "backends": {"flow": flow.name},
             }
         )
-        for o in self.observers:
-            o.on_start(info)
         for message in self.start_errors:
             self.error(message)
 

@@ -110,3 +110,14 @@ def test_cancel_finalizes_incomplete_episode(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "scores.json").read_text())
     assert doc["complete"] is False
     assert 0 < doc["frames"] < 400
+
+
+def test_recording_keeps_every_frame_of_a_fast_source(tmp_path: Path) -> None:
+    """The recorder hears of the episode before its first frame, however fast frames come."""
+    from replay import read_rollout
+    from streameval.recording import RecordingObserver
+
+    recording = RecordingObserver(tmp_path / "recording")
+    outcome = run(ListSource(shifting_events("AD", 40)), tmp_path / "out", [recording])
+    assert recording.errors == []
+    assert read_rollout(tmp_path / "recording").frame_count == outcome.frames == 80
