@@ -66,9 +66,7 @@ def bare_flow_fps(rollout_dir: Path, flow_name: str, threads: int | None) -> tup
     return (len(grays) - 2) / (time.perf_counter() - t0), len(grays)
 
 
-def pipeline_fps(
-    rollout_dir: Path, out: Path, config: PipelineConfig
-) -> tuple[float, Timing, int]:
+def pipeline_fps(rollout_dir: Path, out: Path, config: PipelineConfig) -> tuple[float, Timing, int]:
     rollout = read_rollout(rollout_dir)
     timing = Timing()
     t0 = time.perf_counter()

@@ -147,6 +147,8 @@ def read_actions_onehot(path: Path) -> ActionLog:
         held = " ".join(k for k, on in zip(KEYS, pressed[row], strict=True) if on)
         raise BadInputError(path, f"row {row} presses several keys at once ({held})")
     index = pressed.argmax(axis=1)
-    keys = tuple(KEYS[int(j)] if any_on else NO_KEY
-                 for j, any_on in zip(index, pressed.any(axis=1), strict=True))
+    keys = tuple(
+        KEYS[int(j)] if any_on else NO_KEY
+        for j, any_on in zip(index, pressed.any(axis=1), strict=True)
+    )
     return ActionLog(keys)

@@ -40,14 +40,16 @@ def read_adapter_dir(directory: Path) -> Rollout:
         raise BadInputError(directory, f"both {json_path.name} and {npy_path.name}: keep one")
     actions_path = json_path if json_path.is_file() else npy_path
     log: ActionLog = (
-        read_actions_json(actions_path) if actions_path == json_path
+        read_actions_json(actions_path)
+        if actions_path == json_path
         else read_actions_onehot(actions_path)
     )
     videos = sorted(p for p in directory.iterdir() if is_video_file(p))
     if len(videos) != 1:
         found = ", ".join(p.name for p in videos) or "none"
-        raise BadInputError(directory, f"expected exactly one video beside {actions_path.name}, "
-                                       f"found {found}")
+        raise BadInputError(
+            directory, f"expected exactly one video beside {actions_path.name}, found {found}"
+        )
     video = videos[0]
     probe = probe_video(video)
     if probe.fps is None or probe.fps <= 0:
@@ -67,6 +69,10 @@ def read_adapter_dir(directory: Path) -> Rollout:
         frame_keys=log.keys,
         schedule=schedule_from_keys(log.keys, probe.fps),
         sidecars=load_sidecars(directory, len(log)),
-        meta={"layout": "adapter", "actions": actions_path.name, "video": video.name,
-              "codec": probe.codec},
+        meta={
+            "layout": "adapter",
+            "actions": actions_path.name,
+            "video": video.name,
+            "codec": probe.codec,
+        },
     )

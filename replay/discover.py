@@ -100,7 +100,11 @@ def open_rollouts(paths: Iterable[str | Path]) -> tuple[list[Rollout], list[BadI
                 seen.add(key)
                 rollouts.append(item)
         if not found:
-            errors.append(BadInputError(
-                path, "no rollouts found (expected meta.json, <image>_<action>.mp4 deliveries, "
-                      "or directories of them)"))
+            errors.append(
+                BadInputError(
+                    path,
+                    "no rollouts found (expected meta.json, <image>_<action>.mp4 deliveries, "
+                    "or directories of them)",
+                )
+            )
     return rollouts, errors

@@ -69,8 +69,9 @@ class LosslessVideoWriter:
             raise RuntimeError(f"{self.path}: writer is closed")
         self._raise_if_failed()
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"encode:{self.path.name}",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name=f"encode:{self.path.name}", daemon=True
+            )
             self._thread.start()
         self._queue.put(image)
         self.frames += 1
@@ -87,8 +88,9 @@ class LosslessVideoWriter:
                 continue  # keep draining so the caller never blocks on a dead writer
             try:
                 if container is None or stream is None:
-                    container = av.open(str(self.path), "w", format="mp4",
-                                        options=CONTAINER_OPTIONS)
+                    container = av.open(
+                        str(self.path), "w", format="mp4", options=CONTAINER_OPTIONS
+                    )
                     stream = _add_video_stream(container, self.rate, image)
                 frame = av.VideoFrame.from_ndarray(image, format=PIX_FMT)
                 frame.pts = index

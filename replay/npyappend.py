@@ -23,8 +23,9 @@ _PREAMBLE = b"\x93NUMPY\x01\x00"
 
 
 def _header(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
-    text = repr({"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
-                 "shape": shape})
+    text = repr(
+        {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    )
     body_len = _HEADER_BYTES - len(_PREAMBLE) - 2
     body = text.encode("latin1").ljust(body_len - 1) + b"\n"
     if len(body) != body_len:

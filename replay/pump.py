@@ -37,8 +37,13 @@ class ThreadPump(Generic[T]):
     container, is used and closed by one thread only).
     """
 
-    def __init__(self, make: Callable[[], Iterator[T]], *, capacity: int = DEFAULT_CAPACITY,
-                 name: str = "replay-pump") -> None:
+    def __init__(
+        self,
+        make: Callable[[], Iterator[T]],
+        *,
+        capacity: int = DEFAULT_CAPACITY,
+        name: str = "replay-pump",
+    ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         self._make = make

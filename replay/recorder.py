@@ -49,8 +49,18 @@ def _remove_previous_recording(out_dir: Path) -> None:
 
     Only the names of our layout are touched; anything else in the directory stays.
     """
-    names = (META, RECORDED_VIDEO, ACTIONS, KEYS, POSES, INTRINSICS, DEPTH, DEPTH_MASK,
-             DEPTH + ".part", META + ".tmp")
+    names = (
+        META,
+        RECORDED_VIDEO,
+        ACTIONS,
+        KEYS,
+        POSES,
+        INTRINSICS,
+        DEPTH,
+        DEPTH_MASK,
+        DEPTH + ".part",
+        META + ".tmp",
+    )
     for name in names:
         (out_dir / name).unlink(missing_ok=True)
 
@@ -75,8 +85,9 @@ class _Sidecar:
             return
         arr = np.array(value, dtype=np.float64)
         if arr.shape != self.shape:
-            raise BadInputError(source, f"frame {index}: {self.name} has shape {arr.shape}, "
-                                        f"expected {self.shape}")
+            raise BadInputError(
+                source, f"frame {index}: {self.name} has shape {arr.shape}, expected {self.shape}"
+            )
         self.values.append(arr)
 
 
@@ -91,10 +102,19 @@ class Recorder:
     ``add_frame`` keeps a reference to the image until it is encoded: do not modify it after.
     """
 
-    def __init__(self, out_dir: Path, fps: float, model: str, suite: str, *,
-                 episode: str | None = None, trajectory: str | None = None,
-                 extra: dict[str, Any] | None = None, source: str | None = None,
-                 overwrite: bool = True) -> None:
+    def __init__(
+        self,
+        out_dir: Path,
+        fps: float,
+        model: str,
+        suite: str,
+        *,
+        episode: str | None = None,
+        trajectory: str | None = None,
+        extra: dict[str, Any] | None = None,
+        source: str | None = None,
+        overwrite: bool = True,
+    ) -> None:
         if not (math.isfinite(fps) and fps > 0):
             raise ValueError(f"fps must be a positive number, got {fps}")
         self.out_dir = Path(out_dir)
@@ -102,8 +122,9 @@ class Recorder:
         self.source = source or str(self.out_dir)
         if (self.out_dir / META).exists():
             if not overwrite:
-                raise BadInputError(self.out_dir, "already holds a rollout (meta.json); "
-                                                  "choose another directory")
+                raise BadInputError(
+                    self.out_dir, "already holds a rollout (meta.json); choose another directory"
+                )
             _remove_previous_recording(self.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._meta: dict[str, Any] = {
@@ -138,9 +159,16 @@ class Recorder:
     def for_episode(cls, out_dir: Path, info: EpisodeInfo, **kwargs: Any) -> Recorder:
         """A recorder for the episode an ``EpisodeStart`` announced."""
         trajectory = info.extra.get("trajectory")
-        return cls(out_dir, info.fps, info.model, info.suite, episode=info.episode,
-                   trajectory=trajectory if isinstance(trajectory, str) else None,
-                   source=info.source, **kwargs)
+        return cls(
+            out_dir,
+            info.fps,
+            info.model,
+            info.suite,
+            episode=info.episode,
+            trajectory=trajectory if isinstance(trajectory, str) else None,
+            source=info.source,
+            **kwargs,
+        )
 
     def _write_meta(self) -> None:
         tmp = self.out_dir / (META + ".tmp")
@@ -151,12 +179,17 @@ class Recorder:
         if self.closed:
             raise RuntimeError(f"{self.out_dir}: recorder is closed")
         if event.index != self.frames:
-            raise BadInputError(self.source, f"frame {event.index} arrived after frame "
-                                             f"{self.frames - 1}: a recording needs every frame")
+            raise BadInputError(
+                self.source,
+                f"frame {event.index} arrived after frame "
+                f"{self.frames - 1}: a recording needs every frame",
+            )
         image = event.image
         if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-            raise BadInputError(self.source, f"frame {event.index} is {image.shape} "
-                                             f"{image.dtype}, expected H×W×3 uint8")
+            raise BadInputError(
+                self.source,
+                f"frame {event.index} is {image.shape} {image.dtype}, expected H×W×3 uint8",
+            )
         size = (int(image.shape[1]), int(image.shape[0]))
         if self._size is None:
             self._size = size
@@ -164,8 +197,10 @@ class Recorder:
             self._write_meta()
         elif size != self._size:
             first = f"{self._size[0]}×{self._size[1]}"
-            raise BadInputError(self.source, f"frame {event.index} is {size[0]}×{size[1]}, the "
-                                             f"episode's frames are {first}")
+            raise BadInputError(
+                self.source,
+                f"frame {event.index} is {size[0]}×{size[1]}, the episode's frames are {first}",
+            )
         try:
             return parse_key(event.key)
         except UnknownKeyError as exc:
@@ -194,8 +229,9 @@ class Recorder:
             self._depth.discard()
             return
         if depth.ndim != 2:
-            raise BadInputError(self.source, f"frame {index}: depth has shape {depth.shape}, "
-                                             "expected h×w")
+            raise BadInputError(
+                self.source, f"frame {index}: depth has shape {depth.shape}, expected h×w"
+            )
         try:
             self._depth.append(depth)
         except ValueError as exc:
@@ -208,8 +244,11 @@ class Recorder:
         except UnknownKeyError as exc:
             raise BadInputError(self.source, f"keystroke for frame {event.frame}: {exc}") from None
         if event.frame < 0 or not math.isfinite(event.t_wall):
-            raise BadInputError(self.source, f"keystroke {key} for frame {event.frame} at "
-                                             f"{event.t_wall}: needs a frame >= 0 and a wall time")
+            raise BadInputError(
+                self.source,
+                f"keystroke {key} for frame {event.frame} at "
+                f"{event.t_wall}: needs a frame >= 0 and a wall time",
+            )
         line = {"key": key, "frame": event.frame, "t_wall": event.t_wall}
         self._keys.write(json.dumps(line) + "\n")
         self._keys.flush()
@@ -250,8 +289,11 @@ class Recorder:
         self._finish_matrices(self._poses, self.out_dir / POSES, dropped)
         self._finish_matrices(self._intrinsics, self.out_dir / INTRINSICS, dropped)
         self._finish_depth(dropped)
-        self._meta.update(frames=self.frames, complete=bool(complete),
-                          reason=None if complete else (reason or "stopped early"))
+        self._meta.update(
+            frames=self.frames,
+            complete=bool(complete),
+            reason=None if complete else (reason or "stopped early"),
+        )
         if dropped:
             self._meta["sidecars_dropped"] = dropped
         self._write_meta()
@@ -261,7 +303,8 @@ class Recorder:
     def __enter__(self) -> Recorder:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: object) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
         reason = None if exc_type is None else f"{exc_type.__name__}: {exc}"
         self.close(complete=exc is None, reason=reason)

@@ -107,9 +107,7 @@ def load_poses(path: Path, frames: int) -> FloatArray:
     off = np.abs(poses[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1) > _HOMOGENEOUS_TOL
     if off.any():
         i = int(np.flatnonzero(off)[0])
-        raise BadInputError(
-            path, f"frame {i}: last row {poses[i, 3].tolist()} is not [0, 0, 0, 1]"
-        )
+        raise BadInputError(path, f"frame {i}: last row {poses[i, 3].tolist()} is not [0, 0, 0, 1]")
     return _read_only(np.ascontiguousarray(poses))
 
 

@@ -61,8 +61,9 @@ def produce_frames(rollout: Rollout) -> Iterator[FrameEvent | _Finish]:
             try:
                 image = next(images)
             except StopIteration:
-                yield _Finish(f"{path}: the video ends after {index} of {rollout.frame_count} "
-                              "frames")
+                yield _Finish(
+                    f"{path}: the video ends after {index} of {rollout.frame_count} frames"
+                )
                 return
             except FrameReadError as exc:
                 yield _Finish(str(exc))
@@ -103,14 +104,16 @@ class ReplaySource:
 
     droppable = False
 
-    def __init__(self, rollout: Rollout, pace: float | None = None, *,
-                 buffer_frames: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self, rollout: Rollout, pace: float | None = None, *, buffer_frames: int = DEFAULT_CAPACITY
+    ) -> None:
         if pace is not None and not (math.isfinite(pace) and pace > 0):
             raise BadInputError("--fps", f"{pace} is not a positive frame rate")
         self.rollout = rollout
         self.pacer = Pacer(pace)
         self._pump: ThreadPump[FrameEvent | _Finish] = ThreadPump(
-            lambda: produce_frames(rollout), capacity=buffer_frames,
+            lambda: produce_frames(rollout),
+            capacity=buffer_frames,
             name=f"replay:{rollout.episode}",
         )
         self._keys: deque[KeySent] = deque(rollout.keys_sent)
@@ -145,8 +148,9 @@ class ReplaySource:
         except StopAsyncIteration:
             return _Finish(f"{self.rollout.frames.path}: frames ended unexpectedly")
         except Exception as exc:  # a failure on one frame is an event, never a dead session
-            return _Finish(f"{self.rollout.frames.path}: frame {self._frames}: "
-                           f"{type(exc).__name__}: {exc}")
+            return _Finish(
+                f"{self.rollout.frames.path}: frame {self._frames}: {type(exc).__name__}: {exc}"
+            )
 
     def _finish(self, item: _Finish) -> None:
         self._ended = True
@@ -159,12 +163,12 @@ class ReplaySource:
             reason = self.rollout.reason or "the recording is marked incomplete"
         else:
             reason = None
-        self._pending.append(EpisodeEnd(frames=self._frames, complete=reason is None,
-                                        reason=reason))
+        self._pending.append(
+            EpisodeEnd(frames=self._frames, complete=reason is None, reason=reason)
+        )
 
     async def close(self) -> None:
         """Stop decoding and release the video (safe to call more than once)."""
         self._ended = True
         self._pending.clear()
         await self._pump.close()
-
