@@ -139,7 +139,7 @@ class EpisodeCache:
         os.replace(tmp, directory / "signals.npz")
         if self.memory is not None:
             self.memory.save(directory / "memory.npz")
-        _write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
+        write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
 
     @classmethod
     def load(cls, directory: Path) -> EpisodeCache:
@@ -189,11 +189,8 @@ class EpisodeCache:
         )
 
 
-def _write_json(path: Path, payload: dict[str, Any]) -> None:
+def write_json(path: Path, payload: dict[str, Any]) -> None:
     """Write JSON atomically: a crash never leaves half a file behind."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
     os.replace(tmp, path)
-
-
-write_json = _write_json

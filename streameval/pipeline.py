@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from protocol.keys import FAMILY
 from streameval import __version__
 from streameval.cache import MemoryCache, write_json
@@ -172,7 +174,6 @@ class _Episode:
         self.start_errors: list[str] = []
         self.info: EpisodeInfo | None = None
         self.track: EpisodeTrack | None = None
-        self.perceiver: Perceiver | None = None
         self.end: EpisodeEnd | None = None
         self.last_provisional = 0.0
         self.depth_sources: set[str] = set()
@@ -190,7 +191,7 @@ class _Episode:
         self.memory = MemoryPerception(self.embedder, detector, views)
         if self.config.cuts and detector is None:
             self.memory.failure = f"{self.config.cuts} could not start"
-        self.perceiver = Perceiver(
+        return Perceiver(
             self.flow,
             _plan_fit_frames(info),
             self.config.analysis_width,
@@ -198,7 +199,6 @@ class _Episode:
             self.memory,
             self.depth_backend,
         )
-        return self.perceiver
 
     def start(self, info: EpisodeInfo) -> None:
         self.info = info
@@ -239,8 +239,8 @@ class _Episode:
         self.stats.perceive_s += done.seconds
         self.stats.recent.append(time.perf_counter())
         self.track.set_frame_key(event.index, event.key, fill)
-        self.track.sx.extend(out.sx)
-        self.track.srad.extend(out.srad)
+        self.track.sx.extend(np.asarray(out.sx, dtype=np.float64))
+        self.track.srad.extend(np.asarray(out.srad, dtype=np.float64))
         if out.embedding is not None:
             self.track.embeddings.set(event.index, out.embedding)
         if out.fit_sample is not None:
@@ -338,7 +338,7 @@ def scores_document(
     }
 
 
-def write_results(results_dir: Path, cache_meta: dict[str, Any], doc: dict[str, Any]) -> None:
+def write_results(results_dir: Path, doc: dict[str, Any]) -> None:
     results_dir.mkdir(parents=True, exist_ok=True)
     write_json(results_dir / "scores.json", doc)
 
@@ -485,7 +485,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
     if results_dir is not None:
         cache.save(results_dir / "cache")
         doc = scores_document(cache.meta, scores, len(track.frame_keys))
-        write_results(results_dir, cache.meta, doc)
+        write_results(results_dir, doc)
     return EpisodeOutcome(
         info=episode.info,
         scores=scores,

@@ -43,5 +43,5 @@ def rescore_dir(results_dir: Path) -> RescoreOutcome:
         except json.JSONDecodeError:
             old = {}
         changed = [k for k, v in doc["metrics"].items() if old.get(k) != v]
-    write_results(results_dir, cache.meta, doc)
+    write_results(results_dir, doc)
     return RescoreOutcome(results_dir, changed)

@@ -14,35 +14,10 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.cache import EpisodeCache, MemoryCache
+from streameval.growable import GrowableArray
 from streameval.perception.motion_type import FitSample
 
 F64 = npt.NDArray[np.float64]
-
-
-@dataclass
-class GrowableArray:
-    """Append-only float64 array with amortised O(1) appends."""
-
-    _data: F64 = field(default_factory=lambda: np.empty(256, dtype=np.float64))
-    _size: int = 0
-
-    def extend(self, values: list[float]) -> None:
-        need = self._size + len(values)
-        if need > self._data.size:
-            grown = np.empty(max(need, 2 * self._data.size), dtype=np.float64)
-            grown[: self._size] = self._data[: self._size]
-            self._data = grown
-        self._data[self._size : need] = values
-        self._size = need
-
-    def __len__(self) -> int:
-        return self._size
-
-    def view(self) -> F64:
-        return self._data[: self._size]
-
-    def last(self) -> float | None:
-        return float(self._data[self._size - 1]) if self._size else None
 
 
 @dataclass
@@ -79,8 +54,8 @@ class EpisodeTrack:
     """Per-episode state the pipeline accumulates."""
 
     meta: dict[str, Any]
-    sx: GrowableArray = field(default_factory=GrowableArray)
-    srad: GrowableArray = field(default_factory=GrowableArray)
+    sx: GrowableArray = field(default_factory=lambda: GrowableArray(np.float64))
+    srad: GrowableArray = field(default_factory=lambda: GrowableArray(np.float64))
     frame_keys: list[str] = field(default_factory=list)
     fit_samples: list[FitSample] = field(default_factory=list)
     depth_frames_used: int = 0
@@ -99,8 +74,8 @@ class EpisodeTrack:
         self, extra_meta: dict[str, Any] | None = None, memory: MemoryCache | None = None
     ) -> EpisodeCache:
         n_signals = max(0, len(self.frame_keys) - 2)
-        sx = self.sx.view()[:n_signals].copy()
-        srad = self.srad.view()[:n_signals].copy()
+        sx = self.sx.view()[:n_signals].astype(np.float64)
+        srad = self.srad.view()[:n_signals].astype(np.float64)
         return EpisodeCache(
             meta={**self.meta, **(extra_meta or {})},
             frame_keys=list(self.frame_keys),

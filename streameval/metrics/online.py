@@ -15,50 +15,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
+from streameval.growable import GrowableArray
 from streameval.metrics.control import MotionType, control_metrics
 from streameval.metrics.segments import check_fps
 from streameval.results import MetricResult
 
 _KEY_CODES: tuple[str, ...] = (NO_KEY, *KEYS)
 _CODE_OF: dict[str, int] = {key: code for code, key in enumerate(_KEY_CODES)}
-_INITIAL_CAPACITY = 256
-
-
-class _GrowableArray:
-    """A 1-D numpy buffer with amortised doubling: O(n) memory, O(1) amortised append."""
-
-    __slots__ = ("_buf", "_n")
-
-    def __init__(self, dtype: type[np.generic]) -> None:
-        self._buf: NDArray[np.generic] = np.empty(_INITIAL_CAPACITY, dtype=dtype)
-        self._n = 0
-
-    def __len__(self) -> int:
-        return self._n
-
-    @property
-    def capacity(self) -> int:
-        return int(self._buf.size)
-
-    def extend(self, values: NDArray[np.generic]) -> None:
-        need = self._n + values.size
-        if need > self._buf.size:
-            capacity = self._buf.size
-            while capacity < need:
-                capacity *= 2
-            grown = np.empty(capacity, dtype=self._buf.dtype)
-            grown[: self._n] = self._buf[: self._n]
-            self._buf = grown
-        self._buf[self._n : need] = values
-        self._n = need
-
-    def view(self) -> NDArray[np.generic]:
-        """The filled part (a view: copy it before keeping it past the next ``extend``)."""
-        return self._buf[: self._n]
-
-    def clear(self) -> None:
-        self._buf = np.empty(_INITIAL_CAPACITY, dtype=self._buf.dtype)
-        self._n = 0
 
 
 def _encode(keys: Sequence[str], first_frame: int) -> NDArray[np.uint8]:
@@ -88,9 +51,9 @@ class ControlAccumulator:
 
     def __init__(self, fps: float) -> None:
         self._fps = check_fps(fps)
-        self._sx = _GrowableArray(np.float64)
-        self._srad = _GrowableArray(np.float64)
-        self._keys = _GrowableArray(np.uint8)
+        self._sx = GrowableArray(np.float64)
+        self._srad = GrowableArray(np.float64)
+        self._keys = GrowableArray(np.uint8)
 
     @property
     def fps(self) -> float:

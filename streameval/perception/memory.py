@@ -2,8 +2,9 @@
 
 Per frame: one appearance embedding row and a push to the shot-cut detector. At the planned
 Global Memory view frames (≤ 64, 1 s apart): the pose + depth + intrinsics the frame came
-with, or, when a reconstruction backend is configured instead, one downscaled frame. Nothing
-else: no video is kept, so episode end only selects and compares.
+with. Nothing else: no video is kept, so episode end only selects and compares. (A
+reconstruction backend, which would need those view frames' pixels, is not wired in: none is
+installable here — see ``reconstruction.py``.)
 """
 
 from __future__ import annotations
@@ -11,17 +12,13 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 
 from streameval.events import FrameEvent
 from streameval.perception.cuts import CutDetector, create_cut_detector
-from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
+from streameval.perception.embedding import EmbeddingBackend
 from streameval.perception.reconstruction import FrameGeometry
-
-# Longest side of the frames kept for a reconstruction backend (VGGT works at 518 px).
-RECONSTRUCTION_SIDE = 518
 
 
 def resolve_cut_detector_name(name: str) -> str:
@@ -48,9 +45,7 @@ class MemoryPerception:
     embedder: EmbeddingBackend | None
     cut_detector: CutDetector | None
     view_frames: frozenset[int]
-    keep_images: bool = False  # a reconstruction backend will need the view frames' pixels
     geometries: dict[int, FrameGeometry] = field(default_factory=dict)
-    images: dict[int, npt.NDArray[np.uint8]] = field(default_factory=dict)
     failure: str | None = None  # the cut detector's push failed: its result is unusable
 
     def observe(
@@ -62,40 +57,18 @@ class MemoryPerception:
                 self.cut_detector.push(event.index, image)
             except Exception as exc:  # a broken detector makes local memory `missing`
                 self.failure = f"{self.cut_detector.name}: {exc}"
-        if event.index in self.view_frames:
-            if event.pose is not None and event.depth is not None and event.intrinsics is not None:
-                self.geometries[event.index] = FrameGeometry(
-                    event.index,
-                    np.asarray(event.pose, np.float64),
-                    np.asarray(event.depth, np.float32),
-                    np.asarray(event.intrinsics, np.float64),
-                    (int(image.shape[0]), int(image.shape[1])),
-                )
-            elif self.keep_images:
-                self.images[event.index] = _downscale(image, RECONSTRUCTION_SIDE)
+        has_geometry = (
+            event.pose is not None and event.depth is not None and event.intrinsics is not None
+        )
+        if event.index in self.view_frames and has_geometry:
+            self.geometries[event.index] = FrameGeometry(
+                event.index,
+                np.asarray(event.pose, np.float64),
+                np.asarray(event.depth, np.float32),
+                np.asarray(event.intrinsics, np.float64),
+                (int(image.shape[0]), int(image.shape[1])),
+            )
         if self.embedder is None:
             return None
         row = self.embedder.embed([image])[0]
         return np.asarray(row, dtype=np.float32)
-
-
-def _downscale(image: npt.NDArray[np.uint8], side: int) -> npt.NDArray[np.uint8]:
-    h, w = image.shape[:2]
-    scale = side / max(h, w)
-    if scale >= 1:
-        return image.copy()
-    size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    return np.asarray(cv2.resize(image, size, interpolation=cv2.INTER_AREA), dtype=np.uint8)
-
-
-def create_memory_perception(
-    *,
-    embedding: str | None,
-    cuts: str | None,
-    fps: float,
-    view_frames: frozenset[int],
-    keep_images: bool,
-) -> MemoryPerception:
-    embedder = create_embedding_backend(embedding) if embedding else None
-    detector = create_episode_cut_detector(cuts, fps) if cuts else None
-    return MemoryPerception(embedder, detector, view_frames, keep_images)
