@@ -47,6 +47,15 @@ Decisions (where SPEC §5 and seed 000 leave room):
 - **Pairs** with fewer than 5 co-visible points are skipped (their points do not enter the
   median). The details carry, per view, its pairs kept as source and the *mean* error of its
   points (a per-view median would cost a second pass over millions of errors).
+- **Diagnostics, not the score.** The details also carry ``mean_error`` (mean of the pool) and
+  ``share_over_tau_g`` (share of pooled errors > TAU_G), because the median is blind to a
+  minority of inconsistent points: with exact geometry (pose + depth sent by the model) every
+  consistent point has error 0, so ``e`` stays ≈ 0 until more than half the pooled co-visible
+  points disagree. Measured on the procedural world (AD 20 s/key, 40 views): points whose
+  ground slab or object was regenerated between the two views are 21 % of the pool even when
+  every such point is counted, so the ``forget`` defect leaves ``e`` at 0 (score 100) while
+  ``share_over_tau_g`` rises from 2.1 % to 3.3 % (R 80 s then L 80 s: 0.7 % → 3.8 %). The clean
+  world's share is the points whose 2×2 lookup straddles a depth edge.
 - **Statuses.** Fewer than 2 usable views (a view with no confident pixel is unusable) or no
   pair kept → not_applicable with the reason; ``views is None`` (no reconstruction backend, no
   pose + depth from the model or a sidecar) → not_applicable, never a made-up number.
@@ -237,7 +246,8 @@ class Covisibility:
     ``counts[a, b]`` is the number of co-visible points of view a in view b (before the ≥ 5
     rule) and ``kept[a, b]`` whether that pair entered the pool; ``errors`` is the pool (its
     order is unspecified: the median is taken in place), ``e`` its median (None when empty).
-    ``source_sum``/``source_n`` are the error sum and count per source view (for the details).
+    ``source_sum``/``source_n`` are the error sum and count per source view (for the details);
+    ``n_over_tau`` the number of pooled errors > TAU_G (counted before the in-place median).
     """
 
     frames: list[int]
@@ -250,6 +260,7 @@ class Covisibility:
     median_depth: list[float]
     n_points: list[int]
     n_confident: list[int]
+    n_over_tau: int
 
 
 def covisibility_errors(
@@ -317,6 +328,7 @@ def covisibility_errors(
     kept = counts >= COVIS_MIN_POINTS
     np.fill_diagonal(kept, False)
     pooled = np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
+    n_over_tau = int(np.count_nonzero(pooled > TAU_G))
     e = float(np.median(pooled, overwrite_input=True)) if pooled.size else None
     return Covisibility(
         frames=frames,
@@ -329,6 +341,7 @@ def covisibility_errors(
         median_depth=[c.median_depth for c in clouds],
         n_points=[int(c.world.shape[0]) for c in clouds],
         n_confident=[c.n_confident for c in clouds],
+        n_over_tau=n_over_tau,
     )
 
 
@@ -360,6 +373,7 @@ def global_memory(
     usable = [f for f, n in zip(cov.frames, cov.n_confident, strict=True) if n > 0]
     n_pairs = len(cov.frames) * (len(cov.frames) - 1)
     n_kept = int(np.count_nonzero(cov.kept))
+    n_err_all = int(cov.errors.size)
     per_view = []
     for a, frame in enumerate(cov.frames):
         n_err = int(cov.source_n[a])
@@ -382,6 +396,8 @@ def global_memory(
         "pairs_skipped": n_pairs - n_kept,
         "n_errors": int(cov.errors.size),
         "max_points_per_view": int(max_points),
+        "mean_error": json_float(float(cov.source_sum.sum()) / n_err_all) if n_err_all else None,
+        "share_over_tau_g": json_float(cov.n_over_tau / n_err_all) if n_err_all else None,
         "per_view": per_view,
         "e": None,
     }

@@ -370,3 +370,22 @@ def test_model_aggregation() -> None:
         global_memory_model([])
     with pytest.raises(ValueError):
         global_memory_model([{"e": None}])
+
+
+def test_diagnostics_match_the_naive_pool() -> None:
+    """mean_error and share_over_tau_g describe the whole pool (the median is blind to a
+    minority of bad points): checked against the naive reference on a half-perturbed scene."""
+    views = scene_views(8, h=48, w=64, turn=0.6)
+    views = [
+        GlobalView(v.frame, v.pose, np.asarray(v.depth) * 1.15, v.intrinsics) if m >= 6 else v
+        for m, v in enumerate(views)
+    ]
+    ref_err, _ = n_errors(views, max_points=200)
+    res = global_memory(views, max_points=200)
+    assert res.status == "official"
+    ref = np.asarray(ref_err)
+    share = float(np.mean(ref > 0.05))
+    assert 0.0 < share < 0.5  # a minority is bad: the median alone would not say so
+    assert res.details["share_over_tau_g"] == pytest.approx(share, abs=1e-12)
+    assert res.details["mean_error"] == pytest.approx(float(ref.mean()), rel=1e-9)
+    assert res.details["e"] == pytest.approx(float(np.median(ref)), rel=1e-9, abs=1e-12)
