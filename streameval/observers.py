@@ -6,6 +6,7 @@ cheap (a recorder hands frames to its writer thread, a dashboard posts coalescin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +48,12 @@ class EpisodeOutcome:
 
 class EpisodeObserver:
     """Base observer: every hook a no-op; subclasses override what they need."""
+
+    def bind(self, peers: Sequence[EpisodeObserver]) -> None:
+        """Called once before the episode with every observer of it (this one included), so
+        an observer with a problem of its own (a recorder whose disk is full) can report it
+        through ``on_error`` to whoever shows errors (dashboard, console) instead of printing
+        over a full-screen UI."""
 
     def on_start(self, info: EpisodeInfo) -> None:
         """An episode began (first event of a source)."""

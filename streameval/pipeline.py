@@ -373,6 +373,8 @@ async def run_episode(
         from streameval.perception.cuts import CUT_DETECTORS
 
         CUT_DETECTORS.resolve(resolve_cut_detector_name(config.cuts))
+    for o in observers:
+        o.bind(observers)
     episode = _Episode(config, flow, embedder, observers, stats)
     if config.depth:
         depth_name, depth_kwargs = split_spec(config.depth)

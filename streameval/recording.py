@@ -2,12 +2,15 @@
 
 Hooked in before perception (``on_frame``), so every frame received is kept even when the
 perceiver falls behind or rejects it. A recorder failure (disk full, a frame whose size
-changes) stops the recording, is reported, and never stops the evaluation.
+changes) stops the recording, is reported through the other observers' ``on_error`` (the
+dashboard's event log, the console printer; stderr only when there is nobody else), is kept
+in ``errors`` and in the recording's own record, and never stops the evaluation.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from replay.recorder import Recorder
@@ -20,11 +23,19 @@ class RecordingObserver(EpisodeObserver):
         self.out_dir = out_dir
         self.recorder: Recorder | None = None
         self.errors: list[str] = []
+        self._peers: list[EpisodeObserver] = []
+
+    def bind(self, peers: Sequence[EpisodeObserver]) -> None:
+        self._peers = [p for p in peers if p is not self]
 
     def _fail(self, exc: Exception) -> None:
         message = f"recording stopped: {exc}"
         self.errors.append(message)
-        print(f"  ! {message}", file=sys.stderr)
+        if self._peers:
+            for peer in self._peers:
+                peer.on_error(message)
+        else:
+            print(f"  ! {message}", file=sys.stderr)
         if self.recorder is not None:
             try:
                 self.recorder.close(False, message)

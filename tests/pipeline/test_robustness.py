@@ -121,3 +121,28 @@ def test_recording_keeps_every_frame_of_a_fast_source(tmp_path: Path) -> None:
     outcome = run(ListSource(shifting_events("AD", 40)), tmp_path / "out", [recording])
     assert recording.errors == []
     assert read_rollout(tmp_path / "recording").frame_count == outcome.frames == 80
+
+
+def test_recorder_failure_is_reported_to_the_other_observers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recording that cannot start is reported through on_error (the dashboard's log, the
+    console printer), not printed over the screen, and the evaluation goes on."""
+    from streameval.recording import RecordingObserver
+
+    class Errors(EpisodeObserver):
+        def __init__(self) -> None:
+            self.messages: list[str] = []
+
+        def on_error(self, message: str) -> None:
+            self.messages.append(message)
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the recording directory should go")
+    recording = RecordingObserver(blocker / "recording")
+    errors = Errors()
+    outcome = run(ListSource(shifting_events("AD", 20)), tmp_path / "out", [recording, errors])
+    assert outcome.frames == 40
+    assert len(recording.errors) == 1 and recording.errors[0].startswith("recording stopped:")
+    assert errors.messages == recording.errors
+    assert "recording stopped" not in capsys.readouterr().err
