@@ -82,13 +82,14 @@ def test_global_memory_from_model_pose_and_depth() -> None:
         scores[defect, keys[0] + keys[-1]] = (exact.normalized, bent.normalized)
     print("\nglobal_memory (exact, every other depth ×1.3):", scores)
     for (defect, motion), (exact_score, bent_score) in scores.items():
-        # the floor is the metric's nearest-pixel lookup on the 160×108 depth map: the grazing
-        # ground plane under forward motion costs most (e ≈ 0.02), a strafe least (≈ 0.0025)
-        assert exact_score > {"AD": 90.0, "LR": 80.0, "WD": 65.0}[motion], (defect, motion)
-        assert bent_score < 30.0 < exact_score - 30.0
-    # forget repaints appearance, not geometry: with the model's own pose + depth it scores as
-    # the clean world does (Global Memory is blind to it; Revisit Memory is not)
-    assert abs(scores["forget", "AD"][0] - scores["clean", "AD"][0]) < 1.0
+        # exact geometry: bilinear inverse depth is exact on the planar ground and walls, so
+        # only float32 rounding is left (measured 100.0, 99.99998, 99.99992)
+        assert exact_score > 99.9, (defect, motion)
+        # every other view's depth ×1.3: half the pool errs by ≈ 0.2 (measured 16.7–22.2)
+        assert bent_score < 30.0, (defect, motion)
+    # forget moves and resizes regenerated objects, but they are a minority of the co-visible
+    # points and the SPEC median stays at the consistent majority's 0 (see memory_global)
+    assert scores["forget", "AD"][0] == scores["clean", "AD"][0] == 100.0
 
 
 def test_vggt_is_unavailable_with_the_missing_package_named() -> None:
