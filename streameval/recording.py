@@ -4,7 +4,8 @@ Hooked in before perception (``on_frame``), so every frame received is kept even
 perceiver falls behind or rejects it. A recorder failure (disk full, a frame whose size
 changes) stops the recording, is reported through the other observers' ``on_error`` (the
 dashboard's event log, the console printer; stderr only when there is nobody else), is kept
-in ``errors`` and in the recording's own record, and never stops the evaluation.
+in ``errors`` and (once the recording has started) in its meta.json, and never stops the
+evaluation.
 """
 
 from __future__ import annotations

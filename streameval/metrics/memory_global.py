@@ -394,7 +394,7 @@ def global_memory(
         "n_pairs": n_pairs,
         "pairs_evaluated": n_kept,
         "pairs_skipped": n_pairs - n_kept,
-        "n_errors": int(cov.errors.size),
+        "n_errors": n_err_all,
         "max_points_per_view": int(max_points),
         "mean_error": json_float(float(cov.source_sum.sum()) / n_err_all) if n_err_all else None,
         "share_over_tau_g": json_float(cov.n_over_tau / n_err_all) if n_err_all else None,
