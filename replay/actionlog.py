@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
-from replay.layout import one_line
+from replay.layout import one_line, read_json
 from streameval.errors import BadInputError
 from streameval.events import KeySent
 
@@ -110,12 +110,7 @@ def read_keys_jsonl(path: Path) -> tuple[KeySent, ...]:
 
 def read_actions_json(path: Path) -> ActionLog:
     """``actions.json``: a JSON list with one key per frame, e.g. ``["W", "W", "A", ...]``."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(path, f"cannot read ({one_line(str(exc))})") from None
-    except json.JSONDecodeError as exc:
-        raise BadInputError(path, f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    data = read_json(path)
     if not isinstance(data, list):
         raise BadInputError(path, "expected a JSON list of keys, one per frame")
     if not data:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
+
+from streameval.errors import BadInputError
 
 ROLLOUT_FORMAT = "streameval.rollout/1"
 
@@ -36,3 +40,13 @@ def is_video_file(path: Path) -> bool:
 def one_line(text: str) -> str:
     """Error messages are one line (DESIGN §6): fold whatever a library told us."""
     return " ".join(text.split())
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; an unreadable file or bad JSON is BadInputError naming the file."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(path, f"cannot read ({one_line(str(exc))})") from None
+    except json.JSONDecodeError as exc:
+        raise BadInputError(path, f"not JSON ({exc.msg} at line {exc.lineno})") from None

@@ -17,7 +17,6 @@ while streaming. ``read_rollout_dir`` reads the layout of DESIGN §4:
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,7 @@ from replay.layout import (
     ROLLOUT_FORMAT,
     VIDEO_STEM,
     VIDEO_SUFFIXES,
-    one_line,
+    read_json,
 )
 from replay.sidecars import Sidecars, load_sidecars
 from streameval.errors import BadInputError
@@ -129,12 +128,7 @@ def check_log_covers_video(log_path: Path, log_frames: int, video: Path, video_f
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(path, f"cannot read ({one_line(str(exc))})") from None
-    except json.JSONDecodeError as exc:
-        raise BadInputError(path, f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    meta = read_json(path)
     if not isinstance(meta, dict):
         raise BadInputError(path, "expected a JSON object")
     if meta.get("format") != ROLLOUT_FORMAT:
