@@ -24,7 +24,9 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy
+	$(VENV)/bin/ruff format --check .
+	tools/typecheck_tree.sh >/dev/null
+	cd build/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p streameval
 
 bench: $(STAMP)
 	$(PY) bench/throughput.py

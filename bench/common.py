@@ -7,9 +7,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
-
-from examples.procedural_world import ProceduralWorld, WorldConfig
-from protocol.schedule import Schedule
+from streameval.protocol.schedule import Schedule
+from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig
 
 KEYS_120S = ["W", "A", "L", "R", "D", "S"]  # 20 s each: every family, five switches
 

@@ -22,8 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from streameval.replay import ReplaySource, read_rollout
+
 from bench.common import KEYS_120S, write_rollout
-from replay import ReplaySource, read_rollout
 from streameval.cache import EpisodeCache
 from streameval.episode_scores import memory_metrics
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress

@@ -25,8 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from streameval.replay import ReplaySource, read_rollout
+
 from bench.common import KEYS_120S, write_rollout
-from replay import ReplaySource, read_rollout
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.perception.analysis import to_analysis_gray
 from streameval.perception.flow import create_flow_backend

@@ -33,14 +33,15 @@ _ROOT = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from examples.procedural_world import ProceduralWorld, WorldConfig  # noqa: E402
-from protocol.schedule import Schedule  # noqa: E402
-from replay import Recorder, ReplaySource, read_rollout_dir  # noqa: E402
+from streameval.protocol.schedule import Schedule  # noqa: E402
+from streameval.replay import Recorder, ReplaySource, read_rollout_dir  # noqa: E402
+from streameval.tui import DashboardOptions, run_dashboard  # noqa: E402
+from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig  # noqa: E402
+
 from streameval.events import FrameEvent  # noqa: E402
 from streameval.jobs import EpisodeJob, JobsReport, run_jobs  # noqa: E402
 from streameval.pipeline import PipelineConfig  # noqa: E402
 from streameval.source import Source  # noqa: E402
-from tui import DashboardOptions, run_dashboard  # noqa: E402
 
 KEYS = ("W", "A", "D", "L", "R", "S")
 

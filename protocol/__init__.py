@@ -1,6 +1,6 @@
 """What passes between evaluator and model: keys, action sequences, suites and schedules."""
 
-from protocol.keys import (
+from streameval.protocol.keys import (
     FAMILY,
     KEYS,
     NO_KEY,
@@ -10,8 +10,8 @@ from protocol.keys import (
     expected_sign,
     parse_key,
 )
-from protocol.schedule import Schedule, Segment, segments_from_keys
-from protocol.suites import WORLDMARK, worldmark_keys
+from streameval.protocol.schedule import Schedule, Segment, segments_from_keys
+from streameval.protocol.suites import WORLDMARK, worldmark_keys
 
 __all__ = [
     "FAMILY",

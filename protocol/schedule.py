@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from protocol.keys import parse_key
+from streameval.protocol.keys import parse_key
 
 
 @dataclass(frozen=True, slots=True)

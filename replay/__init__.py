@@ -8,12 +8,12 @@ model, optionally paced by ``Pacer``. Record: ``Recorder`` writes a live episode
 directory whose replay is bit-identical.
 """
 
-from replay.delivery import parse_delivery_name, read_delivery
-from replay.discover import open_rollouts, read_rollout
-from replay.pacer import Pacer, pace_for
-from replay.recorder import Recorder
-from replay.rollout import Rollout, read_rollout_dir
-from replay.source import ReplaySource
+from streameval.replay.delivery import parse_delivery_name, read_delivery
+from streameval.replay.discover import open_rollouts, read_rollout
+from streameval.replay.pacer import Pacer, pace_for
+from streameval.replay.recorder import Recorder
+from streameval.replay.rollout import Rollout, read_rollout_dir
+from streameval.replay.source import ReplaySource
 
 __all__ = [
     "Pacer",

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from streameval.protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
+from streameval.replay.layout import one_line, read_json
 
-from protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
-from replay.layout import one_line, read_json
 from streameval.errors import BadInputError
 from streameval.events import KeySent
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replay.actionlog import ActionLog, read_actions_json, read_actions_onehot
-from replay.frames import VideoFrames, probe_video
-from replay.layout import ADAPTER_ACTIONS_JSON, ADAPTER_ACTIONS_NPY, META, is_video_file
-from replay.rollout import Rollout, check_log_covers_video, schedule_from_keys
-from replay.sidecars import load_sidecars
+from streameval.replay.actionlog import ActionLog, read_actions_json, read_actions_onehot
+from streameval.replay.frames import VideoFrames, probe_video
+from streameval.replay.layout import ADAPTER_ACTIONS_JSON, ADAPTER_ACTIONS_NPY, META, is_video_file
+from streameval.replay.rollout import Rollout, check_log_covers_video, schedule_from_keys
+from streameval.replay.sidecars import load_sidecars
+
 from streameval.errors import BadInputError
 
 SUITE = "custom"

@@ -19,16 +19,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.schedule import Schedule
-from protocol.suites import (
+from streameval.protocol.schedule import Schedule
+from streameval.protocol.suites import (
     WORLDMARK_DURATION_TOLERANCE,
     WORLDMARK_SECONDS_PER_KEY,
     UnknownActionError,
     worldmark_keys,
 )
-from replay.frames import VideoFrames, probe_video
-from replay.rollout import Rollout
-from replay.sidecars import load_sidecars
+from streameval.replay.frames import VideoFrames, probe_video
+from streameval.replay.rollout import Rollout
+from streameval.replay.sidecars import load_sidecars
+
 from streameval.errors import BadInputError
 
 SUITE = "worldmark"

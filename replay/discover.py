@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from replay.adapters import is_adapter_dir, read_adapter_dir
-from replay.delivery import read_delivery
-from replay.layout import ACTIONS, META, VIDEO_SUFFIXES, is_video_file, one_line
-from replay.rollout import Rollout, read_rollout_dir
+from streameval.replay.adapters import is_adapter_dir, read_adapter_dir
+from streameval.replay.delivery import read_delivery
+from streameval.replay.layout import ACTIONS, META, VIDEO_SUFFIXES, is_video_file, one_line
+from streameval.replay.rollout import Rollout, read_rollout_dir
+
 from streameval.errors import BadInputError
 
 # Arguments are expanded this many directory levels down (root/MODEL/episode).

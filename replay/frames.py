@@ -17,8 +17,8 @@ import av
 import cv2
 import numpy as np
 import numpy.typing as npt
+from streameval.replay.layout import FRAME_NAME_DIGITS, one_line
 
-from replay.layout import FRAME_NAME_DIGITS, one_line
 from streameval.errors import BadInputError
 from streameval.events import Image
 

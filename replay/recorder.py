@@ -25,10 +25,9 @@ from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
-
-from protocol.keys import UnknownKeyError, parse_key
-from replay.encoder import LosslessVideoWriter
-from replay.layout import (
+from streameval.protocol.keys import UnknownKeyError, parse_key
+from streameval.replay.encoder import LosslessVideoWriter
+from streameval.replay.layout import (
     ACTIONS,
     DEPTH,
     DEPTH_MASK,
@@ -39,7 +38,8 @@ from replay.layout import (
     RECORDED_VIDEO,
     ROLLOUT_FORMAT,
 )
-from replay.npyappend import NpyAppender
+from streameval.replay.npyappend import NpyAppender
+
 from streameval.errors import BadInputError
 from streameval.events import EpisodeInfo, FloatArray, FrameEvent, KeySent
 

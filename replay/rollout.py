@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol.schedule import Schedule, segments_from_keys
-from replay.actionlog import ActionLog, read_actions_jsonl, read_keys_jsonl
-from replay.frames import (
+from streameval.protocol.schedule import Schedule, segments_from_keys
+from streameval.replay.actionlog import ActionLog, read_actions_jsonl, read_keys_jsonl
+from streameval.replay.frames import (
     FrameReadError,
     FrameStore,
     PngFrames,
@@ -33,7 +33,7 @@ from replay.frames import (
     probe_video,
     read_png,
 )
-from replay.layout import (
+from streameval.replay.layout import (
     ACTIONS,
     FRAMES_DIR,
     KEYS,
@@ -43,12 +43,13 @@ from replay.layout import (
     VIDEO_SUFFIXES,
     read_json,
 )
-from replay.sidecars import Sidecars, load_sidecars
+from streameval.replay.sidecars import Sidecars, load_sidecars
+
 from streameval.errors import BadInputError
 from streameval.events import EpisodeInfo, KeySent
 
 if TYPE_CHECKING:
-    from replay.source import ReplaySource
+    from streameval.replay.source import ReplaySource
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -100,7 +101,7 @@ class Rollout:
 
     def open(self, pace: float | None = None) -> ReplaySource:
         """Stream this rollout as a ``Source`` (``pace``: frames/s, None = as fast as possible)."""
-        from replay.source import ReplaySource
+        from streameval.replay.source import ReplaySource
 
         return ReplaySource(self, pace=pace)
 

@@ -20,8 +20,8 @@ from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
+from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, one_line
 
-from replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, one_line
 from streameval.errors import BadInputError
 from streameval.events import FloatArray
 

@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from streameval.replay.frames import FrameReadError
+from streameval.replay.pacer import Pacer
+from streameval.replay.pump import DEFAULT_CAPACITY, ThreadPump
+from streameval.replay.rollout import Rollout
+from streameval.replay.sidecars import DepthFrameError
 
-from replay.frames import FrameReadError
-from replay.pacer import Pacer
-from replay.pump import DEFAULT_CAPACITY, ThreadPump
-from replay.rollout import Rollout
-from replay.sidecars import DepthFrameError
 from streameval.errors import BadInputError
 from streameval.events import (
     EndOfStream,

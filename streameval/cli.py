@@ -25,7 +25,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def _parse_actions(text: str) -> list[int]:
-    from protocol.suites import WORLDMARK
+    from streameval.protocol.suites import WORLDMARK
 
     ids: list[int] = []
     try:
@@ -140,11 +140,11 @@ class ResultsLog(EpisodeObserver):
 
 
 def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
-    from examples.procedural_world import ProceduralWorld, world_config_for_defect
-    from protocol.schedule import Schedule
-    from protocol.suites import worldmark_keys
     from streameval.driver import InProcessSource
+    from streameval.protocol.schedule import Schedule
+    from streameval.protocol.suites import worldmark_keys
     from streameval.recording import RecordingObserver
+    from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
     try:
         world_config = world_config_for_defect(args.defect, seed=args.seed)
@@ -178,10 +178,10 @@ def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
 
 
 def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
-    from protocol.schedule import Schedule
-    from protocol.suites import worldmark_keys
     from streameval.attach import load_python_model
     from streameval.driver import InProcessSource
+    from streameval.protocol.schedule import Schedule
+    from streameval.protocol.suites import worldmark_keys
     from streameval.recording import RecordingObserver
 
     model, name = load_python_model(args.url)
@@ -214,8 +214,8 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
 
 
 def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
-    from replay import ReplaySource, open_rollouts
-    from replay.rollout import Rollout
+    from streameval.replay import ReplaySource, open_rollouts
+    from streameval.replay.rollout import Rollout
 
     rollouts, errors = open_rollouts(args.rollouts)
     report.bad_input.extend(str(e) for e in errors)
@@ -249,7 +249,7 @@ def _run_episodes(args: argparse.Namespace) -> int:
     )
     results_log = ResultsLog(args.out / "results.jsonl")
     if _use_dashboard(args):
-        from tui import run_dashboard
+        from streameval.tui import run_dashboard
 
         run_report = run_dashboard(jobs, config, [results_log])
     else:
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_table(args)
         if args.command == "demo" and args.list_defects:
-            from examples.procedural_world import DEFECT_PRESETS
+            from streameval.worlds.procedural_world import DEFECT_PRESETS
 
             print("\n".join(DEFECT_PRESETS))
             return EXIT_OK

@@ -13,7 +13,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from protocol.schedule import Schedule
 from streameval.events import (
     EndOfStream,
     EpisodeEnd,
@@ -24,6 +23,7 @@ from streameval.events import (
     KeySent,
     SourceError,
 )
+from streameval.protocol.schedule import Schedule
 
 
 class SteppableModel(Protocol):

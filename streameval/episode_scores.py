@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.keys import FAMILY
-from protocol.schedule import segments_from_keys
 from streameval.cache import EpisodeCache
 from streameval.constants import ANALYSIS_WIDTH
 from streameval.metrics.control import MotionType, control_metrics
@@ -24,6 +22,8 @@ from streameval.perception.motion_type import (
     fit_motion_type,
 )
 from streameval.perception.reconstruction import views_from_frames
+from streameval.protocol.keys import FAMILY
+from streameval.protocol.schedule import segments_from_keys
 from streameval.results import MetricResult
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from protocol.schedule import Schedule
+from streameval.protocol.schedule import Schedule
 
 Image = npt.NDArray[np.uint8]
 FloatArray = npt.NDArray[np.float64]

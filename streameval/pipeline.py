@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from protocol.keys import FAMILY
 from streameval import __version__
 from streameval.cache import MemoryCache, write_json
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH
@@ -51,6 +50,7 @@ from streameval.perception.memory import (
 from streameval.perception.motion_type import fit_frames
 from streameval.perception.perceiver import Perceiver
 from streameval.perception.worker import Perceived, PerceptionWorker
+from streameval.protocol.keys import FAMILY
 from streameval.registry import split_spec
 from streameval.source import Source
 from streameval.track import EpisodeTrack

@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from replay.recorder import Recorder
 from streameval.events import EpisodeInfo, FrameEvent, KeySent
 from streameval.observers import EpisodeObserver, EpisodeOutcome
+from streameval.replay.recorder import Recorder
 
 
 class RecordingObserver(EpisodeObserver):

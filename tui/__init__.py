@@ -5,7 +5,7 @@ returns the ``JobsReport`` when the user quits (``q``); the CLI calls it on a te
 ``--no-tui`` is given.
 """
 
-from tui.app import DashboardApp, DashboardOptions, run_dashboard
-from tui.observer import DashboardObserver
+from streameval.tui.app import DashboardApp, DashboardOptions, run_dashboard
+from streameval.tui.observer import DashboardObserver
 
 __all__ = ["DashboardApp", "DashboardObserver", "DashboardOptions", "run_dashboard"]

@@ -16,6 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from streameval.tui.messages import (
+    EpisodeEnded,
+    EpisodeErrored,
+    EpisodeProgressed,
+    EpisodeStarted,
+    PipelineFinished,
+)
+from streameval.tui.observer import DashboardObserver
+from streameval.tui.runner import JobRunner
+from streameval.tui.screens.leaderboard import LeaderboardScreen
+from streameval.tui.screens.live import LiveScreen
+from streameval.tui.state import DashboardModel, LogLevel, LogLine
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
@@ -24,18 +36,6 @@ from streameval.jobs import EpisodeJob, JobsReport
 from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
 from streameval.scoring import INCLUDE_ALL, ExclusionRule
-from tui.messages import (
-    EpisodeEnded,
-    EpisodeErrored,
-    EpisodeProgressed,
-    EpisodeStarted,
-    PipelineFinished,
-)
-from tui.observer import DashboardObserver
-from tui.runner import JobRunner
-from tui.screens.leaderboard import LeaderboardScreen
-from tui.screens.live import LiveScreen
-from tui.state import DashboardModel, LogLevel, LogLine
 
 PIPELINE_WORKER = "pipeline"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 from rich.text import Text
+from streameval.protocol.keys import FAMILY, NO_KEY, channel_of, expected_sign
 
-from protocol.keys import FAMILY, NO_KEY, channel_of, expected_sign
 from streameval.results import MetricResult
 from streameval.scoring import COLUMNS, format_value
 

@@ -10,12 +10,12 @@ history, the latest provisional scores) is kept in the job's ``SignalTrace``.
 
 from __future__ import annotations
 
+from streameval.tui.state import SignalTrace
 from textual.message import Message
 
 from streameval.events import EpisodeInfo
 from streameval.jobs import JobsReport
 from streameval.observers import EpisodeOutcome, Progress
-from tui.state import SignalTrace
 
 
 class EpisodeStarted(Message):

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from streameval.tui.messages import EpisodeEnded, EpisodeErrored, EpisodeProgressed, EpisodeStarted
+from streameval.tui.state import SignalTrace
 from textual.message import Message
 
 from streameval.events import EpisodeInfo, FrameEvent, KeySent
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
-from tui.messages import EpisodeEnded, EpisodeErrored, EpisodeProgressed, EpisodeStarted
-from tui.state import SignalTrace
 
 Post = Callable[[Message], object]
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 
+from streameval.tui.observer import DashboardObserver, Post
+
 from streameval.jobs import EpisodeJob, JobsReport, run_job
 from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
-from tui.observer import DashboardObserver, Post
 
 
 class JobRunner:

@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from streameval.protocol.keys import FAMILY, channel_of, expected_sign
+from streameval.protocol.schedule import Schedule
+from streameval.tui.app import DashboardApp, DashboardOptions
+from streameval.tui.messages import PipelineFinished
+from streameval.tui.observer import DashboardObserver
 
-from protocol.keys import FAMILY, channel_of, expected_sign
-from protocol.schedule import Schedule
 from streameval.episode_scores import EpisodeScores
 from streameval.errors import BadInputError
 from streameval.events import EpisodeInfo
@@ -28,9 +31,6 @@ from streameval.observers import EpisodeOutcome, Progress
 from streameval.pipeline import PipelineConfig
 from streameval.results import MetricResult
 from streameval.source import Source
-from tui.app import DashboardApp, DashboardOptions
-from tui.messages import PipelineFinished
-from tui.observer import DashboardObserver
 
 SAMPLE_MODEL = "procedural-world[delay]"
 SAMPLE_SUITE = "worldmark"

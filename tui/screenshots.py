@@ -14,8 +14,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tui.app import DashboardApp
-from tui.sample import feed_all_done, feed_mid_episode, sample_app, write_sample_results
+from streameval.tui.app import DashboardApp
+from streameval.tui.sample import feed_all_done, feed_mid_episode, sample_app, write_sample_results
 
 LIVE_SIZE = (120, 40)
 TABLE_SIZE = (150, 40)  # 13 master-table columns need more than 120 columns

@@ -1,6 +1,6 @@
 """A procedural world model that obeys keystrokes: the demo model and the test oracle.
 
->>> from examples.procedural_world import ProceduralWorld, world_config_for_defect
+>>> from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 >>> world = ProceduralWorld(world_config_for_defect("delay"))
 >>> frame = world.step("W")          # image, true pose, exact depth, intrinsics, key
 
@@ -10,12 +10,12 @@ Modules: ``config`` (WorldConfig, defect presets), ``camera`` (pose convention a
 ``defects`` (key response and image defects), ``world`` (the model).
 """
 
-from examples.procedural_world.config import (
+from streameval.worlds.procedural_world.config import (
     DEFECT_PRESETS,
     WorldConfig,
     world_config_for_defect,
 )
-from examples.procedural_world.world import ProceduralWorld, WorldFrame
+from streameval.worlds.procedural_world.world import ProceduralWorld, WorldFrame
 
 __all__ = [
     "DEFECT_PRESETS",

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from protocol.keys import KEYS, NO_KEY, OPPOSITE
+from streameval.protocol.keys import KEYS, NO_KEY, OPPOSITE
 
 
 @dataclass(frozen=True)

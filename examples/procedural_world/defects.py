@@ -16,11 +16,10 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 import numpy.typing as npt
-
-from examples.procedural_world.camera import KEY_MOTION, CameraState
-from examples.procedural_world.config import WorldConfig
-from examples.procedural_world.looks import Look, look_for_cut
-from examples.procedural_world.scene import CELL_M
+from streameval.worlds.procedural_world.camera import KEY_MOTION, CameraState
+from streameval.worlds.procedural_world.config import WorldConfig
+from streameval.worlds.procedural_world.looks import Look, look_for_cut
+from streameval.worlds.procedural_world.scene import CELL_M
 
 Image = npt.NDArray[np.uint8]
 

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 import numpy.typing as npt
-
-from examples.procedural_world.textures import ATLAS_PAD, GROUND_TILE, TextureBank
+from streameval.worlds.procedural_world.textures import ATLAS_PAD, GROUND_TILE, TextureBank
 
 Image = npt.NDArray[np.uint8]
 Matrix3 = tuple[float, float, float, float, float, float, float, float, float]

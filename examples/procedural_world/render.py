@@ -22,15 +22,14 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 import numpy.typing as npt
-
-from examples.procedural_world.camera import (
+from streameval.worlds.procedural_world.camera import (
     CameraState,
     image_rays,
     intrinsics,
     resized_rays,
 )
-from examples.procedural_world.looks import CLEAN_LOOK, Look, LookTextures, look_textures
-from examples.procedural_world.scene import (
+from streameval.worlds.procedural_world.looks import CLEAN_LOOK, Look, LookTextures, look_textures
+from streameval.worlds.procedural_world.scene import (
     BACKDROP_SECTORS,
     CLEARANCE_M,
     FOG_END_M,
@@ -49,7 +48,7 @@ from examples.procedural_world.scene import (
     sector_offsets,
     sectors_in_view,
 )
-from examples.procedural_world.textures import (
+from streameval.worlds.procedural_world.textures import (
     BACKDROP_HEIGHT,
     BACKDROP_TAN_MAX,
     BACKDROP_WIDTH,

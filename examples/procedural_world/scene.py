@@ -33,9 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-
-from examples.procedural_world.hashing import cell_uniform
-from examples.procedural_world.textures import (
+from streameval.worlds.procedural_world.hashing import cell_uniform
+from streameval.worlds.procedural_world.textures import (
     BACKDROP_WIDTH,
     GROUND_TILE,
     MATERIAL_COUNT,

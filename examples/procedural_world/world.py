@@ -13,14 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-
-from examples.procedural_world.camera import CameraState, advance, pose_matrix
-from examples.procedural_world.config import WorldConfig
-from examples.procedural_world.defects import KeyResponse, degrade
-from examples.procedural_world.looks import CLEAN_LOOK, Look
-from examples.procedural_world.render import Rendered, Renderer
-from examples.procedural_world.scene import AppearanceMemory
-from protocol.keys import parse_key
+from streameval.protocol.keys import parse_key
+from streameval.worlds.procedural_world.camera import CameraState, advance, pose_matrix
+from streameval.worlds.procedural_world.config import WorldConfig
+from streameval.worlds.procedural_world.defects import KeyResponse, degrade
+from streameval.worlds.procedural_world.looks import CLEAN_LOOK, Look
+from streameval.worlds.procedural_world.render import Rendered, Renderer
+from streameval.worlds.procedural_world.scene import AppearanceMemory
 
 FloatArray = npt.NDArray[np.float64]
 

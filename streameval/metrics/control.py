@@ -17,7 +17,6 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocol.keys import Family, channel_of, expected_sign
 from streameval.constants import (
     DIR_EPS,
     LATENCY_MIN_SS_SAMPLES,
@@ -38,6 +37,7 @@ from streameval.constants import (
 )
 from streameval.metrics.segments import SegmentSpan, check_fps, segment_spans
 from streameval.metrics.smoothing import moving_average
+from streameval.protocol.keys import Family, channel_of, expected_sign
 from streameval.results import MetricResult
 
 # Not in constants.py (reported to the lead):

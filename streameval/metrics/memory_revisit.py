@@ -61,7 +61,6 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocol.keys import OPPOSITE, channel_of, expected_sign
 from streameval.constants import (
     COV_GATE,
     DIR_EPS,
@@ -93,6 +92,7 @@ from streameval.metrics.arc import (
     signal_pair,
 )
 from streameval.metrics.segments import SegmentSpan, check_fps, segment_spans
+from streameval.protocol.keys import OPPOSITE, channel_of, expected_sign
 from streameval.results import MetricResult
 
 PERCENT = 100.0

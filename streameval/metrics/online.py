@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
 from streameval.growable import GrowableArray
 from streameval.metrics.control import MotionType, control_metrics
 from streameval.metrics.segments import check_fps
+from streameval.protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
 from streameval.results import MetricResult
 
 _KEY_CODES: tuple[str, ...] = (NO_KEY, *KEYS)

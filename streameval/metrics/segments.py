@@ -12,9 +12,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from protocol.keys import FAMILY, NO_KEY, Family, UnknownKeyError, parse_key
-from protocol.schedule import segments_from_keys
 from streameval.constants import STABLE_SKIP_HEAD_S, STABLE_SKIP_TAIL_S
+from streameval.protocol.keys import FAMILY, NO_KEY, Family, UnknownKeyError, parse_key
+from streameval.protocol.schedule import segments_from_keys
 
 # A boundary that is a whole sample in exact arithmetic (e.g. 3 s at 10/3 fps) may land a hair
 # off it in floating point; snapping within this tolerance keeps it on the whole sample.

@@ -12,24 +12,25 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 import pytest
-
-from examples.procedural_world import (
+from streameval.protocol.keys import UnknownKeyError
+from streameval.protocol.suites import WORLDMARK, WORLDMARK_SECONDS_PER_KEY
+from streameval.worlds.procedural_world import (
     DEFECT_PRESETS,
     ProceduralWorld,
     WorldConfig,
     WorldFrame,
     world_config_for_defect,
 )
-from examples.procedural_world.camera import CameraState, advance
-from examples.procedural_world.defects import KeyResponse
-from examples.procedural_world.looks import (
+from streameval.worlds.procedural_world.camera import CameraState, advance
+from streameval.worlds.procedural_world.defects import KeyResponse
+from streameval.worlds.procedural_world.looks import (
     CLEAN_LOOK,
     look_for_cut,
     look_textures,
     palette_matrix,
 )
-from examples.procedural_world.render import Renderer
-from examples.procedural_world.scene import (
+from streameval.worlds.procedural_world.render import Renderer
+from streameval.worlds.procedural_world.scene import (
     BLOCK_HALF_M,
     CELL_M,
     CLEARANCE_M,
@@ -41,8 +42,7 @@ from examples.procedural_world.scene import (
     footprint_distance,
     objects_in_cells,
 )
-from protocol.keys import UnknownKeyError
-from protocol.suites import WORLDMARK, WORLDMARK_SECONDS_PER_KEY
+
 from streameval.metrics.memory_global import covisibility_errors
 from streameval.perception.reconstruction import FrameGeometry, views_from_frames
 

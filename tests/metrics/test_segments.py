@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from streameval.protocol.keys import UnknownKeyError
 
-from protocol.keys import UnknownKeyError
 from streameval.metrics.segments import segment_spans
 
 SpanTuple = tuple[int, str, int, int, list[int], list[int]]

@@ -13,8 +13,8 @@ from functools import cache
 import numpy as np
 import numpy.typing as npt
 import pytest
+from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from examples.procedural_world import ProceduralWorld, world_config_for_defect
 from streameval.errors import BackendUnavailableError
 from streameval.perception.cuts import (
     CUT_DETECTORS,

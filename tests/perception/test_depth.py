@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from streameval.worlds.procedural_world import ProceduralWorld
 
-from examples.procedural_world import ProceduralWorld
 from streameval.errors import BackendUnavailableError
 from streameval.perception.depth import (
     DEPTH_BACKENDS,

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from examples.procedural_world import ProceduralWorld, world_config_for_defect
 from streameval.constants import TAU_MUT
 from streameval.errors import BackendUnavailableError
 from streameval.perception.embedding import (

@@ -8,8 +8,8 @@ from functools import cache
 
 import numpy as np
 import pytest
+from streameval.worlds.procedural_world import ProceduralWorld, WorldFrame, world_config_for_defect
 
-from examples.procedural_world import ProceduralWorld, WorldFrame, world_config_for_defect
 from streameval.errors import BackendUnavailableError
 from streameval.metrics.memory_global import global_memory, select_views
 from streameval.perception.reconstruction import (

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from streameval.protocol.schedule import Schedule
+from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from examples.procedural_world import ProceduralWorld, world_config_for_defect
-from protocol.schedule import Schedule
 from streameval.driver import InProcessSource
 from streameval.events import (
     EndOfStream,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from streameval.protocol.schedule import Schedule
+from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from examples.procedural_world import ProceduralWorld, world_config_for_defect
-from protocol.schedule import Schedule
 from streameval.driver import InProcessSource
 from tests.pipeline.helpers import run
 

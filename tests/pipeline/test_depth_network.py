@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from streameval.protocol.schedule import Schedule
+from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig
 
-from examples.procedural_world import ProceduralWorld, WorldConfig
-from protocol.schedule import Schedule
 from streameval.driver import InProcessSource
 from streameval.errors import BackendUnavailableError
 from streameval.pipeline import PipelineConfig

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from replay import ReplaySource, read_rollout
+from streameval.replay import ReplaySource, read_rollout
+
 from streameval.recording import RecordingObserver
 from streameval.rescore import rescore_dir
 from tests.pipeline.helpers import run, world_source

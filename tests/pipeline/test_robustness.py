@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from streameval.protocol.schedule import Schedule
 
-from protocol.schedule import Schedule
 from streameval.driver import InProcessSource
 from streameval.events import FrameEvent
 from streameval.observers import EpisodeObserver
@@ -114,7 +114,8 @@ def test_cancel_finalizes_incomplete_episode(tmp_path: Path) -> None:
 
 def test_recording_keeps_every_frame_of_a_fast_source(tmp_path: Path) -> None:
     """The recorder hears of the episode before its first frame, however fast frames come."""
-    from replay import read_rollout
+    from streameval.replay import read_rollout
+
     from streameval.recording import RecordingObserver
 
     recording = RecordingObserver(tmp_path / "recording")

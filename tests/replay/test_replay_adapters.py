@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from replay_synth import collect, write_video
+from streameval.replay import open_rollouts, read_rollout
 
-from replay import open_rollouts, read_rollout
 from streameval.errors import BadInputError
 from streameval.events import EpisodeEnd, FrameEvent
 

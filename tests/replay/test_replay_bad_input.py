@@ -19,8 +19,8 @@ from replay_synth import (
     write_meta,
     write_video,
 )
+from streameval.replay import Recorder, open_rollouts, read_rollout_dir
 
-from replay import Recorder, open_rollouts, read_rollout_dir
 from streameval.errors import BadInputError
 from streameval.events import EpisodeEnd, FrameEvent, KeySent, SourceError
 

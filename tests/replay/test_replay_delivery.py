@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from replay_synth import collect, write_video
+from streameval.replay import open_rollouts, parse_delivery_name, read_delivery
 
-from replay import open_rollouts, parse_delivery_name, read_delivery
 from streameval.errors import BadInputError
 from streameval.events import EpisodeEnd, EpisodeStart, FrameEvent
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from replay_synth import drain, make_rollout_dir
+from streameval.replay import Pacer, ReplaySource, pace_for, read_rollout_dir
 
-from replay import Pacer, ReplaySource, pace_for, read_rollout_dir
 from streameval.errors import BadInputError
 from streameval.events import EndOfStream, EpisodeStart, FrameEvent
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from replay_synth import collect, moving_texture
+from streameval.replay import Recorder, ReplaySource, open_rollouts, read_rollout_dir
 
-from replay import Recorder, ReplaySource, open_rollouts, read_rollout_dir
 from streameval.errors import BadInputError
 from streameval.events import (
     EpisodeEnd,

@@ -11,6 +11,18 @@ import json
 import re
 from pathlib import Path
 
+from streameval.tui import DashboardApp, DashboardOptions, run_dashboard
+from streameval.tui.format import metric_label, metric_value_text
+from streameval.tui.screens.episode_segments import EpisodeSegmentsScreen
+from streameval.tui.screens.model_episodes import ModelEpisodesScreen
+from streameval.tui.state import JobStatus
+from streameval.tui.widgets.control_metrics import ControlMetrics
+from streameval.tui.widgets.episode_header import EpisodeHeader
+from streameval.tui.widgets.episode_list import EpisodeList
+from streameval.tui.widgets.event_log import EventLog
+from streameval.tui.widgets.final_metrics import FinalMetrics
+from streameval.tui.widgets.status_line import StatusLine
+from streameval.tui.widgets.throughput import Throughput
 from tui_fakes import (
     FAST_CONFIG,
     ShiftingSource,
@@ -25,18 +37,6 @@ from tui_fakes import (
 from streameval.jobs import EpisodeJob, JobsReport
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.source import Source
-from tui import DashboardApp, DashboardOptions, run_dashboard
-from tui.format import metric_label, metric_value_text
-from tui.screens.episode_segments import EpisodeSegmentsScreen
-from tui.screens.model_episodes import ModelEpisodesScreen
-from tui.state import JobStatus
-from tui.widgets.control_metrics import ControlMetrics
-from tui.widgets.episode_header import EpisodeHeader
-from tui.widgets.episode_list import EpisodeList
-from tui.widgets.event_log import EventLog
-from tui.widgets.final_metrics import FinalMetrics
-from tui.widgets.status_line import StatusLine
-from tui.widgets.throughput import Throughput
 
 SIZE = (120, 40)
 FRAMES_PER_KEY = 24

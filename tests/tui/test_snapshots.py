@@ -16,15 +16,14 @@ import pytest
 
 pytest.importorskip("pytest_textual_snapshot")
 
-from textual.pilot import Pilot
-
-from tui.app import DashboardApp
-from tui.sample import (
+from streameval.tui.app import DashboardApp
+from streameval.tui.sample import (
     feed_all_done,
     feed_mid_episode,
     sample_app,
     write_sample_results,
 )
+from textual.pilot import Pilot
 
 SIZE = (120, 40)
 SnapCompare = Callable[..., bool]

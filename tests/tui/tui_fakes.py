@@ -19,11 +19,11 @@ from typing import Any, ParamSpec
 import cv2
 import numpy as np
 import numpy.typing as npt
+from streameval.protocol.schedule import Schedule
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from protocol.schedule import Schedule
 from streameval.errors import BadInputError
 from streameval.events import (
     EndOfStream,

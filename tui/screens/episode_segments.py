@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
+from streameval.tui.format import metric_value_text
+from streameval.tui.widgets.schedule_bar import key_colour
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from streameval.scoring import EpisodeRecord, column_by_name, episode_segments
-from tui.format import metric_value_text
-from tui.widgets.schedule_bar import key_colour
 
 
 class EpisodeSegmentsScreen(Screen[None]):

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
+from streameval.tui.screens.model_episodes import ModelEpisodesScreen
+from streameval.tui.state import DashboardModel
+from streameval.tui.widgets.score_cells import cell_renderable
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -32,9 +35,6 @@ from streameval.scoring import (
     tabulate,
 )
 from streameval.table_cli import RICH_STYLES
-from tui.screens.model_episodes import ModelEpisodesScreen
-from tui.state import DashboardModel
-from tui.widgets.score_cells import cell_renderable
 
 MODEL_KEY, EPISODES_KEY = "model", "episodes"
 

@@ -16,23 +16,22 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
+from streameval.tui.state import DashboardModel, EpisodeState, LogLine
+from streameval.tui.widgets.control_metrics import ControlMetrics
+from streameval.tui.widgets.episode_header import EpisodeHeader
+from streameval.tui.widgets.episode_list import EpisodeList, job_of
+from streameval.tui.widgets.event_log import EventLog
+from streameval.tui.widgets.final_metrics import FinalMetrics
+from streameval.tui.widgets.schedule_bar import ScheduleBar
+from streameval.tui.widgets.signal_plot import SignalPlot
+from streameval.tui.widgets.status_line import StatusLine
+from streameval.tui.widgets.throughput import Throughput
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, OptionList
-
-from tui.state import DashboardModel, EpisodeState, LogLine
-from tui.widgets.control_metrics import ControlMetrics
-from tui.widgets.episode_header import EpisodeHeader
-from tui.widgets.episode_list import EpisodeList, job_of
-from tui.widgets.event_log import EventLog
-from tui.widgets.final_metrics import FinalMetrics
-from tui.widgets.schedule_bar import ScheduleBar
-from tui.widgets.signal_plot import SignalPlot
-from tui.widgets.status_line import StatusLine
-from tui.widgets.throughput import Throughput
 
 
 class LiveScreen(Screen[None]):

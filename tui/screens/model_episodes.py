@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
+from streameval.tui.screens.episode_segments import EpisodeSegmentsScreen
+from streameval.tui.widgets.score_cells import cell_renderable
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from streameval.scoring import EpisodeRow, MasterTable, model_episodes
-from tui.screens.episode_segments import EpisodeSegmentsScreen
-from tui.widgets.score_cells import cell_renderable
 
 
 class ModelEpisodesScreen(Screen[None]):

@@ -11,11 +11,11 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
+from streameval.tui.format import metric_value_text
 from textual.widgets import Static
 
 from streameval.metrics.control import CONTROL_METRIC_NAMES
 from streameval.results import MetricResult
-from tui.format import metric_value_text
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("direction_accuracy", "Direction accuracy"),

@@ -8,11 +8,10 @@ schedule it is, and the frame count.
 from __future__ import annotations
 
 from rich.text import Text
+from streameval.tui.format import KEY_NAMES, expectation, percent
+from streameval.tui.state import EpisodeState, JobStatus
+from streameval.tui.widgets.schedule_bar import key_colour
 from textual.widgets import Static
-
-from tui.format import KEY_NAMES, expectation, percent
-from tui.state import EpisodeState, JobStatus
-from tui.widgets.schedule_bar import key_colour
 
 
 def header_text(ep: EpisodeState | None) -> Text:

@@ -9,11 +9,10 @@ itself (following the running episode) no message is posted.
 from __future__ import annotations
 
 from rich.text import Text
+from streameval.tui.format import metric_value_text, percent
+from streameval.tui.state import EpisodeState, JobStatus
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
-
-from tui.format import metric_value_text, percent
-from tui.state import EpisodeState, JobStatus
 
 _MARKS: dict[JobStatus, tuple[str, str]] = {
     JobStatus.QUEUED: ("…", "dim"),

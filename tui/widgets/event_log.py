@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
+from streameval.tui.state import LogLevel, LogLine
 from textual.widgets import RichLog
-
-from tui.state import LogLevel, LogLine
 
 _MARKS: dict[LogLevel, tuple[str, str]] = {
     LogLevel.INFO: ("·", "dim"),

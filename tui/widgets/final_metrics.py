@@ -10,11 +10,11 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from streameval.tui.format import metric_label, metric_value_text
 from textual.widgets import Static
 
 from streameval.metrics.control import CONTROL_METRIC_NAMES
 from streameval.observers import EpisodeOutcome
-from tui.format import metric_label, metric_value_text
 
 
 def outcome_line(outcome: EpisodeOutcome) -> Text:

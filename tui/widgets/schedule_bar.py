@@ -10,11 +10,10 @@ import math
 
 from rich.console import RenderableType
 from rich.text import Text
+from streameval.protocol.keys import FAMILY
+from streameval.protocol.schedule import Schedule
+from streameval.tui.widgets.runs import text_from_cells
 from textual.widget import Widget
-
-from protocol.keys import FAMILY
-from protocol.schedule import Schedule
-from tui.widgets.runs import text_from_cells
 
 # Green and red are kept for obey / disobey (the signal plots), so families get other hues.
 FAMILY_COLOURS: dict[str, str] = {"fwd": "#5fafff", "lat": "#af87ff", "yaw": "#ffaf5f"}

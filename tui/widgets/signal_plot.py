@@ -16,11 +16,10 @@ from typing import Literal
 
 from rich.console import RenderableType
 from rich.text import Text
+from streameval.protocol.keys import FAMILY, channel_of, expected_sign
+from streameval.tui.format import CHANNEL_LABELS, expectation, signed
+from streameval.tui.widgets.runs import text_from_cells
 from textual.widget import Widget
-
-from protocol.keys import FAMILY, channel_of, expected_sign
-from tui.format import CHANNEL_LABELS, expectation, signed
-from tui.widgets.runs import text_from_cells
 
 Channel = Literal["sx", "srad"]
 _UP = " ▁▂▃▄▅▆▇█"  # _UP[k]: the lower k eighths of a cell filled

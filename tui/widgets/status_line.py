@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
+from streameval.tui.state import DashboardModel, JobStatus
 from textual.widgets import Static
-
-from tui.state import DashboardModel, JobStatus
 
 
 def status_text(model: DashboardModel) -> Text:
