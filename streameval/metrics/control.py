@@ -187,22 +187,22 @@ def direction_purity_segment(
 
 
 def count_hiccups(vs: FloatArray, low: float, high: float, min_run: int) -> int:
-    """Hysteresis count of dips (SPEC §4).
+    """Hysteresis count of dips, as the reference scans them (SPEC §4, §9).
 
-    A dip starts at a sample below ``low`` and lasts until the first sample above ``high``
-    (samples in the hysteresis band between them still belong to the dip). It is a hiccup if it
-    lasted at least ``min_run`` samples; a dip still open at the end counts too.
+    A dip starts at a sample below ``low`` with length 1; every later sample adds 1 to its
+    length, *including the sample that recovers* (the first one above ``high``). On recovery the
+    dip is a hiccup if its length is at least ``min_run``; a dip still open at the end counts
+    under the same rule. So a dip one sample shorter than ``min_run`` that recovers counts.
     """
     hiccups = 0
     run = 0
     in_dip = False
     for x in vs.tolist():
         if in_dip:
+            run += 1
             if x > high:
                 hiccups += run >= min_run
                 in_dip = False
-            else:
-                run += 1
         elif x < low:
             in_dip, run = True, 1
     if in_dip and run >= min_run:
@@ -214,8 +214,9 @@ def motion_stability_segment(v: ArrayLike, fps: float) -> StabilityScore:
     """Motion Stability of one segment (SPEC §4): once responding, is the speed steady?
 
     ``v`` is the stable-zone response with missing samples already skipped; seconds for the
-    hiccup rate are ``len(v) / fps``. The decay term compares the means of the last and first
-    ``int(3*fps)`` smoothed samples.
+    hiccup rate are ``len(v) / fps``. The smoothed series has ``max(len(v), w)`` values (numpy's
+    "same" convolution, as the reference): sustain, the hiccup scan and the decay term, which
+    compares the means of the last and first ``int(3*fps)`` smoothed values, all run over it.
     """
     fps = check_fps(fps)
     va = _finite(v, "v")
@@ -237,41 +238,50 @@ def motion_stability_segment(v: ArrayLike, fps: float) -> StabilityScore:
 
 
 def reference_speed(channel_abs: ArrayLike) -> float:
-    """``v_ref = P75(|channel|) + 1e-9`` over the episode's keyed samples (SPEC §4)."""
+    """``v_ref = P75(|channel|) + 1e-9`` over the whole episode, for one channel (SPEC §4, §9).
+
+    The channel is the new segment's key's (Srad for W/S, Sx for A/D/L/R), never pooled across
+    channels: in WR, the R switch is judged against Sx alone, as the reference does.
+    """
     return float(np.percentile(_finite(channel_abs, "channel_abs"), LATENCY_REF_PCT)) + DIR_EPS
 
 
 def response_latency_switch(
-    v_segment: ArrayLike,
-    t_segment: ArrayLike,
+    v_episode: ArrayLike,
+    t_episode: ArrayLike,
     v_stable: ArrayLike,
     v_ref: float,
     t0: float,
     length_s: float,
     fps: float,
 ) -> LatencyScore:
-    """Response Latency at one key switch (SPEC §4): how soon the new key takes effect.
+    """Response Latency at one key switch (SPEC §4, §9): how soon the new key takes effect.
 
-    ``v_segment``/``t_segment`` are the response and sample times over the whole new segment,
-    ``v_stable`` the response over its stable zone (for the steady state), ``v_ref`` from
-    ``reference_speed``, ``t0`` the switch time and ``length_s`` the segment length L.
+    ``v_episode``/``t_episode`` are the new key's response (sign × its channel) and the sample
+    times over the *whole episode*: the moving average runs over all of it, so its window reaches
+    into the previous segment, as in the reference. ``v_stable`` is the response over the new
+    segment's stable zone (for the steady state), ``v_ref`` from ``reference_speed``, ``t0`` the
+    switch time and ``length_s`` the window L. The samples with ``t0 <= t <= t0 + L`` are scanned
+    in order; the first whose smoothed value reaches ``0.5·v_ref`` gives the latency.
     """
     fps = check_fps(fps)
     if not (math.isfinite(length_s) and length_s > 0.0):
         raise ValueError(f"length_s must be > 0, got {length_s!r}")
-    vseg = _finite(v_segment, "v_segment")
-    tseg = _finite(t_segment, "t_segment")
-    if tseg.size != vseg.size:
-        raise ValueError(f"t_segment has {tseg.size} samples, v_segment {vseg.size}")
+    vall = _finite(v_episode, "v_episode")
+    tall = _finite(t_episode, "t_episode")
+    if tall.size != vall.size:
+        raise ValueError(f"t_episode has {tall.size} samples, v_episode {vall.size}")
     vst = np.asarray(v_stable, dtype=np.float64)
     # SPEC §4 (reference behaviour): the steady state is 0 when the stable zone has <= 2 samples.
     ss = float(np.median(_finite(vst, "v_stable"))) if vst.size > LATENCY_MIN_SS_SAMPLES else 0.0
     if ss <= LATENCY_RESPONSE_GATE * v_ref:
-        return LatencyScore(0.0, None, "no_response" if ss <= 0.0 else "weak_response", ss, False)
-    smoothed = moving_average(vseg, _samples(LATENCY_SMOOTH_S, fps))
-    hits = np.flatnonzero(smoothed >= LATENCY_THRESHOLD * v_ref)
+        reason: LatencyReason = "no_response" if ss <= 0.0 else "weak_response"
+        return LatencyScore(0.0, None, reason, ss, False)
+    smoothed = moving_average(vall, _samples(LATENCY_SMOOTH_S, fps))[: vall.size]
+    in_window = (tall >= t0) & (tall <= t0 + length_s)
+    hits = np.flatnonzero(in_window & (smoothed >= LATENCY_THRESHOLD * v_ref))
     reached = hits.size > 0
-    latency = float(tseg[hits[0]]) - t0 if reached else length_s
+    latency = max(0.0, float(tall[hits[0]]) - t0) if reached else length_s
     score = 1.0 - min(latency, length_s) / length_s
     return LatencyScore(score, latency, None, ss, reached)
 
@@ -418,6 +428,7 @@ class _Episode:
     spans: list[SegmentSpan]
     stable: dict[int, _Window]
     full: dict[int, _Window]
+    valid: NDArray[np.intp]
 
     def channel(self, span: SegmentSpan, w: _Window) -> FloatArray:
         ch: FloatArray = (self.sx if channel_of(span.key) == "sx" else self.srad)[w.index]
@@ -426,6 +437,12 @@ class _Episode:
     def v(self, span: SegmentSpan, w: _Window) -> FloatArray:
         out: FloatArray = expected_sign(span.key) * self.channel(span, w)
         return out
+
+    def v_episode(self, key: str) -> tuple[FloatArray, FloatArray]:
+        """The response to ``key`` over every valid sample of the episode, with its times."""
+        ch = (self.sx if channel_of(key) == "sx" else self.srad)[self.valid]
+        v: FloatArray = expected_sign(key) * ch
+        return v, self.valid / self.fps
 
 
 def _score_segment(
@@ -480,26 +497,27 @@ def _score_segment(
 
 
 def _latency_column(
-    ep: _Episode,
-    pool: str,
-    families: frozenset[str],
-    label: str,
-    v_ref: float | None,
-    provisional: bool,
+    ep: _Episode, pool: str, families: frozenset[str], label: str, provisional: bool
 ) -> MetricResult:
-    """Response Latency: one score per switch (segment j >= 1) into a segment of this pool."""
+    """Response Latency: one score per switch (segment j >= 1) into a segment of this pool.
+
+    Each switch has its own v_ref, from the new key's channel over the whole episode (SPEC §9).
+    A switch into a segment with no signal sample at all (the episode ended first) is
+    not_applicable; otherwise it is scored, 0 when the stable zone is too short for a steady
+    state, as the reference does.
+    """
     switches = [s for s in ep.spans if s.index >= 1 and s.family in families]
     col = _Column([], [])
     for s in switches:
         w = ep.full[s.index]
         entry = _entry(s, w)
         value = math.nan
-        if w.n >= MIN_WINDOW_SAMPLES and v_ref is not None:
-            length_s = (s.end - s.start) / ep.fps
-            t0 = s.start / ep.fps
+        if w.n > 0:
+            v_all, t_all = ep.v_episode(s.key)
+            v_ref = reference_speed(np.abs(v_all))
             sw = ep.stable[s.index]
             lat = response_latency_switch(
-                ep.v(s, w), w.index / ep.fps, ep.v(s, sw), v_ref, t0, length_s, ep.fps
+                v_all, t_all, ep.v(s, sw), v_ref, s.lo_s, s.length_s, ep.fps
             )
             _scored(
                 entry,
@@ -509,9 +527,11 @@ def _latency_column(
                     "response": lat.reason,
                     "reached": lat.reached,
                     "steady_state": lat.steady_state,
+                    "v_ref": v_ref,
+                    "threshold": LATENCY_THRESHOLD * v_ref,
                     "n_stable": sw.n,
-                    "t0_s": t0,
-                    "length_s": length_s,
+                    "t0_s": s.lo_s,
+                    "length_s": s.length_s,
                     "previous_key": ep.spans[s.index - 1].key,
                 },
             )
@@ -532,9 +552,8 @@ def _latency_column(
         details={
             "provisional": provisional,
             "pool": pool,
-            "window": "new_segment",
-            "v_ref": _json_float(v_ref),
-            "threshold": _json_float(None if v_ref is None else LATENCY_THRESHOLD * v_ref),
+            "window": "whole_episode",
+            "v_ref": "per switch: P75 of |new key's channel| over the episode",
             "percentile": "linear",
         },
     )
@@ -549,13 +568,32 @@ def control_metrics(
     *,
     provisional: bool = False,
 ) -> dict[str, MetricResult]:
-    """Score one episode: the eight control columns of seed 000 (SPEC §4, statuses §8).
+    """Score one episode with an action log: the eight control columns of seed 000 (SPEC §4, §8).
 
     ``sx``/``srad`` hold one sample per signal index (NaN = missing, skipped inside windows: a
     sample is missing when either channel is not finite); ``frame_keys`` has one key per frame,
     at least as many as there are signals; ``motion_types`` maps segment index to its fit (absent
     or None = no fit). "trans" pools fwd+lat segments, "rot" yaw; latency pools switches by the
     family of the *new* segment. ``provisional`` is copied into every result's details.
+    """
+    fps = check_fps(fps)
+    n_signals = int(np.size(sx)) if np.ndim(sx) == 1 else 0  # a bad shape is reported below
+    spans = segment_spans(frame_keys, n_signals, fps)
+    return control_metrics_for_spans(sx, srad, spans, fps, motion_types, provisional=provisional)
+
+
+def control_metrics_for_spans(
+    sx: ArrayLike,
+    srad: ArrayLike,
+    spans: Sequence[SegmentSpan],
+    fps: float,
+    motion_types: Mapping[int, MotionType | None] | None = None,
+    *,
+    provisional: bool = False,
+) -> dict[str, MetricResult]:
+    """``control_metrics`` on given segments: those of an action log (``segment_spans``) or of
+    a delivery without one (``equal_split_spans``, the reference's split of the last sample's
+    time). Same inputs and outputs otherwise.
     """
     fps = check_fps(fps)
     sx_a = np.array(sx, dtype=np.float64)
@@ -565,23 +603,17 @@ def control_metrics(
             f"sx and srad must be 1-D of equal length, got {sx_a.shape} and {srad_a.shape}"
         )
     types: Mapping[int, MotionType | None] = motion_types or {}
-    spans = segment_spans(frame_keys, sx_a.size, fps)
     valid = np.isfinite(sx_a) & np.isfinite(srad_a)
     keyed = [s for s in spans if s.family is not None]
     ep = _Episode(
         sx_a,
         srad_a,
         fps,
-        spans,
+        list(spans),
         stable={s.index: _window(s.stable, valid) for s in keyed},
         full={s.index: _window(s.full, valid) for s in keyed},
+        valid=np.flatnonzero(valid),
     )
-    # SPEC §4: v_ref = P75(|channel|) over every keyed sample of the episode (full segments).
-    abs_all = np.concatenate(
-        [np.empty(0, dtype=np.float64)] + [np.abs(ep.channel(s, ep.full[s.index])) for s in keyed]
-    )
-    v_ref = reference_speed(abs_all) if abs_all.size else None
-
     results: dict[str, MetricResult] = {}
     for pool, (families, label) in _POOLS.items():
         cols = [_Column([], []), _Column([], []), _Column([], [])]
@@ -606,6 +638,6 @@ def control_metrics(
                 details=details,
             )
         results[f"response_latency_{pool}"] = _latency_column(
-            ep, pool, families, label, v_ref, provisional
+            ep, pool, families, label, provisional
         )
     return {name: results[name] for name in CONTROL_METRIC_NAMES}
