@@ -54,7 +54,7 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
     for j, seg in enumerate(segments_from_keys(cache.frame_keys)):
         if FAMILY.get(seg.key) not in ("lat", "yaw"):
             continue
-        wanted = fit_frames(seg.start, seg.end, cache.fps)
+        wanted = fit_frames(seg.start, seg.end, cache.fps, len(cache.frame_keys))
         samples = [by_frame[f] for f in wanted if f in by_frame]
         fits[j] = fit_motion_type(samples, focal)
     return fits

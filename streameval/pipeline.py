@@ -98,7 +98,7 @@ def _plan_fit_frames(info: EpisodeInfo) -> frozenset[int]:
     frames: set[int] = set()
     for seg in info.schedule.segments():
         if FAMILY.get(seg.key) in ("lat", "yaw"):
-            frames.update(fit_frames(seg.start, seg.end, info.fps))
+            frames.update(fit_frames(seg.start, seg.end, info.fps, info.schedule.total_frames))
     return frozenset(frames)
 
 

@@ -41,25 +41,41 @@ FLOWGRID_DOWNSAMPLE = 4
 MIN_FIT_POINTS = 10
 
 
-def fit_frames(start: int, end: int, fps: float) -> list[int]:
-    """Frames sampled for the fit of a segment spanning frames [start, end).
+def fit_frame_picks(lo_pos: float, hi_pos: float, n_frames: int, fps: float) -> list[int]:
+    """Frames of one segment for the fit, by the reference's arithmetic (SPEC §3, §9).
 
-    One frame per second from 25 % to 90 % of the segment; 3 evenly spaced frames if that
-    gives fewer than 3 (SPEC §3).
+    ``lo = int(lo_pos)``, ``hi = int(hi_pos)`` (the 25 % and 90 % points of the segment),
+    frames ``lo, lo + s, …`` below ``min(hi, n_frames - 3)`` with ``s = max(1, round(fps))``
+    (Python's round, half to even: one frame a second); if that gives fewer than 3, ``int()`` of
+    3 evenly spaced values from ``lo`` to that limit. Duplicates are kept, as in the reference:
+    a frame picked twice weighs twice in the pooled fit.
     """
-    length = end - start
-    lo = start + FIT_FROM_FRAC * length
-    hi = start + FIT_TO_FRAC * length
-    step = FIT_EVERY_S * fps
-    positions: list[float] = []
-    k = 0
-    while lo + k * step <= hi + 1e-9:
-        positions.append(lo + k * step)
-        k += 1
-    if len(positions) < FIT_MIN_FRAMES:
-        positions = [float(p) for p in np.linspace(lo, hi, FIT_MIN_FRAMES)]
-    frames = sorted({min(end - 1, max(start, round(p))) for p in positions})
+    lo = int(lo_pos)
+    limit = min(int(hi_pos), n_frames - 3)
+    step = max(1, round(FIT_EVERY_S * fps))
+    frames = list(range(lo, limit, step))
+    if len(frames) < FIT_MIN_FRAMES:
+        frames = [int(x) for x in np.linspace(lo, limit, FIT_MIN_FRAMES)]
     return frames
+
+
+def fit_frames(start: int, end: int, fps: float, n_frames: int) -> list[int]:
+    """Fit frames of a segment spanning frames [start, end) of an ``n_frames`` episode."""
+    length = end - start
+    return fit_frame_picks(
+        start + FIT_FROM_FRAC * length, start + FIT_TO_FRAC * length, n_frames, fps
+    )
+
+
+def fit_frames_equal_split(j: int, n_keys: int, n_frames: int, fps: float) -> list[int]:
+    """Fit frames of segment j of a delivery without an action log, as the reference picks
+    them: ``lo = int(((j + 0.25)·N)/n)``, ``hi = int(((j + 0.9)·N)/n)``."""
+    return fit_frame_picks(
+        ((j + FIT_FROM_FRAC) * n_frames) / n_keys,
+        ((j + FIT_TO_FRAC) * n_frames) / n_keys,
+        n_frames,
+        fps,
+    )
 
 
 def analysis_focal(width: int, fov_deg: float = FOV_DEG) -> float:
@@ -90,32 +106,56 @@ def _grid_coords(height: int, width: int, scale_x: float, scale_y: float) -> tup
     return x.astype(np.float32), y.astype(np.float32)
 
 
+def raster_sample(
+    depth: npt.NDArray[np.floating], u: npt.NDArray[np.floating]
+) -> tuple[npt.NDArray[np.floating], npt.NDArray[np.floating]]:
+    """``invZ = 1/max(depth, 1e-3)`` and u at every 6th element of the row-major flattened maps.
+
+    This is the reference's sampling (SPEC §9): a stride over the flattened map, not a 2-D
+    grid, so the sampled columns shift from row to row when the width is not a multiple of 6.
+    The dtype of the inputs is kept (the reference computes invZ in the depth's own dtype).
+    """
+    if depth.shape != u.shape:
+        raise ValueError(f"depth {depth.shape} and u {u.shape} must have the same shape")
+    invz = 1.0 / np.maximum(depth, np.asarray(MIN_DEPTH, dtype=depth.dtype))
+    return invz.reshape(-1)[::FIT_PIXEL_STEP], u.reshape(-1)[::FIT_PIXEL_STEP]
+
+
 def sample_fit(frame: int, flow: F32, depth: F32 | None) -> FitSample:
-    """Grid samples of ``flow`` (H, W, 2) at ``frame`` for the motion-type fit.
+    """Samples of ``flow`` (H, W, 2) at ``frame`` for the motion-type fit.
 
     With depth: flow resized to the depth map (bilinear, as the reference resizes u), every
-    6th pixel. Without: flow block-averaged to a quarter size, every 6th block.
+    6th element of the flattened map (``raster_sample``). Without: flow block-averaged to a
+    quarter size, every 6th block of a 2-D grid (our depth-free estimator needs x and y).
     """
     h_a, w_a, _ = flow.shape
+    cx, cy = (w_a - 1) / 2.0, (h_a - 1) / 2.0
     if depth is not None:
         h, w = depth.shape
         small = cv2.resize(flow, (w, h), interpolation=cv2.INTER_LINEAR)
-        z = np.maximum(depth[::FIT_PIXEL_STEP, ::FIT_PIXEL_STEP].astype(np.float64), MIN_DEPTH)
-        invz: F32 | None = (1.0 / z).astype(np.float32).reshape(-1)
-    else:
-        h, w = h_a // FLOWGRID_DOWNSAMPLE, w_a // FLOWGRID_DOWNSAMPLE
-        small = cv2.resize(flow, (w, h), interpolation=cv2.INTER_AREA)
-        invz = None
+        invz, u = raster_sample(depth.astype(np.float32), small[..., 0])
+        idx = np.arange(0, h * w, FIT_PIXEL_STEP)
+        x = ((idx % w + 0.5) * (w_a / w) - 0.5).astype(np.float32)
+        y = ((idx // w + 0.5) * (h_a / h) - 0.5).astype(np.float32)
+        return FitSample(
+            frame=frame,
+            x=(x - cx).astype(np.float32),
+            y=(y - cy).astype(np.float32),
+            u=np.ascontiguousarray(u, dtype=np.float32),
+            v=np.ascontiguousarray(small[..., 1].reshape(-1)[::FIT_PIXEL_STEP], np.float32),
+            invz=np.ascontiguousarray(invz, dtype=np.float32),
+        )
+    h, w = h_a // FLOWGRID_DOWNSAMPLE, w_a // FLOWGRID_DOWNSAMPLE
+    small = cv2.resize(flow, (w, h), interpolation=cv2.INTER_AREA)
     grid = small[::FIT_PIXEL_STEP, ::FIT_PIXEL_STEP]
-    x, y = _grid_coords(h, w, w_a / w, h_a / h)
-    cx, cy = (w_a - 1) / 2.0, (h_a - 1) / 2.0
+    gx, gy = _grid_coords(h, w, w_a / w, h_a / h)
     return FitSample(
         frame=frame,
-        x=(x - cx).reshape(-1).astype(np.float32),
-        y=(y - cy).reshape(-1).astype(np.float32),
+        x=(gx - cx).reshape(-1).astype(np.float32),
+        y=(gy - cy).reshape(-1).astype(np.float32),
         u=np.ascontiguousarray(grid[..., 0], dtype=np.float32).reshape(-1),
         v=np.ascontiguousarray(grid[..., 1], dtype=np.float32).reshape(-1),
-        invz=invz,
+        invz=None,
     )
 
 
@@ -148,19 +188,33 @@ def _weights(trans_amp: float, rot_amp: float) -> tuple[float, float]:
     return p_trans, 1.0 - p_trans
 
 
-def fit_depth_parallax(samples: list[FitSample]) -> MotionFit | None:
-    """Seed 000: pool (invZ, u) over frames, fit u = a·invZ + b by least squares.
+@dataclass(frozen=True, slots=True)
+class ParallaxFit:
+    """The least-squares parallax fit of pooled points: u = a·invZ + b (SPEC §3)."""
 
-    invZ is clipped to its 1st–99th percentile per frame; trans_amp = |a|·(P95 − P5 of
-    invZ), rot_amp = |b|. None when there are too few points to fit.
+    a: float
+    b: float
+    trans_amp: float
+    rot_amp: float
+    p_trans: float
+    p_yaw: float
+    n_points: int
+    n_frames: int
+
+
+def fit_parallax_points(frames: list[tuple[F64, F64]]) -> ParallaxFit | None:
+    """Seed 000's fit on per-frame (invZ, u) samples, in float64, in the reference's order.
+
+    Per frame, keep the points with P1 <= invZ <= P99 (inclusive, numpy linear percentiles
+    over that frame's samples); pool the frames; least squares ``u = a·invZ + b`` with numpy's
+    SVD solver (minimum-norm for the flat, rank-deficient cases); ``trans_amp = |a|·(P95 − P5)``
+    of the pooled invZ, ``rot_amp = |b|``. None when fewer than ``MIN_FIT_POINTS`` remain.
     """
     invz_parts: list[F64] = []
     u_parts: list[F64] = []
-    for s in samples:
-        if s.invz is None:
-            continue
-        invz = s.invz.astype(np.float64)
-        u = s.u.astype(np.float64)
+    for invz_raw, u_raw in frames:
+        invz = np.asarray(invz_raw, dtype=np.float64)
+        u = np.asarray(u_raw, dtype=np.float64)
         ok = np.isfinite(invz) & np.isfinite(u)
         invz, u = invz[ok], u[ok]
         if invz.size == 0:
@@ -181,8 +235,27 @@ def fit_depth_parallax(samples: list[FitSample]) -> MotionFit | None:
     trans_amp = float(abs(a) * (p95 - p5))
     rot_amp = float(abs(b))
     p_trans, p_yaw = _weights(trans_amp, rot_amp)
+    return ParallaxFit(
+        float(a), float(b), trans_amp, rot_amp, p_trans, p_yaw, int(invz_all.size), len(frames)
+    )
+
+
+def fit_depth_parallax(samples: list[FitSample]) -> MotionFit | None:
+    """Seed 000 on the samples that carry depth (``fit_parallax_points``)."""
+    frames = [
+        (s.invz.astype(np.float64), s.u.astype(np.float64)) for s in samples if s.invz is not None
+    ]
+    fit = fit_parallax_points(frames)
+    if fit is None:
+        return None
     return MotionFit(
-        p_trans, p_yaw, trans_amp, rot_amp, "depth_parallax", len(invz_parts), int(invz_all.size)
+        fit.p_trans,
+        fit.p_yaw,
+        fit.trans_amp,
+        fit.rot_amp,
+        "depth_parallax",
+        fit.n_frames,
+        fit.n_points,
     )
 
 
