@@ -16,7 +16,7 @@ Aggregation (seed 000 "Final reporting", SPEC §4–§6), one function per colum
   to the mean of the episodes' ``normalized`` values (``Cell.method`` says which was used): mixing
   the two weightings in one number would weight episodes inconsistently.
 - ``local_memory`` = ``100·(1 − share of episodes with a cut)·(1 − mean mutation rate)``;
-  ``revisit_memory`` = ``100/(1 + mean(pooled pair distances)/TAU_C)``;
+  ``revisit_memory`` = the mean of the episodes' ``100/(1 + mean d)`` (final_master's mean of C2);
   ``global_memory`` = ``100/(1 + mean(e)/TAU_G)``; quality columns = mean of episode values.
   The memory columns fall back to the episode mean in the same way as the control columns.
 
@@ -49,8 +49,7 @@ column's own formula evaluated with every missing episode at its worst / best po
 - ``local_memory``: missing episodes with a cut and mutation rate 1 / without a cut and rate 0
   (the mean mutation rate skips ``None`` — a cut that left no countable pair — as
   ``memory_local.local_memory_model`` does);
-- ``revisit_memory``: the average pair count per measured episode, at distance ``REVISIT_D_MAX``
-  (2 = the largest ``1 − cos``) / 0;
+- ``revisit_memory``: an episode mean, so the seed 003 formula above;
 - ``global_memory``: lower bound 0 (``e`` has no upper limit), upper with ``e = 0``.
 
 Colour (seed 000: green = column best, yellow = second, red = worst): ranks are taken on values
@@ -79,7 +78,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from streameval.constants import TAU_C, TAU_G
+from streameval.constants import TAU_G
 from streameval.errors import BadInputError
 from streameval.metrics.control import CONTROL_METRIC_NAMES, PERCENT
 from streameval.results import MetricResult
@@ -95,7 +94,6 @@ from streameval.scores_file import (
 __all__ = ["EpisodeRecord", "LoadedResults", "find_scores_files", "load_episode", "load_results"]
 
 # Not in constants.py (reported to the lead):
-REVISIT_D_MAX = 2.0  # 1 − cos of L2-normalised features lies in [0, 2] (bounds only)
 
 DEFAULT_MIN_EPISODES = 10  # seed 000 excluded Genie3 with 5 videos; full-suite models have more
 UNIFORM_FAILURE_MAX = 1.0  # direction accuracy (0–100) at or below this in every episode = fails
@@ -338,34 +336,6 @@ def _local_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate
     )
 
 
-def _revisit_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
-    """``100/(1 + mean(d)/TAU_C)`` over the revisit pairs of all episodes (seed 000)."""
-    pooled: list[float] = []
-    for m in measured:
-        distances = m.details.get("pair_distances")
-        if not isinstance(distances, list):
-            return _fallback(measured, n_missing)
-        values = [finite_float(d) for d in distances]
-        if any(d is None for d in values):
-            return _fallback(measured, n_missing)
-        pooled.extend(d for d in values if d is not None)
-    if not pooled:  # official episodes always have pairs; a file without any is inconsistent
-        return _fallback(measured, n_missing)
-    total, n = math.fsum(pooled), len(pooled)
-    unknown = n_missing * n / len(measured)  # pairs assumed for the missing episodes
-
-    def formula(mean_distance: float) -> float:
-        return PERCENT / (1.0 + mean_distance / TAU_C)
-
-    return Aggregate(
-        formula(total / n),
-        formula((total + REVISIT_D_MAX * unknown) / (n + unknown)),
-        formula(total / (n + unknown)),
-        "pooled_pairs",
-        n,
-    )
-
-
 def _global_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
     """``100/(1 + mean(e)/TAU_G)`` over the episodes' geometry errors (seed 000, SPEC §5)."""
     errors: list[float] = []
@@ -392,7 +362,9 @@ AGGREGATORS: dict[str, Aggregator] = {
         for name in CONTROL_METRIC_NAMES
     },
     "local_memory": _local_memory,
-    "revisit_memory": _revisit_memory,
+    # final_master: the mean of the episodes' C2, translation and rotation together (golden
+    # revisit groups), not a pool of pair distances.
+    "revisit_memory": episode_mean,
     "global_memory": _global_memory,
     "perceptual_quality": episode_mean,
     "aesthetic_quality": episode_mean,

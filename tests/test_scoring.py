@@ -418,7 +418,8 @@ def test_local_memory_bounds(tmp_path: Path) -> None:
     assert c.upper == pytest.approx(100.0 * 1.0 * (1 - 0.2 / 2))
 
 
-def test_revisit_memory_pools_pairs(tmp_path: Path) -> None:
+def test_revisit_memory_is_the_mean_of_episode_scores(tmp_path: Path) -> None:
+    # final_master averages the episodes' C2 (golden revisit groups), it does not pool pairs.
     pairs = [[0.1, 0.2], [0.4], [0.05, 0.05, 0.3]]
     write_model(
         tmp_path,
@@ -429,8 +430,8 @@ def test_revisit_memory_pools_pairs(tmp_path: Path) -> None:
         ],
     )
     c = cell(table_of(tmp_path), "m", "revisit_memory")
-    assert c.value == pytest.approx(100.0 / (1.0 + np.mean(np.concatenate(pairs))))
-    assert (c.method, c.n_units) == ("pooled_pairs", 6)
+    assert c.value == pytest.approx(np.mean([100.0 / (1.0 + np.mean(d)) for d in pairs]))
+    assert c.n_units == 3
 
 
 def test_global_memory_formula_and_bounds(tmp_path: Path) -> None:
@@ -669,7 +670,7 @@ def test_memory_columns_agree_with_the_metric_modules(tmp_path: Path) -> None:
         [
             {
                 "local_memory": official(50.0, ld),
-                "revisit_memory": official(50.0, rd),
+                "revisit_memory": official(100 / (1 + float(np.mean(rd["pair_distances"]))), rd),
                 "global_memory": official(50.0, gd),
             }
             for ld, rd, gd in zip(local_details, revisit_details, global_details, strict=True)
