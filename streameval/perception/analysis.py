@@ -23,5 +23,7 @@ def to_analysis_gray(
     """
     h, w = image.shape[:2]
     if (w, h) != (width, height):
-        image = cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)
+        image = np.asarray(
+            cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.uint8
+        )
     return np.ascontiguousarray(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), dtype=np.uint8)

@@ -133,7 +133,7 @@ def sample_fit(frame: int, flow: F32, depth: F32 | None) -> FitSample:
     if depth is not None:
         h, w = depth.shape
         small = cv2.resize(flow, (w, h), interpolation=cv2.INTER_LINEAR)
-        invz, u = raster_sample(depth.astype(np.float32), small[..., 0])
+        invz, u = raster_sample(depth.astype(np.float32), np.asarray(small[..., 0], np.float32))
         idx = np.arange(0, h * w, FIT_PIXEL_STEP)
         x = ((idx % w + 0.5) * (w_a / w) - 0.5).astype(np.float32)
         y = ((idx // w + 0.5) * (h_a / h) - 0.5).astype(np.float32)
