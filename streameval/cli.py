@@ -20,6 +20,7 @@ from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
 from streameval.registry import UnknownBackendError
+from streameval.scale.commands import add_ray_options, check_ray_usage, split_ray_flag
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -109,9 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     pace.add_argument("--realtime", action="store_true", help="pace at each rollout's fps")
     pace.add_argument("--fps", type=float, default=None, help="pace at N frames per second")
     common(replay)
+    add_ray_options(replay, gpus=True)
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
     rescore.add_argument("results", nargs="+", type=Path)
+    add_ray_options(rescore, gpus=False)
 
     from streameval.table_cli import add_table_parser
 
@@ -216,6 +219,7 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
 def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     from streameval.replay import ReplaySource, open_rollouts
     from streameval.replay.rollout import Rollout
+    from streameval.scale.tasks import ReplayTask
 
     rollouts, errors = open_rollouts(args.rollouts)
     report.bad_input.extend(str(e) for e in errors)
@@ -226,7 +230,9 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
         def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
             return ReplaySource(rollout, pace=pace)
 
-        jobs.append(EpisodeJob(rollout.episode, open_source, args.out / rollout.episode))
+        results_dir = args.out / rollout.episode
+        task = ReplayTask(rollout.episode, rollout.path, results_dir, pace)
+        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir, task=task))
     return jobs
 
 
@@ -248,6 +254,10 @@ def _run_episodes(args: argparse.Namespace) -> int:
         flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
     )
     results_log = ResultsLog(args.out / "results.jsonl")
+    if getattr(args, "ray", None) is not None:
+        from streameval.scale.commands import run_ray_replay
+
+        return run_ray_replay(args, jobs, config, [results_log], len(report.bad_input))
     if _use_dashboard(args):
         from streameval.tui import run_dashboard
 
@@ -289,8 +299,13 @@ def _run_rescore(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(split_ray_flag(sys.argv[1:] if argv is None else argv))
     try:
+        check_ray_usage(args)
+        if args.command == "rescore" and args.ray is not None:
+            from streameval.scale.commands import run_ray_rescore
+
+            return run_ray_rescore(args)
         if args.command == "rescore":
             return _run_rescore(args)
         if args.command == "table":
