@@ -44,7 +44,9 @@ async def serve_mqtt(
 
     target = parse_mqtt_url(url)
     status = target.topic("status")
-    async with aiomqtt.Client(**client_kwargs(target)) as client:  # type: ignore[arg-type]
+    # the broker announces a crash for us: evaluators end the episode at once, not by timeout
+    will = aiomqtt.Will(status, encode(Bye("server connection lost")), qos=1)
+    async with aiomqtt.Client(**client_kwargs(target), will=will) as client:  # type: ignore[arg-type]
 
         async def publish(frame: Frame) -> None:
             await client.publish(target.topic("frames"), encode(frame, encoding=encoding), qos=0)
