@@ -11,7 +11,7 @@ from streameval.transports.webrtc import WebRTCSource
 from tests.transports.public_server import start_public_server
 from tests.transports.worlds import CONFIG
 
-KEYS = ("A", "D", "L")
+KEYS = ("W", "S", "L")  # zoom in, zoom out, pan (a flat pan is a turn, not a strafe)
 
 
 async def _attach(reverse: bool = False, delay_s: float = 0.0, spk: float = 2.5) -> EpisodeOutcome:
