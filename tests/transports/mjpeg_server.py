@@ -30,7 +30,7 @@ async def start_mjpeg_server(*, corrupt_every: int = 0) -> tuple[Any, int]:
             while True:
                 await asyncio.sleep(max(0.0, t0 + n / FPS - time.monotonic()))
                 bgr = cv2.cvtColor(world.render(), cv2.COLOR_RGB2BGR)
-                ok, jpeg = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, 92])
+                _ok, jpeg = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, 92])
                 body = b"not a jpeg" if corrupt_every and n % corrupt_every == 5 else bytes(jpeg)
                 await response.write(
                     f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(body)}"
