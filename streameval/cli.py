@@ -95,13 +95,21 @@ def build_parser() -> argparse.ArgumentParser:
     common(demo)
 
     attach = sub.add_parser("attach", help="attach to a model and drive the protocol")
-    attach.add_argument("url", help="python:MODULE:FACTORY (an in-process model)")
+    attach.add_argument(
+        "url",
+        help="python:MODULE:FACTORY, webrtc+http://HOST:PORT/PATH, "
+        "mjpeg+http://HOST:PORT/PATH, mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
+    )
     attach.add_argument("--out", type=Path, required=True)
     attach.add_argument("--suite", default="worldmark", choices=["worldmark"])
     attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
     attach.add_argument("--seconds-per-key", type=float, default=20.0)
     attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
+    from streameval.transports.cli_args import add_attach_network_args, add_serve_parser
+
+    add_attach_network_args(attach)
     common(attach)
+    add_serve_parser(sub)
 
     replay = sub.add_parser("replay", help="score recorded rollouts")
     replay.add_argument("rollouts", nargs="+", type=Path)
@@ -186,7 +194,12 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import worldmark_keys
     from streameval.recording import RecordingObserver
+    from streameval.transports.urls import is_network_url
 
+    if is_network_url(args.url):
+        from streameval.transports.cli_args import network_attach_jobs
+
+        return network_attach_jobs(args)
     model, name = load_python_model(args.url)
     fps = args.fps or float(getattr(model, "fps", 16.0))
     jobs: list[EpisodeJob] = []
@@ -312,6 +325,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from streameval.table_cli import run_table
 
             return run_table(args)
+        if args.command == "serve":
+            from streameval.transports.cli_args import run_serve
+
+            return run_serve(args)
         if args.command == "demo" and args.list_defects:
             from streameval.worlds.procedural_world import DEFECT_PRESETS
 
