@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     from streameval.table_cli import add_table_parser
 
     add_table_parser(sub)
+    from streameval.scale.pool_cli import add_pool_parser
+
+    add_pool_parser(sub, common)
     return parser
 
 
@@ -325,6 +328,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from streameval.table_cli import run_table
 
             return run_table(args)
+        if args.command == "pool":
+            from streameval.scale.pool_cli import run_pool
+
+            return run_pool(args)
         if args.command == "serve":
             from streameval.transports.cli_args import run_serve
 
