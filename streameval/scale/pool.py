@@ -170,6 +170,9 @@ class PoolEvaluator:
                     with contextlib.suppress(Exception):
                         # queued and running sessions are orphaned now: the leader re-offers
                         await c.publish(me, encode({"state": "stopped"}), qos=1, retain=True)
+                lost = reader.exception() if reader.done() and not reader.cancelled() else None
+                if lost is not None:
+                    raise lost  # the broker went away: say so (exit 2), not a silent exit 0
         except aiomqtt.MqttError as exc:
             raise BadInputError(self.broker_url, f"broker: {exc}") from None
 
@@ -242,9 +245,13 @@ class PoolEvaluator:
             self._say(f"{offer.session}: evaluating (attempt {offer.attempt})")
             try:
                 outcome = await self._evaluate(offer, results_dir)
-            except BadInputError as exc:
-                await self._claim(offer, "failed", results_dir=str(results_dir), reason=str(exc))
-                self._say(f"{offer.session}: failed: {exc}")
+            except asyncio.CancelledError:
+                raise  # stopping: the claim stays open and the leader offers it again
+            except Exception as exc:
+                # one failed session never stops the member, and is never left "evaluating"
+                reason = str(exc) if isinstance(exc, BadInputError) else repr(exc)
+                await self._claim(offer, "failed", results_dir=str(results_dir), reason=reason)
+                self._say(f"{offer.session}: failed: {reason}")
                 continue
             reason = None if outcome.complete else "; ".join(outcome.errors) or "incomplete"
             await self._claim(

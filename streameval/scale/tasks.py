@@ -51,6 +51,7 @@ class TaskReport:
     results_dir: Path
     worker: str
     seconds: float
+    cpu_seconds: float = 0.0  # CPU time of the worker process (all its threads) on the task
     outcome: EpisodeOutcome | None = None
     rescore: RescoreOutcome | None = None
     bad_input: str | None = None
@@ -95,7 +96,7 @@ def run_replay_task(task: ReplayTask, config: PipelineConfig) -> TaskReport:
     """Score one rollout exactly as ``streameval replay`` does, in this process."""
     from streameval.replay import ReplaySource, read_rollout
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     try:
         rollout = read_rollout(task.rollout)
     except (BadInputError, OSError) as exc:
@@ -112,8 +113,8 @@ def run_replay_task(task: ReplayTask, config: PipelineConfig) -> TaskReport:
         )
     except (BadInputError, UnknownBackendError, BackendUnavailableError) as exc:
         return TaskReport(task.episode, task.results_dir, worker_id(), 0.0, bad_input=str(exc))
-    seconds = time.perf_counter() - start
-    return TaskReport(task.episode, task.results_dir, worker_id(), seconds, outcome=outcome)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return TaskReport(task.episode, task.results_dir, worker_id(), seconds, cpu, outcome=outcome)
 
 
 def run_rescore_task(results_dir: Path) -> TaskReport:

@@ -223,3 +223,60 @@ def test_two_evaluators_share_four_sessions_and_survive_a_killed_one(
         bg.close()
     for name in procs:
         print((tmp_path / f"{name}.log").read_text())
+
+
+def test_with_no_evaluator_left_sessions_are_reported_then_taken_over_by_a_newcomer(
+    broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"mqtt://127.0.0.1:{broker.port}"
+    out = tmp_path / "out"
+    bg = Background()
+    monitor = Monitor()
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        bg.submit(_start_servers(broker)).result(timeout=30)
+        subscribed = asyncio.Event()
+        bg.submit(_monitor(broker, monitor, subscribed))
+        bg.submit(asyncio.wait_for(subscribed.wait(), 10)).result(timeout=15)
+        procs["ev-a"] = _evaluator(broker, "ev-a", out, tmp_path / "ev-a.log")
+        _wait("ev-a alive", lambda: monitor.evaluators.get("ev-a") == "alive", 60)
+        bg.submit(offer_sessions(url, GROUP, _offers()[:2])).result(timeout=10)
+        _wait(
+            "ev-a evaluating, the other session queued",
+            lambda: sorted(c.state for c in monitor.latest().values()) == ["evaluating", "queued"],
+            60,
+        )
+        procs["ev-a"].send_signal(signal.SIGKILL)
+        procs["ev-a"].wait(timeout=10)
+        _wait("ev-a's will", lambda: monitor.evaluators.get("ev-a") == "lost", 10)
+
+        capsys.readouterr()
+        assert main(["pool", "status", url, "--group", GROUP]) == 1
+        printed = capsys.readouterr().out
+        for session in SESSIONS[:2]:
+            line = next(x for x in printed.splitlines() if x.startswith(session))
+            assert "ev-a (lost)" in line and "UNACCOUNTED" in line, printed
+
+        procs["ev-n"] = _evaluator(broker, "ev-n", out, tmp_path / "ev-n.log")
+        _wait(
+            "both sessions done by the newcomer",
+            lambda: (
+                len(monitor.latest()) == 2
+                and all(c.state == "done" for c in monitor.latest().values())
+            ),
+            120,
+        )
+        for session in SESSIONS[:2]:
+            states = monitor.states(session)
+            assert ("lost", "ev-a", 1) in states and states[-1] == ("done", "ev-n", 2), states
+            assert [s for s in states if s[0] == "done"] == [states[-1]]
+        assert main(["pool", "status", url, "--group", GROUP]) == 0
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        bg.close()

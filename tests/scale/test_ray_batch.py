@@ -156,3 +156,13 @@ def test_killed_worker_episode_is_retried(
     assert report.outcome is not None and report.outcome.complete
     assert int(report.worker.rsplit(":", 1)[1]) != killed[0]  # a new worker finished it
     assert _scored_parts(out) == _scored_parts(local_results / "ep0")
+
+
+def test_more_gpus_per_episode_than_the_cluster_has_is_refused_at_once(
+    rollouts: Path, ray_instance: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["replay", "--ray", str(rollouts), "--out", str(tmp_path), "--no-tui"]
+    assert main([*argv, "--gpus-per-episode", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --gpus-per-episode: 1 GPU(s) per episode asked, the Ray cluster has 0"]
+    assert not (tmp_path / "ep0").exists()
