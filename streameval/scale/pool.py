@@ -249,9 +249,9 @@ class PoolEvaluator:
                 raise  # stopping: the claim stays open and the leader offers it again
             except Exception as exc:
                 # one failed session never stops the member, and is never left "evaluating"
-                reason = str(exc) if isinstance(exc, BadInputError) else repr(exc)
-                await self._claim(offer, "failed", results_dir=str(results_dir), reason=reason)
-                self._say(f"{offer.session}: failed: {reason}")
+                why = str(exc) if isinstance(exc, BadInputError) else repr(exc)
+                await self._claim(offer, "failed", results_dir=str(results_dir), reason=why)
+                self._say(f"{offer.session}: failed: {why}")
                 continue
             reason = None if outcome.complete else "; ".join(outcome.errors) or "incomplete"
             await self._claim(
