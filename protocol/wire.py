@@ -261,8 +261,7 @@ def decode_image(data: bytes, encoding: str, width: int, height: int) -> npt.NDA
         raise WireError(
             f"{encoding} frame decodes to {bgr.shape[1]}x{bgr.shape[0]}, declared {width}x{height}"
         )
-    rgb: npt.NDArray[np.uint8] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-    return rgb
+    return np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
 
 
 def _frame(body: dict[str, Any]) -> Frame:
