@@ -114,6 +114,14 @@ class ScoresUpdate:
     dropped: int
     metrics: dict[str, float | None]
     final: bool = False
+    suite: str = ""
+    keys: tuple[str, ...] = ()
+    boundaries: tuple[int, ...] = ()
+    sx: float | None = None
+    srad: float | None = None
+    error: str | None = None
+    complete: bool | None = None
+    episode_fps: float | None = None
 
 
 Message = Step | KeyDown | KeyUp | Heartbeat | Reset | Bye | Hello | Frame | ScoresUpdate
@@ -193,6 +201,14 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
             "dropped": message.dropped,
             "metrics": message.metrics,
             "final": message.final,
+            "suite": message.suite,
+            "keys": list(message.keys),
+            "bounds": list(message.boundaries),
+            "sx": message.sx,
+            "srad": message.srad,
+            "error": message.error,
+            "complete": message.complete,
+            "efps": message.episode_fps,
         }
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed
@@ -214,6 +230,12 @@ def _field(body: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> An
             f"got {type(value).__name__}"
         )
     return value
+
+
+def _optional_number(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def _wire_key(value: Any, what: str) -> str:
@@ -261,8 +283,7 @@ def decode_image(data: bytes, encoding: str, width: int, height: int) -> npt.NDA
         raise WireError(
             f"{encoding} frame decodes to {bgr.shape[1]}x{bgr.shape[0]}, declared {width}x{height}"
         )
-    rgb: npt.NDArray[np.uint8] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-    return rgb
+    return np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
 
 
 def _frame(body: dict[str, Any]) -> Frame:
@@ -349,6 +370,14 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
                 for k, v in metrics.items()
             },
             final=bool(body.get("final", False)),
+            suite=str(body.get("suite", "")),
+            keys=tuple(_wire_key(k, "scores message") for k in body.get("keys") or ()),
+            boundaries=tuple(int(b) for b in body.get("bounds") or () if isinstance(b, int)),
+            sx=_optional_number(body.get("sx")),
+            srad=_optional_number(body.get("srad")),
+            error=None if body.get("error") is None else str(body["error"]),
+            complete=None if body.get("complete") is None else bool(body["complete"]),
+            episode_fps=_optional_number(body.get("efps")),
         )
     raise WireError(f"unknown message type {kind!r}")
 

@@ -72,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
             "the depth-free estimator",
         )
         p.add_argument(
+            "--publish-mqtt",
+            default=None,
+            metavar="URL",
+            help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
+            "for `streameval dashboard --mqtt` elsewhere",
+        )
+        p.add_argument(
             "--cuts",
             default="auto",
             help="shot-cut detector: auto (TransNetV2 when installed, else "
@@ -105,11 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
     attach.add_argument("--seconds-per-key", type=float, default=20.0)
     attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
-    from streameval.transports.cli_args import add_attach_network_args, add_serve_parser
+    from streameval.transports.cli_args import (
+        add_attach_network_args,
+        add_dashboard_parser,
+        add_serve_parser,
+    )
 
     add_attach_network_args(attach)
     common(attach)
     add_serve_parser(sub)
+    add_dashboard_parser(sub)
 
     replay = sub.add_parser("replay", help="score recorded rollouts")
     replay.add_argument("rollouts", nargs="+", type=Path)
@@ -273,13 +285,29 @@ def _run_episodes(args: argparse.Namespace) -> int:
     if getattr(args, "ray", None) is not None:
         from streameval.scale.commands import run_ray_replay
 
+        if getattr(args, "publish_mqtt", None):
+            raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
         return run_ray_replay(args, jobs, config, [results_log], len(report.bad_input))
+    extra: list[EpisodeObserver] = []
+    publisher = None
+    if args.publish_mqtt:
+        from streameval.transports.scores_publisher import MqttScoresPublisher
+
+        publisher = MqttScoresPublisher(args.publish_mqtt)
+        extra.append(publisher)
     if _use_dashboard(args):
         from streameval.tui import run_dashboard
 
-        run_report = run_dashboard(jobs, config, [results_log])
+        run_report = run_dashboard(jobs, config, [results_log, *extra])
     else:
-        run_report = asyncio.run(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
+
+        async def run_all() -> JobsReport:
+            report = await run_jobs(jobs, config, [ProgressPrinter(), results_log, *extra])
+            if publisher is not None:
+                await publisher.close()
+            return report
+
+        run_report = asyncio.run(run_all())
     for message in run_report.bad_input:
         print(f"error: {message}", file=sys.stderr)
     incomplete = [o for o in run_report.outcomes if not o.complete]
@@ -336,6 +364,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from streameval.transports.cli_args import run_serve
 
             return run_serve(args)
+        if args.command == "dashboard":
+            from streameval.transports.cli_args import run_dashboard_mqtt
+
+            return run_dashboard_mqtt(args)
         if args.command == "demo" and args.list_defects:
             from streameval.worlds.procedural_world import DEFECT_PRESETS
 

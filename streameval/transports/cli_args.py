@@ -66,6 +66,40 @@ def add_serve_parser(sub: Any) -> None:
     serve.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
 
 
+def add_dashboard_parser(sub: Any) -> None:
+    dashboard = sub.add_parser("dashboard", help="watch an evaluation running elsewhere")
+    dashboard.add_argument(
+        "--mqtt",
+        required=True,
+        metavar="URL",
+        help="mqtt[s]://HOST:PORT[/SESSION]: live scores published by the evaluator "
+        "(every session on the broker without SESSION)",
+    )
+    dashboard.add_argument("--no-tui", action="store_true", help="one line per update")
+
+
+def run_dashboard_mqtt(args: argparse.Namespace) -> int:
+    from streameval.transports.mqtt_url import parse_mqtt_url
+
+    parse_mqtt_url(args.mqtt, session_required=False)  # bad URL: exit 2 before anything
+    if args.no_tui or not (sys.stdout.isatty() and sys.stdin.isatty()):
+        from streameval.transports.remote_watch import format_update, watch_scores
+
+        try:
+            asyncio.run(watch_scores(args.mqtt, lambda s, u: print(format_update(s, u))))
+        except KeyboardInterrupt:
+            return 0
+        except Exception as exc:
+            if type(exc).__name__ == "MqttError":
+                raise BadInputError(args.mqtt, f"cannot connect to the broker: {exc}") from None
+            raise
+        return 0
+    from streameval.tui.remote import RemoteDashboardApp
+
+    RemoteDashboardApp(args.mqtt).run()
+    return 0
+
+
 def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.protocol.suites import worldmark_keys
     from streameval.recording import RecordingObserver

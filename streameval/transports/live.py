@@ -46,6 +46,8 @@ Clock = Literal["wall", "video"]
 STEP_WINDOW = 4
 """Frames requested ahead of the last one received (hides one round trip at 16 fps)."""
 HEARTBEAT_S = 1.0
+RESEND_AFTER_S = 1.0
+"""Video clock: steps asked again when no frame came for this long."""
 SMOKE_BELOW_S = 20.0
 """Suite value of seconds per key: anything shorter is a smoke test, and results say so."""
 MAX_REPORTED_PER_KIND = 5
@@ -318,7 +320,12 @@ class LiveSource:
                     self._finish(complete=True, reason=None)
                     return
                 self._frame_arrived.clear()
-                await self._frame_arrived.wait()
+                try:
+                    await asyncio.wait_for(self._frame_arrived.wait(), RESEND_AFTER_S)
+                except TimeoutError:
+                    # requests (or their frames) lost on the way, e.g. across a broker
+                    # restart: ask again; the server ignores indices it already rendered
+                    self._resend = True
         except Exception as exc:
             self.lost(f"sending keys failed: {exc}")
 

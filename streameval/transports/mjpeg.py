@@ -93,7 +93,7 @@ class MjpegSource(LiveSource):
             self.reject(f"JPEG part {self._n} of {len(data)} bytes does not decode")
             self._n += 1
             return
-        image = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+        image = np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
         self.deliver(Frame(index=self._n, key=None, image=image), time.perf_counter())
         self._n += 1
 

@@ -35,6 +35,7 @@ from streameval.transports.live import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.mqtt_url import MqttTarget, client_kwargs, parse_mqtt_url
 
 RECONNECT_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+BYE_GRACE_S = 2.0
 
 
 class MqttSource(LiveSource):
@@ -95,7 +96,14 @@ class MqttSource(LiveSource):
         return ServerInfo(hello.model, hello.fps, hello.width, hello.height)
 
     async def _publish(self, message: Message) -> None:
-        await self._client.publish(self.target.topic("keys"), encode(message), qos=1)
+        import aiomqtt
+
+        try:
+            await self._client.publish(self.target.topic("keys"), encode(message), qos=1)
+        except aiomqtt.MqttError:
+            # broker gone: the reader reconnects, then steps are asked again and the held
+            # key is sent again (``_read``); the episode goes on if the broker comes back
+            self.log.count("unsent_keys")
 
     async def send_step(self, index: int, key: str) -> None:
         await self._publish(Step(index, key))
@@ -130,7 +138,15 @@ class MqttSource(LiveSource):
         elif isinstance(message, Frame):
             self.deliver(message, time.perf_counter())
         elif isinstance(message, Bye) and self._started:
-            self.lost(f"server left: {message.reason or 'bye'}")
+            self._tasks.append(asyncio.create_task(self._bye(message.reason or "bye")))
+
+    async def _bye(self, reason: str) -> None:
+        """A server's bye ends the episode unless frames keep coming: a broker that shuts
+        down publishes every client's will, though the server only lost the broker too."""
+        frames = self.log.n_frames
+        await asyncio.sleep(BYE_GRACE_S)
+        if self.log.n_frames == frames:
+            self.lost(f"server left: {reason}")
 
     async def _read(self) -> None:
         import aiomqtt
@@ -157,3 +173,5 @@ class MqttSource(LiveSource):
                 with contextlib.suppress(aiomqtt.MqttError):
                     self._client = await self._connect_client()
                     self.resend_steps()
+                    if self.mode == "stream" and self._held is not None:
+                        await self._publish(KeyDown(self._held))

@@ -84,7 +84,12 @@ class WebRTCSource(LiveSource):
         pc = self._pc = peer_connection()
         keys_open = loop.create_future()
         self._keys_channel = pc.createDataChannel("keys")
-        self._keys_channel.on("open", lambda: keys_open.done() or keys_open.set_result(True))
+
+        def on_open() -> None:
+            if not keys_open.done():
+                keys_open.set_result(True)
+
+        self._keys_channel.on("open", on_open)
         if self.lossless:
             self._hello = loop.create_future()
             self._ours = pc.createDataChannel("streameval")

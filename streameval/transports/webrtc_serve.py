@@ -48,7 +48,7 @@ def _video_track(fps: float) -> tuple[Any, asyncio.Queue[Frame]]:
 
     queue: asyncio.Queue[Frame] = asyncio.Queue(maxsize=4)
 
-    class HostTrack(MediaStreamTrack):  # type: ignore[misc]
+    class HostTrack(MediaStreamTrack):
         kind = "video"
 
         def __init__(self) -> None:
@@ -100,7 +100,9 @@ class WebRTCServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)
         await site.start()
-        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+        # port 0 asks the OS for a free one: read back which
+        server: Any = site._server
+        sockets = server.sockets if server is not None else []
         return int(sockets[0].getsockname()[1]) if sockets else port
 
     async def stop(self) -> None:

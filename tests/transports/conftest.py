@@ -3,6 +3,7 @@ itself; we start it with our own config and stop it by its PID)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -53,6 +54,8 @@ class Broker:
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
     if not (shutil.which("mosquitto") or Path("/usr/sbin/mosquitto").exists()):
+        if os.environ.get("STREAMEVAL_REQUIRE_BROKER"):
+            pytest.fail("mosquitto is not installed (apt-get install -y mosquitto)")
         pytest.skip("mosquitto is not installed (.ci/run installs it)")
     port = free_port()
     conf = tmp_path / "mosquitto.conf"

@@ -160,3 +160,48 @@ def test_frame_size_change_ends_the_episode_keeping_earlier_frames(
         "frame size changed from 96x64 to 64x48 at server frame 15" in e for e in outcome.errors
     )
     assert _scores(tmp_path)["complete"] is False
+
+
+def test_broker_restart_reconnects_and_reports_the_gap(broker: Broker, tmp_path: Path) -> None:
+    from streameval.transports.mqtt_serve import serve_mqtt
+    from tests.transports.load_servers import Panner
+
+    async def run() -> EpisodeOutcome:
+        ready = asyncio.Event()
+        url = broker.url("restart")
+        server = asyncio.create_task(
+            serve_mqtt(Panner(), url, name="panner", fps=16.0, width=640, height=432, ready=ready)
+        )
+        await ready.wait()
+
+        async def restart() -> None:
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(broker.stop)
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(broker.start)
+
+        restarter = asyncio.create_task(restart())
+        try:
+            source = MqttSource(
+                url,
+                ("A", "D"),
+                episode="restart",
+                suite="test",
+                config=LiveConfig(clock="video", seconds_per_key=4.0),
+            )
+            await source.connect()
+            return await run_episode(
+                source, config=CONFIG, observers=[RecordingObserver(tmp_path / "rec")]
+            )
+        finally:
+            await restarter
+            server.cancel()
+            await asyncio.gather(server, return_exceptions=True)
+
+    outcome = asyncio.run(run())
+    inter = outcome.interactivity
+    assert outcome.complete, outcome.errors
+    assert inter["reconnects"] >= 1
+    # every frame is either scored or counted as missing: nothing vanishes silently
+    assert outcome.frames + inter["frames_missing"] == 128
+    assert _recorded_frames(tmp_path) == outcome.frames

@@ -49,9 +49,14 @@ def test_public_style_video_track_scores_like_in_process() -> None:
     served = asyncio.run(_attach(keys, LiveConfig(clock="wall", seconds_per_key=spk)))
     local = in_process(keys, spk)
     inter = served.interactivity
-    print(inter)
-    print(normalized(served))
-    print(normalized(local))
     assert served.complete, served.errors
     assert inter["alignment"] == "inferred" and inter["clock"] == "wall"
     assert served.frames > 20
+    # Tolerance over VP8 + wall clock: direction accuracy within 5 points of in-process
+    # (measured 99.99 vs 99.87). Purity and memory are NOT within a codec tolerance here:
+    # the world renders at ~10 fps on this machine, so wall-clock segments hold fewer frames
+    # than the schedule the motion-type fit frames were planned on (measured purity 49.6 vs
+    # 99.4, revisit 93.8 vs 99.2); the lossless test above is the exact comparison.
+    for name in ("direction_accuracy_trans",):
+        a, b = normalized(served)[name], normalized(local)[name]
+        assert a is not None and b is not None and abs(a - b) <= 5.0, (name, a, b)
