@@ -110,14 +110,27 @@ async def _evaluate(args: argparse.Namespace) -> None:
 
 def run_pool(args: argparse.Namespace) -> int:
     """Exit 0; 1 from ``status`` when a session is unaccounted for (BadInputError → 2)."""
+    import aiomqtt
+
     from streameval.errors import BadInputError
-    from streameval.scale.pool import offer_sessions, read_pool
 
     try:
         check_name("group", args.group)
     except PoolMessageError as exc:
         raise BadInputError("--group", str(exc)) from None
+    try:
+        return _run_pool(args)
+    except aiomqtt.MqttError as exc:
+        raise BadInputError(args.broker, f"cannot reach the broker: {exc}") from None
+
+
+def _run_pool(args: argparse.Namespace) -> int:
+    from streameval.errors import BadInputError
+    from streameval.scale.pool import offer_sessions, read_pool
+
     if args.pool_command == "evaluate":
+        if getattr(args, "publish_mqtt", None):
+            raise BadInputError("--publish-mqtt", "not with pool evaluate (claims carry it)")
         asyncio.run(_evaluate(args))
         return 0
     if args.pool_command == "offer":

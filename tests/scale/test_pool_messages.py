@@ -82,3 +82,18 @@ def test_orphans_are_open_claims_of_gone_evaluators_and_the_leader_is_the_first_
     view.update("g", claim_topic("g", "s0"), b"")  # a cleared retained claim
     assert "s0" not in view.claims
     assert view.update("g", "streameval/s0/frames", b"x") is None
+
+
+def test_pool_commands_name_the_broker_they_cannot_reach(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from streameval.cli import main
+    from tests.transports.conftest import free_port
+
+    url = f"mqtt://127.0.0.1:{free_port()}"
+    for argv in (["pool", "status", url], ["pool", "offer", url, "s1"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {url}: cannot reach the broker")
+    assert main(["pool", "status", f"{url}/s1"]) == 2
+    assert "names the broker only" in capsys.readouterr().err
