@@ -14,9 +14,7 @@ import numpy as np
 import pytest
 
 from streameval.errors import BadInputError
-from streameval.scoring import (
-    COLUMN_NAMES,
-    COLUMNS,
+from streameval.leaderboard import (
     INCLUDE_ALL,
     Cell,
     ExclusionRule,
@@ -24,15 +22,16 @@ from streameval.scoring import (
     build_table,
     cell_text,
     episode_segments,
-    find_scores_files,
     format_value,
     load_episode,
     load_results,
     model_episodes,
     rank_values,
     sort_rows,
+    table_columns,
     tabulate,
 )
+from streameval.scores_file import find_scores_files
 
 Metrics = dict[str, dict[str, Any]]
 
@@ -120,7 +119,8 @@ def cell(table: MasterTable, model: str, column: str) -> Cell:
 
 
 def test_columns_follow_design_order() -> None:
-    assert COLUMN_NAMES == (
+    columns = table_columns()
+    assert tuple(c.name for c in columns) == (
         "direction_accuracy_trans",
         "direction_accuracy_rot",
         "direction_purity_trans",
@@ -135,7 +135,7 @@ def test_columns_follow_design_order() -> None:
         "perceptual_quality",
         "aesthetic_quality",
     )
-    assert all(c.label and c.short for c in COLUMNS)
+    assert all(c.label and c.short for c in columns)
 
 
 # --------------------------------------------------------------------------------------------
@@ -629,7 +629,7 @@ def test_to_json_round_trips(tmp_path: Path) -> None:
     write_model(tmp_path, "m", [{"perceptual_quality": official(50.0)}])
     doc = json.loads(json.dumps(table_of(tmp_path).to_json()))
     assert doc["rows"][0]["cells"]["perceptual_quality"]["value"] == 50.0
-    assert [c["name"] for c in doc["columns"]] == list(COLUMN_NAMES)
+    assert [c["name"] for c in doc["columns"]] == [c.name for c in table_columns()]
 
 
 def test_local_memory_skips_none_mutation_rate(tmp_path: Path) -> None:
@@ -645,43 +645,3 @@ def test_local_memory_skips_none_mutation_rate(tmp_path: Path) -> None:
     c = cell(table_of(tmp_path), "m", "local_memory")
     assert c.method == "episode_cut_share_and_mean_mutation_rate"
     assert c.value == pytest.approx(100.0 * 0.5 * 0.8)
-
-
-def test_memory_columns_agree_with_the_metric_modules(tmp_path: Path) -> None:
-    """The table and the memory metric modules must give a model the same number."""
-    local = pytest.importorskip("streameval.metrics.memory_local")
-    revisit = pytest.importorskip("streameval.metrics.memory_revisit")
-    glob = pytest.importorskip("streameval.metrics.memory_global")
-    rng = np.random.default_rng(3)
-    local_details: list[dict[str, Any]] = [
-        {"hard_cut": bool(rng.random() < 0.3), "mutation_rate": float(rng.uniform(0, 0.5))}
-        for _ in range(6)
-    ]
-    local_details.append({"hard_cut": True, "mutation_rate": None})
-    revisit_details = [
-        {"pair_distances": rng.uniform(0, 0.8, size=int(rng.integers(1, 12))).tolist()}
-        for _ in range(7)
-    ]
-    global_details = [{"e": float(rng.uniform(0.0, 0.3))} for _ in range(7)]
-    write_model(
-        tmp_path,
-        "m",
-        [
-            {
-                "local_memory": official(50.0, ld),
-                "revisit_memory": official(50.0, rd),
-                "global_memory": official(50.0, gd),
-            }
-            for ld, rd, gd in zip(local_details, revisit_details, global_details, strict=True)
-        ],
-    )
-    table = table_of(tmp_path)
-    assert cell(table, "m", "local_memory").value == pytest.approx(
-        local.local_memory_model(local_details), abs=1e-9
-    )
-    assert cell(table, "m", "revisit_memory").value == pytest.approx(
-        revisit.revisit_memory_model(revisit_details), abs=1e-9
-    )
-    assert cell(table, "m", "global_memory").value == pytest.approx(
-        glob.global_memory_model(global_details), abs=1e-9
-    )

@@ -58,8 +58,6 @@ CONTROL_METRIC_NAMES: tuple[str, ...] = tuple(
     )
     for pool in ("trans", "rot")
 )
-# All eight columns are higher-is-better, normalised to [0, 100] (seed 000 "Final reporting").
-HIGHER_IS_BETTER = True
 
 _POOLS: dict[str, tuple[frozenset[str], str]] = {
     "trans": (frozenset({"fwd", "lat"}), "fwd/lat"),

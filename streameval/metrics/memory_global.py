@@ -64,7 +64,7 @@ Decisions (where SPEC §5 and seed 000 leave room):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +85,6 @@ from streameval.metrics.segments import check_fps
 from streameval.results import MetricResult
 
 PERCENT = 100.0
-HIGHER_IS_BETTER = True
 METRIC_NAME = "global_memory"
 REASON_NO_BACKEND = "no reconstruction backend and no pose + depth from the model or a sidecar"
 # floor(x + eps) so that a whole number of seconds computed in floating point stays whole.
@@ -414,19 +413,3 @@ def global_memory(
         )
     details["e"] = e
     return MetricResult.official(e, global_score(e), details)
-
-
-def global_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
-    """Model-level Global Memory: ``100 / (1 + mean(e) / TAU_G)`` over official episodes.
-
-    Raises ValueError for an empty list or a details dict without a finite ``e``.
-    """
-    es: list[float] = []
-    for k, det in enumerate(episode_details):
-        e = det.get("e")
-        if e is None or not math.isfinite(float(e)):
-            raise ValueError(f"global_memory_model: episode {k} has no finite 'e'")
-        es.append(float(e))
-    if not es:
-        raise ValueError("global_memory_model: no official episode to aggregate")
-    return global_score(float(np.mean(np.asarray(es, dtype=np.float64))))
