@@ -12,24 +12,26 @@ from typing import Any
 
 from streameval.cache import EpisodeCache
 from streameval.constants import ANALYSIS_WIDTH
-from streameval.metrics.control import MotionType, control_metrics
-from streameval.metrics.memory_global import REASON_NO_BACKEND, global_memory
-from streameval.metrics.memory_local import local_memory
-from streameval.metrics.memory_revisit import revisit_memory
-from streameval.metrics.registry import metric_specs, resolve_target
-from streameval.perception.motion_type import (
+from streameval.fits.geometry import views_from_frames
+from streameval.fits.motion_type import (
     MotionFit,
     analysis_focal,
     fit_frames,
     fit_motion_type,
 )
-from streameval.perception.reconstruction import views_from_frames
+from streameval.metrics.control import MotionType, control_metrics
+from streameval.metrics.memory_global import REASON_NO_BACKEND, global_memory
+from streameval.metrics.memory_local import local_memory
+from streameval.metrics.memory_revisit import revisit_memory
+from streameval.metrics.registry import metric_specs, resolve_target
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 from streameval.results import MetricResult
 from streameval.scores_file import scores_document
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
+# The control columns' kernel, as registered (``live_scores`` updates it incrementally).
+CONTROL_KERNEL = "streameval.episode_scores:control_scores"
 QUALITY_METRICS = ("perceptual_quality", "aesthetic_quality")
 # SPEC §6: only Q-Align (OneAlign) scores carry these names; without it they are
 # not_applicable, never a number from a cheaper statistic.

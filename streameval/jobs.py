@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streameval.errors import BadInputError
+from streameval.events import ErrorEvent
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig, run_episode
 from streameval.source import Source
@@ -61,7 +62,7 @@ async def run_job(
     except BadInputError as exc:
         report.bad_input.append(str(exc))
         for o in observers:
-            o.on_error(str(exc))
+            o.on_error(ErrorEvent(str(exc), fatal=True, source="input"))
         return
     ended = _LastOutcome()
     try:

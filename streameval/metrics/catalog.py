@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from streameval.metrics.registry import MetricSpec, register_metric
 
-_CONTROL_KERNEL = "streameval.episode_scores:control_scores"
+_CONTROL_KERNEL = "streameval.episode_scores:control_scores"  # = episode_scores.CONTROL_KERNEL
 _MEMORY_KERNEL = "streameval.episode_scores:memory_scores"
 _QUALITY_KERNEL = "streameval.episode_scores:quality_scores"
 _AGG = "streameval.leaderboard.aggregators"

@@ -13,11 +13,11 @@ import math
 import numpy as np
 import pytest
 
+from streameval.fits.geometry import select_views
 from streameval.metrics.memory_global import (
     GlobalView,
     covisibility_errors,
     global_memory,
-    select_views,
 )
 from tests.metrics.helpers import model_value
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from streameval.tui import DashboardApp
 from textual.widgets import DataTable
-from tui_fakes import FAST_CONFIG, ShiftingSource, async_test, shifting_job, wait_until
 
 from streameval.cli import main
 from streameval.episode_scores import ScoringInput
 from streameval.metrics.registry import MetricSpec, registered
 from streameval.results import MetricResult
+from tests.tui.tui_fakes import FAST_CONFIG, ShiftingSource, async_test, shifting_job, wait_until
 
 TOY = MetricSpec(
     name="toy_frame_share",
