@@ -22,6 +22,14 @@ class EndOfStream(Exception):
     """Raised by ``Source.recv`` when the episode has no more events."""
 
 
+class EpisodeNotStarted(RuntimeError):
+    """The source ended (or failed) before ``EpisodeStart``: there is no episode to finalize.
+
+    Its own type, so that a caller that stopped the source itself (the dashboard's ``q``) can
+    tell this case from a crash without reading meaning into any ``RuntimeError``.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeInfo:
     """What is known about an episode before its first frame.

@@ -32,6 +32,7 @@ from streameval.events import (
     EndOfStream,
     EpisodeEnd,
     EpisodeInfo,
+    EpisodeNotStarted,
     EpisodeStart,
     ErrorEvent,
     FrameEvent,
@@ -405,7 +406,7 @@ async def run_episode(
     if episode.info is None or episode.track is None:
         if cancelled:  # nothing was received: nothing to finalize
             raise asyncio.CancelledError
-        raise RuntimeError(f"source {source!r} ended before EpisodeStart")
+        raise EpisodeNotStarted(f"source {source!r} ended before EpisodeStart")
     complete = (
         not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
     )
