@@ -71,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
             "the depth-free estimator",
         )
         p.add_argument(
+            "--publish-mqtt",
+            default=None,
+            metavar="URL",
+            help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
+            "for `streameval dashboard --mqtt` elsewhere",
+        )
+        p.add_argument(
             "--cuts",
             default="auto",
             help="shot-cut detector: auto (TransNetV2 when installed, else "
@@ -94,13 +101,26 @@ def build_parser() -> argparse.ArgumentParser:
     common(demo)
 
     attach = sub.add_parser("attach", help="attach to a model and drive the protocol")
-    attach.add_argument("url", help="python:MODULE:FACTORY (an in-process model)")
+    attach.add_argument(
+        "url",
+        help="python:MODULE:FACTORY, webrtc+http://HOST:PORT/PATH, "
+        "mjpeg+http://HOST:PORT/PATH, mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
+    )
     attach.add_argument("--out", type=Path, required=True)
     attach.add_argument("--suite", default="worldmark", choices=["worldmark"])
     attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
     attach.add_argument("--seconds-per-key", type=float, default=20.0)
     attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
+    from streameval.transports.cli_args import (
+        add_attach_network_args,
+        add_dashboard_parser,
+        add_serve_parser,
+    )
+
+    add_attach_network_args(attach)
     common(attach)
+    add_serve_parser(sub)
+    add_dashboard_parser(sub)
 
     replay = sub.add_parser("replay", help="score recorded rollouts")
     replay.add_argument("rollouts", nargs="+", type=Path)
@@ -183,7 +203,12 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import worldmark_keys
     from streameval.recording import RecordingObserver
+    from streameval.transports.urls import is_network_url
 
+    if is_network_url(args.url):
+        from streameval.transports.cli_args import network_attach_jobs
+
+        return network_attach_jobs(args)
     model, name = load_python_model(args.url)
     fps = args.fps or float(getattr(model, "fps", 16.0))
     jobs: list[EpisodeJob] = []
@@ -248,12 +273,26 @@ def _run_episodes(args: argparse.Namespace) -> int:
         flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
     )
     results_log = ResultsLog(args.out / "results.jsonl")
+    extra: list[EpisodeObserver] = []
+    publisher = None
+    if args.publish_mqtt:
+        from streameval.transports.scores_publisher import MqttScoresPublisher
+
+        publisher = MqttScoresPublisher(args.publish_mqtt)
+        extra.append(publisher)
     if _use_dashboard(args):
         from streameval.tui import run_dashboard
 
-        run_report = run_dashboard(jobs, config, [results_log])
+        run_report = run_dashboard(jobs, config, [results_log, *extra])
     else:
-        run_report = asyncio.run(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
+
+        async def run_all() -> JobsReport:
+            report = await run_jobs(jobs, config, [ProgressPrinter(), results_log, *extra])
+            if publisher is not None:
+                await publisher.close()
+            return report
+
+        run_report = asyncio.run(run_all())
     for message in run_report.bad_input:
         print(f"error: {message}", file=sys.stderr)
     incomplete = [o for o in run_report.outcomes if not o.complete]
@@ -298,6 +337,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from streameval.table_cli import run_table
 
             return run_table(args)
+        if args.command == "serve":
+            from streameval.transports.cli_args import run_serve
+
+            return run_serve(args)
+        if args.command == "dashboard":
+            from streameval.transports.cli_args import run_dashboard_mqtt
+
+            return run_dashboard_mqtt(args)
         if args.command == "demo" and args.list_defects:
             from streameval.worlds.procedural_world import DEFECT_PRESETS
 

@@ -7,6 +7,7 @@ observers, so what a headless run writes and what the dashboard shows come from 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,9 +58,16 @@ async def run_job(
     report: JobsReport,
 ) -> None:
     """Run one job; bad input is reported to the observers and the report, never raised."""
+    source: Source | None = None
     try:
         source = job.open_source()
+        connect = getattr(source, "connect", None)
+        if connect is not None:  # a network source: an unreachable server is bad input
+            await connect()
     except BadInputError as exc:
+        if source is not None:
+            with contextlib.suppress(Exception):
+                await source.close()
         report.bad_input.append(str(exc))
         for o in observers:
             o.on_error(ErrorEvent(str(exc), fatal=True, source="input"))

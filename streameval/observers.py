@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streameval.events import EpisodeInfo, ErrorEvent, FrameEvent, KeySent
 from streameval.results import MetricResult
@@ -43,7 +43,7 @@ class EpisodeOutcome:
     complete: bool
     frames: int
     errors: list[ErrorEvent] = field(default_factory=list)
-    interactivity: dict[str, float | int | None] = field(default_factory=dict)
+    interactivity: dict[str, Any] = field(default_factory=dict)
 
 
 class EpisodeObserver:

@@ -94,6 +94,9 @@ class _Stats:
         self.step_latencies: list[float] = []
         self.recent: deque[float] = deque(maxlen=32)
         self.perceive_s = 0.0
+        # wall-time interactivity (streameval/interactivity.py)
+        self.arrivals: dict[int, float] = {}
+        self.key_changes: list[tuple[float, str]] = []
 
 
 def _plan_fit_frames(info: EpisodeInfo) -> frozenset[int]:
@@ -132,6 +135,8 @@ async def _read(
             now = time.perf_counter()
             stats.t_first = stats.t_first if stats.t_first is not None else now
             stats.t_last = now
+            if event.t_wall is not None:
+                stats.arrivals[event.index] = event.t_wall
             sent = stats.key_times.pop(event.index, None)
             if sent is not None and event.t_wall is not None:
                 stats.step_latencies.append(event.t_wall - sent)
@@ -142,6 +147,8 @@ async def _read(
                 continue
         elif isinstance(event, KeySent):
             stats.key_times[event.frame] = event.t_wall
+            if not stats.key_changes or stats.key_changes[-1][1] != event.key:
+                stats.key_changes.append((event.t_wall, event.key))
             for o in observers:
                 o.on_key(event)
             continue
@@ -296,9 +303,10 @@ class _Episode:
         for o in self.observers:
             o.on_progress(progress)
 
-    def interactivity(self) -> dict[str, float | int | None]:
+    def interactivity(self) -> dict[str, Any]:
         s = self.stats
         info = self.info
+        live = self._wall_time_interactivity()
         wall = (s.t_last - s.t_first) if s.t_first is not None and s.t_last is not None else None
         video_s = (s.received / info.fps) if info else None
         lat = sorted(s.step_latencies)
@@ -314,7 +322,33 @@ class _Episode:
             "step_latency_ms_p95": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))]
             if lat
             else None,
+            **live,
         }
+
+    def _wall_time_interactivity(self) -> dict[str, Any]:
+        """Arrival-time statistics and key-to-response latency, plus what a live transport
+        put in ``info.extra["interactivity"]`` (clock, alignment, transport counters)."""
+        from streameval.interactivity import arrival_stats, key_response_latencies, latency_summary
+
+        info, track, s = self.info, self.track, self.stats
+        if info is None or track is None:
+            return {}
+        n = len(track.frame_keys)
+        arrivals = [s.arrivals.get(i, math.nan) for i in range(n)]
+        finite = [t for t in arrivals if math.isfinite(t)]
+        out: dict[str, Any] = {**arrival_stats(finite, info.fps)}
+        if info.extra.get("live") and s.key_changes:
+            sx, srad = track.sx.view(), track.srad.view()
+            latencies = key_response_latencies(
+                [t for t, _ in s.key_changes],
+                [k for _, k in s.key_changes],
+                arrivals,
+                np.asarray(sx, dtype=np.float64),
+                np.asarray(srad, dtype=np.float64),
+            )
+            out.update(latency_summary(latencies))
+        out.update(info.extra.get("interactivity", {}))
+        return out
 
 
 def provenance(config: PipelineConfig, backends: dict[str, str]) -> dict[str, Any]:
