@@ -312,7 +312,8 @@ def _run_episodes(args: argparse.Namespace) -> int:
         print(f"error: {message}", file=sys.stderr)
     incomplete = [o for o in run_report.outcomes if not o.complete]
     for outcome in incomplete:
-        for message in outcome.errors or [f"{outcome.info.episode}: episode incomplete"]:
+        messages = [e.message for e in outcome.errors]
+        for message in messages or [f"{outcome.info.episode}: episode incomplete"]:
             print(f"error: {message}", file=sys.stderr)
     if report.bad_input or run_report.bad_input or incomplete:
         return EXIT_BAD_INPUT

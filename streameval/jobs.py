@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streameval.errors import BadInputError
+from streameval.events import ErrorEvent
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig, run_episode
 from streameval.source import Source
@@ -75,7 +76,7 @@ async def run_job(
                 await source.close()
         report.bad_input.append(str(exc))
         for o in observers:
-            o.on_error(str(exc))
+            o.on_error(ErrorEvent(str(exc), fatal=True, source="input"))
         return
     ended = _LastOutcome()
     try:

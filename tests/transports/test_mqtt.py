@@ -6,18 +6,14 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from streameval.protocol.schedule import Schedule
-from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
-
-from streameval.driver import InProcessSource
 from streameval.observers import EpisodeOutcome
-from streameval.pipeline import PipelineConfig, run_episode
+from streameval.pipeline import run_episode
 from streameval.transports.live import LiveConfig
 from streameval.transports.mqtt import MqttSource
 from streameval.transports.mqtt_serve import serve_mqtt
 from tests.transports.conftest import Broker
+from tests.transports.worlds import CONFIG, NAME, in_process, normalized, world
 
-CONFIG = PipelineConfig(cuts="scenedetect-adaptive")
 KEYS = ("A", "D")
 SPK = 1.5
 
@@ -25,16 +21,16 @@ SPK = 1.5
 async def _served_episode(
     broker: Broker, live: LiveConfig, results: Path | None = None, **source_kw: Any
 ) -> EpisodeOutcome:
-    world = ProceduralWorld(world_config_for_defect("clean"))
+    w = world()
     ready = asyncio.Event()
     server = asyncio.create_task(
         serve_mqtt(
-            world,
+            w,
             broker.url("s1"),
-            name="procedural-world[clean]",
-            fps=world.fps,
-            width=world.width,
-            height=world.height,
+            name=NAME,
+            fps=w.fps,
+            width=w.width,
+            height=w.height,
             ready=ready,
         )
     )
@@ -50,31 +46,13 @@ async def _served_episode(
         await asyncio.gather(server, return_exceptions=True)
 
 
-def _in_process() -> EpisodeOutcome:
-    world = ProceduralWorld(world_config_for_defect("clean"))
-    source = InProcessSource(
-        world,
-        Schedule.per_key(KEYS, SPK, world.fps),
-        episode="ep",
-        model_name="procedural-world[clean]",
-        suite="test",
-        width=world.width,
-        height=world.height,
-    )
-    return asyncio.run(run_episode(source, config=CONFIG))
-
-
-def _normalized(outcome: EpisodeOutcome) -> dict[str, float | None]:
-    return {k: m.normalized for k, m in outcome.scores.metrics.items()}
-
-
 def test_video_clock_over_mqtt_is_bit_identical_to_in_process(broker: Broker) -> None:
     live = LiveConfig(clock="video", seconds_per_key=SPK)
     served = asyncio.run(_served_episode(broker, live))
-    local = _in_process()
+    local = in_process(KEYS, SPK)
     assert served.complete, served.errors
     assert served.frames == local.frames == 48
-    assert _normalized(served) == _normalized(local)
+    assert normalized(served) == normalized(local)
     inter = served.interactivity
     assert inter["alignment"] == "reported"
     assert inter["clock"] == "video"
