@@ -4,9 +4,10 @@ One reconstruction (pose + depth + confidence per view), then, as the reference'
 ``vggt_omega_global_c3`` does (SPEC §9: its lookup, normaliser, point subsample and view
 selection), in float64:
 
-- **Views** (``select_views``): frames ``0, s, 2s, …`` with ``s = max(1, round(fps))`` (one a
-  second, Python's round); fewer than 6 → the sorted unique ``int()`` of 6 evenly spaced values
-  over the clip; more than 64 → the entries at ``int()`` of 64 evenly spaced positions.
+- **Views** (``select_views``, in ``streameval.fits.geometry``, where the pipeline plans with
+  it): frames ``0, s, 2s, …`` with ``s = max(1, round(fps))`` (one a second,
+  Python's round); fewer than 6 → the sorted unique ``int()`` of 6 evenly spaced values over the
+  clip; more than 64 → the entries at ``int()`` of 64 evenly spaced positions.
 - **World points** of every pixel (integer coordinates): ``X_cam = ((x − cx)/fx·d, (y − cy)/fy·d,
   d)``, ``X = Rᵀ(X_cam − t)`` with the world-to-camera pose ``[R | t]``.
 - **Normaliser** ``scale`` = the median of every depth > 1e-6 over all views (one for the
@@ -30,7 +31,7 @@ Memory). ``views is None`` (no reconstruction) → not_applicable, never a made-
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,35 +41,15 @@ from numpy.typing import ArrayLike, NDArray
 from streameval.constants import (
     COVIS_DEPTH_RATIO,
     COVIS_MIN_POINTS,
-    GLOBAL_MAX_VIEWS,
-    GLOBAL_MIN_VIEWS,
-    GLOBAL_VIEW_EVERY_S,
     TAU_G,
 )
 from streameval.metrics.arc import FloatArray, json_float
-from streameval.metrics.segments import check_fps
 from streameval.results import MetricResult
 
 PERCENT = 100.0
-HIGHER_IS_BETTER = True
 METRIC_NAME = "global_memory"
 REASON_NO_BACKEND = "no reconstruction backend and no pose + depth from the model or a sidecar"
 GLOBAL_GRID_STRIDE = 16  # reference: source points on the pixels whose x and y are multiples
-
-
-def select_views(n_frames: int, fps: float) -> list[int]:
-    """Frames of the reconstruction pass, as the reference selects them (module docstring)."""
-    if isinstance(n_frames, bool) or int(n_frames) != n_frames or n_frames < 1:
-        raise ValueError(f"n_frames must be a positive integer, got {n_frames!r}")
-    n = int(n_frames)
-    step = max(1, round(GLOBAL_VIEW_EVERY_S * check_fps(fps)))
-    frames = list(range(0, n, step))
-    if len(frames) < GLOBAL_MIN_VIEWS:
-        frames = sorted({int(x) for x in np.linspace(0, n - 1, GLOBAL_MIN_VIEWS)})
-    if len(frames) > GLOBAL_MAX_VIEWS:
-        pos = np.linspace(0, len(frames) - 1, GLOBAL_MAX_VIEWS)
-        frames = [frames[int(p)] for p in pos]
-    return frames
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,19 +311,3 @@ def global_memory(
         )
     details["e"] = cov.e
     return MetricResult.official(cov.e, global_score(cov.e), details)
-
-
-def global_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
-    """Model-level Global Memory: ``100 / (1 + mean(e) / TAU_G)`` over official episodes.
-
-    Raises ValueError for an empty list or a details dict without a finite ``e``.
-    """
-    es: list[float] = []
-    for k, det in enumerate(episode_details):
-        e = det.get("e")
-        if e is None or not math.isfinite(float(e)):
-            raise ValueError(f"global_memory_model: episode {k} has no finite 'e'")
-        es.append(float(e))
-    if not es:
-        raise ValueError("global_memory_model: no official episode to aggregate")
-    return global_score(float(np.mean(np.asarray(es, dtype=np.float64))))

@@ -38,7 +38,7 @@ reasons; embeddings None while pairs exist → missing.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -74,7 +74,6 @@ from streameval.protocol.keys import OPPOSITE, channel_of, expected_sign, parse_
 from streameval.results import MetricResult
 
 PERCENT = 100.0
-HIGHER_IS_BETTER = True
 METRIC_NAME = "revisit_memory"
 Motion = Literal["trans", "rot"]
 _SUM_EPS = 1e-6  # reference: Σ|ch| or mean|ch| below this is "no motion"
@@ -374,20 +373,3 @@ def revisit_memory_for(
 def revisit_score(mean_d: float) -> float:
     """``100 / (1 + mean(d) / TAU_C)`` (seed 000, TAU_C = 1.0)."""
     return PERCENT / (1.0 + float(mean_d) / TAU_C)
-
-
-def revisit_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
-    """Model-level Revisit Memory as final_master computes it: the mean of the episodes' C2.
-
-    ``episode_details`` are the details of the model's official episode results; each episode's
-    C2 is ``100 / (1 + mean of its pair_distances)``. Raises ValueError when there is none.
-    """
-    scores: list[float] = []
-    for k, det in enumerate(episode_details):
-        distances = det.get("pair_distances")
-        if not distances:
-            raise ValueError(f"revisit_memory_model: episode {k} has no 'pair_distances'")
-        scores.append(revisit_score(float(np.mean(np.asarray(distances, dtype=np.float64)))))
-    if not scores:
-        raise ValueError("revisit_memory_model: no official episode")
-    return float(np.mean(np.asarray(scores, dtype=np.float64)))

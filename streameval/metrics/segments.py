@@ -119,29 +119,37 @@ def segment_spans(frame_keys: Sequence[str], n_signals: int, fps: float) -> list
         )
     keys = _parse_keys(frame_keys, "frame")
     segments = segments_from_keys(keys)
-    t = sample_times(n_signals, fps)
     last = len(segments) - 1
-    spans: list[SegmentSpan] = []
-    for j, seg in enumerate(segments):
-        lo_s, hi_s = seg.start / fps, seg.end / fps
-        full = _clip(seg.start, seg.end, n_signals)
-        zone = _stable(t, j, last, lo_s, hi_s)
-        stable = _clip(max(zone.start, full.start), min(zone.stop, full.stop), n_signals)
-        spans.append(
-            SegmentSpan(
-                index=j,
-                key=seg.key,
-                family=_family(seg.key),
-                start=seg.start,
-                end=seg.end,
-                full=full,
-                stable=stable if zone else range(0),
-                lo_s=lo_s,
-                hi_s=hi_s,
-                length_s=(seg.end - seg.start) / fps,
-            )
-        )
-    return spans
+    return [
+        segment_span(j, seg.key, seg.start, seg.end, j == last, n_signals, fps)
+        for j, seg in enumerate(segments)
+    ]
+
+
+def segment_span(
+    index: int, key: str, start: int, end: int, is_last: bool, n_signals: int, fps: float
+) -> SegmentSpan:
+    """Segment ``index`` (frames [start, end) of ``key``) with its windows (SPEC §2, §9): the one
+    rule ``segment_spans`` applies to every segment, for callers (the online accumulator) that
+    track segment boundaries themselves. Only the segment's own sample times are computed (the
+    zone lies inside the segment), so the cost is one segment's length."""
+    lo_s, hi_s = start / fps, end / fps
+    full = _clip(start, end, n_signals)
+    t = np.arange(full.start, full.stop, dtype=np.float64) / fps
+    local = _stable(t, index, index if is_last else index + 1, lo_s, hi_s)
+    stable = range(full.start + local.start, full.start + local.stop) if local else range(0)
+    return SegmentSpan(
+        index=index,
+        key=key,
+        family=_family(key),
+        start=start,
+        end=end,
+        full=full,
+        stable=stable,
+        lo_s=lo_s,
+        hi_s=hi_s,
+        length_s=(end - start) / fps,
+    )
 
 
 def equal_split_spans(keys: Sequence[str], n_signals: int, fps: float) -> list[SegmentSpan]:

@@ -15,11 +15,13 @@ import random
 import numpy as np
 import pytest
 
+from streameval.leaderboard.columns import aggregator_for
 from streameval.metrics.memory_revisit import (
     find_reversals,
     revisit_memory,
-    revisit_memory_model,
+    revisit_score,
 )
+from streameval.results import MetricResult
 
 PX_PER_DEG = 640 / 70
 CH = {"W": (1, 1.0), "S": (1, -1.0), "A": (0, 1.0), "D": (0, -1.0), "L": (0, 1.0), "R": (0, -1.0)}
@@ -278,8 +280,16 @@ def test_embeddings_none_is_missing() -> None:
 
 
 def test_model_is_the_mean_of_episode_scores() -> None:
+    # final_master averages the episodes' C2: the leaderboard's registered aggregation is the
+    # episode mean (streameval.metrics.catalog), not a pool of pair distances.
     details = [{"pair_distances": [0.1, 0.3]}, {"pair_distances": [0.5]}]
     want = (100 / 1.2 + 100 / 1.5) / 2
-    assert revisit_memory_model(details) == pytest.approx(want)
-    with pytest.raises(ValueError):
-        revisit_memory_model([{"pair_distances": []}])
+    measured = [
+        MetricResult.official(
+            float(np.mean(d["pair_distances"])),
+            revisit_score(float(np.mean(d["pair_distances"]))),
+            d,
+        )
+        for d in details
+    ]
+    assert aggregator_for("revisit_memory")(measured, 0).value == pytest.approx(want)

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from streameval.protocol.suites import worldmark_keys
 
+from streameval.leaderboard.columns import aggregator_for
 from streameval.metrics.control import MotionType, control_metrics, control_metrics_for_spans
 from streameval.metrics.segments import equal_split_spans
 from streameval.results import MetricResult
-from streameval.scoring import AGGREGATORS
 from tests.parity.golden import close, load, packed
 
 COLUMNS = {
@@ -124,7 +124,7 @@ def test_every_model_pooled_over_segments() -> None:
             name = f"{COLUMNS[metric]}_{POOL[pool]}"
             measured = [per_case[k][name] for k in group["cases"]]
             measured = [r for r in measured if r.status == "official"]
-            got = AGGREGATORS[name](measured, 0).value if measured else None
+            got = aggregator_for(name)(measured, 0).value if measured else None
             close(got, want, f"group {group['group']} {col}")
 
 

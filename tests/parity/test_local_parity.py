@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from streameval.leaderboard.columns import aggregator_for
 from streameval.metrics.arc import flow_magnitude
 from streameval.metrics.memory_local import (
     cut_guard_frames,
@@ -15,7 +16,6 @@ from streameval.metrics.memory_local import (
     motion_step,
 )
 from streameval.results import MetricResult
-from streameval.scoring import AGGREGATORS
 from tests.parity.golden import close, load, packed
 
 
@@ -67,5 +67,5 @@ def test_every_local_case_and_group() -> None:
         results.append(res)
     for group in doc["groups"]:
         measured = [results[k] for k in group["cases"] if results[k].status == "official"]
-        got = AGGREGATORS["local_memory"](measured, 0).value if measured else None
+        got = aggregator_for("local_memory")(measured, 0).value if measured else None
         close(got, group["score"], f"group {group['group']}")
