@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
     attach.add_argument("--seconds-per-key", type=float, default=20.0)
     attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
-    from streameval.transports.cli_args import (
+    from streameval.transport_cli import (
         add_attach_network_args,
         add_dashboard_parser,
         add_serve_parser,
@@ -206,7 +206,7 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.transports.urls import is_network_url
 
     if is_network_url(args.url):
-        from streameval.transports.cli_args import network_attach_jobs
+        from streameval.transport_cli import network_attach_jobs
 
         return network_attach_jobs(args)
     model, name = load_python_model(args.url)
@@ -338,11 +338,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_table(args)
         if args.command == "serve":
-            from streameval.transports.cli_args import run_serve
+            from streameval.transport_cli import run_serve
 
             return run_serve(args)
         if args.command == "dashboard":
-            from streameval.transports.cli_args import run_dashboard_mqtt
+            from streameval.transport_cli import run_dashboard_mqtt
 
             return run_dashboard_mqtt(args)
         if args.command == "demo" and args.list_defects:
