@@ -1,8 +1,9 @@
 """The episode cache: what perception produced, and all that ``rescore`` needs.
 
 Perceive once, score many: every score is a kernel over this cache. Arrays are stored
-uncompressed in ``.npz`` (bit-exact round trip); ``episode.json`` holds the rest. No frames:
-the cache stays a few hundred kB for a two-minute episode.
+uncompressed in ``.npz`` (bit-exact round trip); ``episode.json`` holds the rest. The only
+frames are Q-Align's, at 1 fps (``quality_cache``): about 15 MB as PNG for a two-minute
+episode at 640×432; everything else is a few hundred kB.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy.typing as npt
 from streameval.errors import BadInputError
 from streameval.perception.motion_type import FitSample
 from streameval.perception.reconstruction import FrameGeometry
+from streameval.quality_cache import QualityCache
 
 CACHE_FORMAT = "streameval.cache/1"
 F64 = npt.NDArray[np.float64]
@@ -101,6 +103,7 @@ class EpisodeCache:
     srad: F64
     fit_samples: list[FitSample] = field(default_factory=list)
     memory: MemoryCache | None = None
+    quality: QualityCache | None = None
 
     @property
     def fps(self) -> float:
@@ -139,6 +142,8 @@ class EpisodeCache:
         os.replace(tmp, directory / "signals.npz")
         if self.memory is not None:
             self.memory.save(directory / "memory.npz")
+        if self.quality is not None:
+            self.quality.save(directory)
         write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
 
     @classmethod
@@ -186,6 +191,7 @@ class EpisodeCache:
             srad=data["srad"].astype(np.float64, copy=False),
             fit_samples=samples,
             memory=MemoryCache.load(memory_path) if memory_path.is_file() else None,
+            quality=QualityCache.load(directory),
         )
 
 

@@ -24,13 +24,10 @@ from streameval.perception.motion_type import (
 from streameval.perception.reconstruction import views_from_frames
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
+from streameval.quality_scores import quality_metrics
 from streameval.results import MetricResult
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
-QUALITY_METRICS = ("perceptual_quality", "aesthetic_quality")
-# SPEC §6: only Q-Align (OneAlign) scores carry these names; without it they are
-# not_applicable, never a number from a cheaper statistic.
-NO_QUALITY_BACKEND = "no Q-Align (OneAlign) backend in this version of streameval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +98,5 @@ def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
     )
     if final:
         metrics.update(memory_metrics(cache))
-        metrics.update(
-            {n: MetricResult.not_applicable(NO_QUALITY_BACKEND) for n in QUALITY_METRICS}
-        )
+        metrics.update(quality_metrics(cache.quality, cache.fps))
     return EpisodeScores(metrics, fits)
