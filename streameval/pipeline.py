@@ -50,7 +50,7 @@ from streameval.perception.memory import (
 )
 from streameval.perception.motion_type import fit_frames
 from streameval.perception.perceiver import Perceiver
-from streameval.perception.qalign import QAlign, create_quality_backend, rate_episode
+from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.keys import FAMILY
 from streameval.quality_cache import QualityCache, QualityRatings
@@ -394,8 +394,7 @@ async def run_episode(
         depth_name, depth_kwargs = split_spec(config.depth)
         episode.depth_backend = create_depth_backend(depth_name, **depth_kwargs)
     if config.quality:
-        quality_name, quality_kwargs = split_spec(config.quality)
-        episode.quality_backend = create_quality_backend(quality_name, **quality_kwargs)
+        episode.quality_backend = load_quality_backend(config.quality)
     worker = PerceptionWorker(asyncio.get_running_loop(), episode.make_perceiver, config.queue_size)
     episode.worker = worker
     cancelled = False

@@ -9,7 +9,9 @@ from pathlib import Path
 from streameval.cache import EpisodeCache
 from streameval.episode_scores import score_episode
 from streameval.errors import BadInputError
+from streameval.perception.qalign import QAlign, rate_episode
 from streameval.pipeline import scores_document, write_results
+from streameval.quality_cache import QualityCache, QualityRatings
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +32,29 @@ def find_results_dirs(path: Path) -> list[Path]:
     return found
 
 
-def rescore_dir(results_dir: Path) -> RescoreOutcome:
-    """Re-run the kernels on ``results_dir/cache`` and rewrite ``scores.json``."""
+def rerate(cache: EpisodeCache, backend: QAlign, cache_dir: Path) -> None:
+    """Rate the cache's 1-fps frames with ``backend`` and store the answers in the cache."""
+    quality = cache.quality
+    if quality is None or not quality.frames:
+        raise BadInputError(cache_dir, "no 1-fps frames in this cache for Q-Align to rate")
+    ordered = [quality.frames[i] for i in sorted(quality.frames)]
+    logits, segments = rate_episode(backend, ordered)
+    cache.quality = QualityCache(
+        quality.frames, quality.statistics, QualityRatings(backend.name, logits, segments)
+    )
+    backends = cache.meta.setdefault("provenance", {}).setdefault("backends", {})
+    backends["quality"] = backend.name
+    cache.save(cache_dir)  # frames, statistics and the new answers, atomically per file
+
+
+def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreOutcome:
+    """Re-run the kernels on ``results_dir/cache`` and rewrite ``scores.json``.
+
+    With ``quality``, Q-Align first rates the cached 1-fps frames (no video needed) and its
+    answers replace those in the cache; without, the cached answers are scored again."""
     cache = EpisodeCache.load(results_dir / "cache")
+    if quality is not None:
+        rerate(cache, quality, results_dir / "cache")
     scores = score_episode(cache)
     doc = scores_document(cache.meta, scores, len(cache.frame_keys))
     old_path = results_dir / "scores.json"

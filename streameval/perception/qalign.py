@@ -35,7 +35,7 @@ from streameval.metrics.quality import (
     drift_segments,
 )
 from streameval.perception.hf import as_rgb_uint8, import_heavy, resolve_pretrained
-from streameval.registry import Registry
+from streameval.registry import Registry, split_spec
 
 QALIGN_DEFAULT = "q-future/one-align"
 OWL_IMAGE_TOKEN = "<|image|>"
@@ -198,3 +198,15 @@ def create_quality_backend(name: str, **kwargs: Any) -> QAlign:
     ``device``); torch/transformers are imported only here."""
     backend: QAlign = QUALITY_BACKENDS.create(name, **kwargs)
     return backend
+
+
+_LOADED: dict[str, QAlign] = {}
+
+
+def load_quality_backend(spec: str) -> QAlign:
+    """The backend for ``spec`` (``qalign[:MODEL]``), loaded once per process: a 7B model is
+    not reloaded for every episode of a run. Called from the event loop thread only."""
+    if spec not in _LOADED:
+        name, kwargs = split_spec(spec)
+        _LOADED[spec] = create_quality_backend(name, **kwargs)
+    return _LOADED[spec]
