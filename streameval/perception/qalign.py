@@ -161,7 +161,7 @@ class QAlign:
         return self._net(input_ids, images=[pixels])["logits"][0, -1]
 
     def _processor_logits(self, frames: list[npt.NDArray[np.uint8]], task: str) -> Any:
-        processor = self._processor
+        processor: Any = self._processor
         image_token = getattr(processor, "image_token", None)
         if not image_token:
             raise BackendUnavailableError(f"{self.name}: the processor has no image token")
