@@ -2,8 +2,8 @@
 
 Perceive once, score many: every score is a kernel over this cache. Arrays are stored
 uncompressed in ``.npz`` (bit-exact round trip); ``episode.json`` holds the rest. The only
-frames are Q-Align's, at 1 fps (``quality_cache``): about 15 MB as PNG for a two-minute
-episode at 640×432; everything else is a few hundred kB.
+frames are Q-Align's, at 1 fps (``quality_cache``): about 210 KiB per second as PNG at
+640×432 (25 MB for a two-minute episode); everything else is a few hundred kB.
 """
 
 from __future__ import annotations
