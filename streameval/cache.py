@@ -21,6 +21,7 @@ from streameval.errors import BadInputError
 from streameval.perception.motion_type import FitSample
 from streameval.perception.reconstruction import FrameGeometry
 from streameval.quality_cache import QualityCache
+from streameval.scores_file import write_json
 
 CACHE_FORMAT = "streameval.cache/1"
 F64 = npt.NDArray[np.float64]
@@ -193,10 +194,3 @@ class EpisodeCache:
             memory=MemoryCache.load(memory_path) if memory_path.is_file() else None,
             quality=QualityCache.load(directory),
         )
-
-
-def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON atomically: a crash never leaves half a file behind."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)

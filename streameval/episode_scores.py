@@ -26,6 +26,7 @@ from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 from streameval.quality_scores import quality_metrics
 from streameval.results import MetricResult
+from streameval.scores_file import scores_document
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
 
@@ -100,3 +101,23 @@ def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
         metrics.update(memory_metrics(cache))
         metrics.update(quality_metrics(cache.quality, cache.fps))
     return EpisodeScores(metrics, fits)
+
+
+def episode_document(
+    cache_meta: dict[str, Any], scores: EpisodeScores, frames: int
+) -> dict[str, Any]:
+    """The ``scores.json`` payload of an episode from its cache metadata and its scores: the
+    one mapping from cache to results file, shared by the pipeline and ``rescore``."""
+    return scores_document(
+        model=cache_meta["model"],
+        suite=cache_meta["suite"],
+        episode=cache_meta["episode"],
+        fps=cache_meta["fps"],
+        frames=frames,
+        complete=cache_meta.get("complete", True),
+        metrics=scores.metrics,
+        motion_types=scores.motion_types_json(),
+        interactivity=cache_meta.get("interactivity", {}),
+        provenance=cache_meta.get("provenance", {}),
+        errors=cache_meta.get("errors", []),
+    )

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streameval.cache import EpisodeCache
-from streameval.episode_scores import score_episode
+from streameval.episode_scores import episode_document, score_episode
 from streameval.errors import BadInputError
 from streameval.perception.qalign import QAlign, rate_episode
-from streameval.pipeline import scores_document, write_results
 from streameval.quality_cache import QualityCache, QualityRatings
+from streameval.scores_file import write_scores
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreO
     if quality is not None:
         rerate(cache, quality, results_dir / "cache")
     scores = score_episode(cache)
-    doc = scores_document(cache.meta, scores, len(cache.frame_keys))
+    doc = episode_document(cache.meta, scores, len(cache.frame_keys))
     old_path = results_dir / "scores.json"
     changed: list[str] = []
     if old_path.is_file():
@@ -65,5 +65,5 @@ def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreO
         except json.JSONDecodeError:
             old = {}
         changed = [k for k, v in doc["metrics"].items() if old.get(k) != v]
-    write_results(results_dir, doc)
+    write_scores(results_dir, doc)
     return RescoreOutcome(results_dir, changed)
