@@ -6,8 +6,8 @@ Prints, for one 60 s 640×432 rollout of the procedural world (lossy x264, like 
     between), and the amortised cost at 16 FPS (a full row every ``detail_stride`` frames);
   - milliseconds per kept 1-fps frame (shrink to 448 px) and the PNG bytes it adds to the cache;
   - the replay pipeline (control metrics; no memory perception, which has its own bench) with
-    the quality perception on and off, side by side, and its multiple of real time at 16 FPS
-    (target ≥ 4×).
+    the quality perception (statistics and 1-fps frames; no Q-Align) on and off, side by
+    side, and its multiple of real time at 16 FPS (target ≥ 4×).
 
 Usage: python bench/quality_cost.py [--keep DIR]
 """
@@ -76,8 +76,8 @@ def main() -> None:
         f"  1-fps frame kept: shrink {shrink_ms:.2f} ms, PNG {png_bytes / 1024:.0f} KiB per second"
     )
 
-    off = PipelineConfig(embedding=None, cuts=None, imaging=False)
-    on = PipelineConfig(embedding=None, cuts=None, imaging=True)
+    off = PipelineConfig(embedding=None, cuts=None, imaging=False, quality_frames=False)
+    on = PipelineConfig(embedding=None, cuts=None, imaging=True, quality_frames=True)
     results = {}
     for name, config in (("off", off), ("on", on), ("off again", off), ("on again", on)):
         speed, _, _ = pipeline_fps(rollout, base / f"out-{name.replace(' ', '-')}", config)

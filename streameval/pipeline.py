@@ -83,6 +83,9 @@ class PipelineConfig:
     # quality columns are not_applicable (issue 14). Its 1-fps frames are cached either way.
     quality: str | None = None
     imaging: bool = True  # CPU imaging statistics (sharpness, noise, exposure, flicker, ...)
+    # Q-Align's 1-fps frames, kept (≈ 400 kB per second of video in memory, 210 KiB as PNG in
+    # the cache) so that `rescore --quality` needs no video; False keeps memory flat
+    quality_frames: bool = True
 
 
 class _Stats:
@@ -207,6 +210,7 @@ class _Episode:
             self.depth_backend,
             fps=info.fps,
             imaging=self.config.imaging,
+            keep_quality_frames=self.config.quality_frames or bool(self.config.quality),
         )
 
     def start(self, info: EpisodeInfo) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from streameval.cache import EpisodeCache
 from streameval.episode_scores import episode_document, score_episode
 from streameval.errors import BadInputError
+from streameval.metrics.quality import one_fps_frames
 from streameval.perception.qalign import QAlign, rate_episode
 from streameval.quality_cache import QualityCache, QualityRatings
 from streameval.scores_file import write_scores
@@ -37,11 +38,19 @@ def rerate(cache: EpisodeCache, backend: QAlign, cache_dir: Path) -> None:
     quality = cache.quality
     if quality is None or not quality.frames:
         raise BadInputError(cache_dir, "no 1-fps frames in this cache for Q-Align to rate")
-    ordered = [quality.frames[i] for i in sorted(quality.frames)]
-    logits, segments = rate_episode(backend, ordered)
-    cache.quality = QualityCache(
-        quality.frames, quality.statistics, QualityRatings(backend.name, logits, segments)
-    )
+    wanted = one_fps_frames(len(cache.frame_keys), cache.fps)
+    lost = [i for i in wanted if i not in quality.frames]
+    if lost:  # as a live run: a video with holes is not rated as if it were whole
+        cache.quality = QualityCache(
+            quality.frames,
+            quality.statistics,
+            failure=f"{len(wanted) - len(lost)} of {len(wanted)} 1-fps frames received",
+        )
+    else:
+        logits, segments = rate_episode(backend, [quality.frames[i] for i in wanted])
+        cache.quality = QualityCache(
+            quality.frames, quality.statistics, QualityRatings(backend.name, logits, segments)
+        )
     backends = cache.meta.setdefault("provenance", {}).setdefault("backends", {})
     backends["quality"] = backend.name
     cache.save(cache_dir)  # frames, statistics and the new answers, atomically per file
