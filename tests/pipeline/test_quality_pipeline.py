@@ -115,3 +115,17 @@ def test_missing_qalign_weights_are_bad_input(
     assert len(errors) == 1 and str(missing) in errors[0] and "hf download" in errors[0]
     assert main(["rescore", str(tmp_path), "--quality", f"qalign:{missing}"]) == 2
     assert "hf download" in capsys.readouterr().err
+
+
+def test_rescore_with_qalign_refuses_lost_frames(
+    without_qalign: Path, tiny_qalign: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    copy = tmp_path / "episode"
+    shutil.copytree(without_qalign, copy)
+    (copy / "cache" / "quality_frames" / "000032.png").unlink()
+    rescore_dir(copy, quality=QAlign(str(tiny_qalign), device="cpu"))
+    m = metrics(copy)
+    assert m["perceptual_quality"]["status"] == "missing"
+    assert "11 of 12 1-fps frames" in str(m["perceptual_quality"]["reason"])
