@@ -9,9 +9,11 @@ world, ``tests/metrics/test_imaging_defects.py``):
   (``var(L) − 20 σ̂²``: white noise of variance σ² adds exactly 20 σ² to the Laplacian's
   variance), divided by the mean luma. Dividing by the mean makes it indifferent to exposure
   (a gain scales both), removing the noise term keeps sensor noise from reading as detail.
-- **noise**: σ̂ in grey levels, Immerkær's estimator (the Laplacian-difference mask whose
-  response to a plane is zero) averaged over the flattest 90 % of pixels, as Tai & Yang's
-  edge-gated variant: texture and edges are excluded, so a blur barely changes it.
+- **noise**: σ̂ of the luma in grey levels (independent noise of σ per RGB channel is
+  0.67 σ in luma, by the 0.299/0.587/0.114 weights): Immerkær's estimator (the
+  Laplacian-difference mask, whose response to a plane is zero) averaged over the flattest
+  90 % of pixels, as Tai & Yang's edge-gated variant: texture and edges are excluded, so a
+  blur barely changes it.
 - **exposure**: mean luma (0–255) of the frame; **clipping**: share of pixels at ≤ 2 or
   ≥ 253, where detail is lost.
 - **colourfulness**: Hasler & Süsstrunk's M (opponent channels rg = R − G,
