@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.cache import EpisodeCache, MemoryCache
+from streameval.fits.motion_type import FitSample
 from streameval.growable import GrowableArray
-from streameval.perception.motion_type import FitSample
 
 F64 = npt.NDArray[np.float64]
 
@@ -66,14 +66,17 @@ class EpisodeTrack:
     statistics: GrowableRows = field(default_factory=lambda: GrowableRows(np.float64))
     quality_frames: dict[int, npt.NDArray[np.uint8]] = field(default_factory=dict)
 
-    def set_frame_key(self, index: int, key: str, fill: str) -> None:
-        """Record the key of frame ``index``; frames skipped before it get ``fill``."""
+    def set_frame_key(self, index: int, key: str, fill: str) -> bool:
+        """Record the key of frame ``index``; frames skipped before it get ``fill``. True when
+        a key already recorded (a gap's fill) changed: incremental state built on it is stale."""
         while len(self.frame_keys) < index:
             self.frame_keys.append(fill)
         if len(self.frame_keys) == index:
             self.frame_keys.append(key)
-        else:
-            self.frame_keys[index] = key
+            return False
+        changed = self.frame_keys[index] != key
+        self.frame_keys[index] = key
+        return changed
 
     def to_cache(
         self, extra_meta: dict[str, Any] | None = None, memory: MemoryCache | None = None

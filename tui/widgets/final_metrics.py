@@ -13,8 +13,8 @@ from rich.text import Text
 from streameval.tui.format import metric_label, metric_value_text
 from textual.widgets import Static
 
-from streameval.metrics.control import CONTROL_METRIC_NAMES
 from streameval.metrics.imaging import STATISTIC_METRICS
+from streameval.metrics.registry import metric_names
 from streameval.observers import EpisodeOutcome
 
 
@@ -55,10 +55,11 @@ def statistics_line(outcome: EpisodeOutcome) -> Text | None:
 
 
 def other_metrics_table(outcome: EpisodeOutcome) -> RenderableType:
+    control = metric_names(family="control")  # shown by the control panel
     others = {
         name: m
         for name, m in outcome.scores.metrics.items()
-        if name not in CONTROL_METRIC_NAMES and name not in STATISTIC_METRICS
+        if name not in control and name not in STATISTIC_METRICS
     }
     if not others:
         return Text("no memory or quality metrics in this run", style="dim")
