@@ -529,7 +529,7 @@ async def _quality_cache(episode: _Episode) -> QualityCache:
         logits, segments = await asyncio.to_thread(rate_episode, backend, ordered)
     except Exception as exc:  # the quality columns become `missing`, with this reason
         quality.failure = f"{backend.name}: {type(exc).__name__}: {exc}"
-        episode.error(f"quality backend failed: {quality.failure}")
+        episode.error(ErrorEvent(f"quality backend failed: {quality.failure}", source="quality"))
         return quality
     quality.ratings = QualityRatings(backend.name, logits, segments)
     return quality
