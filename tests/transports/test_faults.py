@@ -202,6 +202,8 @@ def test_broker_restart_reconnects_and_reports_the_gap(broker: Broker, tmp_path:
     inter = outcome.interactivity
     assert outcome.complete, outcome.errors
     assert inter["reconnects"] >= 1
-    # every frame is either scored or counted as missing: nothing vanishes silently
-    assert outcome.frames + inter["frames_missing"] == 128
-    assert _recorded_frames(tmp_path) == outcome.frames
+    # every frame is either received (and recorded; perception may drop some when the
+    # machine is busy, counted apart) or counted as missing: nothing vanishes silently
+    assert inter["frames_received"] + inter["frames_missing"] == 128
+    assert _recorded_frames(tmp_path) == inter["frames_received"]
+    assert outcome.frames <= inter["frames_received"]
