@@ -20,6 +20,7 @@ from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
 from streameval.registry import UnknownBackendError
+from streameval.scale.commands import add_ray_options, check_ray_usage, split_ray_flag
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -129,13 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
     pace.add_argument("--realtime", action="store_true", help="pace at each rollout's fps")
     pace.add_argument("--fps", type=float, default=None, help="pace at N frames per second")
     common(replay)
+    add_ray_options(replay, gpus=True)
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
     rescore.add_argument("results", nargs="+", type=Path)
+    add_ray_options(rescore, gpus=False)
 
     from streameval.table_cli import add_table_parser
 
     add_table_parser(sub)
+    from streameval.scale.pool_cli import add_pool_parser
+
+    add_pool_parser(sub, common)
     return parser
 
 
@@ -241,6 +247,7 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
 def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     from streameval.replay import ReplaySource, open_rollouts
     from streameval.replay.rollout import Rollout
+    from streameval.scale.tasks import ReplayTask
 
     rollouts, errors = open_rollouts(args.rollouts)
     report.bad_input.extend(str(e) for e in errors)
@@ -251,7 +258,9 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
         def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
             return ReplaySource(rollout, pace=pace)
 
-        jobs.append(EpisodeJob(rollout.episode, open_source, args.out / rollout.episode))
+        results_dir = args.out / rollout.episode
+        task = ReplayTask(rollout.episode, rollout.path, results_dir, pace)
+        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir, task=task))
     return jobs
 
 
@@ -273,6 +282,12 @@ def _run_episodes(args: argparse.Namespace) -> int:
         flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
     )
     results_log = ResultsLog(args.out / "results.jsonl")
+    if getattr(args, "ray", None) is not None:
+        from streameval.scale.commands import run_ray_replay
+
+        if getattr(args, "publish_mqtt", None):
+            raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
+        return run_ray_replay(args, jobs, config, [results_log], len(report.bad_input))
     extra: list[EpisodeObserver] = []
     publisher = None
     if args.publish_mqtt:
@@ -297,7 +312,8 @@ def _run_episodes(args: argparse.Namespace) -> int:
         print(f"error: {message}", file=sys.stderr)
     incomplete = [o for o in run_report.outcomes if not o.complete]
     for outcome in incomplete:
-        for message in outcome.errors or [f"{outcome.info.episode}: episode incomplete"]:
+        messages = [e.message for e in outcome.errors]
+        for message in messages or [f"{outcome.info.episode}: episode incomplete"]:
             print(f"error: {message}", file=sys.stderr)
     if report.bad_input or run_report.bad_input or incomplete:
         return EXIT_BAD_INPUT
@@ -328,14 +344,23 @@ def _run_rescore(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(split_ray_flag(sys.argv[1:] if argv is None else argv))
     try:
+        check_ray_usage(args)
+        if args.command == "rescore" and args.ray is not None:
+            from streameval.scale.commands import run_ray_rescore
+
+            return run_ray_rescore(args)
         if args.command == "rescore":
             return _run_rescore(args)
         if args.command == "table":
             from streameval.table_cli import run_table
 
             return run_table(args)
+        if args.command == "pool":
+            from streameval.scale.pool_cli import run_pool
+
+            return run_pool(args)
         if args.command == "serve":
             from streameval.transports.cli_args import run_serve
 

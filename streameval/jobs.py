@@ -11,11 +11,16 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from streameval.errors import BadInputError
+from streameval.events import ErrorEvent
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig, run_episode
 from streameval.source import Source
+
+if TYPE_CHECKING:
+    from streameval.scale.tasks import ReplayTask
 
 
 @dataclass
@@ -23,13 +28,15 @@ class EpisodeJob:
     """One episode to evaluate.
 
     ``open_source`` is called when the job starts (not before), so a model or a video file is
-    opened only when its turn comes; it may raise ``BadInputError``.
+    opened only when its turn comes; it may raise ``BadInputError``. ``task``, when set, is
+    the same episode as a picklable description, for running it in another process (Ray).
     """
 
     name: str
     open_source: Callable[[], Source]
     results_dir: Path
     observers: list[EpisodeObserver] = field(default_factory=list)
+    task: ReplayTask | None = None
 
 
 class _LastOutcome(EpisodeObserver):
@@ -69,7 +76,7 @@ async def run_job(
                 await source.close()
         report.bad_input.append(str(exc))
         for o in observers:
-            o.on_error(str(exc))
+            o.on_error(ErrorEvent(str(exc), fatal=True, source="input"))
         return
     ended = _LastOutcome()
     try:

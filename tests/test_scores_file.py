@@ -53,7 +53,7 @@ def test_written_document_reads_back(tmp_path: Path) -> None:
 
 
 def test_writer_refuses_a_foreign_document_and_nan(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="not a streameval.scores/1"):
+    with pytest.raises(ValueError, match=r"not a streameval\.scores/1"):
         write_scores(tmp_path, {"format": "other"})
     with pytest.raises(ValueError):
         write_scores(tmp_path, _doc(a=MetricResult.official(float("nan"), 1.0)))
@@ -71,7 +71,7 @@ def test_reader_names_the_file_and_keeps_the_others(tmp_path: Path) -> None:
         load_episode(bad)
 
 
-@pytest.mark.parametrize("module", ["streameval.scores_file"])
+@pytest.mark.parametrize("module", ["streameval.scores_file", "streameval.leaderboard"])
 def test_results_modules_import_without_opencv_pyav_or_pipeline(module: str) -> None:
     code = (
         f"import sys, {module}\n"
