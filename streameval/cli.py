@@ -44,6 +44,16 @@ def _parse_actions(text: str) -> list[int]:
     return ids
 
 
+def quality_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quality",
+        default=None,
+        help="Q-Align (OneAlign) for perceptual/aesthetic quality at episode end: "
+        "qalign[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF cache, default "
+        "q-future/one-align); default: none, the two columns are not_applicable",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streameval",
@@ -71,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
             "cache); default: none, "
             "the depth-free estimator",
         )
+        quality_option(p)
         p.add_argument(
             "--publish-mqtt",
             default=None,
@@ -112,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
     attach.add_argument("--seconds-per-key", type=float, default=20.0)
     attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
-    from streameval.transports.cli_args import (
+    from streameval.transport_cli import (
         add_attach_network_args,
         add_dashboard_parser,
         add_serve_parser,
@@ -134,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
     rescore.add_argument("results", nargs="+", type=Path)
+    quality_option(rescore)
     add_ray_options(rescore, gpus=False)
 
     from streameval.table_cli import add_table_parser
@@ -212,7 +224,7 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.transports.urls import is_network_url
 
     if is_network_url(args.url):
-        from streameval.transports.cli_args import network_attach_jobs
+        from streameval.transport_cli import network_attach_jobs
 
         return network_attach_jobs(args)
     model, name = load_python_model(args.url)
@@ -279,7 +291,11 @@ def _run_episodes(args: argparse.Namespace) -> int:
     for message in report.bad_input:
         print(f"error: {message}", file=sys.stderr)
     config = PipelineConfig(
-        flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
+        flow=args.flow,
+        embedding=args.embedding,
+        cuts=args.cuts,
+        depth=args.depth,
+        quality=args.quality,
     )
     results_log = ResultsLog(args.out / "results.jsonl")
     if getattr(args, "ray", None) is not None:
@@ -323,6 +339,11 @@ def _run_episodes(args: argparse.Namespace) -> int:
 def _run_rescore(args: argparse.Namespace) -> int:
     from streameval.rescore import find_results_dirs, rescore_dir
 
+    quality = None
+    if args.quality:
+        from streameval.perception.qalign import load_quality_backend
+
+        quality = load_quality_backend(args.quality)  # fails fast, before any directory
     status = EXIT_OK
     for path in args.results:
         try:
@@ -333,7 +354,7 @@ def _run_rescore(args: argparse.Namespace) -> int:
             continue
         for d in dirs:
             try:
-                outcome = rescore_dir(d)
+                outcome = rescore_dir(d, quality=quality)
             except BadInputError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 status = EXIT_BAD_INPUT
@@ -362,11 +383,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_pool(args)
         if args.command == "serve":
-            from streameval.transports.cli_args import run_serve
+            from streameval.transport_cli import run_serve
 
             return run_serve(args)
         if args.command == "dashboard":
-            from streameval.transports.cli_args import run_dashboard_mqtt
+            from streameval.transport_cli import run_dashboard_mqtt
 
             return run_dashboard_mqtt(args)
         if args.command == "demo" and args.list_defects:

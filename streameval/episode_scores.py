@@ -26,16 +26,13 @@ from streameval.metrics.memory_revisit import revisit_memory
 from streameval.metrics.registry import metric_specs, resolve_target
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
+from streameval.quality_scores import quality_metrics
 from streameval.results import MetricResult
 from streameval.scores_file import scores_document
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
 # The control columns' kernel, as registered (``live_scores`` updates it incrementally).
 CONTROL_KERNEL = "streameval.episode_scores:control_scores"
-QUALITY_METRICS = ("perceptual_quality", "aesthetic_quality")
-# SPEC §6: only Q-Align (OneAlign) scores carry these names; without it they are
-# not_applicable, never a number from a cheaper statistic.
-NO_QUALITY_BACKEND = "no Q-Align (OneAlign) backend in this version of streameval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +120,8 @@ def memory_scores(inp: ScoringInput) -> dict[str, MetricResult]:
 
 
 def quality_scores(inp: ScoringInput) -> dict[str, MetricResult]:
-    """Perceptual and aesthetic quality: not_applicable without Q-Align (SPEC §6)."""
-    return {n: MetricResult.not_applicable(NO_QUALITY_BACKEND) for n in QUALITY_METRICS}
+    """Q-Align columns, seed-004 drift and the CPU imaging statistics (``quality_scores``)."""
+    return quality_metrics(inp.cache.quality, inp.cache.fps)
 
 
 def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:

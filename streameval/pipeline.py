@@ -41,6 +41,7 @@ from streameval.events import (
 from streameval.fits.geometry import select_views
 from streameval.fits.motion_type import fit_frames
 from streameval.live_scores import LiveScores
+from streameval.metrics.quality import one_fps_frames
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
@@ -51,8 +52,10 @@ from streameval.perception.memory import (
     resolve_cut_detector_name,
 )
 from streameval.perception.perceiver import Perceiver
+from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.keys import FAMILY
+from streameval.quality_cache import QualityCache, QualityRatings
 from streameval.registry import split_spec
 from streameval.scores_file import write_scores
 from streameval.source import Source
@@ -78,6 +81,13 @@ class PipelineConfig:
     # workers spin while they wait, so with a busy neighbour DIS ran 38–64 frames/s on 2
     # threads against 224–273 on 1 (bench/throughput.py). None keeps OpenCV's default.
     opencv_threads: int | None = 1
+    # Q-Align at episode end ("qalign" or "qalign:DIR", weights local/HF cache); None = the
+    # quality columns are not_applicable (issue 14). Its 1-fps frames are cached either way.
+    quality: str | None = None
+    imaging: bool = True  # CPU imaging statistics (sharpness, noise, exposure, flicker, ...)
+    # Q-Align's 1-fps frames, kept (≈ 400 kB per second of video in memory, 210 KiB as PNG in
+    # the cache) so that `rescore --quality` needs no video; False keeps memory flat
+    quality_frames: bool = True
 
 
 class _Stats:
@@ -175,6 +185,7 @@ class _Episode:
         self.flow = flow
         self.embedder = embedder
         self.depth_backend: DepthBackend | None = None
+        self.quality_backend: QAlign | None = None
         self.memory: MemoryPerception | None = None
         self.observers = observers
         self.stats = stats
@@ -212,6 +223,9 @@ class _Episode:
             self.config.analysis_height,
             self.memory,
             self.depth_backend,
+            fps=info.fps,
+            imaging=self.config.imaging,
+            keep_quality_frames=self.config.quality_frames or bool(self.config.quality),
         )
 
     def start(self, info: EpisodeInfo) -> None:
@@ -265,6 +279,10 @@ class _Episode:
         self.track.srad.extend(np.asarray(out.srad, dtype=np.float64))
         if out.embedding is not None:
             self.track.embeddings.set(event.index, out.embedding)
+        if out.statistics is not None:
+            self.track.statistics.set(event.index, out.statistics)
+        if out.quality_frame is not None:
+            self.track.quality_frames[event.index] = out.quality_frame
         if out.fit_sample is not None:
             self.track.fit_samples.append(out.fit_sample)
             if out.depth_used:
@@ -404,6 +422,8 @@ async def run_episode(
     if config.depth:
         depth_name, depth_kwargs = split_spec(config.depth)
         episode.depth_backend = create_depth_backend(depth_name, **depth_kwargs)
+    if config.quality:
+        episode.quality_backend = load_quality_backend(config.quality)
     worker = PerceptionWorker(asyncio.get_running_loop(), episode.make_perceiver, config.queue_size)
     episode.worker = worker
     cancelled = False
@@ -489,11 +509,38 @@ async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str
     return MemoryCache(embeddings, cuts, views), meta
 
 
+async def _quality_cache(episode: _Episode) -> QualityCache:
+    """The 1-fps frames (trimmed as Q-Align samples them), the imaging statistics, and, with
+    a quality backend, its answers (off the loop: a model forward pass per task and segment)."""
+    track, info = episode.track, episode.info
+    assert track is not None and info is not None
+    n_frames = len(track.frame_keys)
+    wanted = one_fps_frames(n_frames, info.fps)
+    frames = {i: track.quality_frames[i] for i in wanted if i in track.quality_frames}
+    quality = QualityCache(frames, track.statistics.view(n_frames))
+    backend = episode.quality_backend
+    if backend is None:
+        return quality
+    if len(frames) < len(wanted) or not frames:
+        quality.failure = f"{len(frames)} of {len(wanted)} 1-fps frames received"
+        return quality
+    ordered = [frames[i] for i in sorted(frames)]
+    try:
+        logits, segments = await asyncio.to_thread(rate_episode, backend, ordered)
+    except Exception as exc:  # the quality columns become `missing`, with this reason
+        quality.failure = f"{backend.name}: {type(exc).__name__}: {exc}"
+        episode.error(ErrorEvent(f"quality backend failed: {quality.failure}", source="quality"))
+        return quality
+    quality.ratings = QualityRatings(backend.name, logits, segments)
+    return quality
+
+
 async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) -> EpisodeOutcome:
     """Flush is done: build the cache, score it with the shared kernels, write results."""
     assert episode.track is not None and episode.info is not None
     track = episode.track
     memory_cache, memory_meta = await _memory_cache(episode)
+    quality_cache = await _quality_cache(episode)
     depth_source = ",".join(sorted(episode.depth_sources)) if track.depth_frames_used else "none"
     backends = {
         **track.meta["backends"],
@@ -501,6 +548,8 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         "embedding": memory_meta.get("embedding"),
         "cut_detector": memory_meta.get("cut_detector"),
         "global_geometry": memory_meta.get("geometry_source"),
+        "quality": episode.quality_backend.name if episode.quality_backend else None,
+        "imaging": "cpu-opencv" if episode.config.imaging else None,
     }
     interactivity = episode.interactivity()
     end_reason = episode.end.reason if episode.end else "source stopped"
@@ -514,6 +563,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         "provenance": {**provenance(episode.config, backends), "depth_source": depth_source},
     }
     cache = track.to_cache(meta, memory_cache)
+    cache.quality = quality_cache
     scores = score_episode(cache)
     if results_dir is not None:
         cache.save(results_dir / "cache")

@@ -14,6 +14,8 @@ from streameval.results import MetricResult
 def format_metric(m: MetricResult) -> str:
     if m.status == "official" and m.normalized is not None:
         return f"{m.normalized:6.2f}"
+    if m.status == "official" and m.raw is not None:  # a statistic in its own unit
+        return f"{m.raw:.4g} {m.details.get('unit', '')}".rstrip()
     return m.status
 
 

@@ -82,3 +82,13 @@ def test_results_modules_import_without_opencv_pyav_or_pipeline(module: str) -> 
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "", f"importing {module} pulled in {out}"
+
+
+def test_a_statistic_reads_back_as_official_without_a_normalized_value(tmp_path: Path) -> None:
+    from streameval.scores_file import _metric_result
+
+    stat = MetricResult.statistic(0.16, "Laplacian RMS / mean luma")
+    back = _metric_result("imaging_sharpness", stat.to_json(), tmp_path / "scores.json")
+    assert back == stat
+    no_unit = {"raw": 0.16, "normalized": None, "status": "official", "details": {}}
+    assert _metric_result("x", no_unit, tmp_path / "scores.json").status == "missing"

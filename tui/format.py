@@ -43,6 +43,8 @@ def metric_value_text(result: MetricResult | None) -> str:
         return "…"
     if result.status == "official" and result.normalized is not None:
         return format_value(result.normalized)
+    if result.status == "official" and result.raw is not None:  # a statistic: its own unit
+        return f"{result.raw:.4g}"
     return STATUS_TEXT.get(result.status, result.status)
 
 

@@ -18,7 +18,7 @@ from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.observer import DashboardObserver
 from streameval.tui.state import EpisodeState
 
-from streameval.events import EpisodeInfo
+from streameval.events import EpisodeInfo, ErrorEvent
 from streameval.observers import Progress
 from streameval.results import MetricResult
 from streameval.transports.remote_watch import watch_scores
@@ -80,7 +80,7 @@ class RemoteDashboardApp(DashboardApp):
             observer.on_start(info)
         job, observer, info = self.jobs[key]
         if update.error:
-            observer.on_error(update.error)
+            observer.on_error(ErrorEvent(update.error, source="remote"))
             return
         observer.on_progress(
             Progress(

@@ -120,3 +120,37 @@ register_metric(
         status_rules="not_applicable without a Q-Align backend (SPEC §6)",
     )
 )
+for _name, _label, _what in (
+    ("rollout_imaging_drift", "Rollout imaging drift", "Q-Align quality, else CPU sharpness"),
+    ("rollout_aesthetic_drift", "Rollout aesthetic drift", "Q-Align aesthetics"),
+):
+    register_metric(
+        MetricSpec(
+            name=_name,
+            label=_label,
+            family="quality",
+            kernel=_QUALITY_KERNEL,
+            column=False,  # seed 004, not a master-table column
+            description=f"(best − worst)/|best| over 10 segments of ≤ 300 frames ({_what})",
+            status_rules="not_applicable: fewer than 10 frames, or no backend for the task",
+        )
+    )
+for _name, _label in (
+    ("imaging_sharpness", "Imaging sharpness"),
+    ("imaging_noise", "Imaging noise"),
+    ("imaging_exposure", "Imaging exposure"),
+    ("imaging_clipping", "Imaging clipping"),
+    ("imaging_colourfulness", "Imaging colourfulness"),
+    ("temporal_flicker", "Temporal flicker"),
+):
+    register_metric(
+        MetricSpec(
+            name=_name,
+            label=_label,
+            family="quality",
+            kernel=_QUALITY_KERNEL,
+            column=False,  # a CPU statistic in its own unit (metrics/imaging.py), no column
+            description="CPU imaging statistic, never under the Q-Align names (SPEC §6)",
+            status_rules="missing: no frame measured",
+        )
+    )

@@ -94,7 +94,8 @@ def _exit_status(batch: BatchReport, earlier_bad_input: int) -> int:
         print(f"error: {message}", file=sys.stderr)
     for r in batch.incomplete:
         assert r.outcome is not None
-        for message in r.outcome.errors or [f"{r.name}: episode incomplete"]:
+        messages = [e.message for e in r.outcome.errors]
+        for message in messages or [f"{r.name}: episode incomplete"]:
             print(f"error: {message}", file=sys.stderr)
     if batch.failures:
         return EXIT_FAILURE

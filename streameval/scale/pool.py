@@ -253,7 +253,8 @@ class PoolEvaluator:
                 await self._claim(offer, "failed", results_dir=str(results_dir), reason=why)
                 self._say(f"{offer.session}: failed: {why}")
                 continue
-            reason = None if outcome.complete else "; ".join(outcome.errors) or "incomplete"
+            errors = "; ".join(e.message for e in outcome.errors)
+            reason = None if outcome.complete else errors or "incomplete"
             await self._claim(
                 offer,
                 "done",

@@ -45,6 +45,9 @@ class ArrivalLog:
     def count(self, what: str, n: int = 1) -> None:
         self._counters[what] = self._counters.get(what, 0) + n
 
+    def counter(self, what: str) -> int:
+        return self._counters.get(what, 0)
+
     def counters(self) -> dict[str, int | str]:
         """What goes into ``scores.json`` ``interactivity`` from the transport's side."""
         out: dict[str, int | str] = {"alignment": self.alignment}

@@ -143,9 +143,11 @@ class MqttSource(LiveSource):
     async def _bye(self, reason: str) -> None:
         """A server's bye ends the episode unless frames keep coming: a broker that shuts
         down publishes every client's will, though the server only lost the broker too."""
-        frames = self.log.n_frames
+        frames, reconnects = self.log.n_frames, self.log.counter("reconnects")
         await asyncio.sleep(BYE_GRACE_S)
-        if self.log.n_frames == frames:
+        # our own connection dropped too: the broker went away, not the server; the
+        # no-frame timeout still ends the episode if the server does not come back
+        if self.log.n_frames == frames and self.log.counter("reconnects") == reconnects:
             self.lost(f"server left: {reason}")
 
     async def _read(self) -> None:

@@ -12,7 +12,7 @@ import contextlib
 import math
 from typing import Any
 
-from streameval.events import EpisodeInfo
+from streameval.events import EpisodeInfo, ErrorEvent
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.protocol.wire import ScoresUpdate, encode
 from streameval.transports.mqtt_url import client_kwargs, parse_mqtt_url
@@ -81,9 +81,9 @@ class MqttScoresPublisher(EpisodeObserver):
         )
         self._put(update, droppable=True)
 
-    def on_error(self, message: str) -> None:
+    def on_error(self, error: ErrorEvent) -> None:
         if self.info is not None:
-            self._put(self._update(0, "-", 0.0, 0, error=message))
+            self._put(self._update(0, "-", 0.0, 0, error=error.message))
 
     def on_end(self, outcome: EpisodeOutcome) -> None:
         if self.info is None:

@@ -76,7 +76,7 @@ def test_disconnect_mid_episode_keeps_what_came(broker: Broker, tmp_path: Path) 
     assert outcome.frames == 10 and _recorded_frames(tmp_path) == 10
     doc = _scores(tmp_path)
     assert doc["complete"] is False
-    assert any("server left: crashed" in e for e in outcome.errors)
+    assert any("server left: crashed" in str(e) for e in outcome.errors)
 
 
 def test_stalled_server_ends_the_episode_after_the_timeout(broker: Broker, tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_stalled_server_ends_the_episode_after_the_timeout(broker: Broker, tmp_p
     )
     assert not outcome.complete
     assert outcome.frames == 12 and _recorded_frames(tmp_path) == 12
-    assert any("stalled: no frame for 1 s" in e for e in outcome.errors)
+    assert any("stalled: no frame for 1 s" in str(e) for e in outcome.errors)
     assert json.loads((tmp_path / "rec" / "meta.json").read_text())["complete"] is False
 
 
@@ -110,8 +110,8 @@ def test_duplicates_out_of_order_and_gaps_are_dropped_and_counted(
         1,
     )
     assert outcome.frames == TOTAL - 1
-    assert any("frame 5 duplicate" in e for e in outcome.errors)
-    assert any("frame 8 out of order" in e for e in outcome.errors)
+    assert any("frame 5 duplicate" in str(e) for e in outcome.errors)
+    assert any("frame 8 out of order" in str(e) for e in outcome.errors)
 
 
 def test_malformed_truncated_oversized_and_undecodable_messages(
@@ -139,7 +139,7 @@ def test_malformed_truncated_oversized_and_undecodable_messages(
     assert outcome.complete, outcome.errors
     assert outcome.frames == TOTAL
     assert outcome.interactivity["malformed"] == 5
-    errors = " | ".join(outcome.errors)
+    errors = " | ".join(str(e) for e in outcome.errors)
     assert "not a msgpack message" in errors
     assert "over the 200000-byte limit" in errors
     assert "jpeg frame of 4 bytes does not decode" in errors
@@ -157,7 +157,8 @@ def test_frame_size_change_ends_the_episode_keeping_earlier_frames(
     assert not outcome.complete
     assert outcome.frames == 15 and _recorded_frames(tmp_path) == 15
     assert any(
-        "frame size changed from 96x64 to 64x48 at server frame 15" in e for e in outcome.errors
+        "frame size changed from 96x64 to 64x48 at server frame 15" in str(e)
+        for e in outcome.errors
     )
     assert _scores(tmp_path)["complete"] is False
 
@@ -202,6 +203,8 @@ def test_broker_restart_reconnects_and_reports_the_gap(broker: Broker, tmp_path:
     inter = outcome.interactivity
     assert outcome.complete, outcome.errors
     assert inter["reconnects"] >= 1
-    # every frame is either scored or counted as missing: nothing vanishes silently
-    assert outcome.frames + inter["frames_missing"] == 128
-    assert _recorded_frames(tmp_path) == outcome.frames
+    # every frame is either received (and recorded; perception may drop some when the
+    # machine is busy, counted apart) or counted as missing: nothing vanishes silently
+    assert inter["frames_received"] + inter["frames_missing"] == 128
+    assert _recorded_frames(tmp_path) == inter["frames_received"]
+    assert outcome.frames <= inter["frames_received"]

@@ -47,6 +47,6 @@ def test_jpeg_parts_that_do_not_decode_are_counted_and_skipped() -> None:
     inter = outcome.interactivity
     assert outcome.complete, outcome.errors
     assert inter["malformed"] >= 4
-    assert any("does not decode" in e for e in outcome.errors)
+    assert any("does not decode" in str(e) for e in outcome.errors)
     accuracy = outcome.scores.metrics["direction_accuracy_trans"].normalized
     assert accuracy is not None and accuracy > 80

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from streameval.observers import EpisodeOutcome
 from streameval.pipeline import run_episode
 from streameval.transports.live import LiveConfig
@@ -45,7 +47,7 @@ def test_lossless_mode_is_bit_identical_to_in_process() -> None:
 
 
 def test_public_style_video_track_scores_like_in_process() -> None:
-    keys, spk = ("A", "D"), 3.0
+    keys, spk = ("A", "D"), 4.0
     served = asyncio.run(_attach(keys, LiveConfig(clock="wall", seconds_per_key=spk)))
     local = in_process(keys, spk)
     inter = served.interactivity
@@ -57,6 +59,12 @@ def test_public_style_video_track_scores_like_in_process() -> None:
     # the world renders at ~10 fps on this machine, so wall-clock segments hold fewer frames
     # than the schedule the motion-type fit frames were planned on (measured purity 49.6 vs
     # 99.4, revisit 93.8 vs 99.2); the lossless test above is the exact comparison.
+    dropped, received = inter["frames_dropped"], inter["frames_received"]
+    if dropped > 0.1 * received or (inter["delivered_fps"] or 0) < 8:
+        pytest.skip(
+            f"machine too loaded to compare scores: perception dropped {dropped} of "
+            f"{received} frames, {inter['delivered_fps']} fps delivered"
+        )
     for name in ("direction_accuracy_trans",):
         a, b = normalized(served)[name], normalized(local)[name]
         assert a is not None and b is not None and abs(a - b) <= 5.0, (name, a, b)

@@ -1,6 +1,8 @@
 """The network side of the command line: ``attach`` options for live servers and ``serve``.
 
-Kept out of ``cli.py`` so the shared module only gains three hooks.
+Kept out of ``cli.py`` so the shared module only gains three hooks, and out of
+``transports/`` because it reaches the dashboard (``streameval.tui.remote``), which itself
+uses the transports: inside ``transports/`` it made an import cycle (``tests/test_packaging.py``).
 """
 
 from __future__ import annotations
