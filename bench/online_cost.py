@@ -47,7 +47,7 @@ def episode(minutes: float, fps: float) -> tuple[list[str], np.ndarray, np.ndarr
     fit: set[int] = set()
     for start in range(0, n, per_key):
         if keys[start] in "ADLR":
-            fit.update(fit_frames(start, min(n, start + per_key), fps))
+            fit.update(fit_frames(start, min(n, start + per_key), fps, n))
     return keys, sx, srad, fit
 
 
