@@ -1,14 +1,14 @@
 """Command line: ``streameval demo | attach | replay | rescore | table`` (DESIGN §6).
 
-Exit status 0 on success, 2 on bad input (one line naming the input), 1 otherwise. Several
-inputs in one command: each is tried; the bad ones are reported and the rest still scored.
+Exit status 0 on success, 2 on bad input (one line naming the input), 130 when the user
+stopped the run (``q`` in the dashboard, Ctrl-C), 1 otherwise. Several inputs in one command:
+each is tried; the bad ones are reported and the rest still scored.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,12 +16,22 @@ from pathlib import Path
 from streameval import __version__
 from streameval.errors import BackendUnavailableError, BadInputError
 from streameval.jobs import EpisodeJob, JobsReport, run_jobs
-from streameval.observers import EpisodeObserver, EpisodeOutcome
+from streameval.layout import episode_dir
+from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
 from streameval.registry import UnknownBackendError
+from streameval.results_log import RESULTS_LOG, ResultsLog
+from streameval.run_options import (
+    add_output_options,
+    add_verbosity_options,
+    apply_existing_policy,
+    configure_logging,
+    existing_policy,
+)
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+# 130 = 128 + SIGINT, what shells report for Ctrl-C: a stop the user asked for is not bad input
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _parse_actions(text: str) -> list[int]:
@@ -76,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="shot-cut detector: auto (TransNetV2 when installed, else "
             "scenedetect-adaptive), transnetv2, scenedetect-adaptive, scenedetect-content",
         )
+        add_verbosity_options(p)
 
     demo = sub.add_parser("demo", help="procedural world model, evaluated live")
     demo.add_argument("--out", type=Path, default=Path("results/demo"), help="results directory")
@@ -92,26 +103,57 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--seed", type=int, default=0, help="scene seed of the procedural world")
     common(demo)
+    add_output_options(demo, record=True)
 
     attach = sub.add_parser("attach", help="attach to a model and drive the protocol")
-    attach.add_argument("url", help="python:MODULE:FACTORY (an in-process model)")
-    attach.add_argument("--out", type=Path, required=True)
-    attach.add_argument("--suite", default="worldmark", choices=["worldmark"])
-    attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
-    attach.add_argument("--seconds-per-key", type=float, default=20.0)
+    attach.add_argument(
+        "url", help="python:MODULE:FACTORY (an in-process model; see docs/evaluate-your-model.md)"
+    )
+    attach.add_argument(
+        "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
+    )
+    attach.add_argument(
+        "--suite", default="worldmark", choices=["worldmark"], help="key suite (worldmark)"
+    )
+    attach.add_argument(
+        "--actions",
+        type=_parse_actions,
+        default=list(range(1, 16)),
+        help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: all 15)",
+    )
+    attach.add_argument(
+        "--seconds-per-key", type=float, default=20.0, help="video seconds per key (default 20)"
+    )
     attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
+    attach.add_argument(
+        "--model-name",
+        default=None,
+        help="name of the model in results and tables (default: the factory's name)",
+    )
+    attach.add_argument(
+        "--app-dir",
+        type=Path,
+        default=Path("."),
+        help="folder searched first for MODULE (default: the working directory)",
+    )
     common(attach)
+    add_output_options(attach, record=True)
 
     replay = sub.add_parser("replay", help="score recorded rollouts")
-    replay.add_argument("rollouts", nargs="+", type=Path)
-    replay.add_argument("--out", type=Path, required=True)
+    replay.add_argument(
+        "rollouts", nargs="+", type=Path, help="rollout directories, deliveries or folders of them"
+    )
+    replay.add_argument(
+        "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
+    )
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--realtime", action="store_true", help="pace at each rollout's fps")
     pace.add_argument("--fps", type=float, default=None, help="pace at N frames per second")
     common(replay)
+    add_output_options(replay, record=False)
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
-    rescore.add_argument("results", nargs="+", type=Path)
+    rescore.add_argument("results", nargs="+", type=Path, help="results directories")
 
     from streameval.table_cli import add_table_parser
 
@@ -119,31 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class ResultsLog(EpisodeObserver):
-    """Appends one JSON line per finished episode to ``results.jsonl`` (STYLE: JSONL)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def on_end(self, outcome: EpisodeOutcome) -> None:
-        line = {
-            "episode": outcome.info.episode,
-            "model": outcome.info.model,
-            "complete": outcome.complete,
-            "frames": outcome.frames,
-            "results_dir": str(outcome.results_dir) if outcome.results_dir else None,
-            "metrics": {k: m.normalized for k, m in outcome.scores.metrics.items()},
-        }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(json.dumps(line) + "\n")
-
-
 def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.driver import InProcessSource
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import worldmark_keys
-    from streameval.recording import RecordingObserver
     from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
     try:
@@ -168,13 +189,17 @@ def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
                 height=world.height,
             )
 
-        results_dir = args.out / episode
-        jobs.append(
-            EpisodeJob(
-                episode, open_source, results_dir, [RecordingObserver(results_dir / "recording")]
-            )
-        )
+        results_dir = episode_dir(args.out, f"procedural-world[{args.defect}]", episode)
+        jobs.append(EpisodeJob(episode, open_source, results_dir, _recorders(args, results_dir)))
     return jobs
+
+
+def _recorders(args: argparse.Namespace, results_dir: Path) -> list[EpisodeObserver]:
+    from streameval.recording import RecordingObserver
+
+    if args.record == "off":
+        return []
+    return [RecordingObserver(results_dir / "recording", lossy=args.record == "lossy")]
 
 
 def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
@@ -182,9 +207,9 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.driver import InProcessSource
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import worldmark_keys
-    from streameval.recording import RecordingObserver
 
-    model, name = load_python_model(args.url)
+    model, name = load_python_model(args.url, args.app_dir)
+    name = args.model_name or name
     fps = args.fps or float(getattr(model, "fps", 16.0))
     jobs: list[EpisodeJob] = []
     for action in args.actions:
@@ -204,12 +229,8 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
                 height=getattr(model, "height", None),
             )
 
-        results_dir = args.out / episode
-        jobs.append(
-            EpisodeJob(
-                episode, open_source, results_dir, [RecordingObserver(results_dir / "recording")]
-            )
-        )
+        results_dir = episode_dir(args.out, name, episode)
+        jobs.append(EpisodeJob(episode, open_source, results_dir, _recorders(args, results_dir)))
     return jobs
 
 
@@ -226,7 +247,8 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
         def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
             return ReplaySource(rollout, pace=pace)
 
-        jobs.append(EpisodeJob(rollout.episode, open_source, args.out / rollout.episode))
+        results_dir = episode_dir(args.out, rollout.model, rollout.episode)
+        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir))
     return jobs
 
 
@@ -242,25 +264,47 @@ def _run_episodes(args: argparse.Namespace) -> int:
         jobs = _attach_jobs(args)
     else:
         jobs = _replay_jobs(args, report)
+    jobs, skipped, kept = apply_existing_policy(jobs, existing_policy(args))
+    report.bad_input.extend(kept)
     for message in report.bad_input:
         print(f"error: {message}", file=sys.stderr)
+    for message in skipped:
+        print(message, file=sys.stderr)
     config = PipelineConfig(
         flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
     )
-    results_log = ResultsLog(args.out / "results.jsonl")
+    results_log = ResultsLog(args.out / RESULTS_LOG)
     if _use_dashboard(args):
         from streameval.tui import run_dashboard
 
         run_report = run_dashboard(jobs, config, [results_log])
     else:
-        run_report = asyncio.run(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
-    for message in run_report.bad_input:
+        printers: list[EpisodeObserver] = [] if args.quiet else [ProgressPrinter()]
+        run_report = asyncio.run(run_jobs(jobs, config, [*printers, results_log]))
+    return _finish(args, report, run_report, len(skipped))
+
+
+def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
+    """Report what went wrong, a one-line summary with the results path, and the exit code."""
+    for message in run.bad_input:
         print(f"error: {message}", file=sys.stderr)
-    incomplete = [o for o in run_report.outcomes if not o.complete]
-    for outcome in incomplete:
-        for message in outcome.errors or [f"{outcome.info.episode}: episode incomplete"]:
-            print(f"error: {message}", file=sys.stderr)
-    if report.bad_input or run_report.bad_input or incomplete:
+    incomplete = [o for o in run.outcomes if not o.complete]
+    if not run.stopped:
+        for outcome in incomplete:
+            for message in outcome.errors or [f"{outcome.info.episode}: episode incomplete"]:
+                print(f"error: {message}", file=sys.stderr)
+    complete = len(run.outcomes) - len(incomplete)
+    failed = len(report.bad_input) + len(run.bad_input)
+    parts = [f"{complete} complete", f"{len(incomplete)} incomplete"]
+    parts += [f"{skipped} skipped"] if skipped else []
+    parts += [f"{failed} not run (bad input)"] if failed else []
+    print(
+        f"{', '.join(parts)}; results in {args.out}/ (streameval table {args.out} --include-all)",
+        file=sys.stderr,
+    )
+    if run.stopped:
+        return EXIT_INTERRUPTED
+    if report.bad_input or run.bad_input or incomplete:
         return EXIT_BAD_INPUT
     return EXIT_OK
 
@@ -290,6 +334,7 @@ def _run_rescore(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    configure_logging(args)
     try:
         if args.command == "rescore":
             return _run_rescore(args)
@@ -307,8 +352,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("interrupted: episodes in progress were finalized as incomplete", file=sys.stderr)
-        return EXIT_FAILURE
+        where = f"; results in {args.out}/" if getattr(args, "out", None) else ""
+        print(
+            f"interrupted: episodes in progress were finalized as incomplete{where}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ class _LastOutcome(EpisodeObserver):
 class JobsReport:
     outcomes: list[EpisodeOutcome] = field(default_factory=list)
     bad_input: list[str] = field(default_factory=list)
+    stopped: bool = False  # the user stopped the run (``q``, Ctrl-C): not a bad input
 
     @property
     def all_complete(self) -> bool:

@@ -182,6 +182,7 @@ class DashboardApp(App[JobsReport]):
             return
         self.model.stopping = True
         self.runner.stopping = True
+        self.runner.report.stopped = True
         self.live.repaint_all()
         self.pipeline.cancel()
 
