@@ -121,10 +121,9 @@ def test_attach_finds_a_module_in_the_working_directory_and_names_the_model(
     monkeypatch.delenv("PYTHONPATH", raising=False)
     monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", ".")])
     out = tmp_path / "out"
-    code = main(
-        ["attach", f"python:{module}:make", "--out", str(out), "--model-name", "my-model"]
-        + [*SHORT, "--record", "lossy"]
-    )
+    url = f"python:{module}:make"
+    args = ["--out", str(out), "--model-name", "my-model", "--record", "lossy"]
+    code = main(["attach", url, *args, *SHORT])
     assert code == EXIT_OK, capsys.readouterr().err
     episode = out / "my-model" / "008_AD"
     assert json.loads((episode / "scores.json").read_text())["model"] == "my-model"
