@@ -155,9 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
     rescore.add_argument("results", nargs="+", type=Path, help="results directories")
 
+    from streameval.report.cli import add_report_parser
     from streameval.table_cli import add_table_parser
 
     add_table_parser(sub)
+    add_report_parser(sub)
     return parser
 
 
@@ -286,6 +288,12 @@ def _run_episodes(args: argparse.Namespace) -> int:
 
 def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
     """Report what went wrong, a one-line summary with the results path, and the exit code."""
+    from streameval.report.cli import write_reports
+
+    written = [o.results_dir for o in run.outcomes if o.results_dir is not None]
+    if written:
+        for warning in write_reports(written, args.out):
+            print(f"warning: {warning}", file=sys.stderr)
     for message in run.bad_input:
         print(f"error: {message}", file=sys.stderr)
     incomplete = [o for o in run.outcomes if not o.complete]
@@ -299,7 +307,8 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
     parts += [f"{skipped} skipped"] if skipped else []
     parts += [f"{failed} not run (bad input)"] if failed else []
     print(
-        f"{', '.join(parts)}; results in {args.out}/ (streameval table {args.out} --include-all)",
+        f"{', '.join(parts)}; results in {args.out}/ (open {args.out / 'index.html'}, "
+        f"or: streameval table {args.out} --include-all)",
         file=sys.stderr,
     )
     if run.stopped:
@@ -338,6 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "rescore":
             return _run_rescore(args)
+        if args.command == "report":
+            from streameval.report.cli import run_report
+
+            return run_report(args)
         if args.command == "table":
             from streameval.table_cli import run_table
 
