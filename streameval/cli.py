@@ -205,35 +205,20 @@ def _recorders(args: argparse.Namespace, results_dir: Path) -> list[EpisodeObser
 
 
 def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
+    from streameval.api import model_jobs
     from streameval.attach import load_python_model
-    from streameval.driver import InProcessSource
-    from streameval.protocol.schedule import Schedule
-    from streameval.protocol.suites import worldmark_keys
 
     model, name = load_python_model(args.url, args.app_dir)
-    name = args.model_name or name
-    fps = args.fps or float(getattr(model, "fps", 16.0))
-    jobs: list[EpisodeJob] = []
-    for action in args.actions:
-        keys = worldmark_keys(action)
-        episode = f"{action:03d}_{''.join(keys)}"
-
-        def open_source(keys: tuple[str, ...] = keys, episode: str = episode) -> InProcessSource:
-            if callable(getattr(model, "reset", None)):
-                model.reset()
-            return InProcessSource(
-                model,
-                Schedule.per_key(keys, args.seconds_per_key, fps),
-                episode=episode,
-                model_name=name,
-                suite=args.suite,
-                width=getattr(model, "width", None),
-                height=getattr(model, "height", None),
-            )
-
-        results_dir = episode_dir(args.out, name, episode)
-        jobs.append(EpisodeJob(episode, open_source, results_dir, _recorders(args, results_dir)))
-    return jobs
+    return model_jobs(
+        model,
+        args.model_name or name,
+        args.out,
+        actions=args.actions,
+        seconds_per_key=args.seconds_per_key,
+        fps=args.fps,
+        record=args.record,
+        suite=args.suite,
+    )
 
 
 def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
