@@ -84,7 +84,7 @@ def model_jobs(
     bad = [a for a in actions if a not in WORLDMARK]
     if bad:
         raise BadInputError("actions", f"worldmark action ids are 1–15, got {bad}")
-    rate = float(fps or getattr(model, "fps", 16.0))
+    rate = float(fps if fps is not None else getattr(model, "fps", None) or 16.0)
     jobs: list[EpisodeJob] = []
     for action in actions:
         keys = worldmark_keys(action)

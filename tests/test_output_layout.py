@@ -126,7 +126,12 @@ def test_attach_finds_a_module_in_the_working_directory_and_names_the_model(
     code = main(["attach", url, *args, *SHORT])
     assert code == EXIT_OK, capsys.readouterr().err
     episode = out / "my-model" / "008_AD"
-    assert json.loads((episode / "scores.json").read_text())["model"] == "my-model"
+    doc = json.loads((episode / "scores.json").read_text())
+    assert doc["model"] == "my-model"
+    provenance = doc["provenance"]  # finding 8: versions, a timestamp and the source
+    assert provenance["source"] == "python:my-model"
+    assert provenance["created_at"].endswith("+00:00")
+    assert {"python", "numpy", "opencv", "av"} <= set(provenance["versions"])
     meta = json.loads((episode / "recording" / "meta.json").read_text())
     assert meta["video_quality"] == "lossy" and meta["complete"] is True
     assert os.path.getsize(episode / "recording" / "video.mp4") > 0
