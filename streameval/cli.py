@@ -266,9 +266,22 @@ def _run_episodes(args: argparse.Namespace) -> int:
 
         run_report = run_dashboard(jobs, config, [results_log])
     else:
-        printers: list[EpisodeObserver] = [] if args.quiet else [ProgressPrinter()]
-        run_report = asyncio.run(run_jobs(jobs, config, [*printers, results_log]))
+        run_report = _run_plain(jobs, config, results_log, args.quiet)
     return _finish(args, report, run_report, len(skipped))
+
+
+def _run_plain(
+    jobs: list[EpisodeJob], config: PipelineConfig, results_log: ResultsLog, quiet: bool
+) -> JobsReport:
+    """Without the dashboard: progress bars in a terminal, plain lines otherwise (-q: none)."""
+    if quiet:
+        return asyncio.run(run_jobs(jobs, config, [results_log]))
+    if not sys.stdout.isatty():
+        return asyncio.run(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
+    from streameval.progress_bar import ProgressBars
+
+    with ProgressBars(len(jobs)) as bars:
+        return asyncio.run(run_jobs(jobs, config, [bars, results_log]))
 
 
 def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
