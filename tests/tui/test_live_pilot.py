@@ -114,6 +114,7 @@ async def test_q_mid_episode_finalizes_incomplete_and_writes_scores(tmp_path: Pa
     report = report_of(app)
     assert len(report.outcomes) == 1 and not report.outcomes[0].complete
     assert report.outcomes[0].frames == 20 and not report.all_complete
+    assert report.stopped  # the CLI exits 130 (a user stop), not 2 (bad input)
     assert [o.complete for o in extra.ended] == [False]  # the CLI's observers saw it too
     scores = json.loads((tmp_path / "ep" / "scores.json").read_text())
     assert scores["complete"] is False and scores["frames"] == 20
