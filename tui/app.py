@@ -35,7 +35,7 @@ from textual.worker import Worker, WorkerState
 from streameval.jobs import EpisodeJob, JobsReport
 from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
-from streameval.scoring import INCLUDE_ALL, ExclusionRule
+from streameval.scoring import ExclusionRule
 
 PIPELINE_WORKER = "pipeline"
 
@@ -48,8 +48,8 @@ class DashboardOptions:
     """After the last episode, keep showing the final scores until ``q`` (False: exit)."""
     leaderboard_dirs: tuple[Path, ...] = ()
     """Results dirs shown on the leaderboard besides the episodes finished in this command."""
-    exclusion: ExclusionRule = INCLUDE_ALL
-    """Leaderboard exclusion rule; the default shows every model (see the leaderboard)."""
+    exclusion: ExclusionRule | None = None
+    """Leaderboard exclusion rule; None: ``streameval table``'s default (``a`` toggles all)."""
     clock: Callable[[], float] = time.monotonic
     """Seconds, for "last frame … ago"; fixed in snapshot tests so nothing moves."""
     repaint_interval_s: float = 0.2

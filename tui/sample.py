@@ -30,6 +30,7 @@ from streameval.metrics.control import CONTROL_METRIC_NAMES
 from streameval.observers import EpisodeOutcome, Progress
 from streameval.pipeline import PipelineConfig
 from streameval.results import MetricResult
+from streameval.scoring import INCLUDE_ALL
 from streameval.source import Source
 
 SAMPLE_MODEL = "procedural-world[delay]"
@@ -315,6 +316,8 @@ def sample_app(leaderboard_root: Path | None = None) -> DashboardApp:
         autostart=False,
         clock=lambda: 0.0,
         leaderboard_dirs=(leaderboard_root,) if leaderboard_root is not None else (),
+        # sample data: three episodes per model, all of them ranked to show the colours
+        exclusion=INCLUDE_ALL,
     )
     return DashboardApp(jobs, PipelineConfig(queue_size=QUEUE_SIZE), [], options)
 

@@ -194,6 +194,13 @@ async def test_leaderboard_sort_and_drill_down(tmp_path: Path) -> None:
         await pilot.press("t")
         board = app.leaderboard
         assert app.screen is board
+        # the same rule as `streameval table`: 2 episodes < 10, so nothing is ranked, and the
+        # notes say so and how to see every model (issue 13, finding 1)
+        assert board.table is not None and board.table.rows == ()
+        assert [e.model for e in board.table.excluded] == ["synthetic"]
+        notes = board.query_one("#leaderboard-notes")
+        await wait_for_text(pilot, notes, "no model passes the exclusion rule", "press a")
+        await pilot.press("a")
         assert board.table is not None and [r.model for r in board.table.rows] == ["synthetic"]
         assert board.table.rows[0].n_episodes == 2
         await pilot.press("right", "right", "s")  # cursor onto "Acc T", sort by it
