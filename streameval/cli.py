@@ -160,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_table_parser(sub)
     add_report_parser(sub)
+    from streameval.dashboard_cli import add_dashboard_parser
+
+    add_dashboard_parser(sub)
     return parser
 
 
@@ -345,6 +348,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "rescore":
             return _run_rescore(args)
+        if args.command == "dashboard":
+            from streameval.dashboard_cli import run_browse
+
+            return run_browse(args)
         if args.command == "report":
             from streameval.report.cli import run_report
 

@@ -57,6 +57,8 @@ class DashboardOptions:
     autostart: bool = True
     """Start the pipeline on mount. False: the caller feeds observers (tests, screenshots)."""
     title: str = "streameval"
+    start_mode: str = "live"
+    """The first screen: ``live``, or ``leaderboard`` (``streameval dashboard RESULTS_DIR``)."""
 
 
 class DashboardApp(App[JobsReport]):
@@ -106,7 +108,7 @@ class DashboardApp(App[JobsReport]):
     def on_mount(self) -> None:
         self.add_mode("live", lambda: self.live)
         self.add_mode("leaderboard", lambda: self.leaderboard)
-        self.switch_mode("live")
+        self.switch_mode(self.options.start_mode)
         if self.options.autostart:
             self.pipeline = self.run_worker(
                 self.runner.run(), name=PIPELINE_WORKER, exit_on_error=False
