@@ -41,7 +41,7 @@ class ProgressBars(ProgressPrinter):
             TimeRemainingColumn(),
             console=console,
         )
-        super().__init__(stream=self.bars.console.file)
+        super().__init__()  # its lines go through _print, to the bars' console
         self.episodes: TaskID = self.bars.add_task("episodes", total=n_episodes, rate="")
         self.frames: TaskID | None = None
 
