@@ -25,7 +25,7 @@ from streameval.events import Image
 CODEC = "libx264rgb"
 PIX_FMT = "rgb24"
 CODEC_OPTIONS = {"qp": "0", "preset": "ultrafast"}
-# ``--record lossy``: ordinary H.264 at CRF 18 ("visually lossless"), about 20× smaller than
+# ``--record lossy``: ordinary H.264 at CRF 18 ("visually lossless"), about 30× smaller than
 # qp=0 RGB on the procedural world; scores of its replay are close, not bit-identical.
 LOSSY_CODEC = "libx264"
 LOSSY_OPTIONS = {"crf": "18", "preset": "veryfast"}

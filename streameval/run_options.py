@@ -39,8 +39,8 @@ def add_output_options(p: argparse.ArgumentParser, *, record: bool) -> None:
             choices=RECORD_MODES,
             default="lossless",
             help="keep the model's frames as a replayable recording/: lossless (default; "
-            "replays bit-identically, ~5 MB per video-second at 640×432), lossy (H.264 "
-            "CRF 18, ~20× smaller, replay scores close but not identical) or off",
+            "replays bit-identically, ~4.5 MB per video-second at 640×432), lossy (H.264 "
+            "CRF 18, ~30× smaller; a replay scores close to, not exactly as, the live run) or off",
         )
 
 
