@@ -19,6 +19,7 @@ import numpy.typing as npt
 from streameval.errors import BadInputError
 from streameval.perception.motion_type import FitSample
 from streameval.perception.reconstruction import FrameGeometry
+from streameval.scores_file import write_json
 
 CACHE_FORMAT = "streameval.cache/1"
 F64 = npt.NDArray[np.float64]
@@ -187,10 +188,3 @@ class EpisodeCache:
             fit_samples=samples,
             memory=MemoryCache.load(memory_path) if memory_path.is_file() else None,
         )
-
-
-def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON atomically: a crash never leaves half a file behind."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
