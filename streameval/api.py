@@ -13,7 +13,7 @@ import concurrent.futures
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streameval.errors import BadInputError
 from streameval.jobs import EpisodeJob, JobsReport, run_jobs
@@ -23,6 +23,9 @@ from streameval.pipeline import PipelineConfig
 from streameval.results import MetricResult
 from streameval.results_log import RESULTS_LOG, ResultsLog
 from streameval.run_options import RecordMode, apply_existing_policy
+
+if TYPE_CHECKING:
+    from streameval.scoring import MasterTable
 
 DEFAULT_ACTIONS = tuple(range(1, 16))  # the whole WorldMark suite
 
@@ -45,7 +48,7 @@ class Evaluation:
     def complete(self) -> bool:
         return not self.bad_input and all(o.complete for o in self.outcomes)
 
-    def table(self, **options: Any) -> Any:
+    def table(self, **options: Any) -> MasterTable:
         """The master table of everything under ``out`` (every model unless ``rule`` is given;
         ``options`` as for ``streameval.scoring.build_table``)."""
         from streameval.scoring import INCLUDE_ALL, tabulate
