@@ -89,7 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
         add_verbosity_options(p)
 
     demo = sub.add_parser("demo", help="procedural world model, evaluated live")
-    demo.add_argument("--out", type=Path, default=Path("results/demo"), help="results directory")
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results/demo"),
+        help="results directory: OUT/<model>/<episode>/ (default results/demo)",
+    )
     demo.add_argument("--defect", default="clean", help="inject a defect (see --list-defects)")
     demo.add_argument("--list-defects", action="store_true", help="list defect presets and exit")
     demo.add_argument(

@@ -7,6 +7,7 @@ observers, so what a headless run writes and what the dashboard shows come from 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,8 @@ from streameval.errors import BadInputError
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig, run_episode
 from streameval.source import Source
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -57,9 +60,11 @@ async def run_job(
     report: JobsReport,
 ) -> None:
     """Run one job; bad input is reported to the observers and the report, never raised."""
+    log.debug("job %s: opening its source (results in %s)", job.name, job.results_dir)
     try:
         source = job.open_source()
     except BadInputError as exc:
+        log.debug("job %s: bad input: %s", job.name, exc)
         report.bad_input.append(str(exc))
         for o in observers:
             o.on_error(str(exc))
@@ -77,6 +82,13 @@ async def run_job(
         if ended.outcome is not None:
             report.outcomes.append(ended.outcome)
         raise
+    log.debug(
+        "job %s: %s, %d frames, %s",
+        job.name,
+        "complete" if outcome.complete else "incomplete",
+        outcome.frames,
+        outcome.results_dir,
+    )
     report.outcomes.append(outcome)
 
 

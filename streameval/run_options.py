@@ -58,15 +58,27 @@ def add_verbosity_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+class _ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The one handler the command line puts on the ``streameval`` logger (stderr)."""
+
+
 def configure_logging(args: argparse.Namespace) -> None:
-    """Route ``logging`` to stderr at the level ``-v``/``-q`` ask for (warnings by default)."""
+    """``streameval.*`` log records to stderr at the level ``-v``/``-q`` ask for (warnings by
+    default). Only our logger is touched, so an embedding program keeps its own set-up, and
+    records still propagate to the root logger's handlers."""
     if getattr(args, "verbose", False):
         level = logging.DEBUG
     elif getattr(args, "quiet", False):
         level = logging.ERROR
     else:
         level = logging.WARNING
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
+    logger = logging.getLogger("streameval")
+    logger.setLevel(level)
+    for handler in [h for h in logger.handlers if isinstance(h, _ConsoleHandler)]:
+        logger.removeHandler(handler)
+    handler = _ConsoleHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
 
 
 def existing_policy(args: argparse.Namespace) -> ExistingPolicy:
