@@ -25,7 +25,7 @@ from streameval.results_log import RESULTS_LOG, ResultsLog
 from streameval.run_options import RecordMode, apply_existing_policy
 
 if TYPE_CHECKING:
-    from streameval.scoring import MasterTable
+    from streameval.leaderboard import MasterTable
 
 DEFAULT_ACTIONS = tuple(range(1, 16))  # the whole WorldMark suite
 
@@ -50,8 +50,8 @@ class Evaluation:
 
     def table(self, **options: Any) -> MasterTable:
         """The master table of everything under ``out`` (every model unless ``rule`` is given;
-        ``options`` as for ``streameval.scoring.build_table``)."""
-        from streameval.scoring import INCLUDE_ALL, tabulate
+        ``options`` as for ``streameval.leaderboard.build_table``)."""
+        from streameval.leaderboard import INCLUDE_ALL, tabulate
 
         options.setdefault("rule", INCLUDE_ALL)
         return tabulate([self.out], **options)

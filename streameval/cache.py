@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.errors import BadInputError
-from streameval.perception.motion_type import FitSample
-from streameval.perception.reconstruction import FrameGeometry
+from streameval.fits.geometry import FrameGeometry
+from streameval.fits.motion_type import FitSample
 from streameval.scores_file import write_json
 
 CACHE_FORMAT = "streameval.cache/1"

@@ -12,6 +12,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from streameval import __version__
 from streameval.errors import BackendUnavailableError, BadInputError
@@ -29,6 +30,7 @@ from streameval.run_options import (
     configure_logging,
     existing_policy,
 )
+from streameval.scale.commands import add_ray_options, check_ray_usage, split_ray_flag
 
 # 130 = 128 + SIGINT, what shells report for Ctrl-C: a stop the user asked for is not bad input
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -81,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
             "the depth-free estimator",
         )
         p.add_argument(
+            "--publish-mqtt",
+            default=None,
+            metavar="URL",
+            help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
+            "for `streameval dashboard --mqtt` elsewhere",
+        )
+        p.add_argument(
             "--cuts",
             default="auto",
             help="shot-cut detector: auto (TransNetV2 when installed, else "
@@ -112,7 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     attach = sub.add_parser("attach", help="attach to a model and drive the protocol")
     attach.add_argument(
-        "url", help="python:MODULE:FACTORY (an in-process model; see docs/evaluate-your-model.md)"
+        "url",
+        help="python:MODULE:FACTORY (an in-process model; see docs/evaluate-your-model.md), "
+        "webrtc+http://HOST:PORT/PATH, mjpeg+http://HOST:PORT/PATH, "
+        "mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
     )
     attach.add_argument(
         "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
@@ -141,8 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("."),
         help="folder searched first for MODULE (default: the working directory)",
     )
+    from streameval.transports.cli_args import (
+        add_attach_network_args,
+        add_dashboard_parser,
+        add_serve_parser,
+    )
+
+    add_attach_network_args(attach)
     common(attach)
     add_output_options(attach, record=True)
+    add_serve_parser(sub)
+    add_dashboard_parser(sub)
 
     replay = sub.add_parser("replay", help="score recorded rollouts")
     replay.add_argument(
@@ -156,18 +177,20 @@ def build_parser() -> argparse.ArgumentParser:
     pace.add_argument("--fps", type=float, default=None, help="pace at N frames per second")
     common(replay)
     add_output_options(replay, record=False)
+    add_ray_options(replay, gpus=True)
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
     rescore.add_argument("results", nargs="+", type=Path, help="results directories")
+    add_ray_options(rescore, gpus=False)
 
     from streameval.report.cli import add_report_parser
     from streameval.table_cli import add_table_parser
 
     add_table_parser(sub)
     add_report_parser(sub)
-    from streameval.dashboard_cli import add_dashboard_parser
+    from streameval.scale.pool_cli import add_pool_parser
 
-    add_dashboard_parser(sub)
+    add_pool_parser(sub, common)
     return parser
 
 
@@ -215,7 +238,12 @@ def _recorders(args: argparse.Namespace, results_dir: Path) -> list[EpisodeObser
 def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.api import model_jobs
     from streameval.attach import load_python_model
+    from streameval.transports.urls import is_network_url
 
+    if is_network_url(args.url):
+        from streameval.transports.cli_args import network_attach_jobs
+
+        return network_attach_jobs(args)
     model, name = load_python_model(args.url, args.app_dir)
     return model_jobs(
         model,
@@ -232,6 +260,7 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
 def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     from streameval.replay import ReplaySource, open_rollouts
     from streameval.replay.rollout import Rollout
+    from streameval.scale.tasks import ReplayTask
 
     rollouts, errors = open_rollouts(args.rollouts)
     report.bad_input.extend(str(e) for e in errors)
@@ -243,7 +272,8 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
             return ReplaySource(rollout, pace=pace)
 
         results_dir = episode_dir(args.out, rollout.model, rollout.episode)
-        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir))
+        task = ReplayTask(rollout.episode, rollout.path, results_dir, pace)
+        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir, task=task))
     return jobs
 
 
@@ -269,27 +299,52 @@ def _run_episodes(args: argparse.Namespace) -> int:
         flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
     )
     results_log = ResultsLog(args.out / RESULTS_LOG)
+    if getattr(args, "ray", None) is not None:
+        from streameval.scale.commands import run_ray_replay
+
+        if getattr(args, "publish_mqtt", None):
+            raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
+        return run_ray_replay(args, jobs, config, [results_log], len(report.bad_input))
+    extra: list[EpisodeObserver] = []
+    publisher = None
+    if args.publish_mqtt:
+        from streameval.transports.scores_publisher import MqttScoresPublisher
+
+        publisher = MqttScoresPublisher(args.publish_mqtt)
+        extra.append(publisher)
     if _use_dashboard(args):
         from streameval.tui import run_dashboard
 
-        run_report = run_dashboard(jobs, config, [results_log])
+        run_report = run_dashboard(jobs, config, [results_log, *extra])
     else:
-        run_report = _run_plain(jobs, config, results_log, args.quiet)
+        run_report = _run_plain(jobs, config, [results_log, *extra], args.quiet, publisher)
     return _finish(args, report, run_report, len(skipped))
 
 
 def _run_plain(
-    jobs: list[EpisodeJob], config: PipelineConfig, results_log: ResultsLog, quiet: bool
+    jobs: list[EpisodeJob],
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    quiet: bool,
+    publisher: Any = None,
 ) -> JobsReport:
     """Without the dashboard: progress bars in a terminal, plain lines otherwise (-q: none)."""
+
+    async def run_all(shown: list[EpisodeObserver]) -> JobsReport:
+        try:
+            return await run_jobs(jobs, config, [*shown, *observers])
+        finally:
+            if publisher is not None:
+                await publisher.close()
+
     if quiet:
-        return asyncio.run(run_jobs(jobs, config, [results_log]))
+        return asyncio.run(run_all([]))
     if not sys.stdout.isatty():
-        return asyncio.run(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
+        return asyncio.run(run_all([ProgressPrinter()]))
     from streameval.progress_bar import ProgressBars
 
     with ProgressBars(len(jobs)) as bars:
-        return asyncio.run(run_jobs(jobs, config, [bars, results_log]))
+        return asyncio.run(run_all([bars]))
 
 
 def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
@@ -305,7 +360,8 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
     incomplete = [o for o in run.outcomes if not o.complete]
     if not run.stopped:
         for outcome in incomplete:
-            for message in outcome.errors or [f"{outcome.info.episode}: episode incomplete"]:
+            messages = [e.message for e in outcome.errors]
+            for message in messages or [f"{outcome.info.episode}: episode incomplete"]:
                 print(f"error: {message}", file=sys.stderr)
     complete = len(run.outcomes) - len(incomplete)
     failed = len(report.bad_input) + len(run.bad_input)
@@ -348,12 +404,17 @@ def _run_rescore(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(split_ray_flag(sys.argv[1:] if argv is None else argv))
     configure_logging(args)
     try:
+        check_ray_usage(args)
+        if args.command == "rescore" and args.ray is not None:
+            from streameval.scale.commands import run_ray_rescore
+
+            return run_ray_rescore(args)
         if args.command == "rescore":
             return _run_rescore(args)
-        if args.command == "dashboard":
+        if args.command == "dashboard" and args.mqtt is None:
             from streameval.dashboard_cli import run_browse
 
             return run_browse(args)
@@ -365,6 +426,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from streameval.table_cli import run_table
 
             return run_table(args)
+        if args.command == "pool":
+            from streameval.scale.pool_cli import run_pool
+
+            return run_pool(args)
+        if args.command == "serve":
+            from streameval.transports.cli_args import run_serve
+
+            return run_serve(args)
+        if args.command == "dashboard":
+            from streameval.transports.cli_args import run_dashboard_mqtt
+
+            return run_dashboard_mqtt(args)
         if args.command == "demo" and args.list_defects:
             from streameval.worlds.procedural_world import DEFECT_PRESETS
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from streameval.errors import BadInputError
-from streameval.scoring import find_scores_files
+from streameval.scores_file import find_scores_files
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -42,6 +42,9 @@ def browse_app(results: list[Path]) -> Any:
 
 
 def run_browse(args: argparse.Namespace) -> int:
+    if not args.results:
+        print("error: dashboard: give RESULTS_DIR... or --mqtt URL", file=sys.stderr)
+        return EXIT_BAD_INPUT
     good: list[Path] = []
     for path in args.results:
         try:

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import TextIO
 
-from streameval.events import EpisodeInfo
+from streameval.events import EpisodeInfo, ErrorEvent
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.results import MetricResult
 
@@ -58,8 +58,8 @@ class ProgressPrinter(EpisodeObserver):
             f"dropped {progress.dropped}{acc}"
         )
 
-    def on_error(self, message: str) -> None:
-        self._print(f"  ! {message}")
+    def on_error(self, error: ErrorEvent) -> None:
+        self._print(f"  ! {error.message}")
 
     def on_end(self, outcome: EpisodeOutcome) -> None:
         state = "complete" if outcome.complete else "INCOMPLETE"

@@ -23,7 +23,9 @@ def outcome_line(outcome: EpisodeOutcome) -> dict[str, Any]:
     """The results.jsonl entry of a finished (or stopped) episode."""
     reason = None
     if not outcome.complete:
-        reason = "; ".join(outcome.errors) or "episode incomplete (stopped before its end)"
+        reason = "; ".join(e.message for e in outcome.errors) or (
+            "episode incomplete (stopped before its end)"
+        )
     return {
         "episode": outcome.info.episode,
         "model": outcome.info.model,

@@ -1,6 +1,6 @@
 """``streameval table RESULTS_DIR...``: the master table across models (DESIGN §6, seed 000).
 
-All numbers, statuses, exclusions and ranks come from ``streameval.scoring``; this module only
+All numbers, statuses, exclusions and ranks come from ``streameval.leaderboard``; this module only
 draws them, as a rich table in the terminal or as Markdown (``--markdown``); ``--json``,
 ``--csv`` and ``--html FILE`` are in ``table_formats`` and ``report.master``. A terminal too
 narrow for every column gets the columns in several stacked tables, never fewer columns.
@@ -23,8 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from streameval.scoring import (
-    COLUMN_NAMES,
+from streameval.leaderboard import (
     DEFAULT_MIN_EPISODES,
     INCLUDE_ALL,
     RANK_COLOURS,
@@ -35,6 +34,7 @@ from streameval.scoring import (
     MasterTable,
     Rank,
     cell_text,
+    column_names,
     format_bounds,
     format_coverage,
     format_value,
@@ -94,13 +94,13 @@ def add_table_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the table as a self-contained HTML page (with bar charts) to FILE",
     )
+    columns = column_names()  # the registered columns (metrics/registry.py)
     parser.add_argument(
         "--sort",
-        choices=["model", *COLUMN_NAMES],
+        choices=["model", *columns],
         default=None,
         metavar="COLUMN",
-        help="sort by this column, best first (default: model name); one of: "
-        + ", ".join(COLUMN_NAMES),
+        help="sort by this column, best first (default: model name); one of: " + ", ".join(columns),
     )
     parser.add_argument(
         "--exclude",

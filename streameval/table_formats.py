@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from streameval.scoring import ExclusionRule, MasterTable, ModelRow
+from streameval.leaderboard import ExclusionRule, MasterTable, ModelRow
 
 
 def table_json(table: MasterTable) -> str:

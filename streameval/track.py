@@ -14,8 +14,8 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.cache import EpisodeCache, MemoryCache
+from streameval.fits.motion_type import FitSample
 from streameval.growable import GrowableArray
-from streameval.perception.motion_type import FitSample
 
 F64 = npt.NDArray[np.float64]
 
@@ -61,14 +61,17 @@ class EpisodeTrack:
     depth_frames_used: int = 0
     embeddings: GrowableRows = field(default_factory=GrowableRows)
 
-    def set_frame_key(self, index: int, key: str, fill: str) -> None:
-        """Record the key of frame ``index``; frames skipped before it get ``fill``."""
+    def set_frame_key(self, index: int, key: str, fill: str) -> bool:
+        """Record the key of frame ``index``; frames skipped before it get ``fill``. True when
+        a key already recorded (a gap's fill) changed: incremental state built on it is stale."""
         while len(self.frame_keys) < index:
             self.frame_keys.append(fill)
         if len(self.frame_keys) == index:
             self.frame_keys.append(key)
-        else:
-            self.frame_keys[index] = key
+            return False
+        changed = self.frame_keys[index] != key
+        self.frame_keys[index] = key
+        return changed
 
     def to_cache(
         self, extra_meta: dict[str, Any] | None = None, memory: MemoryCache | None = None

@@ -71,7 +71,7 @@ def test_reader_names_the_file_and_keeps_the_others(tmp_path: Path) -> None:
         load_episode(bad)
 
 
-@pytest.mark.parametrize("module", ["streameval.scores_file"])
+@pytest.mark.parametrize("module", ["streameval.scores_file", "streameval.leaderboard"])
 def test_results_modules_import_without_opencv_pyav_or_pipeline(module: str) -> None:
     code = (
         f"import sys, {module}\n"

@@ -10,11 +10,11 @@ import re
 from pathlib import Path
 
 import pytest
-from streameval.tui.sample import LEADERBOARD_MODELS, SAMPLE_EPISODES, write_sample_results
 
 from streameval.cli import main
-from streameval.scoring import COLUMNS, INCLUDE_ALL, tabulate
+from streameval.leaderboard import INCLUDE_ALL, table_columns, tabulate
 from streameval.table_cli import render_rich
+from tests.tui.sample import LEADERBOARD_MODELS, SAMPLE_EPISODES, write_sample_results
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -47,7 +47,7 @@ def test_narrow_terminal_stacks_tables_and_keeps_every_column(sample: Path, widt
     text = ANSI.sub("", buffer.getvalue())
     assert max(len(line) for line in text.splitlines()) <= width
     headers = "\n".join(line for line in text.splitlines() if line.startswith("┃"))
-    for column in COLUMNS:
+    for column in table_columns():
         assert column.short in headers, column.short
     for model in LEADERBOARD_MODELS:
         assert model in text

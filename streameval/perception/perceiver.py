@@ -15,11 +15,12 @@ import numpy.typing as npt
 
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FLOW_STRIDE
 from streameval.events import FrameEvent
+from streameval.fits.motion_type import FitSample
 from streameval.perception.analysis import Gray, to_analysis_gray
 from streameval.perception.depth import DepthBackend
 from streameval.perception.flow import FlowBackend
 from streameval.perception.memory import MemoryPerception
-from streameval.perception.motion_type import FitSample, sample_fit
+from streameval.perception.motion_type import sample_fit
 from streameval.perception.signals import flow_signals
 
 

@@ -8,10 +8,10 @@ from html import escape
 from pathlib import Path
 
 from streameval.errors import BadInputError
+from streameval.leaderboard import INCLUDE_ALL, ExclusionRule, build_table, load_results
 from streameval.report.episode import REPORT_NAME
 from streameval.report.html import page
 from streameval.report.master import master_table_fragment
-from streameval.scoring import INCLUDE_ALL, ExclusionRule, build_table, load_results
 
 INDEX_NAME = "index.html"
 

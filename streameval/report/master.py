@@ -1,6 +1,6 @@
 """The master table as HTML: for ``table --html FILE`` and the top of ``index.html``.
 
-The numbers, ranks and exclusions are the ``MasterTable``'s (``streameval.scoring``); this
+The numbers, ranks and exclusions are the ``MasterTable``'s (``streameval.leaderboard``); this
 module only draws them, as ``table_cli`` does for the terminal.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from html import escape
 
+from streameval.leaderboard import MasterTable, cell_text
 from streameval.report.html import page, png_img
 from streameval.report.plots import index_figure
-from streameval.scoring import MasterTable, cell_text
 
 
 def master_table_fragment(table: MasterTable, *, with_plot: bool = True) -> list[str]:

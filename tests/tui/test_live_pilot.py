@@ -23,7 +23,11 @@ from streameval.tui.widgets.event_log import EventLog
 from streameval.tui.widgets.final_metrics import FinalMetrics
 from streameval.tui.widgets.status_line import StatusLine
 from streameval.tui.widgets.throughput import Throughput
-from tui_fakes import (
+
+from streameval.jobs import EpisodeJob, JobsReport
+from streameval.observers import EpisodeObserver, EpisodeOutcome
+from streameval.source import Source
+from tests.tui.tui_fakes import (
     FAST_CONFIG,
     ShiftingSource,
     async_test,
@@ -33,10 +37,6 @@ from tui_fakes import (
     wait_until,
     widget_text,
 )
-
-from streameval.jobs import EpisodeJob, JobsReport
-from streameval.observers import EpisodeObserver, EpisodeOutcome
-from streameval.source import Source
 
 SIZE = (120, 40)
 FRAMES_PER_KEY = 24

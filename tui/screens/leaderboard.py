@@ -1,8 +1,8 @@
 """The leaderboard: the master table of the results written so far.
 
-Rows, cells, exclusions and ranks come from ``streameval.scoring.tabulate`` over the results
+Rows, cells, exclusions and ranks come from ``streameval.leaderboard.tabulate`` over the results
 dirs of the episodes finished in this command plus any dirs given up front; sorting reuses
-``scoring.sort_rows``. The rule is ``streameval table``'s (the published one: at least ten
+``leaderboard.sort_rows``. The rule is ``streameval table``'s (the published one: at least ten
 episodes, not failing uniformly), so both show the same ranking; excluded models are still
 shown, dimmed and struck through under the ranked ones, with their reasons. When the rule
 leaves no model ranked the notes say so, and ``a`` toggles every model in (``--include-all``).
@@ -27,7 +27,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from streameval.scoring import (
+from streameval.leaderboard import (
     INCLUDE_ALL,
     ExclusionRule,
     MasterTable,

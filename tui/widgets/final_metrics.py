@@ -13,7 +13,7 @@ from rich.text import Text
 from streameval.tui.format import metric_label, metric_value_text
 from textual.widgets import Static
 
-from streameval.metrics.control import CONTROL_METRIC_NAMES
+from streameval.metrics.registry import metric_names
 from streameval.observers import EpisodeOutcome
 
 
@@ -32,9 +32,8 @@ def outcome_line(outcome: EpisodeOutcome) -> Text:
 
 
 def other_metrics_table(outcome: EpisodeOutcome) -> RenderableType:
-    others = {
-        name: m for name, m in outcome.scores.metrics.items() if name not in CONTROL_METRIC_NAMES
-    }
+    control = metric_names(family="control")  # shown by the control panel
+    others = {name: m for name, m in outcome.scores.metrics.items() if name not in control}
     if not others:
         return Text("no memory or quality metrics in this run", style="dim")
     table = Table(box=None, expand=True, pad_edge=False, show_header=False)
