@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from streameval.tui.screens.model_episodes import ModelEpisodesScreen
-from tui_fakes import async_test, wait_until
 
 from streameval.cli import main
 from streameval.dashboard_cli import browse_app
 from tests.tui.sample import LEADERBOARD_MODELS, write_sample_results
+from tests.tui.tui_fakes import async_test, wait_until
 
 
 @async_test

@@ -8,7 +8,8 @@ from streameval.tui import DashboardApp
 from streameval.tui.widgets.control_metrics import ControlMetrics
 from streameval.tui.widgets.final_metrics import FinalMetrics
 from streameval.tui.widgets.signal_plot import SignalPlot
-from tui_fakes import (
+
+from tests.tui.tui_fakes import (
     FAST_CONFIG,
     ShiftingSource,
     async_test,
