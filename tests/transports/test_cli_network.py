@@ -72,7 +72,7 @@ def test_attach_mqtt_then_replay_the_recording_bit_identically(
     recording = _episode(out, "008_AD") / "recording"
     replay_args = ["replay", str(recording), "--out", str(replayed), "--no-tui"]
     assert main([*replay_args, "--cuts", "scenedetect-adaptive"]) == 0
-    (replayed_scores,) = replayed.glob("*/scores.json")
+    (replayed_scores,) = replayed.glob("*/*/scores.json")
     assert _metrics(replayed_scores) == _metrics(_episode(out, "008_AD") / "scores.json")
 
 
