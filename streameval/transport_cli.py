@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from streameval.errors import BadInputError
 from streameval.jobs import EpisodeJob
+from streameval.layout import episode_dir
 from streameval.protocol.wire import IMAGE_ENCODINGS
 from streameval.transports.urls import AttachOptions, open_network_source
 
@@ -69,10 +72,24 @@ def add_serve_parser(sub: Any) -> None:
 
 
 def add_dashboard_parser(sub: Any) -> None:
-    dashboard = sub.add_parser("dashboard", help="watch an evaluation running elsewhere")
+    dashboard = sub.add_parser(
+        "dashboard",
+        help="browse finished results (RESULTS_DIR...) or watch an evaluation running "
+        "elsewhere (--mqtt)",
+        description="With RESULTS_DIR...: browse finished results (leaderboard, each model's "
+        "episodes and segments, and key o: an episode's report.html). With --mqtt: watch the "
+        "live scores of an evaluation running elsewhere.",
+    )
+    dashboard.add_argument(
+        "results",
+        nargs="*",
+        type=Path,
+        metavar="RESULTS_DIR",
+        help="results directories to browse (not with --mqtt)",
+    )
     dashboard.add_argument(
         "--mqtt",
-        required=True,
+        default=None,
         metavar="URL",
         help="mqtt[s]://HOST:PORT[/SESSION]: live scores published by the evaluator "
         "(every session on the broker without SESSION)",
@@ -82,6 +99,9 @@ def add_dashboard_parser(sub: Any) -> None:
 
 def run_dashboard_mqtt(args: argparse.Namespace) -> int:
     from streameval.transports.mqtt_url import parse_mqtt_url
+
+    if getattr(args, "results", None):
+        raise BadInputError("dashboard", "RESULTS_DIR... or --mqtt URL, not both")
 
     parse_mqtt_url(args.mqtt, session_required=False)  # bad URL: exit 2 before anything
     if args.no_tui or not (sys.stdout.isatty() and sys.stdin.isatty()):
@@ -117,6 +137,7 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     )
     # validate the URL and options once, before any episode starts
     open_network_source(args.url, ("W",), episode="check", suite=args.suite, options=options)
+    model = getattr(args, "model_name", None) or network_model_name(args.url)
     jobs: list[EpisodeJob] = []
     for action in args.actions:
         keys = worldmark_keys(action)
@@ -127,13 +148,24 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
                 args.url, keys, episode=episode, suite=args.suite, options=options
             )
 
-        results_dir = args.out / episode
-        jobs.append(
-            EpisodeJob(
-                episode, open_source, results_dir, [RecordingObserver(results_dir / "recording")]
-            )
-        )
+        results_dir = episode_dir(args.out, model, episode)
+        recorders = []
+        if getattr(args, "record", "lossless") != "off":
+            lossy = getattr(args, "record", "lossless") == "lossy"
+            recorders.append(RecordingObserver(results_dir / "recording", lossy=lossy))
+        jobs.append(EpisodeJob(episode, open_source, results_dir, recorders))
     return jobs
+
+
+def network_model_name(url: str) -> str:
+    """The results folder name of a network model without --model-name: the MQTT session,
+    or the server's host and port."""
+    parsed = urlsplit(url)
+    if parsed.scheme.startswith("mqtt"):
+        session = parsed.path.strip("/")
+        if session:
+            return session
+    return (parsed.hostname or "remote") + (f"_{parsed.port}" if parsed.port else "")
 
 
 def _listen_address(text: str) -> tuple[str, int]:

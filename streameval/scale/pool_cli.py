@@ -60,8 +60,15 @@ def add_pool_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None])
     broker(offer)
     offer.add_argument("sessions", nargs="+", help="session names (served on the broker)")
     offer.add_argument("--action", type=int, default=9, help="worldmark action id 1–15 (default 9)")
-    offer.add_argument("--seconds-per-key", type=float, default=20.0)
-    offer.add_argument("--clock", choices=["video", "wall"], default="video")
+    offer.add_argument(
+        "--seconds-per-key", type=float, default=20.0, help="seconds per key (default 20)"
+    )
+    offer.add_argument(
+        "--clock",
+        choices=["video", "wall"],
+        default="video",
+        help="video: switch keys after that many frames (default); wall: after wall seconds",
+    )
 
     status = verbs.add_parser("status", help="where every offered session stands")
     broker(status)

@@ -44,6 +44,12 @@ def served(broker: Broker) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
                 proc.kill()
 
 
+def _episode(out: Path, episode: str) -> Path:
+    """OUT/<model>/<episode>/ (the model folder is named after the server)."""
+    (found,) = out.glob(f"*/{episode}")
+    return found
+
+
 def _metrics(path: Path) -> dict[str, object]:
     doc = json.loads(path.read_text())
     return {k: v["normalized"] for k, v in doc["metrics"].items()}
@@ -56,18 +62,18 @@ def test_attach_mqtt_then_replay_the_recording_bit_identically(
     out = tmp_path / "live"
     args = ["attach", url, "--out", str(out), "--actions", "8", "--seconds-per-key", "1"]
     assert main([*args, "--no-tui", "--cuts", "scenedetect-adaptive"]) == 0
-    scores = json.loads((out / "008_AD" / "scores.json").read_text())
+    scores = json.loads((_episode(out, "008_AD") / "scores.json").read_text())
     inter = scores["interactivity"]
     assert scores["frames"] == 32 and scores["complete"] is True
     assert inter["transport"] == "mqtt" and inter["clock"] == "video" and inter["smoke"] is True
     assert inter["alignment"] == "reported"
     assert inter["delivered_fps"] > 0 and inter["jitter_ms_p95"] is not None
     replayed = tmp_path / "replayed"
-    recording = out / "008_AD" / "recording"
+    recording = _episode(out, "008_AD") / "recording"
     replay_args = ["replay", str(recording), "--out", str(replayed), "--no-tui"]
     assert main([*replay_args, "--cuts", "scenedetect-adaptive"]) == 0
-    (replayed_scores,) = replayed.glob("*/scores.json")
-    assert _metrics(replayed_scores) == _metrics(out / "008_AD" / "scores.json")
+    (replayed_scores,) = replayed.glob("*/*/scores.json")
+    assert _metrics(replayed_scores) == _metrics(_episode(out, "008_AD") / "scores.json")
 
 
 def test_server_killed_mid_episode(
@@ -86,7 +92,7 @@ def test_server_killed_mid_episode(
     assert time.perf_counter() - started < 9  # the broker's will, not the 10 s timeout
     err = capsys.readouterr().err
     assert "server left: server connection lost" in err
-    scores = json.loads((tmp_path / "003_A" / "scores.json").read_text())
+    scores = json.loads((_episode(tmp_path, "003_A") / "scores.json").read_text())
     assert scores["complete"] is False and scores["frames"] > 0
-    actions = (tmp_path / "003_A" / "recording" / "actions.jsonl").read_text().splitlines()
+    actions = (_episode(tmp_path, "003_A") / "recording" / "actions.jsonl").read_text().splitlines()
     assert len(actions) == scores["frames"]

@@ -25,6 +25,7 @@ from streameval.episode_scores import EpisodeScores
 from streameval.errors import BadInputError
 from streameval.events import EpisodeInfo, ErrorEvent
 from streameval.jobs import EpisodeJob, JobsReport
+from streameval.leaderboard import INCLUDE_ALL
 from streameval.metrics.control import CONTROL_METRIC_NAMES
 from streameval.observers import EpisodeOutcome, Progress
 from streameval.pipeline import PipelineConfig
@@ -283,6 +284,8 @@ def sample_app(leaderboard_root: Path | None = None) -> DashboardApp:
         autostart=False,
         clock=lambda: 0.0,
         leaderboard_dirs=(leaderboard_root,) if leaderboard_root is not None else (),
+        # sample data: three episodes per model, all of them ranked to show the colours
+        exclusion=INCLUDE_ALL,
     )
     return DashboardApp(jobs, PipelineConfig(queue_size=QUEUE_SIZE), [], options)
 

@@ -120,6 +120,7 @@ async def test_q_mid_episode_finalizes_incomplete_and_writes_scores(tmp_path: Pa
     report = report_of(app)
     assert len(report.outcomes) == 1 and not report.outcomes[0].complete
     assert report.outcomes[0].frames == 20 and not report.all_complete
+    assert report.stopped  # the CLI exits 130 (a user stop), not 2 (bad input)
     assert [o.complete for o in extra.ended] == [False]  # the CLI's observers saw it too
     scores = json.loads((tmp_path / "ep" / "scores.json").read_text())
     assert scores["complete"] is False and scores["frames"] == 20
@@ -199,6 +200,13 @@ async def test_leaderboard_sort_and_drill_down(tmp_path: Path) -> None:
         await pilot.press("t")
         board = app.leaderboard
         assert app.screen is board
+        # the same rule as `streameval table`: 2 episodes < 10, so nothing is ranked, and the
+        # notes say so and how to see every model (issue 13, finding 1)
+        assert board.table is not None and board.table.rows == ()
+        assert [e.model for e in board.table.excluded] == ["synthetic"]
+        notes = board.query_one("#leaderboard-notes")
+        await wait_for_text(pilot, notes, "no model passes the exclusion rule", "press a")
+        await pilot.press("a")
         assert board.table is not None and [r.model for r in board.table.rows] == ["synthetic"]
         assert board.table.rows[0].n_episodes == 2
         await pilot.press("right", "right", "s")  # cursor onto "Acc T", sort by it

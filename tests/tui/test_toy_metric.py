@@ -52,6 +52,7 @@ async def test_toy_metric_reaches_scores_json_dashboard_and_table(
         async with app.run_test(size=(160, 40)) as pilot:
             await wait_until(pilot, lambda: app.model.finished)
             await pilot.press("t")
+            await pilot.press("a")  # one model, one episode: every model in (not the rule)
             board = app.leaderboard
             assert board.table is not None
             assert [c.name for c in board.table.columns][-1] == "toy_frame_share"
