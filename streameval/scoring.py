@@ -73,7 +73,6 @@ Excluded models are returned with their reasons, never silently dropped.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -82,6 +81,8 @@ from typing import Any, Literal
 
 from streameval.constants import TAU_C, TAU_G
 from streameval.errors import BadInputError
+from streameval.inputs.jsonfile import read_json_file
+from streameval.inputs.schema import SCORES_SCHEMA, validate
 from streameval.metrics.control import CONTROL_METRIC_NAMES, PERCENT
 from streameval.results import MetricResult
 
@@ -250,18 +251,13 @@ def load_episode(path: Path) -> EpisodeRecord:
     Every problem is a ``BadInputError`` naming the file, so the caller can report it in one
     line and go on with the other files.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(path, f"cannot read: {exc}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInputError(path, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    doc = read_json_file(path)  # bounded: size, nesting, digits, finite numbers
     if not isinstance(doc, dict):
         raise BadInputError(path, f"expected a JSON object, got {type(doc).__name__}")
     if doc.get("format") != SCORES_FORMAT:
         raise BadInputError(path, f"format must be {SCORES_FORMAT!r}, got {doc.get('format')!r}")
+    # The published schema: value ranges (normalized in [0, 100], |numbers| <= 1e12), types.
+    validate(doc, SCORES_SCHEMA, path)
     model, episode, suite = doc.get("model"), doc.get("episode"), doc.get("suite", "")
     if not isinstance(model, str) or not model:
         raise BadInputError(path, f"model must be a non-empty string, got {model!r}")
