@@ -10,16 +10,29 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from streameval import __version__
+from streameval.attach import load_python_model, model_fps
 from streameval.errors import BackendUnavailableError, BadInputError
+from streameval.inputs.numbers import (
+    FPS,
+    FRAME_SIDE,
+    SECONDS_PER_KEY,
+    STEP_TIMEOUT,
+    Range,
+    check_frame_count,
+)
+from streameval.inputs.paths import check_output_dir, path_under
 from streameval.jobs import EpisodeJob, JobsReport, run_jobs
+from streameval.model_thread import DEFAULT_STEP_TIMEOUT_S, ModelHealth
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
 from streameval.registry import UnknownBackendError
+from streameval.interrupts import cancel_on_sigterm
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -33,7 +46,10 @@ def _parse_actions(text: str) -> list[int]:
             part = part.strip()
             if "-" in part:
                 lo, hi = part.split("-", 1)
-                ids.extend(range(int(lo), int(hi) + 1))
+                first, last = int(lo), int(hi)
+                if not (min(WORLDMARK) <= first <= last <= max(WORLDMARK)):
+                    raise ValueError(part)  # checked before expanding: "1-10**18" stays cheap
+                ids.extend(range(first, last + 1))
             elif part:
                 ids.append(int(part))
     except ValueError:
@@ -43,13 +59,36 @@ def _parse_actions(text: str) -> list[int]:
     return ids
 
 
+def _ranged(bound: Range) -> Callable[[str], float]:
+    """An argparse type: a finite number inside ``bound`` (NaN, inf, 0 and -1 are refused)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        try:
+            return bound.check(value, text)
+        except BadInputError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    return parse
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage mistakes are one line naming the argument (DESIGN §6), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {' '.join(message.split())}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="streameval",
         description="Streaming, real-time evaluator for live world-model rollouts.",
     )
     parser.add_argument("--version", action="version", version=f"streameval {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -88,7 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: 9,14,12 = WR, ADA, LRL)",
     )
     demo.add_argument(
-        "--seconds-per-key", type=float, default=20.0, help="video seconds per key (default 20)"
+        "--seconds-per-key",
+        type=_ranged(SECONDS_PER_KEY),
+        default=20.0,
+        help="video seconds per key (default 20)",
     )
     demo.add_argument("--seed", type=int, default=0, help="scene seed of the procedural world")
     common(demo)
@@ -98,8 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument("--out", type=Path, required=True)
     attach.add_argument("--suite", default="worldmark", choices=["worldmark"])
     attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
-    attach.add_argument("--seconds-per-key", type=float, default=20.0)
-    attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
+    attach.add_argument("--seconds-per-key", type=_ranged(SECONDS_PER_KEY), default=20.0)
+    attach.add_argument(
+        "--fps", type=_ranged(FPS), default=None, help="model fps (default: model.fps)"
+    )
+    attach.add_argument(
+        "--step-timeout",
+        type=_ranged(STEP_TIMEOUT),
+        default=DEFAULT_STEP_TIMEOUT_S,
+        help="seconds a model call (factory, reset, step) may take before the episode is "
+        f"ended as incomplete (default {DEFAULT_STEP_TIMEOUT_S:g})",
+    )
     common(attach)
 
     replay = sub.add_parser("replay", help="score recorded rollouts")
@@ -107,7 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--out", type=Path, required=True)
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--realtime", action="store_true", help="pace at each rollout's fps")
-    pace.add_argument("--fps", type=float, default=None, help="pace at N frames per second")
+    pace.add_argument(
+        "--fps", type=_ranged(FPS), default=None, help="pace at N frames per second"
+    )
     common(replay)
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
@@ -178,39 +231,53 @@ def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
 
 
 def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
-    from streameval.attach import load_python_model
     from streameval.driver import InProcessSource
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import worldmark_keys
     from streameval.recording import RecordingObserver
 
-    model, name = load_python_model(args.url)
-    fps = args.fps or float(getattr(model, "fps", 16.0))
+    model, name = load_python_model(args.url, args.step_timeout)
+    fps = model_fps(model, args.fps, args.url)
+    health = ModelHealth()
     jobs: list[EpisodeJob] = []
     for action in args.actions:
         keys = worldmark_keys(action)
         episode = f"{action:03d}_{''.join(keys)}"
+        schedule = Schedule.per_key(keys, args.seconds_per_key, fps)
+        check_frame_count(schedule.total_frames, "--fps × --seconds-per-key")
 
-        def open_source(keys: tuple[str, ...] = keys, episode: str = episode) -> InProcessSource:
-            if callable(getattr(model, "reset", None)):
-                model.reset()
+        def open_source(schedule: Schedule = schedule, episode: str = episode) -> InProcessSource:
+            if health.hung is not None:  # its thread may still be inside the model
+                raise BadInputError(args.url, f"not driven again: {health.hung}")
             return InProcessSource(
                 model,
-                Schedule.per_key(keys, args.seconds_per_key, fps),
+                schedule,
                 episode=episode,
                 model_name=name,
                 suite=args.suite,
-                width=getattr(model, "width", None),
-                height=getattr(model, "height", None),
+                width=_model_size(model, "width"),
+                height=_model_size(model, "height"),
+                step_timeout=args.step_timeout,
+                reset=callable(getattr(model, "reset", None)),
+                health=health,
             )
 
-        results_dir = args.out / episode
+        results_dir = path_under(args.out, episode)
         jobs.append(
             EpisodeJob(
                 episode, open_source, results_dir, [RecordingObserver(results_dir / "recording")]
             )
         )
     return jobs
+
+
+def _model_size(model: object, name: str) -> int | None:
+    """``model.width``/``height`` when it is a plausible frame side; otherwise the first frame
+    sets the size (a declared size is only a hint, the frames are checked either way)."""
+    value = getattr(model, name, None)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if FRAME_SIDE.low <= value <= FRAME_SIDE.high else None
+    return None
 
 
 def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
@@ -222,11 +289,16 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
     jobs: list[EpisodeJob] = []
     for rollout in rollouts:
         pace = rollout.fps if args.realtime else args.fps
+        try:
+            results_dir = path_under(args.out, rollout.episode)
+        except BadInputError as exc:
+            report.bad_input.append(f"{rollout.path}: episode {rollout.episode!r}: {exc.problem}")
+            continue
 
         def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
             return ReplaySource(rollout, pace=pace)
 
-        jobs.append(EpisodeJob(rollout.episode, open_source, args.out / rollout.episode))
+        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir))
     return jobs
 
 
@@ -235,6 +307,7 @@ def _use_dashboard(args: argparse.Namespace) -> bool:
 
 
 def _run_episodes(args: argparse.Namespace) -> int:
+    check_output_dir(args.out)  # before a model is built or a video decoded
     report = JobsReport()
     if args.command == "demo":
         jobs = _demo_jobs(args)
@@ -253,7 +326,9 @@ def _run_episodes(args: argparse.Namespace) -> int:
 
         run_report = run_dashboard(jobs, config, [results_log])
     else:
-        run_report = asyncio.run(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
+        run_report = asyncio.run(
+            cancel_on_sigterm(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
+        )
     for message in run_report.bad_input:
         print(f"error: {message}", file=sys.stderr)
     incomplete = [o for o in run_report.outcomes if not o.complete]
@@ -283,6 +358,10 @@ def _run_rescore(args: argparse.Namespace) -> int:
                 print(f"error: {exc}", file=sys.stderr)
                 status = EXIT_BAD_INPUT
                 continue
+            except Exception as exc:  # one episode's failure never loses the others
+                print(f"error: {d}: rescore failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+                status = max(status, EXIT_FAILURE)
+                continue
             what = "unchanged" if not outcome.changed else "changed: " + ", ".join(outcome.changed)
             print(f"rescored {d} ({what})")
     return status
@@ -306,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BadInputError, UnknownBackendError, BackendUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         print("interrupted: episodes in progress were finalized as incomplete", file=sys.stderr)
         return EXIT_FAILURE
 
