@@ -48,4 +48,3 @@ def read_json(path: Path) -> Any:
     """Parse a JSON file under the input layer's bounds (size, depth, digits, finite numbers);
     every problem is a BadInputError naming the file."""
     return read_json_file(path)
-

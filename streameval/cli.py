@@ -158,9 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--out", type=Path, required=True)
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--realtime", action="store_true", help="pace at each rollout's fps")
-    pace.add_argument(
-        "--fps", type=_ranged(FPS), default=None, help="pace at N frames per second"
-    )
+    pace.add_argument("--fps", type=_ranged(FPS), default=None, help="pace at N frames per second")
     common(replay)
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")

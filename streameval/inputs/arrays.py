@@ -94,9 +94,7 @@ def intrinsics_problem(k: npt.NDArray[np.float64]) -> str | None:
     return None
 
 
-def first_bad(
-    stack: npt.NDArray[np.float64], problem: Any
-) -> tuple[int, str] | None:
+def first_bad(stack: npt.NDArray[np.float64], problem: Any) -> tuple[int, str] | None:
     """The first (index, reason) where ``problem(stack[i])`` is not None."""
     for i in range(stack.shape[0]):
         why = problem(stack[i])
