@@ -24,7 +24,6 @@ from streameval.replay.rollout import Rollout
 from streameval.replay.sidecars import DepthFrameError
 
 from streameval.errors import BadInputError
-from streameval.inputs.frames import frame_problem
 from streameval.events import (
     EndOfStream,
     EpisodeEnd,
@@ -34,6 +33,7 @@ from streameval.events import (
     KeySent,
     SourceError,
 )
+from streameval.inputs.frames import frame_problem
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,13 +26,13 @@ from streameval.inputs.numbers import (
     check_frame_count,
 )
 from streameval.inputs.paths import check_output_dir, path_under
+from streameval.interrupts import cancel_on_sigterm
 from streameval.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.model_thread import DEFAULT_STEP_TIMEOUT_S, ModelHealth
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
 from streameval.registry import UnknownBackendError
-from streameval.interrupts import cancel_on_sigterm
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -94,9 +94,8 @@ def test_fps_out_of_range_is_refused(
     bad = make_rollout_dir(tmp_path / "bad", KEYS)
     write_meta(bad, fps=fps)
     code, errors = replay([str(bad), "--realtime", "--out", str(tmp_path / "out")], capsys)
-    assert (
-        code == 2 and len(errors) == 1 and "fps" in errors[0] and "outside [1, 1000]" in errors[0]
-    )
+    assert code == 2 and len(errors) == 1
+    assert "fps" in errors[0] and "outside [1, 1000]" in errors[0]
 
 
 def _save(path: Path, arr: np.ndarray) -> None:
