@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -186,8 +187,13 @@ class ResultsLog(EpisodeObserver):
             "metrics": {k: m.normalized for k, m in outcome.scores.metrics.items()},
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(json.dumps(line) + "\n")
+        # One write(2) with O_APPEND: a kill at any moment leaves whole lines only.
+        data = (json.dumps(line) + "\n").encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
 
 
 def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
