@@ -70,7 +70,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str, str]] = {
         c / "signals.npz", lambda d: d.update(sx=np.array([{}], dtype=object))),
         "signals.npz", "pickled data is never loaded"),
     "corrupt cuts": (lambda c: _rewrite_npz(
-        c / "memory.npz", lambda d: d.update(cuts=np.array([5, 3, 10**6]), has_cuts=np.array(True))),
+        c / "memory.npz", lambda d: d.update(cuts=np.array([5, 3, 10**6]), has_cuts=np.True_)),
         "memory.npz", "cut indices must rise strictly"),
     "non-rotation view": (lambda c: _rewrite_npz(
         c / "memory.npz", lambda d: d.update(view_poses=d["view_poses"] * 1000)),
