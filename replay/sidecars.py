@@ -160,7 +160,14 @@ def _check_mask(path: Path, depth_shape: tuple[int, int, int]) -> str:
             member = _mask_member(path, archive)
             with archive.open(member) as fp:
                 shape, fortran, dtype = _npy_header(fp, path)
-    except (OSError, EOFError, zlib.error, zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
+    except (
+        OSError,
+        EOFError,
+        RuntimeError,
+        zlib.error,
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+    ) as exc:
         raise BadInputError(path, f"not an .npz archive ({one_line(str(exc))})") from None
     if shape != depth_shape:
         raise BadInputError(path, f"mask shape {shape} differs from depth shape {depth_shape}")

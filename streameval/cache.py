@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.errors import BadInputError
-from streameval.inputs.arrays import intrinsics_problem, pose_problem
+from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
 from streameval.inputs.jsonfile import read_json_object
 from streameval.inputs.npz import load_npz, member, scalar_flag
 from streameval.inputs.numbers import FPS
@@ -88,17 +88,27 @@ class MemoryCache:
             why = pose_problem(poses[j]) or intrinsics_problem(intrinsics[j])
             if why is not None:
                 raise BadInputError(path, f"view {j}: {why}")
+        depths = [member(data, f"view_depth_{j}", path, ndim=2, kind="fiu") for j in range(k)]
+        for j, depth in enumerate(depths):
+            why = depth_problem(depth)
+            if why is not None:
+                raise BadInputError(path, f"view {j}: depth {why}")
         views = [
             FrameGeometry(
                 int(view_frames[j]),
                 poses[j],
-                member(data, f"view_depth_{j}", path, ndim=2, kind="fiu"),
+                depths[j],
                 intrinsics[j],
                 (int(sizes[j][0]), int(sizes[j][1])),
             )
             for j in range(k)
         ]
         embeddings = member(data, "embeddings", path, ndim=2, kind="f")
+        has_embeddings = scalar_flag(data, "has_embeddings", path)
+        if has_embeddings and (embeddings.shape[0] != frames or embeddings.shape[1] < 1):
+            raise BadInputError(
+                path, f"embeddings shape {embeddings.shape}, expected ({frames}, dim)"
+            )
         cuts = member(data, "cuts", path, ndim=1, kind="iu")
         has_cuts = scalar_flag(data, "has_cuts", path)
         if has_cuts and cuts.size:
@@ -106,7 +116,7 @@ class MemoryCache:
             if not ordered or cuts.min() < 0 or cuts.max() > frames:
                 raise BadInputError(path, f"cut indices must rise strictly within 0..{frames}")
         return cls(
-            embeddings=embeddings if scalar_flag(data, "has_embeddings", path) else None,
+            embeddings=embeddings if has_embeddings else None,
             cuts=[int(c) for c in cuts] if has_cuts else None,
             views=views,
         )

@@ -35,7 +35,16 @@ def load_npz(path: Path) -> dict[str, npt.NDArray[Any]]:
             return {name: np.asarray(archive[name]) for name in archive.files}
     except BadInputError:
         raise
-    except (OSError, EOFError, ValueError, KeyError, zlib.error, zipfile.BadZipFile) as exc:
+    # RuntimeError: zipfile refuses encrypted members and unknown versions (NotImplementedError)
+    except (
+        OSError,
+        EOFError,
+        ValueError,
+        KeyError,
+        RuntimeError,
+        zlib.error,
+        zipfile.BadZipFile,
+    ) as exc:
         text = one_line(str(exc))
         if "pickle" in text:
             text = "holds Python objects (pickled data is never loaded)"
