@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # multi-GB CUDA build. Only the heavy (optional) backends need it.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test fuzz lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(ARGS)
+
+# The fuzz suite with 10,000+ generated cases (the normal test run has a 400-case subset).
+FUZZ_CASES ?= 10000
+fuzz: $(STAMP)
+	FUZZ_CASES=$(FUZZ_CASES) HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider tests/fuzz $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

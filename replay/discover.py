@@ -89,7 +89,12 @@ def open_rollouts(paths: Iterable[str | Path]) -> tuple[list[Rollout], list[BadI
     seen: set[Path] = set()
     for arg in paths:
         path = Path(arg)
-        if not path.exists():
+        try:
+            exists = path.exists()
+        except OSError as exc:  # a name too long for the file system
+            errors.append(BadInputError(path, one_line(exc.strerror or str(exc))))
+            continue
+        if not exists:
             errors.append(BadInputError(path, "no such file or directory"))
             continue
         found = False

@@ -355,6 +355,10 @@ def _run_rescore(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             status = EXIT_BAD_INPUT
             continue
+        except OSError as exc:  # a name too long, a link loop
+            print(f"error: {path}: {exc.strerror or exc}", file=sys.stderr)
+            status = EXIT_BAD_INPUT
+            continue
         for d in dirs:
             try:
                 outcome = rescore_dir(d)
@@ -389,6 +393,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BadInputError, UnknownBackendError, BackendUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as exc:  # the disk, not an input: one line, exit 1, never a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("interrupted: episodes in progress were finalized as incomplete", file=sys.stderr)
         return EXIT_FAILURE

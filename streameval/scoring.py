@@ -297,6 +297,9 @@ def load_results(paths: Iterable[Path]) -> LoadedResults:
         except BadInputError as exc:
             errors.append(exc)
             continue
+        except OSError as exc:  # a name too long, a link loop: still this input's problem
+            errors.append(BadInputError(path, exc.strerror or str(exc)))
+            continue
         for file in files:
             resolved = file.resolve()
             if resolved in seen_files:

@@ -82,11 +82,16 @@ def path_under(root: Path, name: str) -> Path:
 
 def check_output_dir(root: Path, flag: str = "--out") -> Path:
     """``root`` is, or can become, a writable directory; checked before any video is decoded."""
-    probe = root
     try:
-        probe.resolve(strict=False)
-    except (OSError, RuntimeError) as exc:
-        raise BadInputError(flag, f"{root}: cannot resolve ({one_line(str(exc))})") from None
+        return _check_output_dir(root, flag)
+    except (OSError, RuntimeError) as exc:  # a name too long, a symlink loop
+        message = getattr(exc, "strerror", None) or str(exc)
+        raise BadInputError(flag, f"{root}: {one_line(message)}") from None
+
+
+def _check_output_dir(root: Path, flag: str) -> Path:
+    probe = root
+    root.resolve(strict=False)  # raises on a symlink loop
     while not probe.exists():
         if probe.is_symlink():
             raise BadInputError(flag, f"{root}: {probe} is a broken symbolic link")
@@ -99,8 +104,5 @@ def check_output_dir(root: Path, flag: str = "--out") -> Path:
         raise BadInputError(flag, f"{root}: {probe} is not writable")
     if str(probe.resolve()).startswith(("/proc", "/sys", "/dev")):
         raise BadInputError(flag, f"{root}: lies in a virtual file system ({probe.resolve()})")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInputError(flag, f"{root}: {one_line(exc.strerror or str(exc))}") from None
+    root.mkdir(parents=True, exist_ok=True)
     return root
