@@ -64,9 +64,10 @@ VALUES = st.one_of(
     NASTY_STRINGS.filter(lambda s: "\x00" not in s and "\ud800" not in s),
     st.text(max_size=12).filter(lambda s: "\x00" not in s),
 )  # fmt: skip
-FLAGS = st.sampled_from(["--fps", "--seconds-per-key", "--step-timeout", "--actions", "--out",
-                         "--sort", "--min-episodes", "--exclude", "--realtime", "--markdown",
-                         "--flow", "--cuts", "--embedding", "--depth", "--suite", "--no-tui"])  # fmt: skip
+FLAGS = st.sampled_from(
+    "--fps --seconds-per-key --step-timeout --actions --out --sort --min-episodes --exclude "
+    "--realtime --markdown --flow --cuts --embedding --depth --suite --no-tui".split()
+)
 URLS = st.sampled_from(["python:tests.inputs.models:factory_raises", "python:", "python:x:y",
                         "ftp://x", "python:tests.inputs.models:factory_exits"])  # fmt: skip
 
