@@ -7,7 +7,6 @@ the cache stays a few hundred kB for a two-minute episode.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from streameval.inputs.paths import present
 from streameval.perception.motion_type import FitSample
 from streameval.perception.reconstruction import FrameGeometry
 from streameval.protocol.keys import KEYS, NO_KEY
+from streameval.scores_file import write_json
 
 CACHE_FORMAT = "streameval.cache/1"
 _CACHE_KEYS = frozenset((*KEYS, NO_KEY))
@@ -253,10 +253,3 @@ def check_cache_meta(meta: dict[str, Any], path: Path) -> dict[str, Any]:
     if not isinstance(errors, list) or not all(isinstance(e, str) for e in errors):
         raise BadInputError(path, "'errors' must be a list of strings")
     return meta
-
-
-def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON atomically: a crash never leaves half a file behind."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)

@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streameval.cache import EpisodeCache
-from streameval.episode_scores import score_episode
+from streameval.episode_scores import episode_document, score_episode
 from streameval.errors import BadInputError
 from streameval.inputs.jsonfile import one_line, read_json_file
 from streameval.inputs.paths import present
-from streameval.pipeline import scores_document, write_results
+from streameval.scores_file import SCORES_FILE, write_scores
 
 CACHE_DIR = "cache"
-SCORES_FILE = "scores.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +54,7 @@ def rescore_dir(results_dir: Path) -> RescoreOutcome:
         raise BadInputError(cache_dir, "missing: nothing to rescore (was this episode finished?)")
     cache = EpisodeCache.load(cache_dir)
     scores = score_episode(cache)
-    doc = scores_document(cache.meta, scores, len(cache.frame_keys))
+    doc = episode_document(cache.meta, scores, len(cache.frame_keys))
     old_path = results_dir / "scores.json"
     changed: list[str] = []
     if old_path.is_file():
@@ -66,5 +65,5 @@ def rescore_dir(results_dir: Path) -> RescoreOutcome:
         old = old_doc.get("metrics", {}) if isinstance(old_doc, dict) else {}
         old = old if isinstance(old, dict) else {}
         changed = [k for k, v in doc["metrics"].items() if old.get(k) != v]
-    write_results(results_dir, doc)
+    write_scores(results_dir, doc)
     return RescoreOutcome(results_dir, changed)
