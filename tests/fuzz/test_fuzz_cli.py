@@ -65,7 +65,24 @@ VALUES = st.one_of(
     st.text(max_size=12).filter(lambda s: "\x00" not in s),
 )  # fmt: skip
 FLAGS = st.sampled_from(
-    ["--fps", "--seconds-per-key", "--step-timeout", "--actions", "--out", "--sort", "--min-episodes", "--exclude", "--realtime", "--markdown", "--flow", "--cuts", "--embedding", "--depth", "--suite", "--no-tui"]
+    [
+        "--fps",
+        "--seconds-per-key",
+        "--step-timeout",
+        "--actions",
+        "--out",
+        "--sort",
+        "--min-episodes",
+        "--exclude",
+        "--realtime",
+        "--markdown",
+        "--flow",
+        "--cuts",
+        "--embedding",
+        "--depth",
+        "--suite",
+        "--no-tui",
+    ]
 )
 URLS = st.sampled_from(["python:tests.inputs.models:factory_raises", "python:", "python:x:y",
                         "ftp://x", "python:tests.inputs.models:factory_exits"])  # fmt: skip
