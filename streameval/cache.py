@@ -250,6 +250,6 @@ def check_cache_meta(meta: dict[str, Any], path: Path) -> dict[str, Any]:
         if not isinstance(meta.get(name, {}), dict):
             raise BadInputError(path, f"{name!r} must be an object")
     errors = meta.get("errors", [])
-    if not isinstance(errors, list) or not all(isinstance(e, str) for e in errors):
-        raise BadInputError(path, "'errors' must be a list of strings")
+    if not isinstance(errors, list) or not all(isinstance(e, str | dict) for e in errors):
+        raise BadInputError(path, "'errors' must be a list of error records")
     return meta

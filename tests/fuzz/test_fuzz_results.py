@@ -17,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streameval.cache import EpisodeCache
-from streameval.episode_scores import score_episode
-from streameval.pipeline import scores_document
-from streameval.scoring import INCLUDE_ALL, build_table, load_episode
+from streameval.episode_scores import episode_document, score_episode
+from streameval.scores_file import load_episode
+from streameval.scoring import INCLUDE_ALL, build_table
 from tests.fuzz.conftest import FUZZ, bounded, only_bad_input
 from tests.fuzz.strategies import ARRAYS, JSON_VALUES, SCALARS, dumps, mangled_text
 
@@ -110,7 +110,7 @@ def test_fuzz_episode_cache_then_kernels(scored_dir: Path, data: st.DataObject) 
                 return
             # passed the checks: the kernels must take it, and the document must be JSON
             scores = score_episode(cache)
-            doc = scores_document(cache.meta, scores, len(cache.frame_keys))
+            doc = episode_document(cache.meta, scores, len(cache.frame_keys))
             json.dumps(doc, allow_nan=False)
             for result in scores.metrics.values():
                 if result.status == "official":
