@@ -33,7 +33,7 @@ def _validator(name: str) -> Draft202012Validator:
 
 def load_schema(name: str) -> dict[str, Any]:
     """The schema document ``name`` (e.g. ``"scores.schema.json"``)."""
-    schema: dict[str, Any] = _validator(name).schema  # type: ignore[assignment]
+    schema: dict[str, Any] = _validator(name).schema
     return schema
 
 
