@@ -45,9 +45,9 @@ MAX_EPISODE_FRAMES = 2 * 3600 * 240
 # Frame sides in pixels: the flow needs 16; 16K video is the largest anyone delivers.
 FRAME_SIDE = Range("frame side (px)", 16, 16384)
 # Any score or detail value in scores.json: finite and small enough that sums of millions of
-# them stay finite (1e308 values made the table's fsum overflow).
+# them stay finite (1e308 values made the table's fsum overflow). The published schema
+# (schemas/scores.schema.json) states these two; a test keeps them equal.
 SCORE_MAGNITUDE = 1e12
-# A normalized master-table value.
 NORMALIZED = Range("normalized value", 0.0, 100.0)
 
 
@@ -58,8 +58,3 @@ def check_frame_count(frames: int, source: object) -> int:
             source, f"{frames} frames per episode (expected 1 to {MAX_EPISODE_FRAMES})"
         )
     return frames
-
-
-def is_integer(value: object) -> bool:
-    """A JSON integer (``True`` is not one)."""
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from streameval.errors import BadInputError
 from streameval.inputs.arrays import intrinsics_problem, pose_problem, rotation_problem
 from streameval.inputs.jsonfile import MAX_JSON_DEPTH, nesting_depth, parse_json_text
-from streameval.inputs.numbers import FPS
+from streameval.inputs.numbers import FPS, NORMALIZED, SCORE_MAGNITUDE
 from streameval.inputs.paths import MAX_COMPONENT, path_under, safe_component, safe_relative
 from streameval.inputs.schema import META_SCHEMA, SCORES_SCHEMA, load_schema, validate
 
@@ -112,3 +112,16 @@ def test_published_schemas_are_valid_and_used() -> None:
     with pytest.raises(BadInputError, match=r"^meta\.json: fps: 0 is less than the minimum"):
         validate({"format": "streameval.rollout/1", "fps": 0, "model": "m", "suite": "s"},
                  META_SCHEMA, "meta.json")  # fmt: skip
+
+
+def test_schema_bounds_are_the_layer_ranges() -> None:
+    meta = load_schema(META_SCHEMA)["properties"]
+    assert (meta["fps"]["minimum"], meta["fps"]["maximum"]) == (FPS.low, FPS.high)
+    scores = load_schema(SCORES_SCHEMA)
+    assert scores["$defs"]["number"] == {
+        "type": "number",
+        "minimum": -SCORE_MAGNITUDE,
+        "maximum": SCORE_MAGNITUDE,
+    }
+    normalized = scores["$defs"]["metric"]["properties"]["normalized"]
+    assert (normalized["minimum"], normalized["maximum"]) == (NORMALIZED.low, NORMALIZED.high)
