@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from replay_synth import make_rollout_dir
 
 from streameval.cli import main
+from streameval.results import MetricResult
+from streameval.scores_file import EpisodeRecord, load_episode
+from streameval.scoring import Aggregate, model_cell
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +164,34 @@ def test_zip_bomb_sized_member_is_bounded(
         z.writestr("extra.npy", b"\x93NUMPY garbage")
     code, errors = _rescore([bad], capsys)
     assert code == 2 and len(errors) == 1 and "signals.npz" in errors[0]
+
+
+def test_segment_details_outside_their_range_are_not_pooled(scored: Path) -> None:
+    # found by the fuzz suite: a latency segment value of -1 made the column -100, ranked
+    doc = json.loads((scored / "scores.json").read_text())
+    entry = doc["metrics"]["response_latency_trans"]
+    scored_segments = [s for s in entry["details"]["segments"] if s["status"] == "scored"]
+    scored_segments[0]["value"] = -1
+    record = load_episode_doc(scored, doc)
+    cell = model_cell([record], "response_latency_trans")
+    assert cell.method == "episode_mean_fallback" and cell.value == entry["normalized"]
+
+
+def test_a_column_outside_0_100_is_missing_never_ranked(scored: Path) -> None:
+    record = load_episode_doc(scored, json.loads((scored / "scores.json").read_text()))
+
+    def broken(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
+        return Aggregate(-100.0, -100.0, -100.0, "broken", 1)
+
+    cell = model_cell([record], "direction_accuracy_trans", aggregator=broken)
+    assert cell.value is None and cell.status == "missing"
+    assert "outside [0, 100]" in cell.reasons[-1]
+        cell.value is None and cell.status == "missing" and "outside [0, 100]" in cell.reasons[-1]
+    )
+
+
+def load_episode_doc(scored: Path, doc: dict[str, Any]) -> EpisodeRecord:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "scores.json"
+        path.write_text(json.dumps(doc))
+        return load_episode(path)
