@@ -186,8 +186,6 @@ def test_a_column_outside_0_100_is_missing_never_ranked(scored: Path) -> None:
     cell = model_cell([record], "direction_accuracy_trans", aggregator=broken)
     assert cell.value is None and cell.status == "missing"
     assert "outside [0, 100]" in cell.reasons[-1]
-        cell.value is None and cell.status == "missing" and "outside [0, 100]" in cell.reasons[-1]
-    )
 
 
 def load_episode_doc(scored: Path, doc: dict[str, Any]) -> EpisodeRecord:
