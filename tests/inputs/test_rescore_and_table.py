@@ -193,3 +193,22 @@ def load_episode_doc(scored: Path, doc: dict[str, Any]) -> EpisodeRecord:
         path = Path(tmp) / "scores.json"
         path.write_text(json.dumps(doc))
         return load_episode(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested 100000 levels deep"),
+        ('{"format": "streameval.scores/1", "frames": ' + "9" * 5000 + "}", "5000 digits"),
+    ],
+)
+def test_scores_json_parser_limits(
+    scored: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, says: str
+) -> None:
+    bad = tmp_path / "bad" / "scores.json"
+    bad.parent.mkdir()
+    bad.write_text(text)
+    good = shutil.copytree(scored, tmp_path / "good")
+    code, out, errors = _table([good, bad.parent], capsys)
+    assert code == 2 and len(errors) == 1 and says in errors[0] and str(bad) in errors[0]
+    assert "synth" in out
