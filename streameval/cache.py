@@ -28,6 +28,7 @@ from streameval.scores_file import write_json
 
 CACHE_FORMAT = "streameval.cache/1"
 _CACHE_KEYS = frozenset((*KEYS, NO_KEY))
+_MAX_FLOW_PX = 1e6
 F64 = npt.NDArray[np.float64]
 
 
@@ -191,6 +192,10 @@ class EpisodeCache:
         keys = member(data, "frame_keys", npz_path, ndim=1, kind="U")
         if len(sx) != len(srad) or len(sx) > len(keys):
             raise BadInputError(npz_path, f"{len(sx)} sx, {len(srad)} srad for {len(keys)} frames")
+        for name, signal in (("sx", sx), ("srad", srad)):
+            # NaN marks a gap; a mean flow beyond 1e6 px per frame (or inf) is not a measurement
+            if np.any(np.abs(np.where(np.isnan(signal), 0.0, signal)) > _MAX_FLOW_PX):
+                raise BadInputError(npz_path, f"{name} holds values beyond ±{_MAX_FLOW_PX:g} px")
         bad_keys = set(keys.tolist()) - _CACHE_KEYS
         if bad_keys:
             raise BadInputError(npz_path, f"unknown keys {sorted(bad_keys)[:5]} in frame_keys")
