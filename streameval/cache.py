@@ -1,8 +1,9 @@
 """The episode cache: what perception produced, and all that ``rescore`` needs.
 
 Perceive once, score many: every score is a kernel over this cache. Arrays are stored
-uncompressed in ``.npz`` (bit-exact round trip); ``episode.json`` holds the rest. No frames:
-the cache stays a few hundred kB for a two-minute episode.
+uncompressed in ``.npz`` (bit-exact round trip); ``episode.json`` holds the rest. The only
+frames are Q-Align's, at 1 fps (``quality_cache``): about 210 KiB per second as PNG at
+640×432 (25 MB for a two-minute episode); everything else is a few hundred kB.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.errors import BadInputError
+from streameval.fits.geometry import FrameGeometry
+from streameval.fits.motion_type import FitSample
 from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
 from streameval.inputs.jsonfile import read_json_object
 from streameval.inputs.npz import load_npz, member, scalar_flag
 from streameval.inputs.numbers import FPS
 from streameval.inputs.paths import present
-from streameval.perception.motion_type import FitSample
-from streameval.perception.reconstruction import FrameGeometry
 from streameval.protocol.keys import KEYS, NO_KEY
+from streameval.quality_cache import QualityCache
 from streameval.scores_file import write_json
 
 CACHE_FORMAT = "streameval.cache/1"
@@ -138,6 +140,7 @@ class EpisodeCache:
     srad: F64
     fit_samples: list[FitSample] = field(default_factory=list)
     memory: MemoryCache | None = None
+    quality: QualityCache | None = None
 
     @property
     def fps(self) -> float:
@@ -176,6 +179,8 @@ class EpisodeCache:
         os.replace(tmp, directory / "signals.npz")
         if self.memory is not None:
             self.memory.save(directory / "memory.npz")
+        if self.quality is not None:
+            self.quality.save(directory)
         write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
 
     @classmethod
@@ -236,6 +241,7 @@ class EpisodeCache:
             srad=srad.astype(np.float64, copy=False),
             fit_samples=samples,
             memory=MemoryCache.load(memory_path, len(keys)) if present(memory_path) else None,
+            quality=QualityCache.load(directory),
         )
 
 

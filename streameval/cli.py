@@ -34,6 +34,7 @@ from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
 from streameval.registry import UnknownBackendError
+from streameval.scale.commands import add_ray_options, check_ray_usage, split_ray_flag
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -83,6 +84,16 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {' '.join(message.split())}\n")
 
 
+def quality_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quality",
+        default=None,
+        help="Q-Align (OneAlign) for perceptual/aesthetic quality at episode end: "
+        "qalign[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF cache, default "
+        "q-future/one-align); default: none, the two columns are not_applicable",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="streameval",
@@ -109,6 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
             "depth-anything[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF "
             "cache); default: none, "
             "the depth-free estimator",
+        )
+        quality_option(p)
+        p.add_argument(
+            "--publish-mqtt",
+            default=None,
+            metavar="URL",
+            help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
+            "for `streameval dashboard --mqtt` elsewhere",
         )
         p.add_argument(
             "--cuts",
@@ -137,7 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     common(demo)
 
     attach = sub.add_parser("attach", help="attach to a model and drive the protocol")
-    attach.add_argument("url", help="python:MODULE:FACTORY (an in-process model)")
+    attach.add_argument(
+        "url",
+        help="python:MODULE:FACTORY, webrtc+http://HOST:PORT/PATH, "
+        "mjpeg+http://HOST:PORT/PATH, mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
+    )
     attach.add_argument("--out", type=Path, required=True)
     attach.add_argument("--suite", default="worldmark", choices=["worldmark"])
     attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
@@ -152,7 +175,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a model call (factory, reset, step) may take before the episode is "
         f"ended as incomplete (default {DEFAULT_STEP_TIMEOUT_S:g})",
     )
+    from streameval.transport_cli import (
+        add_attach_network_args,
+        add_dashboard_parser,
+        add_serve_parser,
+    )
+
+    add_attach_network_args(attach)
     common(attach)
+    add_serve_parser(sub)
+    add_dashboard_parser(sub)
 
     replay = sub.add_parser("replay", help="score recorded rollouts")
     replay.add_argument("rollouts", nargs="+", type=Path)
@@ -161,13 +193,19 @@ def build_parser() -> argparse.ArgumentParser:
     pace.add_argument("--realtime", action="store_true", help="pace at each rollout's fps")
     pace.add_argument("--fps", type=_ranged(FPS), default=None, help="pace at N frames per second")
     common(replay)
+    add_ray_options(replay, gpus=True)
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
     rescore.add_argument("results", nargs="+", type=Path)
+    quality_option(rescore)
+    add_ray_options(rescore, gpus=False)
 
     from streameval.table_cli import add_table_parser
 
     add_table_parser(sub)
+    from streameval.scale.pool_cli import add_pool_parser
+
+    add_pool_parser(sub, common)
     return parser
 
 
@@ -239,7 +277,12 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import worldmark_keys
     from streameval.recording import RecordingObserver
+    from streameval.transports.urls import is_network_url
 
+    if is_network_url(args.url):
+        from streameval.transport_cli import network_attach_jobs
+
+        return network_attach_jobs(args)
     model, name = load_python_model(args.url, args.step_timeout)
     fps = model_fps(model, args.fps, args.url)
     health = ModelHealth()
@@ -287,6 +330,7 @@ def _model_size(model: object, name: str) -> int | None:
 def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     from streameval.replay import ReplaySource, open_rollouts
     from streameval.replay.rollout import Rollout
+    from streameval.scale.tasks import ReplayTask
 
     rollouts, errors = open_rollouts(args.rollouts)
     report.bad_input.extend(str(e) for e in errors)
@@ -302,7 +346,8 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
         def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
             return ReplaySource(rollout, pace=pace)
 
-        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir))
+        task = ReplayTask(rollout.episode, rollout.path, results_dir, pace)
+        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir, task=task))
     return jobs
 
 
@@ -322,22 +367,45 @@ def _run_episodes(args: argparse.Namespace) -> int:
     for message in report.bad_input:
         print(f"error: {message}", file=sys.stderr)
     config = PipelineConfig(
-        flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
+        flow=args.flow,
+        embedding=args.embedding,
+        cuts=args.cuts,
+        depth=args.depth,
+        quality=args.quality,
     )
     results_log = ResultsLog(args.out / "results.jsonl")
+    if getattr(args, "ray", None) is not None:
+        from streameval.scale.commands import run_ray_replay
+
+        if getattr(args, "publish_mqtt", None):
+            raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
+        return run_ray_replay(args, jobs, config, [results_log], len(report.bad_input))
+    extra: list[EpisodeObserver] = []
+    publisher = None
+    if args.publish_mqtt:
+        from streameval.transports.scores_publisher import MqttScoresPublisher
+
+        publisher = MqttScoresPublisher(args.publish_mqtt)
+        extra.append(publisher)
     if _use_dashboard(args):
         from streameval.tui import run_dashboard
 
-        run_report = run_dashboard(jobs, config, [results_log])
+        run_report = run_dashboard(jobs, config, [results_log, *extra])
     else:
-        run_report = asyncio.run(
-            cancel_on_sigterm(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
-        )
+
+        async def run_all() -> JobsReport:
+            report = await run_jobs(jobs, config, [ProgressPrinter(), results_log, *extra])
+            if publisher is not None:
+                await publisher.close()
+            return report
+
+        run_report = asyncio.run(cancel_on_sigterm(run_all()))
     for message in run_report.bad_input:
         print(f"error: {message}", file=sys.stderr)
     incomplete = [o for o in run_report.outcomes if not o.complete]
     for outcome in incomplete:
-        for message in outcome.errors or [f"{outcome.info.episode}: episode incomplete"]:
+        messages = [e.message for e in outcome.errors]
+        for message in messages or [f"{outcome.info.episode}: episode incomplete"]:
             print(f"error: {message}", file=sys.stderr)
     if report.bad_input or run_report.bad_input or incomplete:
         return EXIT_BAD_INPUT
@@ -347,6 +415,11 @@ def _run_episodes(args: argparse.Namespace) -> int:
 def _run_rescore(args: argparse.Namespace) -> int:
     from streameval.rescore import find_results_dirs, rescore_dir
 
+    quality = None
+    if args.quality:
+        from streameval.perception.qalign import load_quality_backend
+
+        quality = load_quality_backend(args.quality)  # fails fast, before any directory
     status = EXIT_OK
     for path in args.results:
         try:
@@ -361,7 +434,7 @@ def _run_rescore(args: argparse.Namespace) -> int:
             continue
         for d in dirs:
             try:
-                outcome = rescore_dir(d)
+                outcome = rescore_dir(d, quality=quality)
             except BadInputError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 status = EXIT_BAD_INPUT
@@ -376,14 +449,31 @@ def _run_rescore(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(split_ray_flag(sys.argv[1:] if argv is None else argv))
     try:
+        check_ray_usage(args)
+        if args.command == "rescore" and args.ray is not None:
+            from streameval.scale.commands import run_ray_rescore
+
+            return run_ray_rescore(args)
         if args.command == "rescore":
             return _run_rescore(args)
         if args.command == "table":
             from streameval.table_cli import run_table
 
             return run_table(args)
+        if args.command == "pool":
+            from streameval.scale.pool_cli import run_pool
+
+            return run_pool(args)
+        if args.command == "serve":
+            from streameval.transport_cli import run_serve
+
+            return run_serve(args)
+        if args.command == "dashboard":
+            from streameval.transport_cli import run_dashboard_mqtt
+
+            return run_dashboard_mqtt(args)
         if args.command == "demo" and args.list_defects:
             from streameval.worlds.procedural_world import DEFECT_PRESETS
 

@@ -1,6 +1,6 @@
 """``streameval table RESULTS_DIR...``: the master table across models (DESIGN §6, seed 000).
 
-All numbers, statuses, exclusions and ranks come from ``streameval.scoring``; this module only
+All numbers, statuses, exclusions and ranks come from ``streameval.leaderboard``; this module only
 draws them, as a rich table in the terminal or as Markdown (``--markdown``).
 
 Colour: in the terminal the seed's colours (best bold green, second yellow, worst red). Markdown
@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from streameval.scoring import (
-    COLUMN_NAMES,
+from streameval.leaderboard import (
     DEFAULT_MIN_EPISODES,
     INCLUDE_ALL,
     RANK_COLOURS,
@@ -30,6 +29,7 @@ from streameval.scoring import (
     MasterTable,
     Rank,
     cell_text,
+    column_names,
     format_bounds,
     format_coverage,
     format_value,
@@ -75,13 +75,13 @@ def add_table_parser(subparsers: Any) -> argparse.ArgumentParser:
         "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directories"
     )
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    columns = column_names()  # the registered columns (metrics/registry.py)
     parser.add_argument(
         "--sort",
-        choices=["model", *COLUMN_NAMES],
+        choices=["model", *columns],
         default=None,
         metavar="COLUMN",
-        help="sort by this column, best first (default: model name); one of: "
-        + ", ".join(COLUMN_NAMES),
+        help="sort by this column, best first (default: model name); one of: " + ", ".join(columns),
     )
     parser.add_argument(
         "--exclude",

@@ -33,9 +33,9 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from streameval.jobs import EpisodeJob, JobsReport
+from streameval.leaderboard import INCLUDE_ALL, ExclusionRule
 from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
-from streameval.scoring import INCLUDE_ALL, ExclusionRule
 
 PIPELINE_WORKER = "pipeline"
 

@@ -10,8 +10,9 @@ TAU_G = 0.05 (lower e is raw-better).
 
 Decisions (where SPEC §5 and seed 000 leave room):
 
-- **Views** (``select_views``): ``k = clip(floor((n_frames − 1)/fps) + 1, 6, 64)`` — the number of
-  whole seconds the clip spans, one view per second — capped at ``n_frames``; the frames are
+- **Views** (``select_views``, in ``streameval.fits.geometry``: the pipeline plans with it):
+  ``k = clip(floor((n_frames − 1)/fps) + 1, 6, 64)`` — the number of whole seconds the clip
+  spans, one view per second — capped at ``n_frames``; the frames are
   ``round_half_up(linspace(0, n_frames − 1, k))`` (integer arithmetic, so exact), i.e. spread
   over the whole clip, first and last frame included, about 1 s apart.
 - **Camera model.** ``pose`` is camera-to-world (4×4, OpenCV axes: x right, y down, z forward);
@@ -64,7 +65,7 @@ Decisions (where SPEC §5 and seed 000 leave room):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,40 +75,15 @@ from numpy.typing import ArrayLike, NDArray
 from streameval.constants import (
     COVIS_DEPTH_RATIO,
     COVIS_MIN_POINTS,
-    GLOBAL_MAX_VIEWS,
-    GLOBAL_MIN_VIEWS,
     GLOBAL_POINTS_PER_VIEW,
-    GLOBAL_VIEW_EVERY_S,
     TAU_G,
 )
 from streameval.metrics.arc import FloatArray, json_float
-from streameval.metrics.segments import check_fps
 from streameval.results import MetricResult
 
 PERCENT = 100.0
-HIGHER_IS_BETTER = True
 METRIC_NAME = "global_memory"
 REASON_NO_BACKEND = "no reconstruction backend and no pose + depth from the model or a sidecar"
-# floor(x + eps) so that a whole number of seconds computed in floating point stays whole.
-_SNAP = 1e-9
-
-
-def select_views(n_frames: int, fps: float) -> list[int]:
-    """Frames of the reconstruction pass: about 1 s apart, at least 6, at most 64 (SPEC §5).
-
-    ``k = min(n_frames, clip(floor((n_frames − 1)/fps) + 1, 6, 64))`` views at
-    ``round_half_up(m · (n_frames − 1) / (k − 1))`` for m = 0..k−1 (frame 0 alone when k = 1).
-    """
-    if isinstance(n_frames, bool) or int(n_frames) != n_frames or n_frames < 1:
-        raise ValueError(f"n_frames must be a positive integer, got {n_frames!r}")
-    n = int(n_frames)
-    fps = check_fps(fps)
-    per_second = math.floor((n - 1) / (fps * GLOBAL_VIEW_EVERY_S) + _SNAP) + 1
-    k = min(n, max(GLOBAL_MIN_VIEWS, min(GLOBAL_MAX_VIEWS, per_second)))
-    if k == 1:
-        return [0]
-    half = (k - 1) // 2
-    return [(m * (n - 1) + half) // (k - 1) for m in range(k)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,19 +390,3 @@ def global_memory(
         )
     details["e"] = e
     return MetricResult.official(e, global_score(e), details)
-
-
-def global_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
-    """Model-level Global Memory: ``100 / (1 + mean(e) / TAU_G)`` over official episodes.
-
-    Raises ValueError for an empty list or a details dict without a finite ``e``.
-    """
-    es: list[float] = []
-    for k, det in enumerate(episode_details):
-        e = det.get("e")
-        if e is None or not math.isfinite(float(e)):
-            raise ValueError(f"global_memory_model: episode {k} has no finite 'e'")
-        es.append(float(e))
-    if not es:
-        raise ValueError("global_memory_model: no official episode to aggregate")
-    return global_score(float(np.mean(np.asarray(es, dtype=np.float64))))

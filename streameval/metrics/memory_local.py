@@ -39,7 +39,7 @@ Decisions (where SPEC §5 leaves room):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -60,7 +60,6 @@ from streameval.metrics.segments import check_fps
 from streameval.results import MetricResult
 
 PERCENT = 100.0
-HIGHER_IS_BETTER = True
 METRIC_NAME = "local_memory"
 REASON_FROZEN = "frozen"
 REASON_CUTS_MISSING = "cut detector failed/unavailable"
@@ -209,29 +208,3 @@ def local_memory(
         )
     raw = (0.0 if hard_cut else 1.0) * (1.0 - (mutation_rate or 0.0))
     return MetricResult.official(raw, PERCENT * raw, details)
-
-
-def local_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
-    """Model-level Local Memory: ``100·(1 − share with a cut)·(1 − mean mutation rate)``.
-
-    ``episode_details`` are the details of the model's *official* episode results (SPEC §8: the
-    others are never averaged in). The mean mutation rate skips ``None`` (an episode whose hard
-    cut left no countable pair). Raises ValueError for an empty list or a details dict without
-    ``hard_cut``/``mutation_rate``.
-    """
-    if not episode_details:
-        raise ValueError("local_memory_model: no official episode to aggregate")
-    cuts: list[bool] = []
-    rates: list[float] = []
-    for k, det in enumerate(episode_details):
-        if "hard_cut" not in det or "mutation_rate" not in det:
-            raise ValueError(
-                f"local_memory_model: episode {k} has no 'hard_cut'/'mutation_rate' "
-                "(pass the details of official results only)"
-            )
-        cuts.append(bool(det["hard_cut"]))
-        if det["mutation_rate"] is not None:
-            rates.append(float(det["mutation_rate"]))
-    cut_share = sum(cuts) / len(cuts)
-    mean_rate = float(np.mean(np.asarray(rates, dtype=np.float64))) if rates else 0.0
-    return PERCENT * (1.0 - cut_share) * (1.0 - mean_rate)

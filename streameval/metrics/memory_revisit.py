@@ -54,7 +54,7 @@ Decisions (where SPEC §5 leaves room; the arc/frame convention is the one of ``
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -96,7 +96,6 @@ from streameval.protocol.keys import OPPOSITE, channel_of, expected_sign
 from streameval.results import MetricResult
 
 PERCENT = 100.0
-HIGHER_IS_BETTER = True
 METRIC_NAME = "revisit_memory"
 Motion = Literal["trans", "rot"]
 
@@ -497,20 +496,3 @@ def revisit_memory(
 def revisit_score(mean_d: float) -> float:
     """``100 / (1 + mean(d) / TAU_C)`` (seed 000, TAU_C = 1.0)."""
     return PERCENT / (1.0 + float(mean_d) / TAU_C)
-
-
-def revisit_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
-    """Model-level Revisit Memory: ``100 / (1 + mean(d))`` over every pair of every episode.
-
-    ``episode_details`` are the details of the model's official episode results; their
-    ``pair_distances`` are pooled (translation and rotation together, seed 000). Raises
-    ValueError when no pair is pooled.
-    """
-    pooled: list[float] = []
-    for k, det in enumerate(episode_details):
-        if "pair_distances" not in det:
-            raise ValueError(f"revisit_memory_model: episode {k} has no 'pair_distances'")
-        pooled.extend(float(x) for x in det["pair_distances"])
-    if not pooled:
-        raise ValueError("revisit_memory_model: no revisit pair to pool")
-    return revisit_score(float(np.mean(np.asarray(pooled, dtype=np.float64))))

@@ -93,23 +93,30 @@ def segment_spans(frame_keys: Sequence[str], n_signals: int, fps: float) -> list
             raise UnknownKeyError(f"frame {frame}: {err}") from None
     segments = segments_from_keys(keys)
     last = len(segments) - 1
-    spans: list[SegmentSpan] = []
-    for j, seg in enumerate(segments):
-        lo = seg.start
-        if j > 0:
-            lo = _first_index_at_or_after(seg.start + STABLE_SKIP_HEAD_S * fps)
-        hi = seg.end
-        if j < last:
-            hi = _first_index_at_or_after(seg.end - STABLE_SKIP_TAIL_S * fps)
-        spans.append(
-            SegmentSpan(
-                index=j,
-                key=seg.key,
-                family=None if seg.key == NO_KEY else FAMILY[seg.key],
-                start=seg.start,
-                end=seg.end,
-                full=_clip(seg.start, seg.end, n_signals),
-                stable=_clip(max(lo, seg.start), min(hi, seg.end), n_signals),
-            )
-        )
-    return spans
+    return [
+        segment_span(j, seg.key, seg.start, seg.end, j == last, n_signals, fps)
+        for j, seg in enumerate(segments)
+    ]
+
+
+def segment_span(
+    index: int, key: str, start: int, end: int, is_last: bool, n_signals: int, fps: float
+) -> SegmentSpan:
+    """Segment ``index`` (frames [start, end) of ``key``) with its windows (SPEC §2): the one
+    rule ``segment_spans`` applies to every segment, for callers (the online accumulator) that
+    track segment boundaries themselves."""
+    lo = start
+    if index > 0:
+        lo = _first_index_at_or_after(start + STABLE_SKIP_HEAD_S * fps)
+    hi = end
+    if not is_last:
+        hi = _first_index_at_or_after(end - STABLE_SKIP_TAIL_S * fps)
+    return SegmentSpan(
+        index=index,
+        key=key,
+        family=None if key == NO_KEY else FAMILY[key],
+        start=start,
+        end=end,
+        full=_clip(start, end, n_signals),
+        stable=_clip(max(lo, start), min(hi, end), n_signals),
+    )

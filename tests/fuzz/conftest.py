@@ -93,9 +93,9 @@ def fuzz_profile() -> settings:
 def scored_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real results dir (scores.json + cache with views) to mutate: one replay, 40 frames."""
     import numpy as np
-    from replay_synth import make_rollout_dir, moving_texture, write_video
 
     from streameval.cli import main
+    from tests.replay.replay_synth import make_rollout_dir, moving_texture, write_video
 
     root = tmp_path_factory.mktemp("fuzz-scored")
     rollout = make_rollout_dir(root / "in" / "ep", ["A"] * 20 + ["D"] * 20, size=(64, 48))

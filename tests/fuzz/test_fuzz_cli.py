@@ -23,7 +23,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from replay_synth import make_rollout_dir, moving_texture, write_video
 from streameval.protocol.schedule import Schedule
 
 from streameval.cli import main
@@ -34,6 +33,7 @@ from streameval.inputs.frames import frame_problem
 from tests.fuzz.conftest import CASES_PER_TEST, FUZZ, bounded
 from tests.fuzz.strategies import ARRAYS, NASTY_STRINGS, SCALARS, dumps, mangled_text
 from tests.fuzz.test_fuzz_readers import META_FIELDS
+from tests.replay.replay_synth import make_rollout_dir, moving_texture, write_video
 
 ROOT = Path(__file__).resolve().parents[2]
 

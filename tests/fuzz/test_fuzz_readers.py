@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from replay_synth import make_rollout_dir
 from streameval.replay.actionlog import read_actions_jsonl, read_keys_jsonl
 from streameval.replay.discover import open_rollouts
 from streameval.replay.rollout import read_rollout_dir
@@ -34,6 +33,7 @@ from tests.fuzz.strategies import (
     json_text,
     mangled_text,
 )
+from tests.replay.replay_synth import make_rollout_dir
 
 N = 24
 KEYS = ["A"] * 12 + ["D"] * 12

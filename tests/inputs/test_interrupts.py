@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from replay_synth import make_rollout_dir
+
+from tests.replay.replay_synth import make_rollout_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--no-tui", "--cuts", "scenedetect-content"]

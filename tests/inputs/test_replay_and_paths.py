@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from replay_synth import make_rollout_dir, write_meta
 
 from streameval.cli import main
+from tests.replay.replay_synth import make_rollout_dir, write_meta
 
 FAST = ["--no-tui", "--cuts", "scenedetect-content"]
 KEYS = ["A"] * 12 + ["D"] * 12

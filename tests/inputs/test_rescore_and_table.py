@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from replay_synth import make_rollout_dir
 
 from streameval.cli import main
+from streameval.leaderboard import Aggregate, model_cell
 from streameval.results import MetricResult
 from streameval.scores_file import EpisodeRecord, load_episode
-from streameval.scoring import Aggregate, model_cell
+from tests.replay.replay_synth import make_rollout_dir
 
 
 @pytest.fixture(scope="module")

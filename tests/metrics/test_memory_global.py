@@ -13,13 +13,13 @@ import math
 import numpy as np
 import pytest
 
+from streameval.fits.geometry import select_views
 from streameval.metrics.memory_global import (
     GlobalView,
     covisibility_errors,
     global_memory,
-    global_memory_model,
-    select_views,
 )
+from tests.metrics.helpers import model_value
 
 # ------------------------------------------------------------------------------------------
 # Synthetic scene
@@ -365,11 +365,7 @@ def test_malformed_views_raise() -> None:
 
 def test_model_aggregation() -> None:
     details = [{"e": 0.01}, {"e": 0.03}]
-    assert global_memory_model(details) == pytest.approx(100 / (1 + 0.02 / 0.05))
-    with pytest.raises(ValueError):
-        global_memory_model([])
-    with pytest.raises(ValueError):
-        global_memory_model([{"e": None}])
+    assert model_value("global_memory", details) == pytest.approx(100 / (1 + 0.02 / 0.05))
 
 
 def test_diagnostics_match_the_naive_pool() -> None:

@@ -20,10 +20,10 @@ import pytest
 from streameval.metrics.memory_local import (
     cut_guard_frames,
     local_memory,
-    local_memory_model,
     motion_indexed_samples,
     motion_step,
 )
+from tests.metrics.helpers import model_value
 
 # ------------------------------------------------------------------------------------------
 # Naive reference
@@ -283,11 +283,7 @@ def test_model_aggregation_matches_reference() -> None:
     share = sum(d["hard_cut"] for d in details) / len(details)
     rates = [d["mutation_rate"] for d in details if d["mutation_rate"] is not None]
     expected = 100 * (1 - share) * (1 - sum(rates) / len(rates))
-    assert local_memory_model(details) == pytest.approx(expected, abs=1e-12)
-    with pytest.raises(ValueError):
-        local_memory_model([])
-    with pytest.raises(ValueError, match="hard_cut"):
-        local_memory_model([{"delta": 1.0}])
+    assert model_value("local_memory", details) == pytest.approx(expected, abs=1e-12)
 
 
 def test_bad_inputs_raise() -> None:

@@ -19,8 +19,8 @@ import pytest
 from streameval.metrics.memory_revisit import (
     find_reversals,
     revisit_memory,
-    revisit_memory_model,
 )
+from tests.metrics.helpers import model_value
 
 PX_PER_DEG = 640 / 70
 OPP = {"W": "S", "S": "W", "A": "D", "D": "A", "L": "R", "R": "L"}
@@ -447,13 +447,10 @@ def test_model_pools_every_pair() -> None:
         assert res.status == "official"
         details.append(res.details)
     pooled = [d for det in details for d in det["pair_distances"]]
-    assert revisit_memory_model(details) == pytest.approx(100 / (1 + sum(pooled) / len(pooled)))
+    expected = 100 / (1 + sum(pooled) / len(pooled))
+    assert model_value("revisit_memory", details) == pytest.approx(expected)
     split = details[2]["pair_distances_trans"] + details[1]["pair_distances_rot"]
     assert len(split) == len(details[2]["pair_distances"]) + len(details[1]["pair_distances"])
-    with pytest.raises(ValueError):
-        revisit_memory_model([])
-    with pytest.raises(ValueError):
-        revisit_memory_model([{"e": 1.0}])
 
 
 def test_legs_too_short_for_a_two_second_gap() -> None:

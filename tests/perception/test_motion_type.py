@@ -7,15 +7,15 @@ import itertools
 import numpy as np
 import pytest
 
-from streameval.perception.motion_type import (
+from streameval.fits.motion_type import (
     FitSample,
     analysis_focal,
     fit_depth_parallax,
     fit_flow_rotation,
     fit_frames,
     fit_motion_type,
-    sample_fit,
 )
+from streameval.perception.motion_type import sample_fit
 
 W, H = 640, 432
 F = analysis_focal(W)

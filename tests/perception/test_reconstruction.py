@@ -11,13 +11,16 @@ import pytest
 from streameval.worlds.procedural_world import ProceduralWorld, WorldFrame, world_config_for_defect
 
 from streameval.errors import BackendUnavailableError
-from streameval.metrics.memory_global import global_memory, select_views
+from streameval.fits.geometry import (
+    FrameGeometry,
+    intrinsics_for_depth,
+    select_views,
+    views_from_frames,
+)
+from streameval.metrics.memory_global import global_memory
 from streameval.perception.reconstruction import (
     RECONSTRUCTION_BACKENDS,
-    FrameGeometry,
     create_reconstruction_backend,
-    intrinsics_for_depth,
-    views_from_frames,
 )
 
 FPS = 16.0

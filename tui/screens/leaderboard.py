@@ -1,8 +1,8 @@
 """The leaderboard: the master table of the results written so far.
 
-Rows, cells, exclusions and ranks come from ``streameval.scoring.tabulate`` over the results
+Rows, cells, exclusions and ranks come from ``streameval.leaderboard.tabulate`` over the results
 dirs of the episodes finished in this command plus any dirs given up front; sorting reuses
-``scoring.sort_rows``. The dashboard's default rule includes every model (``INCLUDE_ALL``):
+``leaderboard.sort_rows``. The dashboard's default rule includes every model (``INCLUDE_ALL``):
 a command evaluating one model for a few episodes would otherwise show an empty table, since
 the published rule needs ten episodes. Excluded models (if a rule is given) are listed under
 the table with their reasons, never dropped silently.
@@ -26,7 +26,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from streameval.scoring import (
+from streameval.leaderboard import (
     INCLUDE_ALL,
     ExclusionRule,
     MasterTable,

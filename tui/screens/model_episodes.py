@@ -1,6 +1,6 @@
 """Drill-down, model → episodes: one row per episode with its own cells.
 
-Rows come from ``streameval.scoring.model_episodes`` (the same cells the table aggregates), so
+Rows come from ``streameval.leaderboard.model_episodes`` (the same cells the table aggregates), so
 an episode that is ``missing`` here is exactly one the model's cell counts as missing.
 Enter opens the episode's segments; Escape goes back to the leaderboard.
 """
@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from streameval.scoring import EpisodeRow, MasterTable, model_episodes
+from streameval.leaderboard import EpisodeRow, MasterTable, model_episodes
 
 
 class ModelEpisodesScreen(Screen[None]):

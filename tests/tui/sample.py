@@ -23,7 +23,7 @@ from streameval.tui.observer import DashboardObserver
 
 from streameval.episode_scores import EpisodeScores
 from streameval.errors import BadInputError
-from streameval.events import EpisodeInfo
+from streameval.events import EpisodeInfo, ErrorEvent
 from streameval.jobs import EpisodeJob, JobsReport
 from streameval.metrics.control import CONTROL_METRIC_NAMES
 from streameval.observers import EpisodeOutcome, Progress
@@ -296,7 +296,7 @@ def feed_mid_episode(app: DashboardApp) -> None:
     feed_episode(app.observer_for(0), SAMPLE_EPISODES[0])
     running = app.observer_for(1)
     feed_episode(running, SAMPLE_EPISODES[1], until=200, end=False)
-    running.on_error(SAMPLE_ERROR)
+    running.on_error(ErrorEvent(SAMPLE_ERROR))
 
 
 def feed_all_done(app: DashboardApp) -> None:
