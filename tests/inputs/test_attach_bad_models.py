@@ -29,7 +29,7 @@ def attach(
 
 
 def scores(tmp_path: Path) -> dict[str, object]:
-    doc: dict[str, object] = json.loads((tmp_path / "008_AD" / "scores.json").read_text())
+    doc: dict[str, object] = json.loads(next(tmp_path.glob("*/008_AD/scores.json")).read_text())
     return doc
 
 
