@@ -76,11 +76,13 @@ def model_jobs(
     record: RecordMode = "lossless",
     suite: str = "worldmark",
     step_timeout: float | None = None,
+    origin: str | None = None,
 ) -> list[EpisodeJob]:
     """One job per WorldMark action for an in-process ``model`` (``step(key) -> frame``;
     optional ``reset()``, ``fps``, ``width``, ``height``: docs/evaluate-your-model.md).
     Model calls run in the model's own thread, bounded by ``step_timeout`` seconds; a model
-    that hung once is not driven again (its thread may still be inside it)."""
+    that hung once is not driven again (its thread may still be inside it). Bad input is
+    named by ``origin`` (the URL the model came from), else by ``name``."""
     from streameval.attach import model_fps
     from streameval.driver import InProcessSource
     from streameval.inputs.numbers import check_frame_count
@@ -89,11 +91,11 @@ def model_jobs(
     from streameval.protocol.suites import WORLDMARK, worldmark_keys
 
     if not callable(getattr(model, "step", None)):
-        raise BadInputError(name, f"{type(model).__name__} has no step(key)")
+        raise BadInputError(origin or name, f"{type(model).__name__} has no step(key)")
     bad = [a for a in actions if a not in WORLDMARK]
     if bad:
         raise BadInputError("actions", f"worldmark action ids are 1–15, got {bad}")
-    rate = model_fps(model, fps, name)
+    rate = model_fps(model, fps, origin or name)
     timeout = DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout
     health = ModelHealth()
     jobs: list[EpisodeJob] = []

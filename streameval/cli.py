@@ -317,6 +317,7 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         record=args.record,
         suite=args.suite,
         step_timeout=args.step_timeout,
+        origin=args.url,
     )
 
 
@@ -334,7 +335,11 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
         def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
             return ReplaySource(rollout, pace=pace)
 
-        results_dir = episode_dir(args.out, rollout.model, rollout.episode)
+        try:
+            results_dir = episode_dir(args.out, rollout.model, rollout.episode)
+        except BadInputError as exc:  # a link inside --out leads elsewhere: this one only
+            report.bad_input.append(str(exc))
+            continue
         task = ReplayTask(rollout.episode, rollout.path, results_dir, pace)
         jobs.append(EpisodeJob(rollout.episode, open_source, results_dir, task=task))
     return jobs

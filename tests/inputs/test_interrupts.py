@@ -62,13 +62,13 @@ def test_signal_finalizes_the_episode_as_incomplete(tmp_path: Path, sig: signal.
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert b"Traceback" not in err, err.decode()
-    assert proc.returncode == 1
+    assert proc.returncode == 130  # a stop someone asked for (issue 13), not bad input
     doc = json.loads(next(out.glob("*/008_AD/scores.json")).read_text())
     # frames still queued for perception when the signal lands are dropped (cancel = stop
     # now), so on a loaded machine the count may be anything short of the whole episode
     assert doc["complete"] is False and doc["frames"] < 192
     line = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
-    assert line["complete"] is False
+    assert line["status"] == "incomplete"
 
 
 def test_signal_while_the_model_hangs(tmp_path: Path) -> None:

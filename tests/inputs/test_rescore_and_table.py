@@ -35,7 +35,8 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     code = main(["replay", str(rollout), "--out", str(root / "out"), "--no-tui",
                  "--cuts", "scenedetect-content"])  # fmt: skip
     assert code == 0
-    return root / "out" / "ep"
+    (results,) = (root / "out").glob("*/ep")  # OUT/<model>/<episode>/
+    return results
 
 
 def _rescore(paths: list[Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
