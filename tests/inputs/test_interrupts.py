@@ -9,9 +9,11 @@ the same file replaces them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -69,6 +71,48 @@ def test_signal_finalizes_the_episode_as_incomplete(tmp_path: Path, sig: signal.
     assert doc["complete"] is False and doc["frames"] < 192
     line = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
     assert line["status"] == "incomplete"
+
+
+def test_sigterm_under_the_dashboard_finalizes_the_episode(tmp_path: Path) -> None:
+    """With a terminal the dashboard runs (Textual owns the loop): SIGTERM stops the run as
+    ``q`` does, and the episode in progress is written, incomplete."""
+    import pty
+
+    out, mark = tmp_path / "out", tmp_path / "mark"
+    primary, secondary = pty.openpty()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), "TERM": "xterm-256color",
+           "STREAMEVAL_TEST_MARK": str(mark), "COLUMNS": "120", "LINES": "40"}  # fmt: skip
+    args = [a for a in _attach_args(out) if a != "--no-tui"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streameval", *args],
+        cwd=ROOT, env=env, stdin=secondary, stdout=secondary, stderr=secondary,
+    )  # fmt: skip  (Textual draws on stderr: it goes to the terminal too, drained below)
+    os.close(secondary)
+    screen = bytearray()
+
+    def drain() -> None:  # keep the terminal read so the dashboard never blocks on it
+        with contextlib.suppress(OSError):
+            if select.select([primary], [], [], 0.05)[0]:
+                screen.extend(os.read(primary, 65536))
+
+    try:
+        deadline = time.monotonic() + 180
+        while not mark.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            drain()
+        proc.send_signal(signal.SIGTERM)
+        while proc.poll() is None and time.monotonic() < deadline + 60:
+            drain()
+        drain()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(primary)
+    tail = screen[-2000:].decode(errors="replace")
+    assert b"Traceback" not in screen, tail
+    assert proc.returncode == 130, tail
+    doc = json.loads(next(out.glob("*/008_AD/scores.json")).read_text())
+    assert doc["complete"] is False and doc["frames"] < 192
 
 
 def test_signal_while_the_model_hangs(tmp_path: Path) -> None:
