@@ -108,4 +108,5 @@ def scored_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     code = main(["replay", str(rollout), "--out", str(root / "out"), "--no-tui",
                  "--cuts", "scenedetect-content"])  # fmt: skip
     assert code == 0
-    return root / "out" / "ep"
+    (results,) = (root / "out").glob("*/ep")  # OUT/<model>/<episode>/
+    return results
