@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/streameval demo $(ARGS)
 
+# Tests run on up to 4 processes (pytest-xdist): most of the suite is whole pipelines, each
+# on one core; the Ray module stays on one worker (xdist_group). TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --maxprocesses=4 --dist loadgroup $(ARGS)
 
 # The fuzz suite with 10,000+ generated cases (the normal test run has a 400-case subset).
 FUZZ_CASES ?= 10000

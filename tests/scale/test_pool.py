@@ -173,7 +173,7 @@ def test_two_evaluators_share_four_sessions_and_survive_a_killed_one(
         _wait(
             "both evaluators alive",
             lambda: all(monitor.evaluators.get(n) == "alive" for n in procs),
-            60,
+            180,  # an upper bound: parallel test workers slow the evaluators down
         )
         bg.submit(offer_sessions(url, GROUP, _offers())).result(timeout=10)
 
@@ -183,7 +183,15 @@ def test_two_evaluators_share_four_sessions_and_survive_a_killed_one(
                 c.evaluator == "ev-a" and c.state == "evaluating" for c in monitor.latest().values()
             )
 
-        _wait("ev-a evaluating a session", a_evaluating, 60)
+        _wait(
+            "ev-a evaluating a session",
+            a_evaluating,
+            180,  # an upper bound: parallel test workers slow the evaluators down
+            lambda: (
+                f"claims {[(s, monitor.states(s)) for s in SESSIONS]}; ev-a log: "
+                + (tmp_path / "ev-a.log").read_text(errors="replace")[-3000:]
+            ),
+        )
         time.sleep(0.5)
         held = {
             s for s, c in monitor.latest().items() if c.evaluator == "ev-a" and c.state != "done"
@@ -244,12 +252,12 @@ def test_with_no_evaluator_left_sessions_are_reported_then_taken_over_by_a_newco
         bg.submit(_monitor(broker, monitor, subscribed))
         bg.submit(asyncio.wait_for(subscribed.wait(), 10)).result(timeout=15)
         procs["ev-a"] = _evaluator(broker, "ev-a", out, tmp_path / "ev-a.log")
-        _wait("ev-a alive", lambda: monitor.evaluators.get("ev-a") == "alive", 60)
+        _wait("ev-a alive", lambda: monitor.evaluators.get("ev-a") == "alive", 180)
         bg.submit(offer_sessions(url, GROUP, _offers()[:2])).result(timeout=10)
         _wait(
             "ev-a evaluating, the other session queued",
             lambda: sorted(c.state for c in monitor.latest().values()) == ["evaluating", "queued"],
-            60,
+            180,  # an upper bound: parallel test workers slow the evaluators down
             lambda: (
                 f"claims {[(s, monitor.states(s)) for s in SESSIONS[:2]]}; ev-a log: "
                 + (tmp_path / "ev-a.log").read_text(errors="replace")[-3000:]

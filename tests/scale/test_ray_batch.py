@@ -23,7 +23,8 @@ from tests.replay.replay_synth import moving_texture, write_actions, write_meta,
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.ray
+# one xdist worker runs the whole module: a single local Ray instance, its fixtures shared
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 # PySceneDetect: a TransNetV2 process per episode would dominate these short episodes.
 CUTS = ["--cuts", "scenedetect-adaptive"]
