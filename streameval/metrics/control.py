@@ -347,18 +347,24 @@ def _latency_column(
 
 
 def _latency_switch(
-    ep: _Episode, s: SegmentSpan, previous_key: str, v_ref: float | None = None
+    ep: _Episode,
+    s: SegmentSpan,
+    previous_key: str,
+    v_ref: float | None = None,
+    around: tuple[FloatArray, FloatArray] | None = None,
 ) -> tuple[dict[str, Any], float]:
     """The entry and value (NaN unless scored) of the switch into segment ``s``.
 
     ``v_ref`` defaults to ``reference_speed`` of the new key's channel over ``ep.valid``; the
-    online accumulator passes its own (the same percentile over the prefix so far).
+    online accumulator passes its own (the same percentile over the prefix so far), and with
+    ``around`` the response and times of the valid samples around the switch only (enough
+    of them on each side that the smoothing over the window is the whole episode's).
     """
     w = ep.full[s.index]
     entry = _entry(s, w)
     if w.n == 0:
         return entry, math.nan
-    v_all, t_all = ep.v_episode(s.key)
+    v_all, t_all = ep.v_episode(s.key) if around is None else around
     if v_ref is None:
         v_ref = reference_speed(np.abs(v_all))
     sw = ep.stable[s.index]

@@ -14,12 +14,14 @@ update; this keeps the state that makes each update cost about one segment inste
   still in flight — are rescored at each update: work bounded by one segment's length.
 - **Latency is provisional until the end** (SPEC §9): each switch's v_ref is the P75 of
   |new key's channel| over every valid sample of the episode, and its smoothing runs over the
-  whole episode, so both keep moving. At each update the per-channel v_ref and the valid
-  sample positions are taken over the prefix (two vectorised O(n) passes, no Python loop);
-  a closed switch keeps the score computed at the update at which it closed, the open switch
-  uses the current prefix. The final value is the kernel's, computed
-  over the whole cache at episode end (``score_episode``), so live == rescore == replay holds
-  whatever the provisional values were.
+  whole episode, so both keep moving. The per-channel P75 is kept as samples arrive (a
+  two-heap order statistic, equal to ``np.percentile`` exactly: ``streaming_stats.py``), the
+  valid positions in a growing buffer, and a switch reads only the valid samples around its
+  window (a smoothing window's margin on each side, so the smoothed values it scans equal the
+  whole prefix's). A closed switch keeps the score computed at the update at which it closed,
+  the open switch uses the current prefix. The final value is the kernel's, computed over the
+  whole cache at episode end (``score_episode``), so live == rescore == replay holds whatever
+  the provisional values were.
 
 Aggregating the columns is a mean over the kept per-segment values (a list per column, as the
 kernel does), i.e. linear in the number of segments with a tiny constant — a 30-minute
@@ -30,6 +32,7 @@ minute 1 and minute 30.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.constants import DIR_EPS, LATENCY_REF_PCT, LATENCY_SMOOTH_S
 from streameval.metrics.control import (
     _POOLS,
     CONTROL_METRIC_NAMES,
@@ -50,10 +54,11 @@ from streameval.metrics.control import (
     _Tally,
     _tally,
     _Window,
-    reference_speed,
 )
+from streameval.metrics.control_segment import _samples
 from streameval.metrics.segments import SegmentSpan, check_fps, segment_span
-from streameval.protocol.keys import channel_of
+from streameval.metrics.streaming_stats import StreamingPercentile, ValidPositions
+from streameval.protocol.keys import channel_of, expected_sign
 from streameval.results import MetricResult
 
 FloatArray = NDArray[np.float64]
@@ -122,6 +127,40 @@ class IncrementalControl:
         self._scanned = 0  # frame keys already split into segments
         self._final: dict[int, _Scored] = {}  # segment index -> its final contribution
         self._pools = {pool: _PoolState() for pool in _POOLS}
+        self._reset_signals()
+
+    def _reset_signals(self) -> None:
+        self._valid = ValidPositions()
+        self._p75 = {name: StreamingPercentile(LATENCY_REF_PCT) for name in ("sx", "srad")}
+
+    def _take_signals(self, sx: FloatArray, srad: FloatArray) -> dict[str, float | None]:
+        """Feed the samples that arrived since the last update; the per-channel v_ref."""
+        if sx.shape[0] < self._valid.seen:  # a shorter prefix than before: start over
+            self._reset_signals()
+        new = self._valid.update(sx, srad)
+        for name, ch in (("sx", sx), ("srad", srad)):
+            self._p75[name].extend(np.abs(ch[new]))
+        refs: dict[str, float | None] = {}
+        for name, p75 in self._p75.items():
+            value = p75.value()
+            refs[name] = None if value is None else value + DIR_EPS  # as reference_speed
+        return refs
+
+    def _around(
+        self, span: SegmentSpan, sx: FloatArray, srad: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """The new key's response and times at the valid samples around ``span``'s latency
+        window, with one smoothing window of margin on each side (or up to the ends)."""
+        valid = self._valid.view()
+        k = _samples(LATENCY_SMOOTH_S, self.fps)
+        first = math.floor(span.lo_s * self.fps) - 1
+        last = math.ceil((span.lo_s + span.length_s) * self.fps) + 1
+        a = int(np.searchsorted(valid, first, "left"))
+        b = int(np.searchsorted(valid, last, "right"))
+        idx = valid[max(0, a - k - 1) : min(valid.size, b + k + 1)]
+        ch = sx if channel_of(span.key) == "sx" else srad
+        v: FloatArray = expected_sign(span.key) * ch[idx]
+        return v, idx / self.fps
 
     def invalidate(self, frame: int) -> None:
         """The key of an already scanned ``frame`` changed (a gap filled late): forget its
@@ -170,7 +209,8 @@ class IncrementalControl:
         _score_segment(ep, span, span.family, mt, cols[:3])
         if previous_key is not None:
             v_ref = v_refs[channel_of(span.key)]
-            cols[3].add(*_latency_switch(ep, span, previous_key, v_ref))
+            around = self._around(span, sx, srad)
+            cols[3].add(*_latency_switch(ep, span, previous_key, v_ref, around))
         tallies = [_tally(c, _LATENCY_RANGE if k == 3 else None) for k, c in enumerate(cols)]
         return _Scored(span.family, tallies)
 
@@ -194,11 +234,8 @@ class IncrementalControl:
         self._scan(frame_keys)
         n_seg = len(self._bounds)
         # SPEC §9: latency's smoothing and per-channel v_ref run over every valid sample so far
-        valid = np.flatnonzero(np.isfinite(sx) & np.isfinite(srad))
-        v_refs: dict[str, float | None] = {
-            name: reference_speed(np.abs(ch[valid])) if valid.size else None
-            for name, ch in (("sx", sx), ("srad", srad))
-        }
+        v_refs = self._take_signals(sx, srad)
+        valid = self._valid.view()
         # close what became final since the last update (once per segment)
         for j in range(len(self._final), n_seg - 1):
             span = self._span(j, n_frames, n_signals)
