@@ -20,9 +20,11 @@ from streameval.perception.cuts import (
     CUT_DETECTORS,
     CutDetector,
     SceneDetectCuts,
+    create_cut_detector,
+)
+from streameval.perception.transnet import (
     TransNetV2Detector,
     WindowedTransNet,
-    create_cut_detector,
     scenes_to_cuts,
     shrink_for_transnet,
 )
