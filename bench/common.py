@@ -2,45 +2,32 @@
 
 from __future__ import annotations
 
-import json
-from fractions import Fraction
 from pathlib import Path
 
-import av
 from streameval.protocol.schedule import Schedule
+from streameval.replay.recorder import Recorder
 from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig
+
+from streameval.events import FrameEvent
 
 KEYS_120S = ["W", "A", "L", "R", "D", "S"]  # 20 s each: every family, five switches
 
 
 def write_rollout(directory: Path, keys: list[str], seconds_per_key: float = 20.0) -> Path:
-    """Render the clean procedural world and save it like a model's delivery: a lossy x264
-    ``video.mp4`` (yuv420p), ``actions.jsonl`` and ``meta.json``; no depth or pose sidecars
-    (most real rollouts have none), so the depth-free motion-type path runs."""
+    """Render the clean procedural world and save it like a model's delivery, through the
+    project's own recorder in its lossy mode (x264 CRF 18, yuv420p, as ``--record lossy``):
+    ``video.mp4``, ``actions.jsonl`` and ``meta.json``; no depth or pose sidecars (most real
+    rollouts have none), so the depth-free motion-type path runs."""
     world = ProceduralWorld(WorldConfig())
     schedule = Schedule.per_key(keys, seconds_per_key, world.fps)
-    directory.mkdir(parents=True, exist_ok=True)
-    container = av.open(str(directory / "video.mp4"), "w")
-    stream = container.add_stream("libx264", rate=Fraction(int(world.fps)))
-    stream.width, stream.height = world.width, world.height
-    stream.pix_fmt = "yuv420p"
-    stream.options = {"preset": "veryfast", "crf": "18"}
-    with (directory / "actions.jsonl").open("w") as actions:
+    recorder = Recorder(
+        directory, world.fps, "procedural-world[clean]", "bench", episode=directory.name, lossy=True
+    )
+    complete = False
+    try:
         for i, key in enumerate(schedule.frame_keys()):
-            frame = av.VideoFrame.from_ndarray(world.step(key).image, format="rgb24")
-            frame.pts = i
-            container.mux(stream.encode(frame))
-            actions.write(json.dumps({"frame": i, "key": key}) + "\n")
-    container.mux(stream.encode(None))
-    container.close()
-    meta = {
-        "format": "streameval.rollout/1",
-        "fps": world.fps,
-        "suite": "bench",
-        "trajectory": None,
-        "model": "procedural-world[clean]",
-        "width": world.width,
-        "height": world.height,
-    }
-    (directory / "meta.json").write_text(json.dumps(meta))
+            recorder.add_frame(FrameEvent(i, world.step(key).image, key, i / world.fps))
+        complete = True
+    finally:
+        recorder.close(complete)
     return directory
