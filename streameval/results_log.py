@@ -9,6 +9,7 @@ rename, so a crash never leaves half a line.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -55,15 +56,27 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def _key(entry: dict[str, Any]) -> tuple[Any, Any, Any]:
+    # the folder too: pool sessions may share an episode name (each has its own folder)
+    return entry.get("model"), entry.get("episode"), entry.get("results_dir")
+
+
 def upsert_line(path: Path, entry: dict[str, Any]) -> None:
-    """Write ``entry`` in place of the line of the same (model, episode), else append it."""
-    key = (entry.get("model"), entry.get("episode"))
-    entries = [e for e in read_lines(path) if (e.get("model"), e.get("episode")) != key]
-    entries.append(entry)
+    """Write ``entry`` in place of the line of the same episode (model, episode and folder),
+    else append it. Several processes may share one ``--out`` (pool evaluators): the
+    read-modify-write holds an exclusive lock on ``results.jsonl.lock``, and the whole file
+    is replaced atomically, so no line is lost and no reader sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
-    os.replace(tmp, path)
+    with (path.parent / (path.name + ".lock")).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            entries = [e for e in read_lines(path) if _key(e) != _key(entry)]
+            entries.append(entry)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+            os.replace(tmp, path)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class ResultsLog(EpisodeObserver):

@@ -28,6 +28,7 @@ from typing import Any
 from streameval.errors import BadInputError
 from streameval.observers import EpisodeOutcome
 from streameval.pipeline import PipelineConfig, run_episode
+from streameval.results_log import RESULTS_LOG, ResultsLog
 from streameval.scale.pool_messages import (
     OPEN_STATES,
     POOL_ROOT,
@@ -181,9 +182,12 @@ class PoolEvaluator:
         # offer is recognised as such
         await client.subscribe(f"{POOL_ROOT}/{self.group}/evaluators/+", qos=1)
         await client.subscribe(f"{POOL_ROOT}/{self.group}/claims/+", qos=1)
+        # then offers, and only then "alive": an offer published to a shared subscription
+        # with no member yet is dropped by the broker, so whoever waits for "alive" before
+        # offering must find the subscription in place
+        await client.subscribe(shared_offers_topic(self.group), qos=1)
         self.view.evaluators[self.name] = "alive"
         await client.publish(me, encode({"state": "alive"}), qos=1, retain=True)
-        await client.subscribe(shared_offers_topic(self.group), qos=1)
         self._say(f"joined pool {self.group!r} on {self.target.display}")
 
     async def _read(self, client: Any) -> None:
@@ -283,7 +287,11 @@ class PoolEvaluator:
         )
         await source.connect()
         clear_results(results_dir)  # a session taken over starts from nothing
-        return await run_episode(source, config=self.config, results_dir=results_dir)
+        # results.jsonl is shared with the other members writing into the same --out
+        log = ResultsLog(self.out / RESULTS_LOG)
+        return await run_episode(
+            source, config=self.config, results_dir=results_dir, observers=[log]
+        )
 
 
 async def offer_sessions(broker_url: str, group: str, offers: list[SessionOffer]) -> None:

@@ -24,6 +24,7 @@ import pytest
 pytest.importorskip("aiomqtt")
 
 from streameval.cli import main
+from streameval.results_log import RESULTS_LOG, read_lines
 from streameval.scale.pool import offer_sessions, read_pool
 from streameval.scale.pool_messages import Claim, SessionOffer, decode
 from tests.transports.conftest import Broker, free_port
@@ -221,6 +222,12 @@ def test_two_evaluators_share_four_sessions_and_survive_a_killed_one(
                 assert states[-1] == ("done", "ev-b", 2), states
             assert (out / session / "scores.json").is_file()
         assert "evaluator ev-a lost" in (tmp_path / "ev-b.log").read_text()
+        # both members wrote into one results.jsonl: one line per session, the final run's
+        lines = read_lines(out / RESULTS_LOG)
+        assert sorted(line["results_dir"] for line in lines) == sorted(
+            str(out / s) for s in SESSIONS
+        ), lines
+        assert all(line["status"] == "complete" for line in lines), lines
 
         view = bg.submit(read_pool(url, GROUP)).result(timeout=10)
         assert view.orphans() == []
