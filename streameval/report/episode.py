@@ -24,12 +24,17 @@ def _score_rows(data: EpisodeData) -> list[list[str]]:
     rows = []
     for name, m in data.scores.get("metrics", {}).items():
         status = str(m.get("status"))
-        value = number(m.get("normalized")) if status == "official" else ""
+        official = status == "official"
+        value = number(m.get("normalized")) if official else ""
+        # statistics in their own units (imaging, drift) have a raw value and no 0–100 one
+        raw_value = m.get("raw")
+        raw = f"{raw_value:.4g}" if official and isinstance(raw_value, int | float) else ""
         rows.append(
             [
                 escape(name),
                 f'<span class="{escape(status)}">{escape(status)}</span>',
                 f'<span class="num">{value}</span>',
+                f'<span class="num">{raw}</span>',
                 escape(str(m.get("reason") or "")),
             ]
         )
@@ -54,7 +59,11 @@ def render_episode(data: EpisodeData) -> str:
         f"<p>suite {escape(str(s.get('suite')))} · {s.get('frames')} frames at "
         f"{number(s.get('fps'), 1)} fps · {state}</p>",
         "<h2>Scores</h2>",
-        table(["metric", "status", "value (0–100)", "reason"], _score_rows(data), raw=True),
+        table(
+            ["metric", "status", "value (0–100)", "raw (own unit)", "reason"],
+            _score_rows(data),
+            raw=True,
+        ),
         *_section(
             "Motion signals",
             signals_figure(data),

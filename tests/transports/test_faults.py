@@ -207,7 +207,9 @@ def test_broker_restart_reconnects_and_reports_the_gap(broker: Broker, tmp_path:
                 ("A", "D"),
                 episode="restart",
                 suite="test",
-                config=LiveConfig(clock="video", seconds_per_key=4.0),
+                # the gap is a broker restart plus the reconnect backoff: generous on a
+                # loaded machine (parallel test workers), still bounded
+                config=LiveConfig(clock="video", seconds_per_key=4.0, no_frame_timeout_s=40.0),
             )
             await source.connect()
             return await run_episode(
