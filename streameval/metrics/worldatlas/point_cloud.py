@@ -107,7 +107,7 @@ def backproject_frame(
 
 
 def segment_frame_indices(start: int, end: int, count: int) -> list[int]:
-    """Up to ``count`` frames spread evenly over [start, end), ends included (half-to-even rounding)."""
+    """Up to ``count`` frames evenly over [start, end), both ends included (round half to even)."""
     if end <= start:
         return []
     n = end - start
@@ -122,7 +122,7 @@ def finite_points(points: NDArray[np.generic]) -> F32:
 
 
 def _rigid_fit(source: F64, target: F64) -> tuple[F64, F64]:
-    """Least-squares rotation and translation taking ``source`` onto ``target`` (Kabsch, no scale)."""
+    """Least-squares rotation and translation from ``source`` onto ``target`` (Kabsch, no scale)."""
     source_mean = np.mean(source, axis=0)
     target_mean = np.mean(target, axis=0)
     u, _, vt = np.linalg.svd((source - source_mean).T @ (target - target_mean))

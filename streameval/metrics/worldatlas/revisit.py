@@ -291,6 +291,7 @@ def choose_split(
     if fallback is None:
         return (
             None,
-            f"temporal-midpoint fallback needs at least two pose frames per half, got {gate.frame_count}",
+            "temporal-midpoint fallback needs at least two pose frames per half, "
+            f"got {gate.frame_count} poses",
         )
     return fallback, None
