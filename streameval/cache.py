@@ -19,6 +19,8 @@ import numpy.typing as npt
 from streameval.errors import BadInputError
 from streameval.perception.motion_type import FitSample
 from streameval.perception.reconstruction import FrameGeometry
+from streameval.worldatlas_cache import CACHE_FILE as WORLDATLAS_FILE
+from streameval.worldatlas_cache import WorldAtlasCache
 
 CACHE_FORMAT = "streameval.cache/1"
 F64 = npt.NDArray[np.float64]
@@ -101,6 +103,7 @@ class EpisodeCache:
     srad: F64
     fit_samples: list[FitSample] = field(default_factory=list)
     memory: MemoryCache | None = None
+    worldatlas: WorldAtlasCache | None = None  # memory_loop episodes (seeds 001–004)
 
     @property
     def fps(self) -> float:
@@ -139,6 +142,8 @@ class EpisodeCache:
         os.replace(tmp, directory / "signals.npz")
         if self.memory is not None:
             self.memory.save(directory / "memory.npz")
+        if self.worldatlas is not None:
+            self.worldatlas.save(directory / WORLDATLAS_FILE)
         write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
 
     @classmethod
@@ -179,6 +184,7 @@ class EpisodeCache:
                 )
             )
         memory_path = directory / "memory.npz"
+        atlas_path = directory / WORLDATLAS_FILE
         return cls(
             meta=meta,
             frame_keys=[str(k) for k in data["frame_keys"]],
@@ -186,6 +192,7 @@ class EpisodeCache:
             srad=data["srad"].astype(np.float64, copy=False),
             fit_samples=samples,
             memory=MemoryCache.load(memory_path) if memory_path.is_file() else None,
+            worldatlas=WorldAtlasCache.load(atlas_path) if atlas_path.is_file() else None,
         )
 
 

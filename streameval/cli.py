@@ -11,6 +11,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from streameval import __version__
@@ -19,6 +20,7 @@ from streameval.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
+from streameval.protocol.memory_loop import MEMORY_LOOP_FPS, MemoryLoop
 from streameval.registry import UnknownBackendError
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -91,12 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds-per-key", type=float, default=20.0, help="video seconds per key (default 20)"
     )
     demo.add_argument("--seed", type=int, default=0, help="scene seed of the procedural world")
+    memory_loop_options(demo)
     common(demo)
 
     attach = sub.add_parser("attach", help="attach to a model and drive the protocol")
     attach.add_argument("url", help="python:MODULE:FACTORY (an in-process model)")
     attach.add_argument("--out", type=Path, required=True)
-    attach.add_argument("--suite", default="worldmark", choices=["worldmark"])
+    memory_loop_options(attach)
     attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
     attach.add_argument("--seconds-per-key", type=float, default=20.0)
     attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
@@ -117,6 +120,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_table_parser(sub)
     return parser
+
+
+# One push_in token of a memory_loop in the procedural world, metres (its pose unit).
+LOOP_STEP_M = 2.0
+
+
+def memory_loop_options(p: argparse.ArgumentParser) -> None:
+    from streameval.protocol.memory_loop import TRAJECTORIES
+
+    p.add_argument("--suite", default="worldmark", choices=["worldmark", "memory_loop"])
+    p.add_argument(
+        "--trajectory",
+        action="append",
+        choices=list(TRAJECTORIES),
+        help="memory_loop trajectory (repeatable; default: all six)",
+    )
+    p.add_argument(
+        "--loop-seconds", type=float, default=60.0, help="memory_loop episode length (default 60)"
+    )
+
+
+def memory_loops(args: argparse.Namespace, fps: float) -> list[MemoryLoop]:
+    """The memory_loop trajectories asked for (SPEC §1)."""
+    from streameval.protocol.memory_loop import TRAJECTORIES, memory_loop
+
+    if args.loop_seconds <= 0:
+        raise BadInputError("--loop-seconds", f"must be > 0, got {args.loop_seconds}")
+    names = args.trajectory or list(TRAJECTORIES)
+    return [memory_loop(name, fps=fps, seconds=args.loop_seconds) for name in names]
 
 
 class ResultsLog(EpisodeObserver):
@@ -145,12 +177,46 @@ def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.protocol.suites import worldmark_keys
     from streameval.recording import RecordingObserver
     from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
+    from streameval.worlds.procedural_world.config import WorldConfig
 
     try:
         world_config = world_config_for_defect(args.defect, seed=args.seed)
     except ValueError as exc:
         raise BadInputError("--defect", str(exc)) from None
     jobs: list[EpisodeJob] = []
+    if args.suite == "memory_loop":
+        for loop in memory_loops(args, MEMORY_LOOP_FPS):
+            # One pan token turns 30 degrees and one push token moves one step (SPEC §1).
+            config = replace(
+                world_config,
+                fps=loop.fps,
+                yaw_rate_deg=loop.yaw_rate_deg,
+                forward_speed=loop.speed(LOOP_STEP_M),
+            )
+
+            def open_loop(loop: MemoryLoop = loop, config: WorldConfig = config) -> InProcessSource:
+                world = ProceduralWorld(config)
+                return InProcessSource(
+                    world,
+                    loop.schedule(),
+                    episode=loop.name,
+                    model_name=f"procedural-world[{args.defect}]",
+                    suite="memory_loop",
+                    width=world.width,
+                    height=world.height,
+                    trajectory=loop.name,
+                )
+
+            results_dir = args.out / loop.name
+            jobs.append(
+                EpisodeJob(
+                    loop.name,
+                    open_loop,
+                    results_dir,
+                    [RecordingObserver(results_dir / "recording")],
+                )
+            )
+        return jobs
     for action in args.actions:
         keys = worldmark_keys(action)
         episode = f"{action:03d}_{''.join(keys)}"
@@ -187,6 +253,33 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     model, name = load_python_model(args.url)
     fps = args.fps or float(getattr(model, "fps", 16.0))
     jobs: list[EpisodeJob] = []
+    if args.suite == "memory_loop":
+        for loop in memory_loops(args, args.fps or MEMORY_LOOP_FPS):
+
+            def open_loop(loop: MemoryLoop = loop) -> InProcessSource:
+                if callable(getattr(model, "reset", None)):
+                    model.reset()
+                return InProcessSource(
+                    model,
+                    loop.schedule(),
+                    episode=loop.name,
+                    model_name=name,
+                    suite="memory_loop",
+                    width=getattr(model, "width", None),
+                    height=getattr(model, "height", None),
+                    trajectory=loop.name,
+                )
+
+            results_dir = args.out / loop.name
+            jobs.append(
+                EpisodeJob(
+                    loop.name,
+                    open_loop,
+                    results_dir,
+                    [RecordingObserver(results_dir / "recording")],
+                )
+            )
+        return jobs
     for action in args.actions:
         keys = worldmark_keys(action)
         episode = f"{action:03d}_{''.join(keys)}"

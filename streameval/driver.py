@@ -58,6 +58,7 @@ class InProcessSource:
         suite: str,
         width: int | None = None,
         height: int | None = None,
+        trajectory: str | None = None,
     ) -> None:
         self.model = model
         self.schedule = schedule
@@ -70,7 +71,7 @@ class InProcessSource:
             source=f"python:{model_name}",
             width=width,
             height=height,
-            extra={"depth_source": "model", "live": True},
+            extra={"depth_source": "model", "live": True, "trajectory": trajectory},
         )
         self._pending: list[Event] = [EpisodeStart(self.info)]
         self._next = 0

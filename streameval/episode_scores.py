@@ -25,6 +25,7 @@ from streameval.perception.reconstruction import views_from_frames
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 from streameval.results import MetricResult
+from streameval.worldatlas_track import MEMORY_LOOP_SUITE, worldatlas_metrics
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
 QUALITY_METRICS = ("perceptual_quality", "aesthetic_quality")
@@ -101,6 +102,8 @@ def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
     )
     if final:
         metrics.update(memory_metrics(cache))
+        if cache.meta.get("suite") == MEMORY_LOOP_SUITE:
+            metrics.update(worldatlas_metrics(cache, cache.worldatlas))
         metrics.update(
             {n: MetricResult.not_applicable(NO_QUALITY_BACKEND) for n in QUALITY_METRICS}
         )

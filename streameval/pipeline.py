@@ -54,6 +54,7 @@ from streameval.protocol.keys import FAMILY
 from streameval.registry import split_spec
 from streameval.source import Source
 from streameval.track import EpisodeTrack
+from streameval.worldatlas_track import MEMORY_LOOP_SUITE, WorldAtlasTrack
 
 SCORES_FORMAT = "streameval.scores/1"
 
@@ -217,6 +218,9 @@ class _Episode:
                 "backends": {"flow": flow.name},
             }
         )
+        if info.suite == MEMORY_LOOP_SUITE:
+            self.track.meta["trajectory"] = info.extra.get("trajectory")
+            self.track.worldatlas = WorldAtlasTrack()
         for message in self.start_errors:
             self.error(message)
 
@@ -243,6 +247,18 @@ class _Episode:
         self.track.srad.extend(np.asarray(out.srad, dtype=np.float64))
         if out.embedding is not None:
             self.track.embeddings.set(event.index, out.embedding)
+        if self.track.worldatlas is not None:
+            pose_source = (
+                "vipe_sidecar" if self.info.extra.get("depth_source") == "sidecar" else "model"
+            )
+            self.track.worldatlas.add(
+                event.index,
+                event.pose,
+                event.depth,
+                event.intrinsics,
+                (int(event.image.shape[0]), int(event.image.shape[1])),
+                pose_source,
+            )
         if out.fit_sample is not None:
             self.track.fit_samples.append(out.fit_sample)
             if out.depth_used:

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from streameval.cache import EpisodeCache, MemoryCache
 from streameval.growable import GrowableArray
 from streameval.perception.motion_type import FitSample
+from streameval.worldatlas_track import WorldAtlasTrack
 
 F64 = npt.NDArray[np.float64]
 
@@ -60,6 +61,7 @@ class EpisodeTrack:
     fit_samples: list[FitSample] = field(default_factory=list)
     depth_frames_used: int = 0
     embeddings: GrowableRows = field(default_factory=GrowableRows)
+    worldatlas: WorldAtlasTrack | None = None  # memory_loop episodes only
 
     def set_frame_key(self, index: int, key: str, fill: str) -> None:
         """Record the key of frame ``index``; frames skipped before it get ``fill``."""
@@ -83,4 +85,9 @@ class EpisodeTrack:
             srad=srad,
             fit_samples=list(self.fit_samples),
             memory=memory,
+            worldatlas=(
+                self.worldatlas.to_cache(len(self.frame_keys))
+                if self.worldatlas is not None
+                else None
+            ),
         )
