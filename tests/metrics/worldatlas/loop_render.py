@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-
 from streameval.protocol.memory_loop import memory_loop
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
@@ -46,7 +45,9 @@ def render_loop(
         forward_speed=loop.speed(STEP_M),
     )
     world = ProceduralWorld(config)
-    other = ProceduralWorld(replace(config, seed=config.seed + 101)) if replace_scene_after else None
+    other = (
+        ProceduralWorld(replace(config, seed=config.seed + 101)) if replace_scene_after else None
+    )
     keys = loop.schedule().frame_keys()
     switch = round(len(keys) * replace_scene_after) if replace_scene_after else len(keys)
     frames, poses, depth, intr = [], [], [], []

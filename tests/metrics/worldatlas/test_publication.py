@@ -1,4 +1,4 @@
-"""Normalization families, reducers, the leaderboard task score, and protocol state (seeds 003–004)."""
+"""Normalization families, reducers, the leaderboard task score, protocol state (seeds 3–4)."""
 
 from __future__ import annotations
 
