@@ -248,17 +248,8 @@ class _Episode:
         if out.embedding is not None:
             self.track.embeddings.set(event.index, out.embedding)
         if self.track.worldatlas is not None:
-            pose_source = (
-                "vipe_sidecar" if self.info.extra.get("depth_source") == "sidecar" else "model"
-            )
-            self.track.worldatlas.add(
-                event.index,
-                event.pose,
-                event.depth,
-                event.intrinsics,
-                (int(event.image.shape[0]), int(event.image.shape[1])),
-                pose_source,
-            )
+            from_sidecar = self.info.extra.get("depth_source") == "sidecar"
+            self.track.worldatlas.add_frame(event, from_sidecar)
         if out.fit_sample is not None:
             self.track.fit_samples.append(out.fit_sample)
             if out.depth_used:

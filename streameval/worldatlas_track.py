@@ -15,8 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.cache import EpisodeCache
+from streameval.events import FrameEvent
 from streameval.metrics.worldatlas.episode import MemoryLoopInputs, score_memory_loop
 from streameval.metrics.worldatlas.scene_f1 import DepthSidecar
+from streameval.perception.pose_estimator import CpuPoseEstimator
 from streameval.perception.reconstruction import intrinsics_for_depth
 from streameval.results import MetricResult
 from streameval.worldatlas_cache import WorldAtlasCache
@@ -54,6 +56,23 @@ class WorldAtlasTrack:
     depth: dict[
         int, tuple[npt.NDArray[np.float16], npt.NDArray[np.bool_], npt.NDArray[np.float64]]
     ] = field(default_factory=dict)
+
+    estimator: CpuPoseEstimator | None = None
+
+    def add_frame(self, event: FrameEvent, from_sidecar: bool) -> None:
+        """Record one frame. The pose source is fixed by the first frame: poses the model sent
+        (or a ViPE sidecar on replay), else our CPU estimator on every frame (it needs them in
+        order; it runs on the caller's thread, about 5 ms a frame at 320 px)."""
+        pose = event.pose
+        if pose is None and (self.estimator is not None or not self.poses):
+            if self.estimator is None:
+                self.estimator = CpuPoseEstimator(intrinsics=event.intrinsics)
+            pose = self.estimator.update(event.image)
+            source = self.estimator.name
+        else:
+            source = "vipe_sidecar" if from_sidecar else "model"
+        size = (int(event.image.shape[0]), int(event.image.shape[1]))
+        self.add(event.index, pose, event.depth, event.intrinsics, size, source)
 
     def add(
         self,

@@ -37,6 +37,7 @@ MIN_TRACKED = 40
 NEW_KEYFRAME_PX = 24.0  # median displacement from the keyframe that starts a new one
 ROTATION_ONLY_RESIDUAL_PX = 0.35  # homography residual under which the motion is a pure rotation
 ORTHOGONALITY_TOL = 0.02
+HOMOGRAPHY_RANSAC_PX = 0.3
 
 
 def default_intrinsics(width: int, height: int, fov_deg: float = FOV_DEG) -> F64:
@@ -50,6 +51,14 @@ def _nearest_rotation(m: F64) -> F64:
     if np.linalg.det(r) < 0:
         r = u @ np.diag([1.0, 1.0, -1.0]) @ vt
     return np.asarray(r, dtype=np.float64)
+
+
+def _bearing_rotation(k_inv: F64, key_pts: F64, cur_pts: F64) -> F64:
+    def bearings(points: F64) -> F64:
+        b = (k_inv @ np.c_[points, np.ones(len(points))].T).T
+        return np.asarray(b / np.linalg.norm(b, axis=1, keepdims=True), dtype=np.float64)
+
+    return _nearest_rotation(bearings(cur_pts).T @ bearings(key_pts))
 
 
 @dataclass
@@ -143,11 +152,14 @@ class CpuPoseEstimator:
         k, k_inv = self._k, np.linalg.inv(self._k)
         if float(np.median(np.linalg.norm(cur_pts - key_pts, axis=1))) < 0.05:
             return np.eye(3), np.zeros(3)
-        h, _ = cv2.findHomography(key_pts, cur_pts, cv2.RANSAC, 1.0)
-        if h is not None:
+        h, inliers = cv2.findHomography(key_pts, cur_pts, cv2.RANSAC, HOMOGRAPHY_RANSAC_PX)
+        if h is not None and int(inliers.sum()) >= 8:
             m = k_inv @ h @ k
             m = m / np.cbrt(np.linalg.det(m))
-            r = _nearest_rotation(m)
+            # The rotation itself: Kabsch on the inliers' bearing vectors (b_cur = R b_key),
+            # more accurate than the nearest rotation to the homography.
+            keep = inliers.ravel() > 0
+            r = _bearing_rotation(k_inv, key_pts[keep], cur_pts[keep])
             predicted = (k @ r @ k_inv @ np.c_[key_pts, np.ones(len(key_pts))].T).T
             predicted = predicted[:, :2] / predicted[:, 2:3]
             residual = float(np.median(np.linalg.norm(predicted - cur_pts, axis=1)))
