@@ -25,7 +25,8 @@ from streameval.perception.reconstruction import views_from_frames
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 from streameval.results import MetricResult
-from streameval.worldatlas_track import MEMORY_LOOP_SUITE, worldatlas_metrics
+from streameval.worldatlas_columns import MEMORY_LOOP_SUITE
+from streameval.worldatlas_track import worldatlas_metrics
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
 QUALITY_METRICS = ("perceptual_quality", "aesthetic_quality")

@@ -54,7 +54,8 @@ from streameval.protocol.keys import FAMILY
 from streameval.registry import split_spec
 from streameval.source import Source
 from streameval.track import EpisodeTrack
-from streameval.worldatlas_track import MEMORY_LOOP_SUITE, WorldAtlasTrack
+from streameval.worldatlas_columns import MEMORY_LOOP_SUITE
+from streameval.worldatlas_track import WorldAtlasTrack
 
 SCORES_FORMAT = "streameval.scores/1"
 

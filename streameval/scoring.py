@@ -84,6 +84,12 @@ from streameval.constants import TAU_C, TAU_G
 from streameval.errors import BadInputError
 from streameval.metrics.control import CONTROL_METRIC_NAMES, PERCENT
 from streameval.results import MetricResult
+from streameval.worldatlas_columns import (
+    MEMORY_LOOP_SUITE,
+    WORLDATLAS_COLUMN_SPECS,
+    task_score_bounds,
+    task_values,
+)
 
 # Not in constants.py (reported to the lead):
 SCORES_FORMAT = "streameval.scores/1"  # = pipeline.SCORES_FORMAT; pipeline imports cv2
@@ -137,6 +143,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("aesthetic_quality", "Aesthetic Quality", "Aesth", "quality"),
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+# Seeds 001–004 (memory_loop suite): appended when the results hold memory_loop episodes.
+WORLDATLAS_COLUMNS: tuple[Column, ...] = tuple(
+    Column(name, label, short, "memory") for name, label, short in WORLDATLAS_COLUMN_SPECS
+)
 
 
 def column_by_name(name: str, columns: Sequence[Column] = COLUMNS) -> Column:
@@ -557,7 +567,16 @@ def _global_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregat
 
 
 # Column → aggregator. New metrics plug in here; columns without an entry use ``episode_mean``.
+def _scene_task_score(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
+    values = task_values(measured)
+    if not values:
+        return episode_mean(measured, n_missing)
+    mean, lower, upper = task_score_bounds(values, n_missing)
+    return Aggregate(mean, lower, upper, "task_score", len(values))
+
+
 AGGREGATORS: dict[str, Aggregator] = {
+    "memory_scene_f1": _scene_task_score,
     **{
         name: _pooled_segments(signed=name.startswith("direction_accuracy"))
         for name in CONTROL_METRIC_NAMES
@@ -860,7 +879,7 @@ def build_table(
     rule: ExclusionRule | None = None,
     sort_by: str | None = None,
     descending: bool = True,
-    columns: Sequence[Column] = COLUMNS,
+    columns: Sequence[Column] | None = None,
     errors: Sequence[BadInputError] = (),
     include_incomplete: bool = False,
 ) -> MasterTable:
@@ -869,6 +888,10 @@ def build_table(
     Ranking is over the included models only. ``rule`` None = the published default rule.
     ``sort_by`` is a column name or ``"model"`` (default: model name).
     """
+    episodes = list(episodes)
+    if columns is None:
+        loops = any(e.suite == MEMORY_LOOP_SUITE for e in episodes)
+        columns = COLUMNS + WORLDATLAS_COLUMNS if loops else COLUMNS
     if sort_by not in (None, "model"):
         column_by_name(sort_by, columns)  # KeyError with the known names
     by_model: dict[str, list[EpisodeRecord]] = {}

@@ -23,7 +23,6 @@ from streameval.perception.reconstruction import intrinsics_for_depth
 from streameval.results import MetricResult
 from streameval.worldatlas_cache import WorldAtlasCache
 
-MEMORY_LOOP_SUITE = "memory_loop"
 DEPTH_WIDTH = 64
 
 
