@@ -35,7 +35,8 @@ ESTIMATOR_WIDTH = 320  # frames are resized to this width before tracking
 MAX_CORNERS = 300
 MIN_TRACKED = 40
 NEW_KEYFRAME_PX = 24.0  # median displacement from the keyframe that starts a new one
-ROTATION_ONLY_RESIDUAL_PX = 0.35  # homography residual under which the motion is a pure rotation
+PARALLAX_PX = 1.0  # a point this far from where the rotation puts it shows parallax
+PARALLAX_SHARE = 0.1  # fewer points with parallax than this: the motion is a pure rotation
 ORTHOGONALITY_TOL = 0.02
 HOMOGRAPHY_RANSAC_PX = 0.3
 
@@ -67,6 +68,8 @@ class _Keyframe:
     points: npt.NDArray[np.float32]  # (N, 1, 2) corners in the keyframe
     rotation: F64  # camera-to-world rotation of the keyframe
     position: F64
+    translating: bool = False  # parallax seen since this keyframe: no pure-rotation reading
+    direction: F64 | None = None  # last translation direction seen from this keyframe
 
 
 @dataclass
@@ -142,7 +145,8 @@ class CpuPoseEstimator:
             pose = np.eye(4)
             pose[:3, :3], pose[:3, 3] = rotation, position
             self._last = pose
-        displacement = float(np.median(np.linalg.norm(cur_pts - key_pts, axis=1)))
+        # 90th percentile: under forward motion the median (far, central) point hardly moves.
+        displacement = float(np.percentile(np.linalg.norm(cur_pts - key_pts, axis=1), 90))
         if displacement > NEW_KEYFRAME_PX or self._alive.sum() < 0.5 * len(self._alive):
             self._new_keyframe(gray, self._last)
         return self._last.copy()
@@ -150,7 +154,7 @@ class CpuPoseEstimator:
     def _relative_pose(self, key_pts: F64, cur_pts: F64) -> tuple[F64, F64] | None:
         assert self._k is not None
         k, k_inv = self._k, np.linalg.inv(self._k)
-        if float(np.median(np.linalg.norm(cur_pts - key_pts, axis=1))) < 0.05:
+        if float(np.percentile(np.linalg.norm(cur_pts - key_pts, axis=1), 90)) < 0.05:
             return np.eye(3), np.zeros(3)
         h, inliers = cv2.findHomography(key_pts, cur_pts, cv2.RANSAC, HOMOGRAPHY_RANSAC_PX)
         if h is not None and int(inliers.sum()) >= 8:
@@ -162,12 +166,19 @@ class CpuPoseEstimator:
             r = _bearing_rotation(k_inv, key_pts[keep], cur_pts[keep])
             predicted = (k @ r @ k_inv @ np.c_[key_pts, np.ones(len(key_pts))].T).T
             predicted = predicted[:, :2] / predicted[:, 2:3]
-            residual = float(np.median(np.linalg.norm(predicted - cur_pts, axis=1)))
-            if residual < ROTATION_ONLY_RESIDUAL_PX and np.abs(m - r).max() < ORTHOGONALITY_TOL:
+            residual = np.linalg.norm(predicted - cur_pts, axis=1)
+            # Far points show no parallax under any motion, so the test is on the near ones:
+            # a pure rotation leaves (almost) every point where R predicts it.
+            moved = float(np.mean(residual > PARALLAX_PX))
+            assert self._key is not None
+            rotation_only = moved < PARALLAX_SHARE and np.abs(m - r).max() < ORTHOGONALITY_TOL
+            if rotation_only and not self._key.translating:
                 return r, np.zeros(3)
         e, inliers = cv2.findEssentialMat(key_pts, cur_pts, k, cv2.RANSAC, 0.999, 0.5)
         if e is None or e.shape != (3, 3):
             return None
+        assert self._key is not None
+        self._key.translating = True  # once seen, the window's parallax only grows
         _, r, t, mask = cv2.recoverPose(e, key_pts, cur_pts, k, mask=inliers)
         r = np.asarray(r, dtype=np.float64)
         good = mask.ravel() > 0
@@ -177,4 +188,10 @@ class CpuPoseEstimator:
         rotated = (k @ r @ k_inv @ np.c_[key_pts[good], np.ones(int(good.sum()))].T).T
         rotated = rotated[:, :2] / rotated[:, 2:3]
         parallax = float(np.median(np.linalg.norm(cur_pts[good] - rotated, axis=1))) / k[0, 0]
-        return r, np.asarray(t, dtype=np.float64).ravel() * parallax
+        direction = np.asarray(t, dtype=np.float64).ravel()
+        # Under a short baseline the cheirality vote can flip t; the camera moves continuously,
+        # so within one keyframe window the direction keeps the sign it had.
+        if self._key.direction is not None and float(direction @ self._key.direction) < 0.0:
+            direction = -direction
+        self._key.direction = direction
+        return r, direction * parallax
