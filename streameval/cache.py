@@ -19,6 +19,7 @@ import numpy.typing as npt
 from streameval.errors import BadInputError
 from streameval.perception.motion_type import FitSample
 from streameval.perception.reconstruction import FrameGeometry
+from streameval.scores_file import write_json
 from streameval.worldatlas_cache import CACHE_FILE as WORLDATLAS_FILE
 from streameval.worldatlas_cache import WorldAtlasCache
 
@@ -194,10 +195,3 @@ class EpisodeCache:
             memory=MemoryCache.load(memory_path) if memory_path.is_file() else None,
             worldatlas=WorldAtlasCache.load(atlas_path) if atlas_path.is_file() else None,
         )
-
-
-def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON atomically: a crash never leaves half a file behind."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)

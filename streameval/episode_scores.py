@@ -25,6 +25,7 @@ from streameval.perception.reconstruction import views_from_frames
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 from streameval.results import MetricResult
+from streameval.scores_file import scores_document
 from streameval.worldatlas_columns import MEMORY_LOOP_SUITE
 from streameval.worldatlas_track import worldatlas_metrics
 
@@ -109,3 +110,23 @@ def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
             {n: MetricResult.not_applicable(NO_QUALITY_BACKEND) for n in QUALITY_METRICS}
         )
     return EpisodeScores(metrics, fits)
+
+
+def episode_document(
+    cache_meta: dict[str, Any], scores: EpisodeScores, frames: int
+) -> dict[str, Any]:
+    """The ``scores.json`` payload of an episode from its cache metadata and its scores: the
+    one mapping from cache to results file, shared by the pipeline and ``rescore``."""
+    return scores_document(
+        model=cache_meta["model"],
+        suite=cache_meta["suite"],
+        episode=cache_meta["episode"],
+        fps=cache_meta["fps"],
+        frames=frames,
+        complete=cache_meta.get("complete", True),
+        metrics=scores.metrics,
+        motion_types=scores.motion_types_json(),
+        interactivity=cache_meta.get("interactivity", {}),
+        provenance=cache_meta.get("provenance", {}),
+        errors=cache_meta.get("errors", []),
+    )

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from streameval import __version__
-from streameval.cache import MemoryCache, write_json
+from streameval.cache import MemoryCache
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH
-from streameval.episode_scores import EpisodeScores, score_episode
+from streameval.episode_scores import episode_document, score_episode
 from streameval.events import (
     EndOfStream,
     EpisodeEnd,
@@ -52,12 +52,11 @@ from streameval.perception.perceiver import Perceiver
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.keys import FAMILY
 from streameval.registry import split_spec
+from streameval.scores_file import write_scores
 from streameval.source import Source
 from streameval.track import EpisodeTrack
 from streameval.worldatlas_columns import MEMORY_LOOP_SUITE
 from streameval.worldatlas_track import WorldAtlasTrack
-
-SCORES_FORMAT = "streameval.scores/1"
 
 
 @dataclass(frozen=True)
@@ -326,31 +325,6 @@ def provenance(config: PipelineConfig, backends: dict[str, str]) -> dict[str, An
     }
 
 
-def scores_document(
-    cache_meta: dict[str, Any], scores: EpisodeScores, frames: int
-) -> dict[str, Any]:
-    """The ``scores.json`` payload (DESIGN §5) from the cache metadata and the scores."""
-    return {
-        "format": SCORES_FORMAT,
-        "model": cache_meta["model"],
-        "suite": cache_meta["suite"],
-        "episode": cache_meta["episode"],
-        "fps": cache_meta["fps"],
-        "frames": frames,
-        "complete": cache_meta.get("complete", True),
-        "metrics": {name: m.to_json() for name, m in scores.metrics.items()},
-        "motion_types": scores.motion_types_json(),
-        "interactivity": cache_meta.get("interactivity", {}),
-        "provenance": cache_meta.get("provenance", {}),
-        "errors": cache_meta.get("errors", []),
-    }
-
-
-def write_results(results_dir: Path, doc: dict[str, Any]) -> None:
-    results_dir.mkdir(parents=True, exist_ok=True)
-    write_json(results_dir / "scores.json", doc)
-
-
 async def run_episode(
     source: Source,
     *,
@@ -494,8 +468,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
     scores = score_episode(cache)
     if results_dir is not None:
         cache.save(results_dir / "cache")
-        doc = scores_document(cache.meta, scores, len(track.frame_keys))
-        write_results(results_dir, doc)
+        write_scores(results_dir, episode_document(cache.meta, scores, len(track.frame_keys)))
     return EpisodeOutcome(
         info=episode.info,
         scores=scores,

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streameval.cache import EpisodeCache
-from streameval.episode_scores import score_episode
+from streameval.episode_scores import episode_document, score_episode
 from streameval.errors import BadInputError
-from streameval.pipeline import scores_document, write_results
+from streameval.scores_file import write_scores
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,7 @@ def rescore_dir(results_dir: Path) -> RescoreOutcome:
     """Re-run the kernels on ``results_dir/cache`` and rewrite ``scores.json``."""
     cache = EpisodeCache.load(results_dir / "cache")
     scores = score_episode(cache)
-    doc = scores_document(cache.meta, scores, len(cache.frame_keys))
+    doc = episode_document(cache.meta, scores, len(cache.frame_keys))
     old_path = results_dir / "scores.json"
     changed: list[str] = []
     if old_path.is_file():
@@ -43,5 +43,5 @@ def rescore_dir(results_dir: Path) -> RescoreOutcome:
         except json.JSONDecodeError:
             old = {}
         changed = [k for k, v in doc["metrics"].items() if old.get(k) != v]
-    write_results(results_dir, doc)
+    write_scores(results_dir, doc)
     return RescoreOutcome(results_dir, changed)

@@ -73,7 +73,6 @@ Excluded models are returned with their reasons, never silently dropped.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -84,6 +83,14 @@ from streameval.constants import TAU_C, TAU_G
 from streameval.errors import BadInputError
 from streameval.metrics.control import CONTROL_METRIC_NAMES, PERCENT
 from streameval.results import MetricResult
+from streameval.scores_file import (
+    EpisodeRecord,
+    LoadedResults,
+    find_scores_files,
+    finite_float,
+    load_episode,
+    load_results,
+)
 from streameval.worldatlas_columns import (
     MEMORY_LOOP_SUITE,
     WORLDATLAS_COLUMN_SPECS,
@@ -91,8 +98,9 @@ from streameval.worldatlas_columns import (
     task_values,
 )
 
+__all__ = ["EpisodeRecord", "LoadedResults", "find_scores_files", "load_episode", "load_results"]
+
 # Not in constants.py (reported to the lead):
-SCORES_FORMAT = "streameval.scores/1"  # = pipeline.SCORES_FORMAT; pipeline imports cv2
 REVISIT_D_MAX = 2.0  # 1 − cos of L2-normalised features lies in [0, 2] (bounds only)
 
 DEFAULT_MIN_EPISODES = 10  # seed 000 excluded Genie3 with 5 videos; full-suite models have more
@@ -155,185 +163,6 @@ def column_by_name(name: str, columns: Sequence[Column] = COLUMNS) -> Column:
         if column.name == name:
             return column
     raise KeyError(f"unknown column {name!r}; known: {', '.join(c.name for c in columns)}")
-
-
-# --------------------------------------------------------------------------------------------
-# Reading scores.json
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class EpisodeRecord:
-    """One episode's ``scores.json``, validated. ``path`` is the file itself."""
-
-    path: Path
-    model: str
-    suite: str
-    episode: str
-    complete: bool
-    fps: float | None
-    frames: int | None
-    metrics: Mapping[str, MetricResult]
-
-    @property
-    def results_dir(self) -> Path:
-        return self.path.parent
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedResults:
-    """Every episode that could be read, and one error per input that could not."""
-
-    episodes: tuple[EpisodeRecord, ...]
-    errors: tuple[BadInputError, ...]
-
-
-def find_scores_files(path: Path) -> list[Path]:
-    """``path`` itself if it is a scores.json, else every ``scores.json`` below it, sorted.
-
-    Raises ``BadInputError`` naming ``path`` when it does not exist or holds no scores.json, so
-    a typo is reported rather than tabulated as an empty model list.
-    """
-    if path.is_file():
-        if path.name == "scores.json":
-            return [path]
-        raise BadInputError(path, "not a results directory or a scores.json file")
-    if not path.is_dir():
-        raise BadInputError(path, "no such results directory")
-    found = sorted(p for p in path.rglob("scores.json") if p.is_file())
-    if not found:
-        raise BadInputError(path, "no scores.json found below it")
-    return found
-
-
-def _is_number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
-def _finite_float(x: object) -> float | None:
-    """``x`` as a float when it is a finite JSON number (not a bool), else None."""
-    if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x):
-        return float(x)
-    return None
-
-
-def _optional_number(doc: Mapping[str, Any], key: str, path: Path, where: str) -> float | None:
-    value = doc.get(key)
-    if value is None:
-        return None
-    if not _is_number(value):
-        raise BadInputError(path, f"{where}{key} must be a number or null, got {value!r}")
-    return float(value)
-
-
-def _metric_result(name: str, entry: object, path: Path) -> MetricResult:
-    """One metric entry of scores.json as a ``MetricResult``.
-
-    An official entry without a finite ``normalized`` value becomes missing (seed 004: failed
-    or non-finite results stay missing) rather than rejecting the whole file.
-    """
-    where = f"metrics.{name}."
-    if not isinstance(entry, dict):
-        raise BadInputError(path, f"metrics.{name} must be an object, got {type(entry).__name__}")
-    status = entry.get("status")
-    if status not in _STATUSES:
-        raise BadInputError(path, f"{where}status must be one of {_STATUSES}, got {status!r}")
-    raw = _optional_number(entry, "raw", path, where)
-    normalized = _optional_number(entry, "normalized", path, where)
-    reason = entry.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        raise BadInputError(path, f"{where}reason must be a string or null, got {reason!r}")
-    details = entry.get("details") or {}
-    if not isinstance(details, dict):
-        raise BadInputError(path, f"{where}details must be an object, got {details!r}")
-    if status == "official":
-        if normalized is None or not math.isfinite(normalized):
-            return MetricResult.missing("official result without a finite normalized value")
-        return MetricResult(raw, normalized, "official", None, details)
-    fallback = "not applicable" if status == "not_applicable" else "missing"
-    return MetricResult(raw, normalized, status, reason or fallback, details)
-
-
-def load_episode(path: Path) -> EpisodeRecord:
-    """Read and validate one ``scores.json`` (format ``streameval.scores/1``).
-
-    Every problem is a ``BadInputError`` naming the file, so the caller can report it in one
-    line and go on with the other files.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(path, f"cannot read: {exc}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInputError(path, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(doc, dict):
-        raise BadInputError(path, f"expected a JSON object, got {type(doc).__name__}")
-    if doc.get("format") != SCORES_FORMAT:
-        raise BadInputError(path, f"format must be {SCORES_FORMAT!r}, got {doc.get('format')!r}")
-    model, episode, suite = doc.get("model"), doc.get("episode"), doc.get("suite", "")
-    if not isinstance(model, str) or not model:
-        raise BadInputError(path, f"model must be a non-empty string, got {model!r}")
-    if not isinstance(episode, str) or not episode:
-        raise BadInputError(path, f"episode must be a non-empty string, got {episode!r}")
-    if not isinstance(suite, str):
-        raise BadInputError(path, f"suite must be a string, got {suite!r}")
-    complete = doc.get("complete", True)
-    if not isinstance(complete, bool):
-        raise BadInputError(path, f"complete must be true or false, got {complete!r}")
-    fps = _optional_number(doc, "fps", path, "")
-    frames = doc.get("frames")
-    if frames is not None and (not isinstance(frames, int) or isinstance(frames, bool)):
-        raise BadInputError(path, f"frames must be an integer or null, got {frames!r}")
-    metrics = doc.get("metrics")
-    if not isinstance(metrics, dict):
-        raise BadInputError(path, f"metrics must be an object, got {metrics!r}")
-    results = {str(name): _metric_result(str(name), e, path) for name, e in metrics.items()}
-    return EpisodeRecord(path, model, suite, episode, complete, fps, frames, results)
-
-
-def load_results(paths: Iterable[Path]) -> LoadedResults:
-    """Every episode below ``paths``; bad inputs are collected, the others still loaded.
-
-    The same file reached twice (overlapping paths) is read once. Two files for the same
-    (model, suite, episode) are a conflict: the first (in path order) is kept and the second
-    reported — counting an episode twice would skew the model's mean, and silently picking one
-    would hide the conflict (seed 004: conflicting scores are never silently overwritten).
-    """
-    episodes: list[EpisodeRecord] = []
-    errors: list[BadInputError] = []
-    seen_files: set[Path] = set()
-    seen_keys: dict[tuple[str, str, str], Path] = {}
-    for path in paths:
-        try:
-            files = find_scores_files(Path(path))
-        except BadInputError as exc:
-            errors.append(exc)
-            continue
-        for file in files:
-            resolved = file.resolve()
-            if resolved in seen_files:
-                continue
-            seen_files.add(resolved)
-            try:
-                record = load_episode(file)
-            except BadInputError as exc:
-                errors.append(exc)
-                continue
-            key = (record.model, record.suite, record.episode)
-            if key in seen_keys:
-                errors.append(
-                    BadInputError(
-                        file,
-                        f"duplicate episode {record.episode!r} of model {record.model!r} "
-                        f"(already read from {seen_keys[key]}); not counted twice",
-                    )
-                )
-                continue
-            seen_keys[key] = file
-            episodes.append(record)
-    return LoadedResults(tuple(episodes), tuple(errors))
 
 
 # --------------------------------------------------------------------------------------------
@@ -443,7 +272,7 @@ def _scored_segment_values(result: MetricResult) -> list[float] | None:
             return None
         if entry.get("status") != "scored":
             continue  # not_applicable and dropped segments are never averaged in (SPEC §4, §8)
-        value = _finite_float(entry.get("value"))
+        value = finite_float(entry.get("value"))
         if value is None:
             return None
         values.append(value)
@@ -491,7 +320,7 @@ def _local_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate
     rates: list[float] = []
     for m in measured:
         cut, rate = m.details.get("hard_cut"), m.details.get("mutation_rate")
-        finite_rate = _finite_float(rate)
+        finite_rate = finite_float(rate)
         if (
             cut not in (True, False, 0, 1)
             or "mutation_rate" not in m.details
@@ -526,7 +355,7 @@ def _revisit_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggrega
         distances = m.details.get("pair_distances")
         if not isinstance(distances, list):
             return _fallback(measured, n_missing)
-        values = [_finite_float(d) for d in distances]
+        values = [finite_float(d) for d in distances]
         if any(d is None for d in values):
             return _fallback(measured, n_missing)
         pooled.extend(d for d in values if d is not None)
@@ -551,7 +380,7 @@ def _global_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregat
     """``100/(1 + mean(e)/TAU_G)`` over the episodes' geometry errors (seed 000, SPEC §5)."""
     errors: list[float] = []
     for m in measured:
-        e = _finite_float(m.details.get("e"))
+        e = finite_float(m.details.get("e"))
         if e is None:
             return _fallback(measured, n_missing)
         errors.append(e)
@@ -1017,7 +846,7 @@ def episode_segments(record: EpisodeRecord, column: str | None = None) -> list[S
                     start_frame=_optional_int(entry.get("start_frame")),
                     end_frame=_optional_int(entry.get("end_frame")),
                     status=str(entry.get("status", "unknown")),
-                    value=_finite_float(entry.get("value")),
+                    value=finite_float(entry.get("value")),
                     reason=_optional_str(entry.get("reason")),
                     details={k: v for k, v in entry.items() if k not in _SEGMENT_FIELDS},
                 )

@@ -11,7 +11,6 @@ path as a live run.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from streameval.metrics.control import CONTROL_METRIC_NAMES
 from streameval.observers import EpisodeOutcome, Progress
 from streameval.pipeline import PipelineConfig
 from streameval.results import MetricResult
+from streameval.scores_file import scores_document, write_scores
 from streameval.source import Source
 
 SAMPLE_MODEL = "procedural-world[delay]"
@@ -223,7 +223,7 @@ def sample_scores_document(
     ``memory`` False: ``local_memory`` is missing (a partial cell); ``quality``: a perceptual
     quality value (else the column is absent, i.e. missing).
     """
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, MetricResult] = {}
     for name in CONTROL_METRIC_NAMES:
         pool = name.rsplit("_", 1)[1]
         signed = name.startswith("direction_accuracy")
@@ -231,52 +231,22 @@ def sample_scores_document(
         scored = [s["value"] for s in segments if s["status"] == "scored"]
         raw = sum(scored) / len(scored)
         normalized = 100 * max(0.0, raw) if signed else 100 * raw
-        metrics[name] = {
-            "raw": raw,
-            "normalized": normalized,
-            "status": "official",
-            "reason": None,
-            "details": {"segments": segments},
-        }
+        metrics[name] = MetricResult.official(raw, normalized, {"segments": segments})
     if memory:
-        metrics["local_memory"] = _json_official(level, 100 * level)
+        metrics["local_memory"] = MetricResult.official(level, 100 * level)
     else:
-        metrics["local_memory"] = {
-            "raw": None,
-            "normalized": None,
-            "status": "missing",
-            "reason": "episode cut short before the memory probe",
-            "details": {},
-        }
-    metrics["revisit_memory"] = {
-        "raw": None,
-        "normalized": None,
-        "status": "not_applicable",
-        "reason": "no revisit in this schedule",
-        "details": {},
-    }
+        metrics["local_memory"] = MetricResult.missing("episode cut short before the memory probe")
+    metrics["revisit_memory"] = MetricResult.not_applicable("no revisit in this schedule")
     if quality is not None:
-        metrics["perceptual_quality"] = _json_official(quality / 100, quality)
-    return {
-        "format": "streameval.scores/1",
-        "model": model,
-        "suite": SAMPLE_SUITE,
-        "episode": episode,
-        "fps": SAMPLE_FPS,
-        "frames": sample_schedule().total_frames,
-        "complete": True,
-        "metrics": metrics,
-    }
-
-
-def _json_official(raw: float, normalized: float) -> dict[str, Any]:
-    return {
-        "raw": raw,
-        "normalized": normalized,
-        "status": "official",
-        "reason": None,
-        "details": {},
-    }
+        metrics["perceptual_quality"] = MetricResult.official(quality / 100, quality)
+    return scores_document(
+        model=model,
+        suite=SAMPLE_SUITE,
+        episode=episode,
+        fps=SAMPLE_FPS,
+        frames=sample_schedule().total_frames,
+        metrics=metrics,
+    )
 
 
 def write_sample_results(root: Path) -> Path:
@@ -294,9 +264,7 @@ def write_sample_results(root: Path) -> Path:
                 memory=not (model == "yume" and e == 2),
                 quality=None if model.startswith("procedural") else 40 + 40 * level - e,
             )
-            d = root / model / episode
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "scores.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+            write_scores(root / model / episode, doc)
     return root
 
 

@@ -1,0 +1,84 @@
+"""The results format module: writer and reader agree, and reading needs no OpenCV, PyAV or
+pipeline (``streameval table`` runs where only results exist)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streameval.errors import BadInputError
+from streameval.results import MetricResult
+from streameval.scores_file import (
+    SCORES_FORMAT,
+    load_episode,
+    load_results,
+    scores_document,
+    write_scores,
+)
+
+HEAVY = ("cv2", "av", "streameval.pipeline", "streameval.perception", "torch", "textual")
+
+
+def _doc(episode: str = "e1", **metrics: MetricResult) -> dict[str, object]:
+    return scores_document(
+        model="m",
+        suite="s",
+        episode=episode,
+        fps=16.0,
+        frames=10,
+        metrics=metrics,
+        errors=[{"source": "recorder", "message": "disk full", "fatal": False}],
+    )
+
+
+def test_written_document_reads_back(tmp_path: Path) -> None:
+    path = write_scores(
+        tmp_path / "r",
+        _doc(
+            a=MetricResult.official(0.5, 50.0, {"k": [1, 2]}),
+            b=MetricResult.not_applicable("frozen"),
+            c=MetricResult.missing("no backend"),
+        ),
+    )
+    assert json.loads(path.read_text())["format"] == SCORES_FORMAT
+    record = load_episode(path)
+    assert (record.model, record.suite, record.episode, record.frames) == ("m", "s", "e1", 10)
+    assert record.metrics["a"] == MetricResult(0.5, 50.0, "official", None, {"k": [1, 2]})
+    assert record.metrics["b"].status == "not_applicable" and record.metrics["b"].reason == "frozen"
+    assert record.metrics["c"].status == "missing" and record.metrics["c"].raw is None
+
+
+def test_writer_refuses_a_foreign_document_and_nan(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a streameval.scores/1"):
+        write_scores(tmp_path, {"format": "other"})
+    with pytest.raises(ValueError):
+        write_scores(tmp_path, _doc(a=MetricResult.official(float("nan"), 1.0)))
+
+
+def test_reader_names_the_file_and_keeps_the_others(tmp_path: Path) -> None:
+    write_scores(tmp_path / "good", _doc(a=MetricResult.official(1.0, 100.0)))
+    bad = tmp_path / "bad" / "scores.json"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({**_doc("e2"), "format": "streameval.scores/0"}))
+    loaded = load_results([tmp_path])
+    assert [r.episode for r in loaded.episodes] == ["e1"]
+    assert len(loaded.errors) == 1 and str(bad) in str(loaded.errors[0])
+    with pytest.raises(BadInputError, match="format must be"):
+        load_episode(bad)
+
+
+@pytest.mark.parametrize("module", ["streameval.scores_file"])
+def test_results_modules_import_without_opencv_pyav_or_pipeline(module: str) -> None:
+    code = (
+        f"import sys, {module}\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"importing {module} pulled in {out}"
