@@ -126,10 +126,15 @@ class CpuPoseEstimator:
         assert self._tracked is not None and self._alive is not None and self._k is not None
         if len(self._tracked):
             nxt, status, _ = cv2.calcOpticalFlowPyrLK(
-                self._prev_gray, gray, self._tracked, None, winSize=(21, 21), maxLevel=3
+                self._prev_gray,
+                gray,
+                self._tracked,
+                None,  # type: ignore[call-overload]
+                winSize=(21, 21),
+                maxLevel=3,
             )
-            self._alive &= status.ravel().astype(bool)
-            self._tracked = nxt
+            self._alive &= np.asarray(status).ravel().astype(bool)
+            self._tracked = np.asarray(nxt, dtype=np.float32)
         self._prev_gray = gray
         key_pts = self._key.points[self._alive].reshape(-1, 2).astype(np.float64)
         cur_pts = self._tracked[self._alive].reshape(-1, 2).astype(np.float64)
@@ -153,7 +158,8 @@ class CpuPoseEstimator:
 
     def _relative_pose(self, key_pts: F64, cur_pts: F64) -> tuple[F64, F64] | None:
         assert self._k is not None
-        k, k_inv = self._k, np.linalg.inv(self._k)
+        k: F64 = self._k
+        k_inv: F64 = np.asarray(np.linalg.inv(k), dtype=np.float64)
         if float(np.percentile(np.linalg.norm(cur_pts - key_pts, axis=1), 90)) < 0.05:
             return np.eye(3), np.zeros(3)
         h, inliers = cv2.findHomography(key_pts, cur_pts, cv2.RANSAC, HOMOGRAPHY_RANSAC_PX)
@@ -179,13 +185,13 @@ class CpuPoseEstimator:
             return None
         assert self._key is not None
         self._key.translating = True  # once seen, the window's parallax only grows
-        _, r, t, mask = cv2.recoverPose(e, key_pts, cur_pts, k, mask=inliers)
-        r = np.asarray(r, dtype=np.float64)
-        good = mask.ravel() > 0
+        _, r_cv, t, mask = cv2.recoverPose(e, key_pts, cur_pts, k, mask=inliers)
+        r_pose: F64 = np.asarray(r_cv, dtype=np.float64)
+        good = np.asarray(mask).ravel() > 0
         if good.sum() < 8:
             return None
         # Step length: median parallax left after removing the rotation, in focal units.
-        rotated = (k @ r @ k_inv @ np.c_[key_pts[good], np.ones(int(good.sum()))].T).T
+        rotated = (k @ r_pose @ k_inv @ np.c_[key_pts[good], np.ones(int(good.sum()))].T).T
         rotated = rotated[:, :2] / rotated[:, 2:3]
         parallax = float(np.median(np.linalg.norm(cur_pts[good] - rotated, axis=1))) / k[0, 0]
         direction = np.asarray(t, dtype=np.float64).ravel()
@@ -194,4 +200,4 @@ class CpuPoseEstimator:
         if self._key.direction is not None and float(direction @ self._key.direction) < 0.0:
             direction = -direction
         self._key.direction = direction
-        return r, direction * parallax
+        return r_pose, direction * parallax

@@ -137,7 +137,8 @@ def keystroke_errors(
     if n < 2:
         raise KeystrokeInputError(f"need at least two frames with a pose and a key, got {n}")
     keys = [str(k) for k in frame_keys[:n]]
-    finite = np.isfinite(poses[:n].reshape(n, -1)).all(axis=1)
+    finite_rows: NDArray[np.bool_] = np.all(np.isfinite(poses[:n].reshape(n, -1)), axis=1)
+    finite = [bool(v) for v in finite_rows]
     weight = 1.0 / float(fps)
     err_t = err_r = total_w = path = rotation = 0.0
     n_active = n_mismatch = observed = missing = 0
