@@ -7,13 +7,13 @@ STAMP := $(VENV)/.installed-stamp
 # multi-GB CUDA build. Only the heavy (optional) backends need it.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-ray lint bench bench-ray clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q '$(TORCH_PIN)'
-	$(PY) -m pip install -q -e '.[dev,heavy]'
+	$(PY) -m pip install -q -e '.[dev,heavy,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -21,6 +21,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(ARGS)
+
+# Only the Ray tests (a local 2-CPU instance, ~45 s here); `make test` runs them too,
+# `make test ARGS="-m 'not ray'"` leaves them out.
+test-ray: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ray $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -30,6 +35,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/throughput.py
+
+bench-ray: $(STAMP)
+	$(PY) bench/ray_batch.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -88,7 +88,7 @@ def child_peak_rss(rollout_dir: Path, out: Path, config: str) -> float:
     """Peak RSS (MiB) of a fresh process that replays ``rollout_dir``."""
     code = (
         "import asyncio, resource, sys;"
-        "from replay import ReplaySource, read_rollout;"
+        "from streameval.replay import ReplaySource, read_rollout;"
         "from streameval.pipeline import run_episode, PipelineConfig;"
         "from pathlib import Path;"
         f"asyncio.run(run_episode(ReplaySource(read_rollout(Path({str(rollout_dir)!r}))),"
@@ -120,7 +120,10 @@ def main() -> None:
     threads = PipelineConfig().opencv_threads
     flow_fps, n = bare_flow_fps(r120, args.flow, threads)
     # Issue 2's pipeline: control metrics only (memory perception has its own bench).
-    control = PipelineConfig(flow=args.flow, embedding=None, cuts=None)
+    # (no quality perception either: bench/quality_cost.py measures it)
+    control = PipelineConfig(
+        flow=args.flow, embedding=None, cuts=None, imaging=False, quality_frames=False
+    )
     pipe_fps, timing, frames = pipeline_fps(r120, base / "out120", control)
     assert frames == n
     scores = json.loads((base / "out120" / "scores.json").read_text())
@@ -145,7 +148,7 @@ def main() -> None:
         write_rollout(r60, ["W", "A", "L"])
     if not (r240 / "meta.json").exists():
         write_rollout(r240, KEYS_120S * 2)
-    cfg = "PipelineConfig(embedding=None, cuts=None)"
+    cfg = "PipelineConfig(embedding=None, cuts=None, imaging=False, quality_frames=False)"
     rss60 = child_peak_rss(r60, base / "out60", cfg)
     rss240 = child_peak_rss(r240, base / "out240", cfg)
     signals_mib = (3840 - 960) * (2 * 8 + 60) / 2**20  # sx, srad, key list entry per frame

@@ -25,6 +25,10 @@ from streameval.events import Image
 CODEC = "libx264rgb"
 PIX_FMT = "rgb24"
 CODEC_OPTIONS = {"qp": "0", "preset": "ultrafast"}
+# ``--record lossy``: ordinary H.264 at CRF 18 ("visually lossless"), about 30× smaller than
+# qp=0 RGB on the procedural world; scores of its replay are close, not bit-identical.
+LOSSY_CODEC = "libx264"
+LOSSY_OPTIONS = {"crf": "18", "preset": "veryfast"}
 # Fragment every second of video and hand each packet to the OS at once (otherwise a 256 KiB
 # I/O buffer holds back many seconds of small frames): a crash loses about a second of video.
 CONTAINER_OPTIONS = {
@@ -36,22 +40,32 @@ DEFAULT_CAPACITY = 8
 
 
 def _add_video_stream(
-    container: av.container.OutputContainer, rate: Fraction, first: Image
+    container: av.container.OutputContainer, rate: Fraction, first: Image, lossy: bool
 ) -> av.video.stream.VideoStream:
-    stream = container.add_stream(CODEC, rate=rate)
+    codec = LOSSY_CODEC if lossy else CODEC
+    stream = container.add_stream(codec, rate=rate)
     if not isinstance(stream, av.video.stream.VideoStream):
-        raise TypeError(f"{CODEC} did not give a video stream")
-    stream.width, stream.height = int(first.shape[1]), int(first.shape[0])
-    stream.pix_fmt = PIX_FMT
-    stream.options = dict(CODEC_OPTIONS)
+        raise TypeError(f"{codec} did not give a video stream")
+    height, width = int(first.shape[0]), int(first.shape[1])
+    stream.width, stream.height = width, height
+    if lossy:
+        # 4:2:0 needs even sizes; an odd-sized model keeps full chroma instead.
+        stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
+        stream.options = dict(LOSSY_OPTIONS)
+    else:
+        stream.pix_fmt = PIX_FMT
+        stream.options = dict(CODEC_OPTIONS)
     return stream
 
 
 class LosslessVideoWriter:
-    """Write RGB frames to ``path`` losslessly; the first frame fixes the size."""
+    """Write RGB frames to ``path`` losslessly (or ``lossy``); the first frame fixes the size."""
 
-    def __init__(self, path: Path, fps: float, *, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self, path: Path, fps: float, *, capacity: int = DEFAULT_CAPACITY, lossy: bool = False
+    ) -> None:
         self.path = path
+        self.lossy = lossy
         self.rate = Fraction(fps).limit_denominator(1_000_000)
         self.frames = 0
         self._queue: queue.Queue[Image | None] = queue.Queue(maxsize=capacity)
@@ -91,7 +105,7 @@ class LosslessVideoWriter:
                     container = av.open(
                         str(self.path), "w", format="mp4", options=CONTAINER_OPTIONS
                     )
-                    stream = _add_video_stream(container, self.rate, image)
+                    stream = _add_video_stream(container, self.rate, image, self.lossy)
                 frame = av.VideoFrame.from_ndarray(image, format=PIX_FMT)
                 frame.pts = index
                 container.mux(stream.encode(frame))

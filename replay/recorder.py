@@ -114,6 +114,7 @@ class Recorder:
         extra: dict[str, Any] | None = None,
         source: str | None = None,
         overwrite: bool = True,
+        lossy: bool = False,
     ) -> None:
         if not (math.isfinite(fps) and fps > 0):
             raise ValueError(f"fps must be a positive number, got {fps}")
@@ -141,9 +142,10 @@ class Recorder:
             "complete": False,
             "reason": "recording in progress",
             "recorded_at": time.time(),
+            "video_quality": "lossy" if lossy else "lossless",
         }
         self._write_meta()
-        self._video = LosslessVideoWriter(self.out_dir / RECORDED_VIDEO, self.fps)
+        self._video = LosslessVideoWriter(self.out_dir / RECORDED_VIDEO, self.fps, lossy=lossy)
         self._actions: IO[str] = (self.out_dir / ACTIONS).open("w", encoding="utf-8")
         self._keys: IO[str] = (self.out_dir / KEYS).open("w", encoding="utf-8")
         self._poses = _Sidecar("pose", (4, 4))

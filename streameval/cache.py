@@ -1,8 +1,9 @@
 """The episode cache: what perception produced, and all that ``rescore`` needs.
 
 Perceive once, score many: every score is a kernel over this cache. Arrays are stored
-uncompressed in ``.npz`` (bit-exact round trip); ``episode.json`` holds the rest. No frames:
-the cache stays a few hundred kB for a two-minute episode.
+uncompressed in ``.npz`` (bit-exact round trip); ``episode.json`` holds the rest. The only
+frames are Q-Align's, at 1 fps (``quality_cache``): about 210 KiB per second as PNG at
+640×432 (25 MB for a two-minute episode); everything else is a few hundred kB.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.errors import BadInputError
-from streameval.perception.motion_type import FitSample
-from streameval.perception.reconstruction import FrameGeometry
+from streameval.fits.geometry import FrameGeometry
+from streameval.fits.motion_type import FitSample
+from streameval.quality_cache import QualityCache
 from streameval.scores_file import write_json
 from streameval.worldatlas_cache import CACHE_FILE as WORLDATLAS_FILE
 from streameval.worldatlas_cache import WorldAtlasCache
@@ -105,6 +107,7 @@ class EpisodeCache:
     fit_samples: list[FitSample] = field(default_factory=list)
     memory: MemoryCache | None = None
     worldatlas: WorldAtlasCache | None = None  # memory_loop episodes (seeds 001–004)
+    quality: QualityCache | None = None
 
     @property
     def fps(self) -> float:
@@ -145,6 +148,8 @@ class EpisodeCache:
             self.memory.save(directory / "memory.npz")
         if self.worldatlas is not None:
             self.worldatlas.save(directory / WORLDATLAS_FILE)
+        if self.quality is not None:
+            self.quality.save(directory)
         write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
 
     @classmethod
@@ -194,4 +199,5 @@ class EpisodeCache:
             fit_samples=samples,
             memory=MemoryCache.load(memory_path) if memory_path.is_file() else None,
             worldatlas=WorldAtlasCache.load(atlas_path) if atlas_path.is_file() else None,
+            quality=QualityCache.load(directory),
         )

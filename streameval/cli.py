@@ -1,29 +1,41 @@
 """Command line: ``streameval demo | attach | replay | rescore | table`` (DESIGN §6).
 
-Exit status 0 on success, 2 on bad input (one line naming the input), 1 otherwise. Several
-inputs in one command: each is tried; the bad ones are reported and the rest still scored.
+Exit status 0 on success, 2 on bad input (one line naming the input), 130 when the user
+stopped the run (``q`` in the dashboard, Ctrl-C), 1 otherwise. Several inputs in one command:
+each is tried; the bad ones are reported and the rest still scored.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from streameval import __version__
 from streameval.errors import BackendUnavailableError, BadInputError
 from streameval.jobs import EpisodeJob, JobsReport, run_jobs
-from streameval.observers import EpisodeObserver, EpisodeOutcome
+from streameval.layout import episode_dir
+from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
 from streameval.protocol.memory_loop import MEMORY_LOOP_FPS, MemoryLoop
 from streameval.registry import UnknownBackendError
+from streameval.results_log import RESULTS_LOG, ResultsLog
+from streameval.run_options import (
+    add_output_options,
+    add_verbosity_options,
+    apply_existing_policy,
+    configure_logging,
+    existing_policy,
+)
+from streameval.scale.commands import add_ray_options, check_ray_usage, split_ray_flag
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+# 130 = 128 + SIGINT, what shells report for Ctrl-C: a stop the user asked for is not bad input
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _parse_actions(text: str) -> list[int]:
@@ -43,6 +55,16 @@ def _parse_actions(text: str) -> list[int]:
     if not ids or any(i not in WORLDMARK for i in ids):
         raise argparse.ArgumentTypeError(f"worldmark action ids are 1–15, got {text!r}")
     return ids
+
+
+def quality_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quality",
+        default=None,
+        help="Q-Align (OneAlign) for perceptual/aesthetic quality at episode end: "
+        "qalign[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF cache, default "
+        "q-future/one-align); default: none, the two columns are not_applicable",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,15 +94,29 @@ def build_parser() -> argparse.ArgumentParser:
             "cache); default: none, "
             "the depth-free estimator",
         )
+        quality_option(p)
+        p.add_argument(
+            "--publish-mqtt",
+            default=None,
+            metavar="URL",
+            help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
+            "for `streameval dashboard --mqtt` elsewhere",
+        )
         p.add_argument(
             "--cuts",
             default="auto",
             help="shot-cut detector: auto (TransNetV2 when installed, else "
             "scenedetect-adaptive), transnetv2, scenedetect-adaptive, scenedetect-content",
         )
+        add_verbosity_options(p)
 
     demo = sub.add_parser("demo", help="procedural world model, evaluated live")
-    demo.add_argument("--out", type=Path, default=Path("results/demo"), help="results directory")
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results/demo"),
+        help="results directory: OUT/<model>/<episode>/ (default results/demo)",
+    )
     demo.add_argument("--defect", default="clean", help="inject a defect (see --list-defects)")
     demo.add_argument("--list-defects", action="store_true", help="list defect presets and exit")
     demo.add_argument(
@@ -95,30 +131,79 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, help="scene seed of the procedural world")
     memory_loop_options(demo)
     common(demo)
+    add_output_options(demo, record=True)
 
     attach = sub.add_parser("attach", help="attach to a model and drive the protocol")
-    attach.add_argument("url", help="python:MODULE:FACTORY (an in-process model)")
-    attach.add_argument("--out", type=Path, required=True)
+    attach.add_argument(
+        "url",
+        help="python:MODULE:FACTORY (an in-process model; see docs/evaluate-your-model.md), "
+        "webrtc+http://HOST:PORT/PATH, mjpeg+http://HOST:PORT/PATH, "
+        "mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
+    )
+    attach.add_argument(
+        "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
+    )
     memory_loop_options(attach)
-    attach.add_argument("--actions", type=_parse_actions, default=list(range(1, 16)))
-    attach.add_argument("--seconds-per-key", type=float, default=20.0)
+    attach.add_argument(
+        "--actions",
+        type=_parse_actions,
+        default=list(range(1, 16)),
+        help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: all 15)",
+    )
+    attach.add_argument(
+        "--seconds-per-key", type=float, default=20.0, help="video seconds per key (default 20)"
+    )
     attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
+    attach.add_argument(
+        "--model-name",
+        default=None,
+        help="name of the model in results and tables (default: the factory's name)",
+    )
+    attach.add_argument(
+        "--app-dir",
+        type=Path,
+        default=Path("."),
+        help="folder searched first for MODULE (default: the working directory)",
+    )
+    from streameval.transport_cli import (
+        add_attach_network_args,
+        add_dashboard_parser,
+        add_serve_parser,
+    )
+
+    add_attach_network_args(attach)
     common(attach)
+    add_output_options(attach, record=True)
+    add_serve_parser(sub)
+    add_dashboard_parser(sub)
 
     replay = sub.add_parser("replay", help="score recorded rollouts")
-    replay.add_argument("rollouts", nargs="+", type=Path)
-    replay.add_argument("--out", type=Path, required=True)
+    replay.add_argument(
+        "rollouts", nargs="+", type=Path, help="rollout directories, deliveries or folders of them"
+    )
+    replay.add_argument(
+        "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
+    )
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--realtime", action="store_true", help="pace at each rollout's fps")
     pace.add_argument("--fps", type=float, default=None, help="pace at N frames per second")
     common(replay)
+    add_output_options(replay, record=False)
+    add_ray_options(replay, gpus=True)
 
     rescore = sub.add_parser("rescore", help="recompute scores from episode caches")
-    rescore.add_argument("results", nargs="+", type=Path)
+    rescore.add_argument("results", nargs="+", type=Path, help="results directories")
+    quality_option(rescore)
+    add_ray_options(rescore, gpus=False)
 
+    from streameval.report.cli import add_report_parser
     from streameval.table_cli import add_table_parser
 
     add_table_parser(sub)
+    add_report_parser(sub)
+    from streameval.scale.pool_cli import add_pool_parser
+
+    add_pool_parser(sub, common)
     return parser
 
 
@@ -151,31 +236,10 @@ def memory_loops(args: argparse.Namespace, fps: float) -> list[MemoryLoop]:
     return [memory_loop(name, fps=fps, seconds=args.loop_seconds) for name in names]
 
 
-class ResultsLog(EpisodeObserver):
-    """Appends one JSON line per finished episode to ``results.jsonl`` (STYLE: JSONL)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def on_end(self, outcome: EpisodeOutcome) -> None:
-        line = {
-            "episode": outcome.info.episode,
-            "model": outcome.info.model,
-            "complete": outcome.complete,
-            "frames": outcome.frames,
-            "results_dir": str(outcome.results_dir) if outcome.results_dir else None,
-            "metrics": {k: m.normalized for k, m in outcome.scores.metrics.items()},
-        }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(json.dumps(line) + "\n")
-
-
 def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.driver import InProcessSource
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import worldmark_keys
-    from streameval.recording import RecordingObserver
     from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
     from streameval.worlds.procedural_world.config import WorldConfig
 
@@ -234,23 +298,29 @@ def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
                 height=world.height,
             )
 
-        results_dir = args.out / episode
-        jobs.append(
-            EpisodeJob(
-                episode, open_source, results_dir, [RecordingObserver(results_dir / "recording")]
-            )
-        )
+        results_dir = episode_dir(args.out, f"procedural-world[{args.defect}]", episode)
+        jobs.append(EpisodeJob(episode, open_source, results_dir, _recorders(args, results_dir)))
     return jobs
 
 
-def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
-    from streameval.attach import load_python_model
-    from streameval.driver import InProcessSource
-    from streameval.protocol.schedule import Schedule
-    from streameval.protocol.suites import worldmark_keys
+def _recorders(args: argparse.Namespace, results_dir: Path) -> list[EpisodeObserver]:
     from streameval.recording import RecordingObserver
 
-    model, name = load_python_model(args.url)
+    if args.record == "off":
+        return []
+    return [RecordingObserver(results_dir / "recording", lossy=args.record == "lossy")]
+
+
+def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
+    from streameval.api import model_jobs
+    from streameval.attach import load_python_model
+    from streameval.transports.urls import is_network_url
+
+    if is_network_url(args.url):
+        from streameval.transport_cli import network_attach_jobs
+
+        return network_attach_jobs(args)
+    model, name = load_python_model(args.url, args.app_dir)
     fps = args.fps or float(getattr(model, "fps", 16.0))
     jobs: list[EpisodeJob] = []
     if args.suite == "memory_loop":
@@ -263,7 +333,7 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
                     model,
                     loop.schedule(),
                     episode=loop.name,
-                    model_name=name,
+                    model_name=args.model_name or name,
                     suite="memory_loop",
                     width=getattr(model, "width", None),
                     height=getattr(model, "height", None),
@@ -280,35 +350,22 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
                 )
             )
         return jobs
-    for action in args.actions:
-        keys = worldmark_keys(action)
-        episode = f"{action:03d}_{''.join(keys)}"
-
-        def open_source(keys: tuple[str, ...] = keys, episode: str = episode) -> InProcessSource:
-            if callable(getattr(model, "reset", None)):
-                model.reset()
-            return InProcessSource(
-                model,
-                Schedule.per_key(keys, args.seconds_per_key, fps),
-                episode=episode,
-                model_name=name,
-                suite=args.suite,
-                width=getattr(model, "width", None),
-                height=getattr(model, "height", None),
-            )
-
-        results_dir = args.out / episode
-        jobs.append(
-            EpisodeJob(
-                episode, open_source, results_dir, [RecordingObserver(results_dir / "recording")]
-            )
-        )
-    return jobs
+    return model_jobs(
+        model,
+        args.model_name or name,
+        args.out,
+        actions=args.actions,
+        seconds_per_key=args.seconds_per_key,
+        fps=args.fps,
+        record=args.record,
+        suite=args.suite,
+    )
 
 
 def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     from streameval.replay import ReplaySource, open_rollouts
     from streameval.replay.rollout import Rollout
+    from streameval.scale.tasks import ReplayTask
 
     rollouts, errors = open_rollouts(args.rollouts)
     report.bad_input.extend(str(e) for e in errors)
@@ -319,7 +376,9 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
         def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
             return ReplaySource(rollout, pace=pace)
 
-        jobs.append(EpisodeJob(rollout.episode, open_source, args.out / rollout.episode))
+        results_dir = episode_dir(args.out, rollout.model, rollout.episode)
+        task = ReplayTask(rollout.episode, rollout.path, results_dir, pace)
+        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir, task=task))
     return jobs
 
 
@@ -335,25 +394,97 @@ def _run_episodes(args: argparse.Namespace) -> int:
         jobs = _attach_jobs(args)
     else:
         jobs = _replay_jobs(args, report)
+    jobs, skipped, kept = apply_existing_policy(jobs, existing_policy(args))
+    report.bad_input.extend(kept)
     for message in report.bad_input:
         print(f"error: {message}", file=sys.stderr)
+    for message in skipped:
+        print(message, file=sys.stderr)
     config = PipelineConfig(
-        flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
+        flow=args.flow,
+        embedding=args.embedding,
+        cuts=args.cuts,
+        depth=args.depth,
+        quality=args.quality,
     )
-    results_log = ResultsLog(args.out / "results.jsonl")
+    results_log = ResultsLog(args.out / RESULTS_LOG)
+    if getattr(args, "ray", None) is not None:
+        from streameval.scale.commands import run_ray_replay
+
+        if getattr(args, "publish_mqtt", None):
+            raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
+        return run_ray_replay(args, jobs, config, [results_log], len(report.bad_input))
+    extra: list[EpisodeObserver] = []
+    publisher = None
+    if args.publish_mqtt:
+        from streameval.transports.scores_publisher import MqttScoresPublisher
+
+        publisher = MqttScoresPublisher(args.publish_mqtt)
+        extra.append(publisher)
     if _use_dashboard(args):
         from streameval.tui import run_dashboard
 
-        run_report = run_dashboard(jobs, config, [results_log])
+        run_report = run_dashboard(jobs, config, [results_log, *extra])
     else:
-        run_report = asyncio.run(run_jobs(jobs, config, [ProgressPrinter(), results_log]))
-    for message in run_report.bad_input:
+        run_report = _run_plain(jobs, config, [results_log, *extra], args.quiet, publisher)
+    return _finish(args, report, run_report, len(skipped))
+
+
+def _run_plain(
+    jobs: list[EpisodeJob],
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    quiet: bool,
+    publisher: Any = None,
+) -> JobsReport:
+    """Without the dashboard: progress bars in a terminal, plain lines otherwise (-q: none)."""
+
+    async def run_all(shown: list[EpisodeObserver]) -> JobsReport:
+        try:
+            return await run_jobs(jobs, config, [*shown, *observers])
+        finally:
+            if publisher is not None:
+                await publisher.close()
+
+    if quiet:
+        return asyncio.run(run_all([]))
+    if not sys.stdout.isatty():
+        return asyncio.run(run_all([ProgressPrinter()]))
+    from streameval.progress_bar import ProgressBars
+
+    with ProgressBars(len(jobs)) as bars:
+        return asyncio.run(run_all([bars]))
+
+
+def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
+    """Report what went wrong, a one-line summary with the results path, and the exit code."""
+    from streameval.report.cli import write_reports
+
+    written = [o.results_dir for o in run.outcomes if o.results_dir is not None]
+    if written:
+        for warning in write_reports(written, args.out):
+            print(f"warning: {warning}", file=sys.stderr)
+    for message in run.bad_input:
         print(f"error: {message}", file=sys.stderr)
-    incomplete = [o for o in run_report.outcomes if not o.complete]
-    for outcome in incomplete:
-        for message in outcome.errors or [f"{outcome.info.episode}: episode incomplete"]:
-            print(f"error: {message}", file=sys.stderr)
-    if report.bad_input or run_report.bad_input or incomplete:
+    incomplete = [o for o in run.outcomes if not o.complete]
+    if not run.stopped:
+        for outcome in incomplete:
+            messages = [e.message for e in outcome.errors]
+            for message in messages or [f"{outcome.info.episode}: episode incomplete"]:
+                print(f"error: {message}", file=sys.stderr)
+    complete = len(run.outcomes) - len(incomplete)
+    failed = len(report.bad_input) + len(run.bad_input)
+    parts = [f"{complete} complete", f"{len(incomplete)} incomplete"]
+    parts += [f"{skipped} skipped"] if skipped else []
+    parts += [f"{failed} not run (bad input)"] if failed else []
+    print(
+        f"{', '.join(parts)}; results in {args.out}/ (open {args.out / 'index.html'}, "
+        f"or: streameval table {args.out} --include-all)",
+        file=sys.stderr,
+    )
+    if run.stopped:
+        return EXIT_INTERRUPTED
+    if report.bad_input or run.bad_input or incomplete:
         return EXIT_BAD_INPUT
     return EXIT_OK
 
@@ -361,6 +492,11 @@ def _run_episodes(args: argparse.Namespace) -> int:
 def _run_rescore(args: argparse.Namespace) -> int:
     from streameval.rescore import find_results_dirs, rescore_dir
 
+    quality = None
+    if args.quality:
+        from streameval.perception.qalign import load_quality_backend
+
+        quality = load_quality_backend(args.quality)  # fails fast, before any directory
     status = EXIT_OK
     for path in args.results:
         try:
@@ -371,7 +507,7 @@ def _run_rescore(args: argparse.Namespace) -> int:
             continue
         for d in dirs:
             try:
-                outcome = rescore_dir(d)
+                outcome = rescore_dir(d, quality=quality)
             except BadInputError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 status = EXIT_BAD_INPUT
@@ -382,14 +518,40 @@ def _run_rescore(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(split_ray_flag(sys.argv[1:] if argv is None else argv))
+    configure_logging(args)
     try:
+        check_ray_usage(args)
+        if args.command == "rescore" and args.ray is not None:
+            from streameval.scale.commands import run_ray_rescore
+
+            return run_ray_rescore(args)
         if args.command == "rescore":
             return _run_rescore(args)
+        if args.command == "dashboard" and args.mqtt is None:
+            from streameval.dashboard_cli import run_browse
+
+            return run_browse(args)
+        if args.command == "report":
+            from streameval.report.cli import run_report
+
+            return run_report(args)
         if args.command == "table":
             from streameval.table_cli import run_table
 
             return run_table(args)
+        if args.command == "pool":
+            from streameval.scale.pool_cli import run_pool
+
+            return run_pool(args)
+        if args.command == "serve":
+            from streameval.transport_cli import run_serve
+
+            return run_serve(args)
+        if args.command == "dashboard":
+            from streameval.transport_cli import run_dashboard_mqtt
+
+            return run_dashboard_mqtt(args)
         if args.command == "demo" and args.list_defects:
             from streameval.worlds.procedural_world import DEFECT_PRESETS
 
@@ -400,8 +562,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("interrupted: episodes in progress were finalized as incomplete", file=sys.stderr)
-        return EXIT_FAILURE
+        where = f"; results in {args.out}/" if getattr(args, "out", None) else ""
+        print(
+            f"interrupted: episodes in progress were finalized as incomplete{where}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -6,34 +6,35 @@ three call :func:`score_episode` on the same cache arrays.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from streameval.cache import EpisodeCache
 from streameval.constants import ANALYSIS_WIDTH
-from streameval.metrics.control import MotionType, control_metrics
-from streameval.metrics.memory_global import REASON_NO_BACKEND, global_memory
-from streameval.metrics.memory_local import local_memory
-from streameval.metrics.memory_revisit import revisit_memory
-from streameval.perception.motion_type import (
+from streameval.fits.geometry import views_from_frames
+from streameval.fits.motion_type import (
     MotionFit,
     analysis_focal,
     fit_frames,
     fit_motion_type,
 )
-from streameval.perception.reconstruction import views_from_frames
+from streameval.metrics.control import MotionType, control_metrics
+from streameval.metrics.memory_global import REASON_NO_BACKEND, global_memory
+from streameval.metrics.memory_local import local_memory
+from streameval.metrics.memory_revisit import revisit_memory
+from streameval.metrics.registry import metric_specs, resolve_target
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
+from streameval.quality_scores import quality_metrics
 from streameval.results import MetricResult
 from streameval.scores_file import scores_document
 from streameval.worldatlas_columns import MEMORY_LOOP_SUITE
 from streameval.worldatlas_track import worldatlas_metrics
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
-QUALITY_METRICS = ("perceptual_quality", "aesthetic_quality")
-# SPEC §6: only Q-Align (OneAlign) scores carry these names; without it they are
-# not_applicable, never a number from a cheaper statistic.
-NO_QUALITY_BACKEND = "no Q-Align (OneAlign) backend in this version of streameval"
+# The control columns' kernel, as registered (``live_scores`` updates it incrementally).
+CONTROL_KERNEL = "streameval.episode_scores:control_scores"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
     for j, seg in enumerate(segments_from_keys(cache.frame_keys)):
         if FAMILY.get(seg.key) not in ("lat", "yaw"):
             continue
-        wanted = fit_frames(seg.start, seg.end, cache.fps)
+        wanted = fit_frames(seg.start, seg.end, cache.fps, len(cache.frame_keys))
         samples = [by_frame[f] for f in wanted if f in by_frame]
         fits[j] = fit_motion_type(samples, focal)
     return fits
@@ -89,27 +90,66 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
     return {"local_memory": local, "revisit_memory": revisit, "global_memory": glob}
 
 
-def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
-    """All metrics of the episode that its cache supports.
+@dataclass(frozen=True, slots=True)
+class ScoringInput:
+    """What an episode kernel registered in ``metrics/registry.py`` receives.
 
-    Provisional scores (``final=False``, while the episode runs) are the control metrics
-    only: memory is measured once, at episode end, from everything perception kept.
+    ``cache``: the episode cache (signals, samples, memory); ``motion_fits``: the motion-type
+    fit of every lat/yaw segment, computed once and shared (control needs it, ``scores.json``
+    reports it); ``final``: False while the episode runs (provisional scores of ``live``
+    metrics on the prefix).
+    """
+
+    cache: EpisodeCache
+    motion_fits: Mapping[int, MotionFit | None]
+    final: bool
+
+
+def control_scores(inp: ScoringInput) -> dict[str, MetricResult]:
+    """The eight control columns (SPEC §4), provisional unless ``inp.final``."""
+    cache = inp.cache
+    types = {
+        j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in inp.motion_fits.items() if f
+    }
+    return control_metrics(
+        cache.sx, cache.srad, cache.frame_keys, cache.fps, types, provisional=not inp.final
+    )
+
+
+def memory_scores(inp: ScoringInput) -> dict[str, MetricResult]:
+    """Local, Revisit and Global Memory (SPEC §5)."""
+    return memory_metrics(inp.cache)
+
+
+def quality_scores(inp: ScoringInput) -> dict[str, MetricResult]:
+    """Q-Align columns, seed-004 drift and the CPU imaging statistics (``quality_scores``)."""
+    return quality_metrics(inp.cache.quality, inp.cache.fps)
+
+
+def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
+    """Every registered metric of the episode that its cache supports, in registry order.
+
+    Provisional scores (``final=False``, while the episode runs) are the ``live`` metrics
+    only (the control columns): memory is measured once, at episode end, from everything
+    perception kept. Each registered kernel runs once, however many metrics it scores.
     """
     # depth_source stays in provenance, not in metric details: a live run (depth from the
     # model) and the replay of its recording (depth from the sidecar) score bit-identically.
-    fits = motion_fits(cache)
-    types = {j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in fits.items() if f}
-    metrics = control_metrics(
-        cache.sx, cache.srad, cache.frame_keys, cache.fps, types, provisional=not final
-    )
-    if final:
-        metrics.update(memory_metrics(cache))
-        if cache.meta.get("suite") == MEMORY_LOOP_SUITE:
-            metrics.update(worldatlas_metrics(cache, cache.worldatlas))
-        metrics.update(
-            {n: MetricResult.not_applicable(NO_QUALITY_BACKEND) for n in QUALITY_METRICS}
+    inp = ScoringInput(cache, motion_fits(cache), final)
+    outputs: dict[str, Mapping[str, MetricResult]] = {}
+    metrics: dict[str, MetricResult] = {}
+    for spec in metric_specs():
+        if spec.kernel is None or not (final or spec.live):
+            continue
+        if spec.kernel not in outputs:
+            outputs[spec.kernel] = resolve_target(spec.kernel)(inp)
+        out = outputs[spec.kernel]
+        metrics[spec.name] = (
+            out[spec.name]
+            if spec.name in out
+            else MetricResult.missing(f"kernel {spec.kernel} did not score {spec.name}")
         )
-    return EpisodeScores(metrics, fits)
+    return EpisodeScores(metrics, dict(inp.motion_fits))
 
 
 def episode_document(

@@ -22,6 +22,14 @@ class EndOfStream(Exception):
     """Raised by ``Source.recv`` when the episode has no more events."""
 
 
+class EpisodeNotStarted(RuntimeError):
+    """The source ended (or failed) before ``EpisodeStart``: there is no episode to finalize.
+
+    Its own type, so that a caller that stopped the source itself (the dashboard's ``q``) can
+    tell this case from a crash without reading meaning into any ``RuntimeError``.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeInfo:
     """What is known about an episode before its first frame.
@@ -75,11 +83,37 @@ class KeySent:
 
 
 @dataclass(frozen=True, slots=True)
-class SourceError:
-    """Something went wrong in the source. ``fatal`` ends the episode (marked incomplete)."""
+class ErrorEvent:
+    """The one error channel of an episode (after pipecat's ``ErrorFrame``).
+
+    Whoever has a problem — the source, perception rejecting a frame, a backend that could not
+    start or failed at the end, the recorder, a command that could not open its input — emits
+    one of these; the pipeline hands it to every observer (``on_error``: dashboard log,
+    console), keeps it in ``EpisodeOutcome.errors`` and writes it to ``scores.json``'s
+    ``errors``. ``fatal`` from a source ends the episode (marked incomplete). ``message`` is one
+    line naming the input; ``source`` says who reported it (``source``, ``perception``,
+    ``cut_detector``, ``recorder``, ``input``, ...); ``frame`` when it concerns one frame.
+    """
 
     message: str
     fatal: bool = False
+    source: str = "source"
+    frame: int | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "message": self.message,
+            "fatal": self.fatal,
+            "frame": self.frame,
+        }
+
+
+# What a source emits on error: the same event (its ``source`` defaults to "source").
+SourceError = ErrorEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,4 +125,4 @@ class EpisodeEnd:
     reason: str | None = None
 
 
-Event = EpisodeStart | FrameEvent | KeySent | SourceError | EpisodeEnd
+Event = EpisodeStart | FrameEvent | KeySent | ErrorEvent | EpisodeEnd

@@ -7,14 +7,22 @@ observers, so what a headless run writes and what the dashboard shows come from 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from streameval.errors import BadInputError
+from streameval.events import ErrorEvent
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.pipeline import PipelineConfig, run_episode
 from streameval.source import Source
+
+log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from streameval.scale.tasks import ReplayTask
 
 
 @dataclass
@@ -22,13 +30,15 @@ class EpisodeJob:
     """One episode to evaluate.
 
     ``open_source`` is called when the job starts (not before), so a model or a video file is
-    opened only when its turn comes; it may raise ``BadInputError``.
+    opened only when its turn comes; it may raise ``BadInputError``. ``task``, when set, is
+    the same episode as a picklable description, for running it in another process (Ray).
     """
 
     name: str
     open_source: Callable[[], Source]
     results_dir: Path
     observers: list[EpisodeObserver] = field(default_factory=list)
+    task: ReplayTask | None = None
 
 
 class _LastOutcome(EpisodeObserver):
@@ -43,6 +53,7 @@ class _LastOutcome(EpisodeObserver):
 class JobsReport:
     outcomes: list[EpisodeOutcome] = field(default_factory=list)
     bad_input: list[str] = field(default_factory=list)
+    stopped: bool = False  # the user stopped the run (``q``, Ctrl-C): not a bad input
 
     @property
     def all_complete(self) -> bool:
@@ -56,12 +67,21 @@ async def run_job(
     report: JobsReport,
 ) -> None:
     """Run one job; bad input is reported to the observers and the report, never raised."""
+    log.debug("job %s: opening its source (results in %s)", job.name, job.results_dir)
+    source: Source | None = None
     try:
         source = job.open_source()
+        connect = getattr(source, "connect", None)
+        if connect is not None:  # a network source: an unreachable server is bad input
+            await connect()
     except BadInputError as exc:
+        if source is not None:
+            with contextlib.suppress(Exception):
+                await source.close()
+        log.debug("job %s: bad input: %s", job.name, exc)
         report.bad_input.append(str(exc))
         for o in observers:
-            o.on_error(str(exc))
+            o.on_error(ErrorEvent(str(exc), fatal=True, source="input"))
         return
     ended = _LastOutcome()
     try:
@@ -76,6 +96,13 @@ async def run_job(
         if ended.outcome is not None:
             report.outcomes.append(ended.outcome)
         raise
+    log.debug(
+        "job %s: %s, %d frames, %s",
+        job.name,
+        "complete" if outcome.complete else "incomplete",
+        outcome.frames,
+        outcome.results_dir,
+    )
     report.outcomes.append(outcome)
 
 

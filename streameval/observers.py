@@ -6,12 +6,12 @@ cheap (a recorder hands frames to its writer thread, a dashboard posts coalescin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from streameval.events import EpisodeInfo, FrameEvent, KeySent
+from streameval.events import EpisodeInfo, ErrorEvent, FrameEvent, KeySent
 from streameval.results import MetricResult
 
 if TYPE_CHECKING:
@@ -42,18 +42,18 @@ class EpisodeOutcome:
     results_dir: Path | None
     complete: bool
     frames: int
-    errors: list[str] = field(default_factory=list)
-    interactivity: dict[str, float | int | None] = field(default_factory=dict)
+    errors: list[ErrorEvent] = field(default_factory=list)
+    interactivity: dict[str, Any] = field(default_factory=dict)
 
 
 class EpisodeObserver:
     """Base observer: every hook a no-op; subclasses override what they need."""
 
-    def bind(self, peers: Sequence[EpisodeObserver]) -> None:
-        """Called once before the episode with every observer of it (this one included), so
-        an observer with a problem of its own (a recorder whose disk is full) can report it
-        through ``on_error`` to whoever shows errors (dashboard, console) instead of printing
-        over a full-screen UI."""
+    def bind(self, report: Callable[[ErrorEvent], None]) -> None:
+        """Called once before the episode with the episode's error channel: an observer with a
+        problem of its own (a recorder whose disk is full) reports it there, and it reaches
+        every observer (dashboard, console), the outcome and ``scores.json`` like any other
+        error — never printed over a full-screen UI, never lost."""
 
     def on_start(self, info: EpisodeInfo) -> None:
         """An episode began (first event of a source)."""
@@ -67,8 +67,8 @@ class EpisodeObserver:
     def on_progress(self, progress: Progress) -> None:
         """A frame was perceived; ``provisional`` is set at most every update interval."""
 
-    def on_error(self, message: str) -> None:
-        """A non-fatal or fatal problem, one line naming its input."""
+    def on_error(self, error: ErrorEvent) -> None:
+        """A non-fatal or fatal problem (``error.message``: one line naming its input)."""
 
     def on_end(self, outcome: EpisodeOutcome) -> None:
         """Final scores are written."""

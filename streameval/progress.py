@@ -6,7 +6,7 @@ import sys
 import time
 from typing import TextIO
 
-from streameval.events import EpisodeInfo
+from streameval.events import EpisodeInfo, ErrorEvent
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.results import MetricResult
 
@@ -14,6 +14,8 @@ from streameval.results import MetricResult
 def format_metric(m: MetricResult) -> str:
     if m.status == "official" and m.normalized is not None:
         return f"{m.normalized:6.2f}"
+    if m.status == "official" and m.raw is not None:  # a statistic in its own unit
+        return f"{m.raw:.4g} {m.details.get('unit', '')}".rstrip()
     return m.status
 
 
@@ -58,8 +60,8 @@ class ProgressPrinter(EpisodeObserver):
             f"dropped {progress.dropped}{acc}"
         )
 
-    def on_error(self, message: str) -> None:
-        self._print(f"  ! {message}")
+    def on_error(self, error: ErrorEvent) -> None:
+        self._print(f"  ! {error.message}")
 
     def on_end(self, outcome: EpisodeOutcome) -> None:
         state = "complete" if outcome.complete else "INCOMPLETE"

@@ -2,39 +2,40 @@
 
 Hooked in before perception (``on_frame``), so every frame received is kept even when the
 perceiver falls behind or rejects it. A recorder failure (disk full, a frame whose size
-changes) stops the recording, is reported through the other observers' ``on_error`` (the
-dashboard's event log, the console printer; stderr only when there is nobody else), is kept
-in ``errors`` and (once the recording has started) in its meta.json, and never stops the
+changes) stops the recording and becomes an ``ErrorEvent`` on the episode's error channel
+(``bind``): every observer hears it (the dashboard's event log, the console printer) and it is
+written to scores.json's ``errors``; stderr only when unbound. It is also kept in ``errors``
+and (once the recording has started) in the recording's meta.json, and never stops the
 evaluation.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-from streameval.events import EpisodeInfo, FrameEvent, KeySent
+from streameval.events import EpisodeInfo, ErrorEvent, FrameEvent, KeySent
 from streameval.observers import EpisodeObserver, EpisodeOutcome
 from streameval.replay.recorder import Recorder
 
 
 class RecordingObserver(EpisodeObserver):
-    def __init__(self, out_dir: Path) -> None:
+    def __init__(self, out_dir: Path, *, lossy: bool = False) -> None:
         self.out_dir = out_dir
+        self.lossy = lossy
         self.recorder: Recorder | None = None
         self.errors: list[str] = []
-        self._peers: list[EpisodeObserver] = []
+        self._report: Callable[[ErrorEvent], None] | None = None
 
-    def bind(self, peers: Sequence[EpisodeObserver]) -> None:
-        self._peers = [p for p in peers if p is not self]
+    def bind(self, report: Callable[[ErrorEvent], None]) -> None:
+        self._report = report
 
     def _fail(self, exc: Exception) -> None:
         message = f"recording stopped: {exc}"
         self.errors.append(message)
-        if self._peers:
-            for peer in self._peers:
-                peer.on_error(message)
+        if self._report is not None:
+            self._report(ErrorEvent(message, source="recorder"))
         else:
             print(f"  ! {message}", file=sys.stderr)
         if self.recorder is not None:
@@ -46,7 +47,7 @@ class RecordingObserver(EpisodeObserver):
 
     def on_start(self, info: EpisodeInfo) -> None:
         try:
-            self.recorder = Recorder.for_episode(self.out_dir, info)
+            self.recorder = Recorder.for_episode(self.out_dir, info, lossy=self.lossy)
         except Exception as exc:
             self._fail(exc)
 

@@ -9,6 +9,9 @@ from pathlib import Path
 from streameval.cache import EpisodeCache
 from streameval.episode_scores import episode_document, score_episode
 from streameval.errors import BadInputError
+from streameval.metrics.quality import one_fps_frames
+from streameval.perception.qalign import QAlign, rate_episode
+from streameval.quality_cache import QualityCache, QualityRatings
 from streameval.scores_file import write_scores
 
 
@@ -30,9 +33,37 @@ def find_results_dirs(path: Path) -> list[Path]:
     return found
 
 
-def rescore_dir(results_dir: Path) -> RescoreOutcome:
-    """Re-run the kernels on ``results_dir/cache`` and rewrite ``scores.json``."""
+def rerate(cache: EpisodeCache, backend: QAlign, cache_dir: Path) -> None:
+    """Rate the cache's 1-fps frames with ``backend`` and store the answers in the cache."""
+    quality = cache.quality
+    if quality is None or not quality.frames:
+        raise BadInputError(cache_dir, "no 1-fps frames in this cache for Q-Align to rate")
+    wanted = one_fps_frames(len(cache.frame_keys), cache.fps)
+    lost = [i for i in wanted if i not in quality.frames]
+    if lost:  # as a live run: a video with holes is not rated as if it were whole
+        cache.quality = QualityCache(
+            quality.frames,
+            quality.statistics,
+            failure=f"{len(wanted) - len(lost)} of {len(wanted)} 1-fps frames received",
+        )
+    else:
+        logits, segments = rate_episode(backend, [quality.frames[i] for i in wanted])
+        cache.quality = QualityCache(
+            quality.frames, quality.statistics, QualityRatings(backend.name, logits, segments)
+        )
+    backends = cache.meta.setdefault("provenance", {}).setdefault("backends", {})
+    backends["quality"] = backend.name
+    cache.save(cache_dir)  # frames, statistics and the new answers, atomically per file
+
+
+def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreOutcome:
+    """Re-run the kernels on ``results_dir/cache`` and rewrite ``scores.json``.
+
+    With ``quality``, Q-Align first rates the cached 1-fps frames (no video needed) and its
+    answers replace those in the cache; without, the cached answers are scored again."""
     cache = EpisodeCache.load(results_dir / "cache")
+    if quality is not None:
+        rerate(cache, quality, results_dir / "cache")
     scores = score_episode(cache)
     doc = episode_document(cache.meta, scores, len(cache.frame_keys))
     old_path = results_dir / "scores.json"

@@ -30,6 +30,15 @@ class MetricResult:
         return cls(float(raw), float(normalized), "official", None, details or {})
 
     @classmethod
+    def statistic(
+        cls, raw: float, unit: str, details: dict[str, Any] | None = None
+    ) -> MetricResult:
+        """A measured statistic in its own ``unit`` (e.g. imaging sharpness): official, but
+        with no ``normalized`` value, because it is no master-table column and any [0, 100]
+        mapping of it would be invented."""
+        return cls(float(raw), None, "official", None, {"unit": unit, **(details or {})})
+
+    @classmethod
     def not_applicable(cls, reason: str, details: dict[str, Any] | None = None) -> MetricResult:
         return cls(None, None, "not_applicable", reason, details or {})
 

@@ -158,7 +158,8 @@ def _metric_result(name: str, entry: object, path: Path) -> MetricResult:
     """One metric entry of scores.json as a ``MetricResult``.
 
     An official entry without a finite ``normalized`` value becomes missing (seed 004: failed
-    or non-finite results stay missing) rather than rejecting the whole file.
+    or non-finite results stay missing) rather than rejecting the whole file — unless it is a
+    statistic (finite ``raw`` and a ``details.unit``, e.g. the imaging statistics).
     """
     where = f"metrics.{name}."
     if not isinstance(entry, dict):
@@ -175,6 +176,9 @@ def _metric_result(name: str, entry: object, path: Path) -> MetricResult:
     if not isinstance(details, dict):
         raise BadInputError(path, f"{where}details must be an object, got {details!r}")
     if status == "official":
+        if normalized is None and raw is not None and math.isfinite(raw) and "unit" in details:
+            # a statistic in its own unit (MetricResult.statistic): no table column
+            return MetricResult(raw, None, "official", None, details)
         if normalized is None or not math.isfinite(normalized):
             return MetricResult.missing("official result without a finite normalized value")
         return MetricResult(raw, normalized, "official", None, details)

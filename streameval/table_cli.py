@@ -1,7 +1,9 @@
 """``streameval table RESULTS_DIR...``: the master table across models (DESIGN §6, seed 000).
 
-All numbers, statuses, exclusions and ranks come from ``streameval.scoring``; this module only
-draws them, as a rich table in the terminal or as Markdown (``--markdown``).
+All numbers, statuses, exclusions and ranks come from ``streameval.leaderboard``; this module only
+draws them, as a rich table in the terminal or as Markdown (``--markdown``); ``--json``,
+``--csv`` and ``--html FILE`` are in ``table_formats`` and ``report.master``. A terminal too
+narrow for every column gets the columns in several stacked tables, never fewer columns.
 
 Colour: in the terminal the seed's colours (best bold green, second yellow, worst red). Markdown
 has no colour, so each ranked value carries an emoji in front — 🟢 best, 🟡 second, 🔴 worst —
@@ -15,21 +17,24 @@ status 2 while the rest is still tabulated.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from streameval.scoring import (
-    COLUMN_NAMES,
+from streameval.leaderboard import (
     DEFAULT_MIN_EPISODES,
     INCLUDE_ALL,
     RANK_COLOURS,
     UNIFORM_FAILURE_MAX,
     Cell,
+    Column,
     ExclusionRule,
     MasterTable,
     Rank,
     cell_text,
+    column_names,
     format_bounds,
     format_coverage,
     format_value,
@@ -74,14 +79,28 @@ def add_table_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directories"
     )
-    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    fmt.add_argument(
+        "--json", action="store_true", help="print the table as JSON (every cell with status)"
+    )
+    fmt.add_argument(
+        "--csv", action="store_true", help="print the table as CSV (value, status, coverage)"
+    )
+    fmt.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the table as a self-contained HTML page (with bar charts) to FILE",
+    )
+    columns = column_names()  # the registered columns (metrics/registry.py)
     parser.add_argument(
         "--sort",
-        choices=["model", *COLUMN_NAMES],
+        choices=["model", *columns],
         default=None,
         metavar="COLUMN",
-        help="sort by this column, best first (default: model name); one of: "
-        + ", ".join(COLUMN_NAMES),
+        help="sort by this column, best first (default: model name); one of: " + ", ".join(columns),
     )
     parser.add_argument(
         "--exclude",
@@ -112,9 +131,27 @@ def run_table(args: argparse.Namespace) -> int:
     table = tabulate(args.results, exclude=args.exclude, rule=rule, sort_by=args.sort)
     for err in table.errors:
         print(f"error: {err}", file=sys.stderr)
-    for note in table.notes:
+    from streameval.table_formats import backend_notes, empty_table_message, table_csv, table_json
+
+    for note in [*table.notes, *backend_notes(table)]:
         print(f"warning: {note}", file=sys.stderr)
-    if args.markdown:
+    empty = empty_table_message(table, rule)
+    if empty:
+        print(f"note: {empty}", file=sys.stderr)
+    if args.json:
+        sys.stdout.write(table_json(table))
+    elif args.csv:
+        sys.stdout.write(table_csv(table))
+    elif args.html is not None:
+        from streameval.report.master import render_master_table
+
+        try:
+            args.html.write_text(render_master_table(table), encoding="utf-8")
+        except OSError as exc:
+            print(f"error: {args.html}: cannot write ({exc.strerror})", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"wrote {args.html}")
+    elif args.markdown:
         sys.stdout.write(render_markdown(table))
     else:
         render_rich(table, sys.stdout)
@@ -164,21 +201,19 @@ def render_markdown(table: MasterTable) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def render_rich(table: MasterTable, file: TextIO) -> None:
-    """The table for the terminal; rich is imported here so ``--markdown`` works without it."""
-    from rich.console import Console
+def _rich_grid(table: MasterTable, columns: Sequence[Column], title: str | None) -> Any:
+    """A rich table of ``columns`` (with Model and Ep. first) for every included model."""
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=file)
-    grid = Table(title="streameval master table", caption=Text(_LEGEND.format(**RANK_COLOURS)))
+    grid = Table(title=title)
     grid.add_column("Model", no_wrap=True)
     grid.add_column("Ep.", justify="right")
-    for column in table.columns:
+    for column in columns:
         grid.add_column(column.short, justify="right", min_width=6)  # "100.00" never breaks
     for row in table.rows:
         texts = []
-        for column in table.columns:
+        for column in columns:
             cell = row.cells[column.name]
             # Coverage and bounds on their own lines keep the 13 columns narrow.
             body = cell_text(cell, coverage=False, bounds=False)
@@ -187,11 +222,49 @@ def render_rich(table: MasterTable, file: TextIO) -> None:
             style = RICH_STYLES[cell.rank] if cell.rank else ("dim" if cell.value is None else "")
             texts.append(Text("\n".join([body, *extra]), style=style))
         grid.add_row(Text(row.model), str(row.n_episodes), *texts)
-    if not console.is_terminal:
-        # Piped or redirected: no terminal width to respect, so never squash the numbers.
-        needed = console.measure(grid, options=console.options.update(max_width=10_000)).maximum
+    return grid
+
+
+def column_chunks(
+    table: MasterTable, width: int, measure: Callable[[Any], int]
+) -> list[list[Column]]:
+    """The columns in consecutive groups whose tables each fit ``width`` (one column per group
+    at least): a narrow terminal gets stacked tables, never silently fewer columns."""
+    chunks: list[list[Column]] = []
+    current: list[Column] = []
+    for column in table.columns:
+        if current and measure(_rich_grid(table, [*current, column], None)) > width:
+            chunks.append(current)
+            current = []
+        current.append(column)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def render_rich(table: MasterTable, file: TextIO, width: int | None = None) -> None:
+    """The table for the terminal; rich is imported here so ``--markdown`` works without it.
+
+    ``width`` (default: the terminal's, or ``COLUMNS``) bounds every line; piped output with
+    neither is printed at its natural width, so the numbers are never squashed.
+    """
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=file, width=width)
+    full = _rich_grid(table, table.columns, None)
+    if width is None and not console.is_terminal and "COLUMNS" not in os.environ:
+        needed = console.measure(full, options=console.options.update(max_width=10_000)).maximum
         console = Console(file=file, width=max(console.width, needed))
-    console.print(grid)
+
+    def measure(grid: Any) -> int:
+        return int(console.measure(grid, options=console.options.update(max_width=10_000)).maximum)
+
+    chunks = column_chunks(table, console.width, measure)
+    for i, columns in enumerate(chunks):
+        part = f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else ""
+        console.print(_rich_grid(table, columns, f"streameval master table{part}"))
+    console.print(Text(_LEGEND.format(**RANK_COLOURS)), style="italic")
     console.print(
         Text("Columns: " + ", ".join(f"{c.short} = {c.label}" for c in table.columns)),
         style="dim",

@@ -1,8 +1,9 @@
 """What the pipeline keeps of an episode while it runs: signals, keys, fit samples.
 
-Growable float64 arrays (amortised doubling) so memory is a few bytes per frame; no frames
-are kept. ``to_cache`` hands the exact arrays to scoring, which is why final scores equal
-``rescore`` bit for bit.
+Growable float64 arrays (amortised doubling) so memory is a few bytes per frame; the only
+frames kept are Q-Align's, one per second, shrunk to 448 px (``quality_cache``).
+``to_cache`` hands the exact arrays to scoring, which is why final scores equal ``rescore``
+bit for bit.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.cache import EpisodeCache, MemoryCache
+from streameval.fits.motion_type import FitSample
 from streameval.growable import GrowableArray
-from streameval.perception.motion_type import FitSample
 from streameval.worldatlas_track import WorldAtlasTrack
 
 F64 = npt.NDArray[np.float64]
@@ -23,28 +24,30 @@ F64 = npt.NDArray[np.float64]
 
 @dataclass
 class GrowableRows:
-    """Row ``i`` = frame ``i``'s embedding; frames never seen stay NaN (amortised growth)."""
+    """Row ``i`` = frame ``i``'s embedding (or imaging statistics); frames never seen stay
+    NaN (amortised growth)."""
 
-    _data: npt.NDArray[np.float32] | None = None
+    dtype: type[np.floating[Any]] = np.float32
+    _data: npt.NDArray[Any] | None = None
     _size: int = 0
 
-    def set(self, index: int, row: npt.NDArray[np.float32]) -> None:
+    def set(self, index: int, row: npt.NDArray[Any]) -> None:
         if self._data is None:
-            self._data = np.full((256, row.size), np.nan, dtype=np.float32)
+            self._data = np.full((256, row.size), np.nan, dtype=self.dtype)
         if index >= self._data.shape[0]:
             grown = np.full(
-                (max(index + 1, 2 * self._data.shape[0]), self._data.shape[1]), np.nan, np.float32
+                (max(index + 1, 2 * self._data.shape[0]), self._data.shape[1]), np.nan, self.dtype
             )
             grown[: self._size] = self._data[: self._size]
             self._data = grown
         self._data[index] = row
         self._size = max(self._size, index + 1)
 
-    def view(self, n_frames: int) -> npt.NDArray[np.float32] | None:
-        """The first ``n_frames`` rows (NaN-padded), or None when nothing was embedded."""
+    def view(self, n_frames: int) -> npt.NDArray[Any] | None:
+        """The first ``n_frames`` rows (NaN-padded), or None when nothing was set."""
         if self._data is None:
             return None
-        out = np.full((n_frames, self._data.shape[1]), np.nan, dtype=np.float32)
+        out = np.full((n_frames, self._data.shape[1]), np.nan, dtype=self.dtype)
         n = min(n_frames, self._size)
         out[:n] = self._data[:n]
         return out
@@ -61,16 +64,21 @@ class EpisodeTrack:
     fit_samples: list[FitSample] = field(default_factory=list)
     depth_frames_used: int = 0
     embeddings: GrowableRows = field(default_factory=GrowableRows)
+    statistics: GrowableRows = field(default_factory=lambda: GrowableRows(np.float64))
+    quality_frames: dict[int, npt.NDArray[np.uint8]] = field(default_factory=dict)
     worldatlas: WorldAtlasTrack | None = None  # memory_loop episodes only
 
-    def set_frame_key(self, index: int, key: str, fill: str) -> None:
-        """Record the key of frame ``index``; frames skipped before it get ``fill``."""
+    def set_frame_key(self, index: int, key: str, fill: str) -> bool:
+        """Record the key of frame ``index``; frames skipped before it get ``fill``. True when
+        a key already recorded (a gap's fill) changed: incremental state built on it is stale."""
         while len(self.frame_keys) < index:
             self.frame_keys.append(fill)
         if len(self.frame_keys) == index:
             self.frame_keys.append(key)
-        else:
-            self.frame_keys[index] = key
+            return False
+        changed = self.frame_keys[index] != key
+        self.frame_keys[index] = key
+        return changed
 
     def to_cache(
         self, extra_meta: dict[str, Any] | None = None, memory: MemoryCache | None = None

@@ -19,7 +19,7 @@ from streameval.events import FrameEvent
 from streameval.metrics.worldatlas.episode import MemoryLoopInputs, score_memory_loop
 from streameval.metrics.worldatlas.scene_f1 import DepthSidecar
 from streameval.perception.pose_estimator import CpuPoseEstimator
-from streameval.perception.reconstruction import intrinsics_for_depth
+from streameval.fits.geometry import intrinsics_for_depth
 from streameval.results import MetricResult
 from streameval.worldatlas_cache import WorldAtlasCache
 

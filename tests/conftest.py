@@ -37,3 +37,77 @@ def tiny_depth_anything(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("depth-anything-tiny")
     transformers.DepthAnythingForDepthEstimation(config).save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_qalign(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny randomly initialised vision-language model (LLaVA: CLIP vision tower + Llama)
+    with a word-level tokenizer that knows the Q-Align prompt and the five rating words,
+    saved with save_pretrained like a real checkpoint, so the Q-Align backend runs its real
+    loading and scoring path on it (a local directory, HF_HUB_OFFLINE=1)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    words = [
+        "<unk>", "<s>", "</s>", "<pad>", "<image>", "USER", ":", "ASSISTANT", "How", "would",
+        "you", "rate", "the", "The", "quality", "aesthetics", "of", "this", "video", "is", "?",
+        "excellent", "good", "fair", "poor", "bad",
+    ]  # fmt: skip
+    vocab = {w: i for i, w in enumerate(words)}
+    word_level = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<unk>"))
+    word_level.pre_tokenizer = tokenizers.pre_tokenizers.Sequence(
+        [
+            tokenizers.pre_tokenizers.Split("<image>", behavior="isolated"),
+            tokenizers.pre_tokenizers.Whitespace(),
+        ]
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=word_level,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        extra_special_tokens={"image_token": "<image>"},
+    )
+    image_processor = transformers.CLIPImageProcessor(
+        size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}
+    )
+    vision = transformers.CLIPVisionConfig(
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=28,
+        patch_size=14,
+        projection_dim=16,
+    )
+    text = transformers.LlamaConfig(
+        vocab_size=len(words),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+    )
+    config = transformers.LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_index=vocab["<image>"],
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlavaForConditionalGeneration(config)
+    processor = transformers.LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=14,
+        vision_feature_select_strategy="default",
+        image_token="<image>",
+        num_additional_image_tokens=1,
+    )
+    path = tmp_path_factory.mktemp("qalign-tiny")
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return path

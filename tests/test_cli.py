@@ -25,7 +25,7 @@ def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_demo_writes_results_recording_and_log(demo_out: Path) -> None:
-    episode = demo_out / "008_AD"
+    episode = demo_out / "procedural-world[clean]" / "008_AD"
     doc = json.loads((episode / "scores.json").read_text())
     assert doc["model"] == "procedural-world[clean]" and doc["frames"] == 128
     assert doc["metrics"]["direction_accuracy_trans"]["status"] == "official"
@@ -33,13 +33,16 @@ def test_demo_writes_results_recording_and_log(demo_out: Path) -> None:
     assert (episode / "recording" / "video.mp4").is_file()
     assert (episode / "recording" / "poses.npy").is_file()
     lines = (demo_out / "results.jsonl").read_text().splitlines()
-    assert json.loads(lines[-1])["episode"] == "008_AD"
+    assert len(lines) == 1
+    line = json.loads(lines[0])
+    assert line["episode"] == "008_AD" and line["status"] == "complete"
+    assert line["metrics"]["direction_accuracy_rot"]["status"] == "not_applicable"
 
 
 def test_rescore_reproduces_and_replay_matches(
     demo_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    episode = demo_out / "008_AD"
+    episode = demo_out / "procedural-world[clean]" / "008_AD"
     before = json.loads((episode / "scores.json").read_text())["metrics"]
     assert main(["rescore", str(demo_out)]) == 0
     assert "unchanged" in capsys.readouterr().out
@@ -130,7 +133,7 @@ def test_attach_python_model(tmp_path: Path) -> None:
         ]
     )
     assert code == 0
-    doc = json.loads((tmp_path / "008_AD" / "scores.json").read_text())
+    doc = json.loads((tmp_path / "TinyModel" / "008_AD" / "scores.json").read_text())
     assert doc["frames"] == 96 and doc["model"] == "TinyModel"
 
 

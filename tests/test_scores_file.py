@@ -53,7 +53,7 @@ def test_written_document_reads_back(tmp_path: Path) -> None:
 
 
 def test_writer_refuses_a_foreign_document_and_nan(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="not a streameval.scores/1"):
+    with pytest.raises(ValueError, match=r"not a streameval\.scores/1"):
         write_scores(tmp_path, {"format": "other"})
     with pytest.raises(ValueError):
         write_scores(tmp_path, _doc(a=MetricResult.official(float("nan"), 1.0)))
@@ -71,7 +71,7 @@ def test_reader_names_the_file_and_keeps_the_others(tmp_path: Path) -> None:
         load_episode(bad)
 
 
-@pytest.mark.parametrize("module", ["streameval.scores_file"])
+@pytest.mark.parametrize("module", ["streameval.scores_file", "streameval.leaderboard"])
 def test_results_modules_import_without_opencv_pyav_or_pipeline(module: str) -> None:
     code = (
         f"import sys, {module}\n"
@@ -82,3 +82,13 @@ def test_results_modules_import_without_opencv_pyav_or_pipeline(module: str) -> 
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "", f"importing {module} pulled in {out}"
+
+
+def test_a_statistic_reads_back_as_official_without_a_normalized_value(tmp_path: Path) -> None:
+    from streameval.scores_file import _metric_result
+
+    stat = MetricResult.statistic(0.16, "Laplacian RMS / mean luma")
+    back = _metric_result("imaging_sharpness", stat.to_json(), tmp_path / "scores.json")
+    assert back == stat
+    no_unit = {"raw": 0.16, "normalized": None, "status": "official", "details": {}}
+    assert _metric_result("x", no_unit, tmp_path / "scores.json").status == "missing"

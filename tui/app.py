@@ -33,9 +33,9 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from streameval.jobs import EpisodeJob, JobsReport
+from streameval.leaderboard import ExclusionRule
 from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
-from streameval.scoring import INCLUDE_ALL, ExclusionRule
 
 PIPELINE_WORKER = "pipeline"
 
@@ -48,8 +48,8 @@ class DashboardOptions:
     """After the last episode, keep showing the final scores until ``q`` (False: exit)."""
     leaderboard_dirs: tuple[Path, ...] = ()
     """Results dirs shown on the leaderboard besides the episodes finished in this command."""
-    exclusion: ExclusionRule = INCLUDE_ALL
-    """Leaderboard exclusion rule; the default shows every model (see the leaderboard)."""
+    exclusion: ExclusionRule | None = None
+    """Leaderboard exclusion rule; None: ``streameval table``'s default (``a`` toggles all)."""
     clock: Callable[[], float] = time.monotonic
     """Seconds, for "last frame … ago"; fixed in snapshot tests so nothing moves."""
     repaint_interval_s: float = 0.2
@@ -57,6 +57,8 @@ class DashboardOptions:
     autostart: bool = True
     """Start the pipeline on mount. False: the caller feeds observers (tests, screenshots)."""
     title: str = "streameval"
+    start_mode: str = "live"
+    """The first screen: ``live``, or ``leaderboard`` (``streameval dashboard RESULTS_DIR``)."""
 
 
 class DashboardApp(App[JobsReport]):
@@ -106,7 +108,7 @@ class DashboardApp(App[JobsReport]):
     def on_mount(self) -> None:
         self.add_mode("live", lambda: self.live)
         self.add_mode("leaderboard", lambda: self.leaderboard)
-        self.switch_mode("live")
+        self.switch_mode(self.options.start_mode)
         if self.options.autostart:
             self.pipeline = self.run_worker(
                 self.runner.run(), name=PIPELINE_WORKER, exit_on_error=False
@@ -182,6 +184,7 @@ class DashboardApp(App[JobsReport]):
             return
         self.model.stopping = True
         self.runner.stopping = True
+        self.runner.report.stopped = True
         self.live.repaint_all()
         self.pipeline.cancel()
 

@@ -1,6 +1,6 @@
 """Text for metric values, keys and counts, shared by the dashboard's widgets.
 
-Numbers go through ``streameval.scoring.format_value`` so the dashboard prints exactly what
+Numbers go through ``streameval.leaderboard.format_value`` so the dashboard prints exactly what
 ``streameval table`` and the report print (two decimals, ``-0.00`` as ``0.00``).
 """
 
@@ -11,8 +11,9 @@ import math
 from rich.text import Text
 from streameval.protocol.keys import FAMILY, NO_KEY, channel_of, expected_sign
 
+from streameval.leaderboard import format_value
+from streameval.metrics.registry import UnknownMetricError, metric_spec
 from streameval.results import MetricResult
-from streameval.scoring import COLUMNS, format_value
 
 KEY_NAMES: dict[str, str] = {
     "W": "forward",
@@ -24,13 +25,16 @@ KEY_NAMES: dict[str, str] = {
     NO_KEY: "no key",
 }
 CHANNEL_LABELS: dict[str, str] = {"sx": "Sx", "srad": "Srad"}
-_LABELS: dict[str, str] = {c.name: c.label for c in COLUMNS}
 STATUS_TEXT: dict[str, str] = {"not_applicable": "n/a", "missing": "missing"}
 
 
 def metric_label(name: str) -> str:
-    """The master-table label of a metric, or its snake_case name made readable."""
-    return _LABELS.get(name) or name.replace("_", " ").capitalize()
+    """The registered label of a metric, or its snake_case name made readable (a metric
+    found in a file written by another version)."""
+    try:
+        return metric_spec(name).label
+    except UnknownMetricError:
+        return name.replace("_", " ").capitalize()
 
 
 def metric_value_text(result: MetricResult | None) -> str:
@@ -39,6 +43,8 @@ def metric_value_text(result: MetricResult | None) -> str:
         return "…"
     if result.status == "official" and result.normalized is not None:
         return format_value(result.normalized)
+    if result.status == "official" and result.raw is not None:  # a statistic: its own unit
+        return f"{result.raw:.4g}"
     return STATUS_TEXT.get(result.status, result.status)
 
 

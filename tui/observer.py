@@ -13,7 +13,7 @@ from streameval.tui.messages import EpisodeEnded, EpisodeErrored, EpisodeProgres
 from streameval.tui.state import SignalTrace
 from textual.message import Message
 
-from streameval.events import EpisodeInfo, FrameEvent, KeySent
+from streameval.events import EpisodeInfo, ErrorEvent, FrameEvent, KeySent
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
 
 Post = Callable[[Message], object]
@@ -46,8 +46,8 @@ class DashboardObserver(EpisodeObserver):
         self.trace.append(progress)
         self.post(EpisodeProgressed(self.job, progress))
 
-    def on_error(self, message: str) -> None:
-        self.post(EpisodeErrored(self.job, message))
+    def on_error(self, error: ErrorEvent) -> None:
+        self.post(EpisodeErrored(self.job, error.message))
 
     def on_end(self, outcome: EpisodeOutcome) -> None:
         self.outcome = outcome

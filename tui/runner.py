@@ -13,6 +13,7 @@ import asyncio
 
 from streameval.tui.observer import DashboardObserver, Post
 
+from streameval.events import EpisodeNotStarted
 from streameval.jobs import EpisodeJob, JobsReport, run_job
 from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
@@ -51,9 +52,9 @@ class JobRunner:
             except asyncio.CancelledError:
                 self._keep_outcome(dashboard)
                 raise
-            except RuntimeError:
-                # run_episode raises RuntimeError instead of CancelledError when it is
-                # cancelled before the source sent EpisodeStart: nothing to finalize then.
+            except EpisodeNotStarted:
+                # a source stopped by the user before it sent EpisodeStart ends this way:
+                # nothing to finalize then; any other failure is re-raised as it is.
                 if not self.stopping:
                     raise
                 raise asyncio.CancelledError from None

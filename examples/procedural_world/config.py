@@ -91,6 +91,15 @@ class WorldConfig:
     """Gaussian blur of the output image, pixels (0 = off)."""
     noise_std: float = 0.0
     """Additive Gaussian noise, 0–255 units, seeded per frame (0 = off)."""
+    exposure_ramp_stops: float = 0.0
+    """Exposure drifts by this many stops (gain 2^stops; negative darkens), linearly in stops
+    over ``exposure_ramp_s`` of video time, then holds (0 = off): an auto-exposure that
+    wanders, or a model whose images darken as the rollout goes on."""
+    exposure_ramp_s: float = 10.0
+    """Duration of the exposure ramp, seconds of video time."""
+    flicker_amplitude: float = 0.0
+    """Frame-to-frame brightness flicker: each frame's gain is 1 + a·u with u uniform in
+    [−1, 1], seeded per frame (0 = off); the mean brightness over many frames is unchanged."""
 
     def __post_init__(self) -> None:
         if self.width < 8 or self.height < 8:
@@ -115,6 +124,10 @@ class WorldConfig:
             raise ValueError(f"freeze_after_s must be >= 0 or None, got {self.freeze_after_s}")
         if self.hiccup_duration_s < 0:
             raise ValueError(f"hiccup_duration_s must be >= 0, got {self.hiccup_duration_s}")
+        if self.exposure_ramp_s <= 0:
+            raise ValueError(f"exposure_ramp_s must be > 0, got {self.exposure_ramp_s}")
+        if not 0 <= self.flicker_amplitude < 1:
+            raise ValueError(f"flicker_amplitude must be in [0, 1), got {self.flicker_amplitude}")
         if self.blur_sigma < 0 or self.noise_std < 0:
             raise ValueError(
                 f"blur_sigma and noise_std must be >= 0, got {self.blur_sigma}, {self.noise_std}"
@@ -154,6 +167,8 @@ DEFECT_PRESETS: dict[str, dict[str, Any]] = {
     "forget": {"forget": True},
     "blur": {"blur_sigma": 2.5},
     "noise": {"noise_std": 12.0},
+    "exposure_ramp": {"exposure_ramp_stops": -1.5, "exposure_ramp_s": 10.0},
+    "flicker": {"flicker_amplitude": 0.15},
 }
 """Named defects: WorldConfig field overrides on top of the clean defaults."""
 

@@ -118,12 +118,30 @@ class KeyResponse:
         return landing, look_for_cut(self.config.seed, cuts)
 
 
+def exposure_gain(config: WorldConfig, frame: int) -> float:
+    """Brightness gain of ``frame``: the exposure ramp (linear in stops, then held) times the
+    flicker (1 + a·u, u uniform in [−1, 1] seeded by (seed, frame)); 1.0 when both are off."""
+    gain = 1.0
+    if config.exposure_ramp_stops != 0:
+        progress = min(1.0, frame / config.fps / config.exposure_ramp_s)
+        gain = 2.0 ** (config.exposure_ramp_stops * progress)
+    if config.flicker_amplitude > 0:
+        rng = np.random.default_rng([config.seed, frame, 0xF11C])
+        gain *= 1.0 + config.flicker_amplitude * float(rng.uniform(-1.0, 1.0))
+    return gain
+
+
 def degrade(image: Image, config: WorldConfig, frame: int) -> Image:
-    """Apply the image defects: Gaussian blur, then additive noise seeded by (seed, frame)
-    so that the same frame of the same world always gets the same noise."""
+    """Apply the image defects in the order a camera would: Gaussian blur (optics), then the
+    exposure gain (ramp and flicker), then additive noise seeded by (seed, frame) (sensor), so
+    that the same frame of the same world always gets the same defects."""
     out = image
     if config.blur_sigma > 0:
         out = np.asarray(cv2.GaussianBlur(out, (0, 0), config.blur_sigma), dtype=np.uint8)
+    gain = exposure_gain(config, frame)
+    if gain != 1.0:
+        scaled = out.astype(np.float32) * np.float32(gain)
+        out = np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
     if config.noise_std > 0:
         rng = np.random.default_rng([config.seed, frame, 0x401])
         noise = rng.standard_normal(out.shape, dtype=np.float32)

@@ -12,41 +12,36 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from streameval.constants import (
-    DIR_EPS,
-    LATENCY_MIN_SS_SAMPLES,
-    LATENCY_REF_PCT,
-    LATENCY_RESPONSE_GATE,
-    LATENCY_SMOOTH_S,
     LATENCY_THRESHOLD,
     MIN_WINDOW_SAMPLES,
-    STABILITY_BASELINE_PCT,
-    STABILITY_DECAY_CLIP,
-    STABILITY_DECAY_KNEE,
-    STABILITY_DECAY_WINDOW_S,
-    STABILITY_G_MIN,
-    STABILITY_HICCUP_SCALE,
-    STABILITY_LOW,
-    STABILITY_RECOVER,
-    STABILITY_SMOOTH_S,
+)
+from streameval.metrics.arc import json_float as _json_float
+from streameval.metrics.control_segment import (  # re-exported (``__all__``)
+    AccuracyScore,
+    LatencyScore,
+    PurityScore,
+    StabilityScore,
+    count_hiccups,
+    direction_accuracy_segment,
+    direction_purity_segment,
+    motion_stability_segment,
+    reference_speed,
+    response_latency_switch,
 )
 from streameval.metrics.segments import SegmentSpan, check_fps, segment_spans
-from streameval.metrics.smoothing import moving_average
 from streameval.protocol.keys import Family, channel_of, expected_sign
 from streameval.results import MetricResult
 
 # Not in constants.py (reported to the lead):
-PURITY_EVEN_SPLIT = 0.5  # SPEC §4: fwd and unfitted lat/yaw segments split |Sx| half/half
-HICCUP_MIN_S = STABILITY_SMOOTH_S  # SPEC §4: a hiccup lasts >= 0.3 s, the smoothing window
 PERCENT = 100.0  # master-table scale (seed 000: columns normalised to [0, 100])
 
 FloatArray = NDArray[np.float64]
-LatencyReason = Literal["no_response", "weak_response"]
 
 CONTROL_METRIC_NAMES: tuple[str, ...] = tuple(
     f"{metric}_{pool}"
@@ -58,8 +53,6 @@ CONTROL_METRIC_NAMES: tuple[str, ...] = tuple(
     )
     for pool in ("trans", "rot")
 )
-# All eight columns are higher-is-better, normalised to [0, 100] (seed 000 "Final reporting").
-HIGHER_IS_BETTER = True
 
 _POOLS: dict[str, tuple[frozenset[str], str]] = {
     "trans": (frozenset({"fwd", "lat"}), "fwd/lat"),
@@ -94,199 +87,22 @@ class MotionType:
         return cls(float(p_trans), 1.0 - float(p_trans), depth_source)
 
 
-@dataclass(frozen=True, slots=True)
-class AccuracyScore:
-    """``direction`` = mean(v) / (mean|channel| + 1e-9) in [-1, 1]; ``gated`` = direction·w."""
-
-    direction: float
-    weight: float
-    gated: float
-
-
-@dataclass(frozen=True, slots=True)
-class PurityScore:
-    """On-axis share of the motion: ``score = on_axis / (lateral + yaw + fwd + 1e-9)``."""
-
-    score: float
-    lateral: float
-    yaw: float
-    fwd: float
-
-
-@dataclass(frozen=True, slots=True)
-class StabilityScore:
-    """``score = sustain·exp(−hr/0.5)·min(1, decay/0.7)``; parts are None when g ≤ 1e-6."""
-
-    score: float
-    g: float
-    sustain: float | None
-    hiccups: int | None
-    hr: float | None
-    decay: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class LatencyScore:
-    """``score = 1 − min(latency, L)/L``; ``latency_s`` is None when gated as no/weak response."""
-
-    score: float
-    latency_s: float | None
-    reason: LatencyReason | None
-    steady_state: float
-    reached: bool
-
-
-def _finite(x: ArrayLike, name: str) -> FloatArray:
-    """A fresh float64 1-D copy; kernels need at least one finite sample and no NaN."""
-    a = np.array(x, dtype=np.float64)
-    if a.ndim != 1 or a.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or inf; skip missing samples before scoring")
-    return a
-
-
-def _samples(seconds: float, fps: float) -> int:
-    """Window length in samples as the reference computes it: ``max(1, int(seconds*fps))``."""
-    return max(1, int(seconds * fps))
-
-
-def direction_accuracy_segment(
-    v: ArrayLike, channel_abs: ArrayLike, weight: float
-) -> AccuracyScore:
-    """Direction Accuracy of one segment (SPEC §4): is the motion in the commanded direction?
-
-    ``v`` = sign·channel and ``channel_abs`` = |channel| over the stable zone; ``weight`` is the
-    motion-type gate (p_trans for lat, p_yaw for yaw, 1 for fwd or when no fit exists).
-    """
-    va = _finite(v, "v")
-    ca = _finite(channel_abs, "channel_abs")
-    direction = float(np.mean(va)) / (float(np.mean(ca)) + DIR_EPS)
-    w = float(weight)
-    return AccuracyScore(direction, w, direction * w)
-
-
-def direction_purity_segment(
-    sx_abs_mean: float, srad_abs_mean: float, family: Family, p_trans: float | None
-) -> PurityScore:
-    """Direction Purity of one segment (SPEC §4): how much of the motion is on the commanded axis.
-
-    |Sx| is split between lateral and yaw by the motion-type fit (``p_trans``, and
-    ``p_yaw = 1 - p_trans``); fwd segments, and lat/yaw segments without a fit (``p_trans`` is
-    None), split it half/half. |Srad| is the forward component.
-    """
-    sx = float(sx_abs_mean)
-    fwd = float(srad_abs_mean)
-    if family == "fwd" or p_trans is None:
-        lateral = yaw = PURITY_EVEN_SPLIT * sx
-    else:
-        lateral = float(p_trans) * sx
-        yaw = (1.0 - float(p_trans)) * sx
-    on_axis = {"fwd": fwd, "lat": lateral, "yaw": yaw}[family]
-    return PurityScore(on_axis / (lateral + yaw + fwd + DIR_EPS), lateral, yaw, fwd)
-
-
-def count_hiccups(vs: FloatArray, low: float, high: float, min_run: int) -> int:
-    """Hysteresis count of dips (SPEC §4).
-
-    A dip starts at a sample below ``low`` and lasts until the first sample above ``high``
-    (samples in the hysteresis band between them still belong to the dip). It is a hiccup if it
-    lasted at least ``min_run`` samples; a dip still open at the end counts too.
-    """
-    hiccups = 0
-    run = 0
-    in_dip = False
-    for x in vs.tolist():
-        if in_dip:
-            if x > high:
-                hiccups += run >= min_run
-                in_dip = False
-            else:
-                run += 1
-        elif x < low:
-            in_dip, run = True, 1
-    if in_dip and run >= min_run:
-        hiccups += 1
-    return hiccups
-
-
-def motion_stability_segment(v: ArrayLike, fps: float) -> StabilityScore:
-    """Motion Stability of one segment (SPEC §4): once responding, is the speed steady?
-
-    ``v`` is the stable-zone response with missing samples already skipped; seconds for the
-    hiccup rate are ``len(v) / fps``. The decay term compares the means of the last and first
-    ``int(3*fps)`` smoothed samples.
-    """
-    fps = check_fps(fps)
-    va = _finite(v, "v")
-    g = float(np.percentile(va, STABILITY_BASELINE_PCT))
-    if g <= STABILITY_G_MIN:
-        return StabilityScore(0.0, g, None, None, None, None)
-    vs = moving_average(va, _samples(STABILITY_SMOOTH_S, fps))
-    low = STABILITY_LOW * g
-    sustain = float(np.mean(vs >= low))
-    hiccups = count_hiccups(vs, low, STABILITY_RECOVER * g, _samples(HICCUP_MIN_S, fps))
-    hr = hiccups / (va.size / fps)
-    n3 = _samples(STABILITY_DECAY_WINDOW_S, fps)
-    ratio = float(np.mean(vs[-n3:])) / (float(np.mean(vs[:n3])) + DIR_EPS)
-    decay = min(max(ratio, 0.0), STABILITY_DECAY_CLIP)
-    score = (
-        sustain * math.exp(-hr / STABILITY_HICCUP_SCALE) * min(1.0, decay / STABILITY_DECAY_KNEE)
-    )
-    return StabilityScore(score, g, sustain, hiccups, hr, decay)
-
-
-def reference_speed(channel_abs: ArrayLike) -> float:
-    """``v_ref = P75(|channel|) + 1e-9`` over the episode's keyed samples (SPEC §4)."""
-    return float(np.percentile(_finite(channel_abs, "channel_abs"), LATENCY_REF_PCT)) + DIR_EPS
-
-
-def response_latency_switch(
-    v_segment: ArrayLike,
-    t_segment: ArrayLike,
-    v_stable: ArrayLike,
-    v_ref: float,
-    t0: float,
-    length_s: float,
-    fps: float,
-) -> LatencyScore:
-    """Response Latency at one key switch (SPEC §4): how soon the new key takes effect.
-
-    ``v_segment``/``t_segment`` are the response and sample times over the whole new segment,
-    ``v_stable`` the response over its stable zone (for the steady state), ``v_ref`` from
-    ``reference_speed``, ``t0`` the switch time and ``length_s`` the segment length L.
-    """
-    fps = check_fps(fps)
-    if not (math.isfinite(length_s) and length_s > 0.0):
-        raise ValueError(f"length_s must be > 0, got {length_s!r}")
-    vseg = _finite(v_segment, "v_segment")
-    tseg = _finite(t_segment, "t_segment")
-    if tseg.size != vseg.size:
-        raise ValueError(f"t_segment has {tseg.size} samples, v_segment {vseg.size}")
-    vst = np.asarray(v_stable, dtype=np.float64)
-    # SPEC §4 (reference behaviour): the steady state is 0 when the stable zone has <= 2 samples.
-    ss = float(np.median(_finite(vst, "v_stable"))) if vst.size > LATENCY_MIN_SS_SAMPLES else 0.0
-    if ss <= LATENCY_RESPONSE_GATE * v_ref:
-        return LatencyScore(0.0, None, "no_response" if ss <= 0.0 else "weak_response", ss, False)
-    smoothed = moving_average(vseg, _samples(LATENCY_SMOOTH_S, fps))
-    hits = np.flatnonzero(smoothed >= LATENCY_THRESHOLD * v_ref)
-    reached = hits.size > 0
-    latency = float(tseg[hits[0]]) - t0 if reached else length_s
-    score = 1.0 - min(latency, length_s) / length_s
-    return LatencyScore(score, latency, None, ss, reached)
-
-
-# --------------------------------------------------------------------------------------------
-# Episode level
-# --------------------------------------------------------------------------------------------
-
-
-def _json_float(x: float | None) -> float | None:
-    """Details are JSON-ready: plain floats, NaN/inf as None (SPEC §8: nothing imputed)."""
-    if x is None:
-        return None
-    value = float(x)
-    return value if math.isfinite(value) else None
+__all__ = [
+    "CONTROL_METRIC_NAMES",
+    "AccuracyScore",
+    "LatencyScore",
+    "MotionType",
+    "PurityScore",
+    "StabilityScore",
+    "control_metrics",
+    "control_metrics_for_spans",
+    "count_hiccups",
+    "direction_accuracy_segment",
+    "direction_purity_segment",
+    "motion_stability_segment",
+    "reference_speed",
+    "response_latency_switch",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,8 +154,44 @@ class _Column:
         self.values.append(value)
 
 
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    """A column's entries after classification: the kept values (in entry order) and the
+    counts. Adding tallies of consecutive segments gives the tally of them all, which is how
+    the online accumulator classifies a closed segment once (``control_online.py``)."""
+
+    entries: list[dict[str, Any]]
+    kept: list[float]
+    n_na: int
+    n_dropped: int
+
+    def __add__(self, other: _Tally) -> _Tally:
+        return _Tally(
+            self.entries + other.entries,
+            self.kept + other.kept,
+            self.n_na + other.n_na,
+            self.n_dropped + other.n_dropped,
+        )
+
+
+def _tally(col: _Column, in_range: tuple[float, float] | None) -> _Tally:
+    """Classify ``col``'s entries: scored values outside ``in_range`` or not finite are
+    dropped (SPEC §4: never clamped), the others kept."""
+    kept: list[float] = []
+    for entry, value in zip(col.entries, col.values, strict=True):
+        if entry["status"] != "scored":
+            continue
+        if not math.isfinite(value) or (in_range and not in_range[0] <= value <= in_range[1]):
+            entry.update(status="dropped", reason="score outside [0, 1]")
+        else:
+            kept.append(value)
+    n_na = sum(e["status"] == "not_applicable" for e in col.entries)
+    n_dropped = sum(e["status"] == "dropped" for e in col.entries)
+    return _Tally(col.entries, kept, n_na, n_dropped)
+
+
 def _result(
-    col: _Column,
+    col: _Column | _Tally,
     *,
     empty_reason: str | None,
     what: str,
@@ -353,17 +205,8 @@ def _result(
     ``what`` names the candidates ("yaw segments") and ``window`` their window ("stable
     samples") for the reason, e.g. "all yaw segments have fewer than 3 stable samples".
     """
-    kept: list[float] = []
-    for entry, value in zip(col.entries, col.values, strict=True):
-        if entry["status"] != "scored":
-            continue
-        if not math.isfinite(value) or (in_range and not in_range[0] <= value <= in_range[1]):
-            # SPEC §4: scores outside [0, 1] are dropped at aggregation (never clamped).
-            entry.update(status="dropped", reason="score outside [0, 1]")
-        else:
-            kept.append(value)
-    n_na = sum(e["status"] == "not_applicable" for e in col.entries)
-    n_dropped = sum(e["status"] == "dropped" for e in col.entries)
+    tally = col if isinstance(col, _Tally) else _tally(col, in_range)
+    kept, n_na, n_dropped = tally.kept, tally.n_na, tally.n_dropped
     details = {
         **details,
         "n_segments": len(col.entries),
@@ -418,6 +261,7 @@ class _Episode:
     spans: list[SegmentSpan]
     stable: dict[int, _Window]
     full: dict[int, _Window]
+    valid: NDArray[np.intp]
 
     def channel(self, span: SegmentSpan, w: _Window) -> FloatArray:
         ch: FloatArray = (self.sx if channel_of(span.key) == "sx" else self.srad)[w.index]
@@ -426,6 +270,12 @@ class _Episode:
     def v(self, span: SegmentSpan, w: _Window) -> FloatArray:
         out: FloatArray = expected_sign(span.key) * self.channel(span, w)
         return out
+
+    def v_episode(self, key: str) -> tuple[FloatArray, FloatArray]:
+        """The response to ``key`` over every valid sample of the episode, with its times."""
+        ch = (self.sx if channel_of(key) == "sx" else self.srad)[self.valid]
+        v: FloatArray = expected_sign(key) * ch
+        return v, self.valid / self.fps
 
 
 def _score_segment(
@@ -480,47 +330,58 @@ def _score_segment(
 
 
 def _latency_column(
-    ep: _Episode,
-    pool: str,
-    families: frozenset[str],
-    label: str,
-    v_ref: float | None,
-    provisional: bool,
+    ep: _Episode, pool: str, families: frozenset[str], label: str, provisional: bool
 ) -> MetricResult:
-    """Response Latency: one score per switch (segment j >= 1) into a segment of this pool."""
+    """Response Latency: one score per switch (segment j >= 1) into a segment of this pool.
+
+    Each switch has its own v_ref, from the new key's channel over the whole episode (SPEC §9).
+    A switch into a segment with no signal sample at all (the episode ended first) is
+    not_applicable; otherwise it is scored, 0 when the stable zone is too short for a steady
+    state, as the reference does.
+    """
     switches = [s for s in ep.spans if s.index >= 1 and s.family in families]
     col = _Column([], [])
     for s in switches:
-        w = ep.full[s.index]
-        entry = _entry(s, w)
-        value = math.nan
-        if w.n >= MIN_WINDOW_SAMPLES and v_ref is not None:
-            length_s = (s.end - s.start) / ep.fps
-            t0 = s.start / ep.fps
-            sw = ep.stable[s.index]
-            lat = response_latency_switch(
-                ep.v(s, w), w.index / ep.fps, ep.v(s, sw), v_ref, t0, length_s, ep.fps
-            )
-            _scored(
-                entry,
-                lat.score,
-                {
-                    "latency_s": lat.latency_s,
-                    "response": lat.reason,
-                    "reached": lat.reached,
-                    "steady_state": lat.steady_state,
-                    "n_stable": sw.n,
-                    "t0_s": t0,
-                    "length_s": length_s,
-                    "previous_key": ep.spans[s.index - 1].key,
-                },
-            )
-            value = lat.score
-        col.add(entry, value)
+        col.add(*_latency_switch(ep, s, ep.spans[s.index - 1].key))
+    return _latency_result(col, len(ep.spans), bool(switches), pool, label, provisional)
+
+
+def _latency_switch(
+    ep: _Episode, s: SegmentSpan, previous_key: str, v_ref: float | None = None
+) -> tuple[dict[str, Any], float]:
+    """The entry and value (NaN unless scored) of the switch into segment ``s``.
+
+    ``v_ref`` defaults to ``reference_speed`` of the new key's channel over ``ep.valid``; the
+    online accumulator passes its own (the same percentile over the prefix so far).
+    """
+    w = ep.full[s.index]
+    entry = _entry(s, w)
+    if w.n == 0:
+        return entry, math.nan
+    v_all, t_all = ep.v_episode(s.key)
+    if v_ref is None:
+        v_ref = reference_speed(np.abs(v_all))
+    sw = ep.stable[s.index]
+    lat = response_latency_switch(v_all, t_all, ep.v(s, sw), v_ref, s.lo_s, s.length_s, ep.fps)
+    parts = {"latency_s": lat.latency_s, "response": lat.reason, "reached": lat.reached}
+    parts.update(steady_state=lat.steady_state, v_ref=v_ref, threshold=LATENCY_THRESHOLD * v_ref)
+    parts.update(n_stable=sw.n, t0_s=s.lo_s, length_s=s.length_s)
+    _scored(entry, lat.score, {**parts, "previous_key": previous_key})
+    return entry, lat.score
+
+
+def _latency_result(
+    col: _Column | _Tally,
+    n_spans: int,
+    any_switch: bool,
+    pool: str,
+    label: str,
+    provisional: bool,
+) -> MetricResult:
     empty: str | None = None
-    if len(ep.spans) <= 1:
+    if n_spans <= 1:
         empty = "no key switch"
-    elif not switches:
+    elif not any_switch:
         empty = f"no key switch into a {label} segment"
     return _result(
         col,
@@ -532,9 +393,8 @@ def _latency_column(
         details={
             "provisional": provisional,
             "pool": pool,
-            "window": "new_segment",
-            "v_ref": _json_float(v_ref),
-            "threshold": _json_float(None if v_ref is None else LATENCY_THRESHOLD * v_ref),
+            "window": "whole_episode",
+            "v_ref": "per switch: P75 of |new key's channel| over the episode",
             "percentile": "linear",
         },
     )
@@ -549,13 +409,32 @@ def control_metrics(
     *,
     provisional: bool = False,
 ) -> dict[str, MetricResult]:
-    """Score one episode: the eight control columns of seed 000 (SPEC §4, statuses §8).
+    """Score one episode with an action log: the eight control columns of seed 000 (SPEC §4, §8).
 
     ``sx``/``srad`` hold one sample per signal index (NaN = missing, skipped inside windows: a
     sample is missing when either channel is not finite); ``frame_keys`` has one key per frame,
     at least as many as there are signals; ``motion_types`` maps segment index to its fit (absent
     or None = no fit). "trans" pools fwd+lat segments, "rot" yaw; latency pools switches by the
     family of the *new* segment. ``provisional`` is copied into every result's details.
+    """
+    fps = check_fps(fps)
+    n_signals = int(np.size(sx)) if np.ndim(sx) == 1 else 0  # a bad shape is reported below
+    spans = segment_spans(frame_keys, n_signals, fps)
+    return control_metrics_for_spans(sx, srad, spans, fps, motion_types, provisional=provisional)
+
+
+def control_metrics_for_spans(
+    sx: ArrayLike,
+    srad: ArrayLike,
+    spans: Sequence[SegmentSpan],
+    fps: float,
+    motion_types: Mapping[int, MotionType | None] | None = None,
+    *,
+    provisional: bool = False,
+) -> dict[str, MetricResult]:
+    """``control_metrics`` on given segments: those of an action log (``segment_spans``) or of
+    a delivery without one (``equal_split_spans``, the reference's split of the last sample's
+    time). Same inputs and outputs otherwise.
     """
     fps = check_fps(fps)
     sx_a = np.array(sx, dtype=np.float64)
@@ -565,23 +444,17 @@ def control_metrics(
             f"sx and srad must be 1-D of equal length, got {sx_a.shape} and {srad_a.shape}"
         )
     types: Mapping[int, MotionType | None] = motion_types or {}
-    spans = segment_spans(frame_keys, sx_a.size, fps)
     valid = np.isfinite(sx_a) & np.isfinite(srad_a)
     keyed = [s for s in spans if s.family is not None]
     ep = _Episode(
         sx_a,
         srad_a,
         fps,
-        spans,
+        list(spans),
         stable={s.index: _window(s.stable, valid) for s in keyed},
         full={s.index: _window(s.full, valid) for s in keyed},
+        valid=np.flatnonzero(valid),
     )
-    # SPEC §4: v_ref = P75(|channel|) over every keyed sample of the episode (full segments).
-    abs_all = np.concatenate(
-        [np.empty(0, dtype=np.float64)] + [np.abs(ep.channel(s, ep.full[s.index])) for s in keyed]
-    )
-    v_ref = reference_speed(abs_all) if abs_all.size else None
-
     results: dict[str, MetricResult] = {}
     for pool, (families, label) in _POOLS.items():
         cols = [_Column([], []), _Column([], []), _Column([], [])]
@@ -589,23 +462,36 @@ def control_metrics(
         for s in segs:
             if s.family is not None:  # always: keyed spans have a family
                 _score_segment(ep, s, s.family, types.get(s.index), cols)
-        empty = None if segs else f"no {label} segments"
-        base = {"provisional": provisional, "pool": pool, "window": "stable_zone"}
-        columns = (
-            ("direction_accuracy", cols[0], _percent_of_positive, base),
-            ("direction_purity", cols[1], _percent, base),
-            ("motion_stability", cols[2], _percent, {**base, "percentile": "linear"}),
-        )
-        for metric, col, normalize, details in columns:
-            results[f"{metric}_{pool}"] = _result(
-                col,
-                empty_reason=empty,
-                what=f"{label} segments",
-                window="stable samples",
-                normalize=normalize,
-                details=details,
-            )
+        results.update(_segment_results(pool, label, cols, bool(segs), provisional))
         results[f"response_latency_{pool}"] = _latency_column(
-            ep, pool, families, label, v_ref, provisional
+            ep, pool, families, label, provisional
         )
     return {name: results[name] for name in CONTROL_METRIC_NAMES}
+
+
+def _segment_results(
+    pool: str,
+    label: str,
+    cols: Sequence[_Column | _Tally],
+    any_segment: bool,
+    provisional: bool,
+) -> dict[str, MetricResult]:
+    """Accuracy, purity and stability of one pool from its segments' entries and values."""
+    empty = None if any_segment else f"no {label} segments"
+    base = {"provisional": provisional, "pool": pool, "window": "stable_zone"}
+    columns = (
+        ("direction_accuracy", cols[0], _percent_of_positive, base),
+        ("direction_purity", cols[1], _percent, base),
+        ("motion_stability", cols[2], _percent, {**base, "percentile": "linear"}),
+    )
+    return {
+        f"{metric}_{pool}": _result(
+            col,
+            empty_reason=empty,
+            what=f"{label} segments",
+            window="stable samples",
+            normalize=normalize,
+            details=details,
+        )
+        for metric, col, normalize, details in columns
+    }

@@ -8,23 +8,22 @@ compared by appearance (``1 − cos`` of the patch-mean descriptors); a distance
 
 Decisions (where SPEC §5 leaves room):
 
-- **Sampled frames.** With the arc convention of ``arc.py`` (signal i = the motion of the step
-  from frame i to i + 1, ``C(f) = Σ_{i<f} mag_i``), frame f is sampled when ``C(f)`` reaches a
-  multiple kδ (k ≥ 1) that ``C(f − 1)`` had not reached — i.e. the frame *right after* the signal
-  whose inclusion passed the threshold (frame i + 1 for signal i); reaching kδ to within
-  1e-9·δ counts (float noise at the exact multiple the total arc always is). Frame 0
-  (``C = 0 = 0·δ``) is always the first sample, so the first δ of motion is checked too. A
-  signal that passes several multiples at once samples its frame once; the next threshold is
-  the next multiple above. Sampled frames lie in [0, N].
+- **Sampled frames** (the reference's sampling, SPEC §9). ``cum`` is the sequential running sum
+  of mag (a missing sample adds 0, FIX 6) and the threshold starts at δ. Signal index i is sampled
+  when ``cum[i] >= threshold``; the threshold then grows by δ (repeated addition, as the
+  reference). At most one sample per index: after a step that crosses several multiples, the
+  following indices are sampled one by one until the threshold catches up. Sample i is frame i
+  (the first frame of its flow pair), so the first sample is where the first δ is reached, not
+  frame 0.
+- **Motion floor** (FIX 7). Frozen as well when ``mean(mag) < MOTION_FLOOR_PX``: with a
+  per-episode δ a still, lossy video is otherwise sampled on codec noise and scores 100.
 - **δ** is ``mean`` over the finite samples; missing samples add no arc. δ = 0 (no motion at
   all) is frozen. No signal at all → not_applicable "no flow samples"; signals that are all
   missing → ``missing`` "no finite flow sample" (the flow failed, nothing was measured).
-- **Cut guard.** ``CUT_GUARD = round(0.5 s × fps)`` frames, rounded half up (8 at 16 fps, 12 at
-  24 fps; SPEC FIX: the real fps). A pair (a, b) is excluded when a cut c lies in
-  ``[a − G, b + G]``: either frame is within ±G of the cut, or the pair straddles it. The literal
-  "a frame within ±G" is the common case; the straddle case keeps a pair that spans a cut (only
-  possible when motion is fast) from being counted as a mutation of its own (seed: "avoid double
-  counting").
+- **Cut guard** (the reference's final_master rule). ``G = round(0.5 s × fps)`` frames, rounded
+  half up (8 at 16 fps, 9 at 17 fps; SPEC FIX 1, 8). Pair (a, b) is dropped when
+  ``|a − c| <= G`` or ``|b − c| <= G`` for some cut c. A pair that straddles a cut with both
+  ends farther than G is kept, as the reference keeps it.
 - **Hard cut** = the cut list is non-empty (the detector found more than one scene).
   ``cuts is None`` = the detector failed/was unavailable → ``missing`` (SPEC FIX: never "no cut").
 - **Not embedded.** A pair with a frame whose embedding row is NaN (not embedded) is skipped and
@@ -39,7 +38,7 @@ Decisions (where SPEC §5 leaves room):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -49,7 +48,6 @@ from streameval.constants import CUT_GUARD_S, LOCAL_DELTA_S, LOCAL_MIN_SAMPLES, 
 from streameval.metrics.arc import (
     Appearance,
     IndexArray,
-    cumulative_arc,
     flow_magnitude,
     json_float,
     json_floats,
@@ -60,14 +58,16 @@ from streameval.metrics.segments import check_fps
 from streameval.results import MetricResult
 
 PERCENT = 100.0
-HIGHER_IS_BETTER = True
 METRIC_NAME = "local_memory"
 REASON_FROZEN = "frozen"
 REASON_CUTS_MISSING = "cut detector failed/unavailable"
-# The total arc is N·mean(mag), an exact multiple of δ whenever N is a multiple of 0.5·fps, so
-# the last threshold is hit "exactly" and float rounding would decide it; a multiple reached to
-# within 1e-9 δ counts as reached.
-_LEVEL_SNAP = 1e-9
+# SPEC §9 FIX 7: a still episode is frozen when its mean flow magnitude per signal sample
+# (stride-2 flow, analysis pixels) is below this floor, whatever δ makes of codec noise.
+# Measured with DIS on still x264 videos (CRF 18 and 28; noise textures, flat colours,
+# high-frequency detail, gradients): mean ≤ 0.0008 px. A pan of 0.05 px per frame measures
+# 0.055–0.11 px and every golden Local case ≥ 0.17 px, so 0.02 sits 25× above the noise and
+# well below the slowest motion anyone would call motion (0.16 px/s at 16 fps).
+MOTION_FLOOR_PX = 0.02
 
 
 def cut_guard_frames(fps: float) -> int:
@@ -87,34 +87,39 @@ def motion_step(mag: ArrayLike, fps: float) -> float | None:
 def motion_indexed_samples(
     mag: ArrayLike, fps: float, delta: float | None = None
 ) -> NDArray[np.intp]:
-    """Frames sampled at every δ of cumulative flow magnitude (SPEC §5 Local Memory).
+    """Signal indices sampled at every δ of cumulative flow magnitude (SPEC §5, §9).
 
-    Frame 0 is always sampled; frame f > 0 is sampled when ``floor(C(f)/δ) > floor(C(f−1)/δ)``
-    with ``C(f) = Σ_{i<f} mag_i`` (see the module docstring). ``delta`` defaults to
-    ``motion_step(mag, fps)``; with no motion (δ None or ≤ 0) only frame 0 is returned.
+    The reference's loop, in its float order: ``cum`` is the sequential running sum (numpy's
+    cumsum; missing samples add 0), the threshold starts at δ and grows by repeated addition,
+    one sample at most per index (see the module docstring). ``delta`` defaults to
+    ``motion_step(mag, fps)``; with no motion (δ None or ≤ 0) nothing is sampled.
     """
     m = np.asarray(mag, dtype=np.float64)
     if m.ndim != 1:
         raise ValueError(f"mag must be a 1-D signal, got shape {m.shape}")
     step = motion_step(m, fps) if delta is None else float(delta)
     if step is None or not (math.isfinite(step) and step > 0.0):
-        return np.zeros(1, dtype=np.intp)
-    level = np.floor(cumulative_arc(m) / step + _LEVEL_SNAP)
-    later = np.flatnonzero(np.diff(level) > 0) + 1
-    return np.concatenate([np.zeros(1, dtype=np.intp), later.astype(np.intp)])
+        return np.zeros(0, dtype=np.intp)
+    cum = np.cumsum(np.where(np.isfinite(m), m, 0.0))
+    taken: list[int] = []
+    threshold = step
+    for i, c in enumerate(cum.tolist()):
+        if c >= threshold:
+            taken.append(i)
+            threshold += step
+    return np.asarray(taken, dtype=np.intp)
 
 
 def guarded_pairs(
     a: IndexArray, b: IndexArray, cuts: Sequence[int], guard: int
 ) -> NDArray[np.bool_]:
-    """True for each pair (a, b), a < b, with a cut c in ``[a − guard, b + guard]``."""
+    """True for each pair (a, b) with an end within ``guard`` frames of a cut (reference rule)."""
     c = np.unique(np.asarray(list(cuts), dtype=np.intp))
     if c.size == 0 or a.size == 0:
         return np.zeros(a.shape, dtype=np.bool_)
-    first = np.searchsorted(c, a - guard, side="left")
-    hit = first < c.size
-    out = np.zeros(a.shape, dtype=np.bool_)
-    out[hit] = c[first[hit]] <= b[hit] + guard
+    near_a = (np.abs(a[:, None] - c[None, :]) <= guard).any(axis=1)
+    near_b = (np.abs(b[:, None] - c[None, :]) <= guard).any(axis=1)
+    out: NDArray[np.bool_] = near_a | near_b
     return out
 
 
@@ -160,8 +165,14 @@ def local_memory(
         return MetricResult.missing("no finite flow sample", base)
     frames = motion_indexed_samples(mag, fps, delta)
     base.update(delta=json_float(delta), sampled_frames=json_ints(frames))
+    mean_mag = float(np.mean(mag[np.isfinite(mag)]))
+    base.update(mean_mag=json_float(mean_mag), motion_floor=MOTION_FLOOR_PX)
     if frames.size < LOCAL_MIN_SAMPLES:  # SPEC §5: fewer than 5 samples -> frozen
         return MetricResult.not_applicable(REASON_FROZEN, {**base, "frozen": True})
+    if mean_mag < MOTION_FLOOR_PX:  # SPEC §9 FIX 7: still, whatever codec noise δ samples
+        return MetricResult.not_applicable(
+            REASON_FROZEN, {**base, "frozen": True, "below_motion_floor": True}
+        )
     if cuts is None:  # SPEC §5 FIX: a failed detector is missing, never "no cut"
         return MetricResult.missing(REASON_CUTS_MISSING, base)
     if embeddings is None:
@@ -209,29 +220,3 @@ def local_memory(
         )
     raw = (0.0 if hard_cut else 1.0) * (1.0 - (mutation_rate or 0.0))
     return MetricResult.official(raw, PERCENT * raw, details)
-
-
-def local_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
-    """Model-level Local Memory: ``100·(1 − share with a cut)·(1 − mean mutation rate)``.
-
-    ``episode_details`` are the details of the model's *official* episode results (SPEC §8: the
-    others are never averaged in). The mean mutation rate skips ``None`` (an episode whose hard
-    cut left no countable pair). Raises ValueError for an empty list or a details dict without
-    ``hard_cut``/``mutation_rate``.
-    """
-    if not episode_details:
-        raise ValueError("local_memory_model: no official episode to aggregate")
-    cuts: list[bool] = []
-    rates: list[float] = []
-    for k, det in enumerate(episode_details):
-        if "hard_cut" not in det or "mutation_rate" not in det:
-            raise ValueError(
-                f"local_memory_model: episode {k} has no 'hard_cut'/'mutation_rate' "
-                "(pass the details of official results only)"
-            )
-        cuts.append(bool(det["hard_cut"]))
-        if det["mutation_rate"] is not None:
-            rates.append(float(det["mutation_rate"]))
-    cut_share = sum(cuts) / len(cuts)
-    mean_rate = float(np.mean(np.asarray(rates, dtype=np.float64))) if rates else 0.0
-    return PERCENT * (1.0 - cut_share) * (1.0 - mean_rate)

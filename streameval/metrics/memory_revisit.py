@@ -1,74 +1,56 @@
 """Revisit Memory of seed 000 (SPEC §5): leave a pose, come back — is the world remembered?
 
-A *reversal* is a switch between opposite keys (W/S, A/D, L/R) in the per-frame key log; its
-window is the segment before (outbound leg) and the segment after (return leg) the switch frame
-t0. Four gates, in order, all derived from the flow signals:
+A *reversal* is a switch between opposite keys (W/S, A/D, L/R). Its window is the segment before
+(outbound leg, ``[seg_lo, t0)``) and the segment after (return leg, ``[t0, seg_hi)``) the switch.
+Everything below follows the reference's ``consistency_v2`` expressions (SPEC §9), with FIX 1
+(real fps), FIX 4 (640 px analysis width for degrees), FIX 5 (arc divided by the stride) and
+FIX 6 (missing samples skipped):
 
-1. ``dir`` — both legs have ``sum(v)/sum(|v|) ≥ 0.3`` over their full segments
-   (``v = expected_sign·channel`` of the leg's key, ``protocol.keys``);
-2. ``no_resp`` — fails when the return never reaches a 3-sample rolling mean of v
-   ``≥ 0.2·mean|channel|``; the first such window marks the *response onset*;
-3. ``gain`` — ``min/max`` of the two legs' arcs ``≥ 0.5``;
-4. ``undershoot`` (rotation only) — fails when the outbound rotation is below 15°.
+Gates, in order (the first failure names the reversal's status):
 
-Surviving reversals are paired by equal cumulative arc: arc = ``mag = sqrt(Sx² + Srad²)`` for
-translation (W/S, A/D), ``|Sx|`` for rotation (L/R). Outbound arc is measured back from t0, return
-arc forward from the response onset. 200 depths in ``[0, min(out, return)]`` are scanned for the
-first whose matched frames are ≥ 2 s apart (``reach_lo``); then 10 depths evenly spaced in
-``[reach_lo, min(out, return)]`` each give one pair (i, j). Per pair ``d = 1 − cos`` of the two
-frames' descriptors; per episode ``100 / (1 + mean(d)/TAU_C)`` over all pairs of all reversals.
+1. ``dir`` — per leg, ``sign·Σch / Σ|ch|`` of the leg key's channel (0 when ``Σ|ch| < 1e-6``);
+   fails if the smaller is below 0.3;
+2. ``no_resp`` — ``ch`` = the return key's channel over the return leg; no response when it has
+   fewer than 4 samples or ``mean|ch| < 1e-6``; otherwise the first j in ``0 … len−4`` (the last
+   3-sample window is never examined, as in the reference) with
+   ``mean(sign·ch[j … j+2]) >= 0.2·mean|ch|`` gives ``t_resp = t0 + j``;
+3. ``gain`` — with ``so``/``sr`` = mean|channel| of the outbound / return leg (the channel of
+   the first key, shared by opposite keys), fails if ``min/max(so, sr, 1e-6) < 0.5``;
+4. ``undershoot`` (rotation) — fails if the outbound arc sum is below 15° (``15·640/70`` px).
 
-Decisions (where SPEC §5 leaves room; the arc/frame convention is the one of ``arc.py``):
+Pairing: the per-sample arc is ``mag/2`` (translation) or ``|Sx|/2`` (rotation) — FIX 5 divides
+once by the stride. No pairs when either leg has fewer than 3 samples. The outbound arc at k is
+the arc from ``seg_lo + k`` to t0 (reversed running sum), the return arc at k the running sum
+from t0 (**measured from the switch**, not from t_resp). ``rstart = clip(t_resp − t0)``;
+depths run from ``max(lo, ret[rstart])`` to ``min(tot_out, ret[-1])``. A frame for depth a is
+the first argmin of ``|arc − a|`` on each leg (the return searched from rstart on). 200 depths
+(``np.linspace``) are scanned for the first whose frames are ≥ 2 s apart; from there 10 depths
+to the top: a depth is dropped when either leg misses it by more than the tolerance (30 px;
+rotation 3°), a pair is kept when ``j > i + 1`` and new. ``lo`` is 0 (translation) or 5°
+(rotation). ``partial`` = ``tot_ret < 0.3·tot_out``, informative.
 
-- **Stride (decided by the lead).** Every signal is the flow over ``FLOW_STRIDE = 2`` frame
-  intervals, so arcs are ``Σ a_i / FLOW_STRIDE``: pixels of real image displacement per frame
-  step. The 30 px tolerance, the 3° tolerance and the 15° gate therefore mean actual image
-  displacement (the reference sums stride-2 flow undivided, i.e. about twice our arc).
-- **Degrees ↔ px** via ``640 / 70`` px per degree (SPEC FIX): 3° = 27.43 px, 15° = 137.1 px.
-- **"rotation 3° with a 5° lower bound"** is read as: the rotation match tolerance is 3°, and
-  rotation depths never start below 5° (``reach_lo = max(reach_lo, 5°)``), so no rotation pair
-  sits within the first 5° of the turn, where a 3° tolerance would pair frames that barely left
-  the pose. (``max(3°, 5°)`` as a tolerance would make the 3° meaningless, so that reading was
-  rejected.) Translation has no depth floor.
-- **mean|channel|** of the ``no_resp`` gate is taken over the reversal window (both legs, the
-  shared channel of the opposite keys). The rolling mean is trailing over consecutive *valid*
-  samples (``v[k..k+2]``); the onset is the first sample of the first window that reaches the
-  threshold.
-- **Leg arcs** (gain gate and depth range): outbound = the whole outbound segment up to t0,
-  return = from the response onset to the end of the return segment.
-- **Matching.** At depth D the outbound frame is ``i = argmin |O(i) − D|`` over
-  ``i ∈ [start_out, t0]`` with ``O(i) = C(t0) − C(i)``, the return frame ``j = argmin |R(j) − D|``
-  over ``j ∈ [onset, end_ret]`` with ``R(j) = C(j) − C(onset)`` (ties: the frame nearer the turn
-  on both legs — the later i, the earlier j — so a mirror-symmetric trip pairs mirror frames). The
-  depth is dropped when either leg misses D by more than the tolerance (so ``|O(i) − R(j)|`` is at
-  most twice the tolerance), when ``j ≤ i + 1``, when (i, j) repeats an earlier pair, or when a
-  frame is not embedded. The reach scan checks only the gap ``j − i ≥ 2 s × fps``.
-- **Coverage** = kept pairs / 10; below 0.3 the reversal is flagged ``partial``. A partial
-  reversal's pairs still count (the flag is informative, as in SPEC §5).
-- **Missing samples** (NaN in either channel) add no arc and are skipped by the gates; a leg
-  with fewer than 3 valid samples makes the reversal not evaluable (SPEC §2).
-- **Statuses.** No reversal → not_applicable "no reversal"; no pair → not_applicable with every
-  reversal's reason; embeddings None while some reversal has pairable frames → missing.
+Score: ``d = 1 − cos`` of the two frames' descriptors, pairs pooled over every reversal, per
+episode ``100 / (1 + mean d)``. A pair whose frame is not embedded is skipped and listed.
+Statuses: no reversal → not_applicable "no reversal"; no pair → not_applicable with the gate
+reasons; embeddings None while pairs exist → missing.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from streameval.constants import (
     COV_GATE,
-    DIR_EPS,
     DIR_GATE,
     FLOW_STRIDE,
     GAIN_GATE,
     MIN_GAP_S,
-    MIN_WINDOW_SAMPLES,
     N_PAIRS_C2,
     REACH_SCAN_DEPTHS,
     RESPONSE_FRAC,
@@ -82,307 +64,212 @@ from streameval.constants import (
 from streameval.metrics.arc import (
     Appearance,
     FloatArray,
-    IndexArray,
-    cumulative_arc,
     degrees_to_flow_px,
     flow_magnitude,
-    flow_px_to_degrees,
     json_float,
-    json_floats,
     signal_pair,
 )
 from streameval.metrics.segments import SegmentSpan, check_fps, segment_spans
-from streameval.protocol.keys import OPPOSITE, channel_of, expected_sign
+from streameval.protocol.keys import OPPOSITE, channel_of, expected_sign, parse_key
 from streameval.results import MetricResult
 
 PERCENT = 100.0
-HIGHER_IS_BETTER = True
 METRIC_NAME = "revisit_memory"
 Motion = Literal["trans", "rot"]
+_SUM_EPS = 1e-6  # reference: Σ|ch| or mean|ch| below this is "no motion"
+_MIN_LEG = 3  # reference: no pairs when t0 − seg_lo < 3 or seg_hi − t0 < 3
 
 
 @dataclass(frozen=True, slots=True)
 class Reversal:
-    """A switch between opposite keys: ``out`` is the segment before t0, ``ret`` the one after."""
+    """A switch between opposite keys: ``[seg_lo, t0)`` out, ``[t0, seg_hi)`` back (signals)."""
 
-    out: SegmentSpan
-    ret: SegmentSpan
-
-    @property
-    def t0(self) -> int:
-        """The switch frame (first frame of the return segment)."""
-        return self.ret.start
+    out_key: str
+    ret_key: str
+    seg_lo: int
+    t0: int
+    seg_hi: int
 
     @property
     def motion(self) -> Motion:
         """``rot`` for L/R, ``trans`` for W/S and A/D (seed 000: arc = |Sx| vs mag)."""
-        return "rot" if self.out.family == "yaw" else "trans"
+        return "rot" if self.out_key in ("L", "R") else "trans"
 
     @property
     def label(self) -> str:
-        return f"reversal at frame {self.t0} ({self.out.key}→{self.ret.key})"
+        return f"reversal at frame {self.t0} ({self.out_key}→{self.ret_key})"
+
+
+def _reversals_of(spans: Sequence[SegmentSpan], n_signals: int) -> list[Reversal]:
+    out: list[Reversal] = []
+    for prev, cur in itertools.pairwise(spans):
+        if prev.family is not None and OPPOSITE[prev.key] == cur.key:
+            clip = [min(max(x, 0), n_signals) for x in (prev.start, cur.start, cur.end)]
+            out.append(Reversal(prev.key, cur.key, clip[0], clip[1], clip[2]))
+    return out
 
 
 def find_reversals(frame_keys: Sequence[str], n_signals: int, fps: float) -> list[Reversal]:
-    """Every switch between opposite keys in the per-frame key log (SPEC §5 Revisit Memory).
+    """Every direct switch between opposite keys in a per-frame key log (W → - → S is not)."""
+    return _reversals_of(segment_spans(frame_keys, n_signals, fps), n_signals)
 
-    Only a direct switch counts: W → S is a reversal, W → - → S is not.
-    """
-    spans = segment_spans(frame_keys, n_signals, fps)
+
+def equal_split_reversals(keys: Sequence[str], n_signals: int) -> list[Reversal]:
+    """Reversals of a delivery without an action log, split as the reference splits Revisit:
+    boundary b at ``round((b/n)·N)`` signal indices (Python's round, half to even)."""
+    canon = [parse_key(k) for k in keys]
+    n = len(canon)
+    at = [round((b / n) * n_signals) for b in range(n + 1)]
     return [
-        Reversal(prev, cur)
-        for prev, cur in itertools.pairwise(spans)
-        if prev.family is not None and OPPOSITE[prev.key] == cur.key
+        Reversal(canon[b - 1], canon[b], at[b - 1], at[b], at[b + 1])
+        for b in range(1, n)
+        if OPPOSITE[canon[b - 1]] == canon[b]
     ]
 
 
 @dataclass(frozen=True, slots=True)
-class Gate:
-    """One gate of a reversal: its value, threshold and verdict (None = not evaluated)."""
-
-    value: float | None
-    threshold: float
-    passed: bool | None
-    extra: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "value": json_float(self.value),
-            "threshold": float(self.threshold),
-            "passed": self.passed,
-            **self.extra,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class ArcLegs:
-    """Cumulative arcs of the two legs, as frames and arc values (flow px, stride-divided)."""
-
-    out_frames: IndexArray  # i = start_out .. t0
-    out_arc: FloatArray  # O(i) = C(t0) − C(i), non-increasing
-    ret_frames: IndexArray  # j = onset .. end_ret
-    ret_arc: FloatArray  # R(j) = C(j) − C(onset), non-decreasing
-
-    @property
-    def out_total(self) -> float:
-        return float(self.out_arc[0])
-
-    @property
-    def ret_total(self) -> float:
-        return float(self.ret_arc[-1])
-
-
-def arc_legs(cum: FloatArray, out_start: int, t0: int, onset: int, ret_end: int) -> ArcLegs:
-    """The outbound arc back from ``t0`` and the return arc forward from ``onset``."""
-    i = np.arange(out_start, t0 + 1, dtype=np.intp)
-    j = np.arange(onset, ret_end + 1, dtype=np.intp)
-    return ArcLegs(i, cum[t0] - cum[i], j, cum[j] - cum[onset])
-
-
-def match_depths(legs: ArcLegs, depths: FloatArray) -> tuple[IndexArray, IndexArray, FloatArray]:
-    """For each depth D the frames i, j whose leg arcs are nearest to D, and the larger miss.
-
-    Ties go to the frame nearer the turn on both legs (the last such i, the first such j), so a
-    mirror-symmetric round trip gives mirror-symmetric pairs.
-    """
-    d = np.asarray(depths, dtype=np.float64)[:, None]
-    out_err = np.abs(legs.out_arc[None, :] - d)
-    ret_err = np.abs(legs.ret_arc[None, :] - d)
-    ki = out_err.shape[1] - 1 - np.argmin(out_err[:, ::-1], axis=1)
-    kj = np.argmin(ret_err, axis=1)
-    rows = np.arange(d.shape[0])
-    miss = np.maximum(out_err[rows, ki], ret_err[rows, kj])
-    return legs.out_frames[ki], legs.ret_frames[kj], miss
-
-
-def reach_lo(legs: ArcLegs, fps: float) -> float | None:
-    """First of ``REACH_SCAN_DEPTHS`` depths in [0, min(out, ret)] whose pair is ≥ 2 s apart."""
-    top = min(legs.out_total, legs.ret_total)
-    scan = np.linspace(0.0, top, REACH_SCAN_DEPTHS)
-    i, j, _ = match_depths(legs, scan)
-    ok = np.flatnonzero((j - i) >= MIN_GAP_S * fps)
-    return float(scan[ok[0]]) if ok.size else None
-
-
-def rolling_onset(v: FloatArray, threshold: float) -> tuple[int | None, float | None]:
-    """First k with ``mean(v[k:k+3]) ≥ threshold`` and the peak rolling mean (None if < 3)."""
-    if v.size < RESPONSE_ROLL:
-        return None, None
-    rolled = np.convolve(v, np.ones(RESPONSE_ROLL) / RESPONSE_ROLL, mode="valid")
-    hits = np.flatnonzero(rolled >= threshold)
-    return (int(hits[0]) if hits.size else None), float(np.max(rolled))
-
-
-@dataclass(frozen=True, slots=True)
-class _Episode:
+class _Signals:
     sx: FloatArray
     srad: FloatArray
-    valid: NDArray[np.bool_]
-    cum: dict[Motion, FloatArray]
+    arc: dict[Motion, FloatArray]  # per-sample arc / stride; NaN where missing
     fps: float
 
-    def leg(self, span: SegmentSpan) -> IndexArray:
-        idx = np.arange(span.full.start, span.full.stop, dtype=np.intp)
-        return idx[self.valid[idx]]
-
-    def channel(self, key: str, idx: IndexArray) -> FloatArray:
-        ch: FloatArray = (self.sx if channel_of(key) == "sx" else self.srad)[idx]
-        return ch
+    def channel(self, key: str, lo: int, hi: int) -> FloatArray:
+        """The key's channel over [lo, hi), missing samples skipped (FIX 6)."""
+        ch = (self.sx if channel_of(key) == "sx" else self.srad)[lo:hi]
+        out: FloatArray = ch[np.isfinite(ch)]
+        return out
 
 
-def _tolerance(motion: Motion) -> float:
-    return degrees_to_flow_px(ROT_TOL_DEG) if motion == "rot" else TOL_ARC_PX
+def _dir(sig: _Signals, key: str, lo: int, hi: int) -> float:
+    ch = sig.channel(key, lo, hi)
+    tot = float(np.sum(np.abs(ch)))
+    return 0.0 if tot < _SUM_EPS else expected_sign(key) * float(np.sum(ch)) / tot
 
 
-def _gates(
-    ep: _Episode, rev: Reversal, out_idx: IndexArray, ret_idx: IndexArray
-) -> tuple[dict[str, Gate], str | None, int | None, ArcLegs | None]:
-    """Evaluate the gates in order; returns (gates, failure reason, onset frame, arc legs)."""
-    na = Gate(None, 0.0, None, {})
-    gates: dict[str, Gate] = {}
-    # dir: SPEC §5, over the full segments.
-    ratios = []
-    for span, idx in ((rev.out, out_idx), (rev.ret, ret_idx)):
-        v = expected_sign(span.key) * ep.channel(span.key, idx)
-        ratios.append(float(np.sum(v)) / (float(np.sum(np.abs(v))) + DIR_EPS))
-    dir_value = min(ratios)
-    dir_ok = all(r >= DIR_GATE for r in ratios)
-    gates["dir"] = Gate(dir_value, DIR_GATE, dir_ok, {"out": ratios[0], "ret": ratios[1]})
-    rest = ["no_resp", "gain"] + (["undershoot"] if rev.motion == "rot" else [])
-    if not dir_ok:
-        gates.update({g: na for g in rest})
-        return gates, f"dir gate failed ({dir_value:.2f} < {DIR_GATE})", None, None
+def _response(sig: _Signals, rev: Reversal) -> tuple[int | None, float | None]:
+    """(t_resp, threshold) of the no_resp gate; t_resp None when the return never responds."""
+    lo, hi = rev.t0, rev.seg_hi
+    raw = (sig.sx if channel_of(rev.ret_key) == "sx" else sig.srad)[lo:hi]
+    frames = np.flatnonzero(np.isfinite(raw)) + lo
+    ch = raw[np.isfinite(raw)]
+    if ch.size == 0:
+        return None, None
+    mean_abs = float(np.mean(np.abs(ch)))
+    threshold = RESPONSE_FRAC * mean_abs
+    if ch.size < RESPONSE_ROLL + 1 or mean_abs < _SUM_EPS:
+        return None, threshold
+    v = expected_sign(rev.ret_key) * ch
+    for j in range(ch.size - RESPONSE_ROLL):
+        if float(np.mean(v[j : j + RESPONSE_ROLL])) >= threshold:
+            return int(frames[j]), threshold
+    return None, threshold
 
-    # no_resp: 3-sample rolling mean of v on the return vs 0.2·mean|channel| of the window.
-    window = np.concatenate([out_idx, ret_idx])
-    threshold = RESPONSE_FRAC * float(np.mean(np.abs(ep.channel(rev.ret.key, window))))
-    v_ret = expected_sign(rev.ret.key) * ep.channel(rev.ret.key, ret_idx)
-    k, peak = rolling_onset(v_ret, threshold)
-    onset = None if k is None else int(ret_idx[k])
-    gates["no_resp"] = Gate(peak, threshold, k is not None, {"onset_frame": onset})
-    if onset is None:
-        gates.update({g: na for g in rest[1:]})
-        return (
-            gates,
-            f"no_resp gate failed (the return never reaches {threshold:.3g} = "
-            f"{RESPONSE_FRAC}·mean|channel|)",
-            None,
-            None,
-        )
 
-    # gain: outbound arc up to t0, return arc from the onset to the end of the return segment.
-    legs = arc_legs(ep.cum[rev.motion], rev.out.full.start, rev.t0, onset, rev.ret.full.stop)
-    hi = max(legs.out_total, legs.ret_total)
-    gain = min(legs.out_total, legs.ret_total) / hi if hi > 0.0 else 0.0
-    gates["gain"] = Gate(
-        gain,
-        GAIN_GATE,
-        gain >= GAIN_GATE,
-        {"out_arc_px": legs.out_total, "ret_arc_px": legs.ret_total},
-    )
-    if gain < GAIN_GATE:
-        gates.update({g: na for g in rest[2:]})
-        return gates, f"gain gate failed ({gain:.2f} < {GAIN_GATE})", onset, legs
-
+def _gates(sig: _Signals, rev: Reversal) -> tuple[dict[str, Any], str | None, int | None]:
+    """The gates in order; returns (evaluated gates, first failing gate name, t_resp)."""
+    gates: dict[str, Any] = {}
+    d_out = _dir(sig, rev.out_key, rev.seg_lo, rev.t0)
+    d_ret = _dir(sig, rev.ret_key, rev.t0, rev.seg_hi)
+    ok = min(d_out, d_ret) >= DIR_GATE
+    gates["dir"] = {"dir_out": d_out, "dir_ret": d_ret, "passed": ok}
+    if not ok:
+        return gates, "dir", None
+    t_resp, threshold = _response(sig, rev)
+    gates["no_resp"] = {"t_resp": t_resp, "threshold": json_float(threshold)}
+    gates["no_resp"]["passed"] = t_resp is not None
+    if t_resp is None:
+        return gates, "no_resp", None
+    so = float(np.mean(np.abs(sig.channel(rev.out_key, rev.seg_lo, rev.t0))))
+    sr = float(np.mean(np.abs(sig.channel(rev.out_key, rev.t0, rev.seg_hi))))
+    ratio = min(so, sr) / max(so, sr, _SUM_EPS)
+    ok = ratio >= GAIN_GATE
+    gates["gain"] = {"out_mean_abs": so, "ret_mean_abs": sr, "ratio": ratio, "passed": ok}
+    if not ok:
+        return gates, "gain", t_resp
     if rev.motion == "rot":
-        turn = flow_px_to_degrees(legs.out_total)
-        ok = turn >= ROT_MAG_GATE_DEG
-        gates["undershoot"] = Gate(turn, ROT_MAG_GATE_DEG, ok, {"unit": "deg"})
+        out_sum = float(np.nansum(sig.arc["rot"][rev.seg_lo : rev.t0]))
+        gate = degrees_to_flow_px(ROT_MAG_GATE_DEG)
+        ok = out_sum >= gate
+        gates["undershoot"] = {
+            "out_arc_sum": out_sum,
+            "gate": gate,
+            "out_deg": out_sum / degrees_to_flow_px(1.0),
+            "passed": ok,
+        }
         if not ok:
-            return (
-                gates,
-                f"undershoot gate failed ({turn:.1f}° < {ROT_MAG_GATE_DEG:g}°)",
-                onset,
-                legs,
-            )
-    return gates, None, onset, legs
+            return gates, "undershoot", t_resp
+    return gates, None, t_resp
 
 
-def _pairs(
-    ep: _Episode, rev: Reversal, legs: ArcLegs, appearance: Appearance | None
-) -> tuple[dict[str, Any], list[float], str | None, bool]:
-    """Equal-arc pairs of one gated reversal: (details, kept d, reason if none, pairable)."""
-    tol = _tolerance(rev.motion)
-    top = min(legs.out_total, legs.ret_total)
+def _first_argmin(x: FloatArray, a: float) -> int:
+    return int(np.argmin(np.abs(x - a)))
+
+
+def pair_frames(
+    arc: FloatArray, rev: Reversal, t_resp: int, fps: float
+) -> tuple[list[tuple[int, int, float]], dict[str, Any]]:
+    """Equal-arc pairs (i, j, resid) of one gated reversal, and the pairing details."""
+    tol = degrees_to_flow_px(ROT_TOL_DEG) if rev.motion == "rot" else TOL_ARC_PX
+    lo = degrees_to_flow_px(ROT_DEPTH_FLOOR_DEG) if rev.motion == "rot" else 0.0
+    a_out = np.nan_to_num(arc[rev.seg_lo : rev.t0], nan=0.0)
+    a_ret = np.nan_to_num(arc[rev.t0 : rev.seg_hi], nan=0.0)
+    out_arc = np.cumsum(a_out[::-1])[::-1]
+    ret_cum = np.cumsum(a_ret)
     info: dict[str, Any] = {
-        "tolerance_px": tol,
-        "max_depth_px": top,
-        "reach_lo_px": None,
-        "coverage": 0.0,
-        "partial": True,
+        "tot_out": float(out_arc[0]) if out_arc.size else 0.0,
+        "tot_ret": float(ret_cum[-1]) if ret_cum.size else 0.0,
+        "tol": tol,
+        "lo": lo,
+        "early_exit": None,
     }
-    lo = reach_lo(legs, ep.fps)
-    if lo is None:
-        return info, [], f"no depth with a ≥ {MIN_GAP_S:g} s frame gap", False
-    if rev.motion == "rot":
-        lo = max(lo, degrees_to_flow_px(ROT_DEPTH_FLOOR_DEG))
-    info["reach_lo_px"] = lo
-    if lo > top:
-        floor = f"the {ROT_DEPTH_FLOOR_DEG:g}° depth floor exceeds the shared arc"
-        return info, [], floor, False
-    depths = np.linspace(lo, top, N_PAIRS_C2)
-    i, j, miss = match_depths(legs, depths)
-    embedded = (
-        appearance.has(i) & appearance.has(j)
-        if appearance is not None
-        else np.zeros(i.shape, dtype=np.bool_)
-    )
-    d = appearance.distance(i, j) if appearance is not None else np.full(i.shape, np.nan)
+    info["partial"] = info["tot_ret"] < COV_GATE * info["tot_out"]
+    if rev.t0 - rev.seg_lo < _MIN_LEG or rev.seg_hi - rev.t0 < _MIN_LEG:
+        info["early_exit"] = "short_leg"
+        return [], info
+    rstart = max(0, min(t_resp - rev.t0, ret_cum.size - 1))
+    reach_lo = max(lo, float(ret_cum[rstart]))
+    reach_hi = min(info["tot_out"], float(ret_cum[-1]))
+    info.update(rstart=rstart, reach_lo=reach_lo, reach_hi=reach_hi)
+    if reach_hi <= reach_lo:
+        info["early_exit"] = "reach"
+        return [], info
+    tail = ret_cum[rstart:]
+
+    def frames_at(a: float) -> tuple[int, int]:
+        return _first_argmin(out_arc, a), rstart + _first_argmin(tail, a)
+
+    min_gap = MIN_GAP_S * fps
+    lo_t: float | None = None
+    for a in np.linspace(reach_lo, reach_hi, REACH_SCAN_DEPTHS).tolist():
+        oi, jj = frames_at(a)
+        if (rev.t0 + jj) - (rev.seg_lo + oi) >= min_gap:
+            lo_t = a
+            break
+    info.update(min_gap_frames=min_gap, lo_t=lo_t)
+    if lo_t is None:
+        info["early_exit"] = "gap"
+        return [], info
+    pairs: list[tuple[int, int, float]] = []
     seen: set[tuple[int, int]] = set()
-    pairs: list[dict[str, Any]] = []
-    dropped: list[dict[str, Any]] = []
-    kept_d: list[float] = []
-    pairable = False
-    for k in range(depths.size):
-        ik, jk = int(i[k]), int(j[k])
-        reason: str | None = None
-        if miss[k] > tol:
-            reason = "missed tolerance"
-        elif jk <= ik + 1:
-            reason = "j <= i + 1"
-        elif (ik, jk) in seen:
-            reason = "duplicate"
+    depths: list[list[Any]] = []
+    for a in np.linspace(lo_t, reach_hi, N_PAIRS_C2).tolist():
+        oi, jj = frames_at(a)
+        i, j = rev.seg_lo + oi, rev.t0 + jj
+        o, r = float(out_arc[oi]), float(ret_cum[jj])
+        verdict = "kept"
+        if abs(o - a) > tol or abs(r - a) > tol:
+            verdict = "tolerance"
+        elif not j > i + 1:
+            verdict = "gap"
+        elif (i, j) in seen:
+            verdict = "duplicate"
         else:
-            seen.add((ik, jk))
-            pairable = True
-            if not embedded[k]:
-                reason = "not embedded"
-        if reason is not None:
-            dropped.append(
-                {
-                    "depth_px": float(depths[k]),
-                    "i": ik,
-                    "j": jk,
-                    "miss_px": float(miss[k]),
-                    "reason": reason,
-                }
-            )
-            continue
-        pairs.append(
-            {
-                "i": ik,
-                "j": jk,
-                "depth_px": float(depths[k]),
-                "miss_px": float(miss[k]),
-                "d": float(d[k]),
-            }
-        )
-        kept_d.append(float(d[k]))
-    coverage = len(pairs) / N_PAIRS_C2
-    info.update(
-        depths_px=json_floats(depths),
-        pairs=pairs,
-        dropped=dropped,
-        coverage=coverage,
-        partial=coverage < COV_GATE,
-    )
-    if pairs:
-        return info, kept_d, None, pairable
-    counts: dict[str, int] = {}
-    for entry in dropped:
-        counts[entry["reason"]] = counts.get(entry["reason"], 0) + 1
-    summary = ", ".join(f"{n} {r}" for r, n in counts.items())
-    return info, [], f"no pair kept ({summary})", pairable
+            seen.add((i, j))
+            pairs.append((i, j, abs(r - o)))
+        depths.append([a, i, j, verdict])
+    info["depths"] = depths
+    return pairs, info
 
 
 def revisit_memory(
@@ -392,125 +279,97 @@ def revisit_memory(
     embeddings: ArrayLike | None,
     fps: float,
 ) -> MetricResult:
-    """Revisit Memory of one episode (SPEC §5; statuses SPEC §8).
+    """Revisit Memory of one episode with an action log (SPEC §5; statuses SPEC §8).
 
     ``sx``/``srad``: stride-2 flow signals (NaN = missing); ``frame_keys``: one key per frame
     (W S A D L R or "-"), at least as many as signals; ``embeddings``: (T, D) per-frame
     descriptors, NaN rows = not embedded (None = no appearance backend); ``fps``: real fps.
+    """
+    n = int(np.size(sx)) if np.ndim(sx) == 1 else 0
+    return revisit_memory_for(sx, srad, find_reversals(frame_keys, n, fps), embeddings, fps)
 
-    ``details["pair_distances"]`` is the flat list of every kept pair's d (for model pooling),
-    with ``pair_distances_trans`` / ``pair_distances_rot`` split by motion.
+
+def revisit_memory_for(
+    sx: ArrayLike,
+    srad: ArrayLike,
+    reversals: Sequence[Reversal],
+    embeddings: ArrayLike | None,
+    fps: float,
+) -> MetricResult:
+    """``revisit_memory`` on given reversals (``find_reversals`` or ``equal_split_reversals``).
+
+    ``details["pair_distances"]`` is the flat list of every kept pair's d (model pooling).
     """
     fps = check_fps(fps)
     sx_a, srad_a = signal_pair(sx, srad)
-    valid = np.isfinite(sx_a) & np.isfinite(srad_a)
     mag = flow_magnitude(sx_a, srad_a)
-    abs_sx = np.where(valid, np.abs(sx_a), np.nan)
-    ep = _Episode(
-        sx_a,
-        srad_a,
-        valid,
-        {
-            "trans": cumulative_arc(mag / FLOW_STRIDE),
-            "rot": cumulative_arc(abs_sx / FLOW_STRIDE),
-        },
-        fps,
-    )
-    reversals = find_reversals(frame_keys, sx_a.size, fps)
+    abs_sx = np.where(np.isfinite(mag), np.abs(sx_a), np.nan)
+    sig = _Signals(sx_a, srad_a, {"trans": mag / FLOW_STRIDE, "rot": abs_sx / FLOW_STRIDE}, fps)
     appearance = Appearance(embeddings) if embeddings is not None else None
-
     entries: list[dict[str, Any]] = []
     reasons: list[str] = []
-    pooled: dict[Motion, list[float]] = {"trans": [], "rot": []}
-    all_d: list[float] = []
-    any_pairable = False
+    all_pairs: list[tuple[int, int]] = []
     for rev in reversals:
-        out_idx, ret_idx = ep.leg(rev.out), ep.leg(rev.ret)
         entry: dict[str, Any] = {
-            "t0_frame": rev.t0,
-            "out_key": rev.out.key,
-            "ret_key": rev.ret.key,
+            "keys": rev.out_key + rev.ret_key,
             "motion": rev.motion,
-            "out_frames": [rev.out.start, rev.out.end],
-            "ret_frames": [rev.ret.start, rev.ret.end],
-            "n_out_samples": int(out_idx.size),
-            "n_ret_samples": int(ret_idx.size),
-            "gates": None,
-            "onset_frame": None,
+            "t0": rev.t0,
+            "seg_lo": rev.seg_lo,
+            "seg_hi": rev.seg_hi,
             "pairs": [],
-            "coverage": None,  # set once the reversal reaches pairing
-            "partial": None,
         }
         entries.append(entry)
-        few = [
-            name
-            for name, idx in (("outbound", out_idx), ("return", ret_idx))
-            if idx.size < MIN_WINDOW_SAMPLES
-        ]
-        if few:
-            reason = (
-                f"fewer than {MIN_WINDOW_SAMPLES} signal samples in the {' and '.join(few)} leg"
-            )
-            entry.update(status="not_evaluable", reason=reason)
-            reasons.append(f"{rev.label}: {reason}")
+        gates, failed, t_resp = _gates(sig, rev)
+        entry["gates"] = gates
+        if failed is not None or t_resp is None:
+            entry["status"] = failed
+            reasons.append(f"{rev.label}: {failed} gate failed")
             continue
-        gates, failed, onset, legs = _gates(ep, rev, out_idx, ret_idx)
-        entry.update(gates={k: g.to_json() for k, g in gates.items()}, onset_frame=onset)
-        if failed is not None or legs is None:
-            entry.update(status="gate_failed", reason=failed)
-            reasons.append(f"{rev.label}: {failed}")
-            continue
-        info, kept, why, pairable = _pairs(ep, rev, legs, appearance)
-        any_pairable = any_pairable or pairable
+        pairs, info = pair_frames(sig.arc[rev.motion], rev, t_resp, fps)
         entry.update(info)
-        if why is not None:
-            entry.update(status="no_pairs", reason=why)
-            reasons.append(f"{rev.label}: {why}")
-            continue
-        entry.update(status="paired", reason=None)
-        pooled[rev.motion].extend(kept)
-        all_d.extend(kept)
-
+        entry["pairs"] = [[i, j] for i, j, _ in pairs]
+        entry["resid"] = [r for _, _, r in pairs]
+        entry["status"] = "paired" if pairs else "no_pairs"
+        if not pairs:
+            reasons.append(f"{rev.label}: no pairs ({info['early_exit'] or 'tolerance'})")
+        all_pairs.extend((i, j) for i, j, _ in pairs)
     details: dict[str, Any] = {
         "fps": fps,
         "n_signals": int(sx_a.size),
-        "n_missing_signals": int(np.count_nonzero(~valid)),
+        "n_missing_signals": int(np.count_nonzero(~np.isfinite(mag))),
         "flow_stride": FLOW_STRIDE,
         "tau_c": TAU_C,
         "n_reversals": len(reversals),
+        "n_reversals_passed": sum(e["status"] in ("paired", "no_pairs") for e in entries),
         "reversals": entries,
-        "pair_distances": all_d,
-        "pair_distances_trans": pooled["trans"],
-        "pair_distances_rot": pooled["rot"],
+        "pair_distances": [],
     }
     if not reversals:
         return MetricResult.not_applicable("no reversal", details)
-    if appearance is None and any_pairable:
-        return MetricResult.missing("appearance embeddings unavailable", details)
-    if not all_d:
+    if not all_pairs:
         return MetricResult.not_applicable("; ".join(reasons), details)
-    raw = float(np.mean(np.asarray(all_d, dtype=np.float64)))
+    if appearance is None:
+        return MetricResult.missing("appearance embeddings unavailable", details)
+    i_arr = np.asarray([p[0] for p in all_pairs], dtype=np.intp)
+    j_arr = np.asarray([p[1] for p in all_pairs], dtype=np.intp)
+    last = appearance.n_frames - 1
+    d = appearance.distance(np.minimum(i_arr, last), np.minimum(j_arr, last))
+    k = 0
+    for entry in entries:
+        n_pairs = len(entry["pairs"])
+        entry["dists"] = [json_float(x) for x in d[k : k + n_pairs].tolist()]
+        k += n_pairs
+    kept = d[np.isfinite(d)]
+    details["pair_distances"] = kept.tolist()
+    details["n_not_embedded"] = int(d.size - kept.size)
+    if kept.size == 0:
+        return MetricResult.missing("no paired frame embedded", details)
+    raw = float(np.mean(kept))
     details["mean_d"] = raw
+    details["score_std"] = float(np.std(PERCENT / (1.0 + kept / TAU_C)))
     return MetricResult.official(raw, revisit_score(raw), details)
 
 
 def revisit_score(mean_d: float) -> float:
     """``100 / (1 + mean(d) / TAU_C)`` (seed 000, TAU_C = 1.0)."""
     return PERCENT / (1.0 + float(mean_d) / TAU_C)
-
-
-def revisit_memory_model(episode_details: Sequence[Mapping[str, Any]]) -> float:
-    """Model-level Revisit Memory: ``100 / (1 + mean(d))`` over every pair of every episode.
-
-    ``episode_details`` are the details of the model's official episode results; their
-    ``pair_distances`` are pooled (translation and rotation together, seed 000). Raises
-    ValueError when no pair is pooled.
-    """
-    pooled: list[float] = []
-    for k, det in enumerate(episode_details):
-        if "pair_distances" not in det:
-            raise ValueError(f"revisit_memory_model: episode {k} has no 'pair_distances'")
-        pooled.extend(float(x) for x in det["pair_distances"])
-    if not pooled:
-        raise ValueError("revisit_memory_model: no revisit pair to pool")
-    return revisit_score(float(np.mean(np.asarray(pooled, dtype=np.float64))))

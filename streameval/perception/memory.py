@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.events import FrameEvent
+from streameval.fits.geometry import FrameGeometry
 from streameval.perception.cuts import CutDetector, create_cut_detector
 from streameval.perception.embedding import EmbeddingBackend
-from streameval.perception.reconstruction import FrameGeometry
 
 
 def resolve_cut_detector_name(name: str) -> str:

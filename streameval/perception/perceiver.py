@@ -15,12 +15,16 @@ import numpy.typing as npt
 
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FLOW_STRIDE
 from streameval.events import FrameEvent
+from streameval.fits.motion_type import FitSample
+from streameval.metrics.imaging import detail_stride, frame_statistics
+from streameval.metrics.quality import is_one_fps_frame
 from streameval.perception.analysis import Gray, to_analysis_gray
 from streameval.perception.depth import DepthBackend
 from streameval.perception.flow import FlowBackend
 from streameval.perception.memory import MemoryPerception
-from streameval.perception.motion_type import FitSample, sample_fit
+from streameval.perception.motion_type import sample_fit
 from streameval.perception.signals import flow_signals
+from streameval.quality_cache import shrink_for_quality
 
 
 class FrameRejectedError(ValueError):
@@ -41,6 +45,8 @@ class PerceptionOutput:
     depth_used: bool = False
     embedding: npt.NDArray[np.float32] | None = None  # appearance row of this frame
     depth_from_network: bool = False  # the fit sample's depth came from the depth backend
+    statistics: npt.NDArray[np.float64] | None = None  # imaging statistics row of this frame
+    quality_frame: npt.NDArray[np.uint8] | None = None  # kept for Q-Align (a 1-fps frame)
 
 
 def check_image(image: object, where: str) -> npt.NDArray[np.uint8]:
@@ -69,6 +75,9 @@ class Perceiver:
     height: int = ANALYSIS_HEIGHT
     memory: MemoryPerception | None = None
     depth_backend: DepthBackend | None = None
+    fps: float = 16.0  # the episode's frame rate: which frames are Q-Align's 1-fps frames
+    imaging: bool = True  # CPU imaging statistics (metrics.imaging)
+    keep_quality_frames: bool = True  # the 1-fps frames, so quality needs no video later
     _estimated: set[int] = field(default_factory=set)  # fit frames with network depth
     _recent: dict[int, Gray] = field(default_factory=dict)
     _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
@@ -126,4 +135,21 @@ class Perceiver:
         embedding = self.memory.observe(event, image) if self.memory is not None else None
         from_network = depth_used and target in self._estimated
         self._estimated.discard(target)
-        return PerceptionOutput(start, sx, srad, sample, depth_used, embedding, from_network)
+        statistics = None
+        if self.imaging:
+            detail = i % detail_stride(self.fps) == 0
+            statistics = frame_statistics(gray, image, detail=detail)
+        quality_frame = None
+        if self.keep_quality_frames and is_one_fps_frame(i, self.fps):
+            quality_frame = shrink_for_quality(image)
+        return PerceptionOutput(
+            start,
+            sx,
+            srad,
+            sample,
+            depth_used,
+            embedding,
+            from_network,
+            statistics,
+            quality_frame,
+        )

@@ -2,7 +2,8 @@
 
 Sx = mean horizontal flow (positive: content moves right, as under A and L);
 Srad = mean of u·rx + v·ry with (rx, ry) the unit vector from the **image centre** to the
-pixel (the focus of expansion is not estimated), positive under W.
+pixel (the focus of expansion is not estimated), positive under W. The field is the reference's
+``compute_signals``: centre (W/2, H/2), ``r = (x − W/2, y − H/2) / (‖·‖ + 1e-6)``.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ import numpy.typing as npt
 
 @lru_cache(maxsize=8)
 def radial_field(height: int, width: int) -> npt.NDArray[np.float64]:
-    """(H, W, 2) unit vectors pointing away from the image centre ((W−1)/2, (H−1)/2).
+    """(H, W, 2) unit vectors pointing away from the image centre (W/2, H/2), as the reference.
 
-    Read-only and cached: built once per analysis size, then one dot product per frame.
+    ``(x − W/2, y − H/2) / (hypot + 1e-6)``: the pixel at the centre gets weight 0. Read-only and
+    cached: built once per analysis size, then one dot product per frame.
     """
     ys, xs = np.mgrid[0:height, 0:width].astype(np.float64)
-    dx = xs - (width - 1) / 2.0
-    dy = ys - (height - 1) / 2.0
-    norm = np.hypot(dx, dy)
-    norm[norm == 0] = 1.0  # the exact centre pixel (odd sizes) has no direction: weight 0
+    dx = xs - width / 2.0
+    dy = ys - height / 2.0
+    norm = np.hypot(dx, dy) + 1e-6
     field = np.stack([dx / norm, dy / norm], axis=-1)
     field.setflags(write=False)
     return field
@@ -61,7 +62,6 @@ def naive_flow_signals(flow: npt.NDArray[np.float32]) -> tuple[float, float]:
     u = flow[..., 0].astype(np.float64)
     v = flow[..., 1].astype(np.float64)
     ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
-    dx, dy = xs - (w - 1) / 2.0, ys - (h - 1) / 2.0
-    r = np.hypot(dx, dy)
-    r[r == 0] = 1.0
+    dx, dy = xs - w / 2.0, ys - h / 2.0
+    r = np.hypot(dx, dy) + 1e-6
     return float(u.mean()), float((u * dx / r + v * dy / r).mean())

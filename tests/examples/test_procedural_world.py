@@ -43,8 +43,8 @@ from streameval.worlds.procedural_world.scene import (
     objects_in_cells,
 )
 
+from streameval.fits.geometry import FrameGeometry, views_from_frames
 from streameval.metrics.memory_global import covisibility_errors
-from streameval.perception.reconstruction import FrameGeometry, views_from_frames
 
 FloatArray = npt.NDArray[np.float64]
 FPS = 16.0
@@ -486,15 +486,19 @@ def test_forget_is_visible_to_geometry_on_a_revisit() -> None:
                 for i, f in ((0, frames[0]), (16, frames[16]))
             ]
         )
-        errors: FloatArray = covisibility_errors(views, max_points=100_000).errors
+        errors: FloatArray = covisibility_errors(views, stride=1).errors
         return errors
 
     clean = revisit_errors(WorldConfig(yaw_rate_deg=360.0))
     forget = revisit_errors(world_config_for_defect("forget", yaw_rate_deg=360.0))
-    assert clean.size > 10_000 and clean.max() < 1e-6
-    moved = int(np.count_nonzero(forget > 0.05))  # TAU_G
-    print(f"\nrevisit after 360°: {moved} of {forget.size} co-visible points off by > 0.05")
-    assert moved > 200  # the previous forget (objects redrawn from scratch): 110
+    # Same pose, yet the reference's floor lookup lands on the neighbouring pixel wherever the
+    # projection falls a hair below a whole pixel, so the clean world has its own share of
+    # errors at depth edges (SPEC §9); the forgetting world must add to it.
+    assert clean.size > 10_000
+    base = int(np.count_nonzero(clean > 0.05))  # TAU_G
+    moved = int(np.count_nonzero(forget > 0.05))
+    print(f"\nrevisit after 360°: > 0.05 on {moved} of {forget.size} points (clean {base})")
+    assert moved > base + 200
 
 
 @pytest.mark.parametrize("name", ["blur", "noise"])

@@ -59,21 +59,23 @@ def n_median(xs: list[float]) -> float:
 
 
 def n_smooth(x: list[float], k: int) -> list[float]:
-    out = []
-    for i in range(len(x)):
-        lo, hi = i - k // 2, i + (k - 1) // 2
-        out.append(sum(x[m] for m in range(lo, hi + 1) if 0 <= m < len(x)) / k)
-    return out
+    """Centred zero-padded average; max(len(x), k) values, as numpy's "same" (the reference)."""
+    n = len(x)
+    full = [sum(x[j] / k for j in range(n) if 0 <= m - j < k) for m in range(n + k - 1)]
+    offset = (min(n, k) - 1) // 2
+    return full[offset : offset + max(n, k)]
 
 
 def n_hiccups(vs: list[float], low: float, high: float, min_run: int) -> int:
+    """A dip from a value < low up to and *including* the recovering value > high (reference)."""
     count, i = 0, 0
     while i < len(vs):
         if vs[i] < low:
-            j = i
+            j = i + 1
             while j < len(vs) and not vs[j] > high:
                 j += 1
-            if j - i >= min_run:
+            length = j - i + 1 if j < len(vs) else j - i  # the recovering sample counts
+            if length >= min_run:
                 count += 1
             i = j
         else:
@@ -98,8 +100,8 @@ def n_stability(v: list[float], fps: float) -> dict[str, Any]:
 
 
 def n_latency(
-    v_seg: list[float],
-    t_seg: list[float],
+    v_all: list[float],
+    t_all: list[float],
     v_stable: list[float],
     v_ref: float,
     t0: float,
@@ -109,11 +111,11 @@ def n_latency(
     ss = n_median(v_stable) if len(v_stable) > 2 else 0.0
     if ss <= 0.1 * v_ref:
         return 0.0, ("no_response" if ss <= 0 else "weak_response"), None
-    vs = n_smooth(v_seg, max(1, int(0.5 * fps)))
+    vs = n_smooth(v_all, max(1, int(0.5 * fps)))[: len(v_all)]
     latency = length
-    for x, t in zip(vs, t_seg, strict=True):
-        if x >= 0.5 * v_ref:
-            latency = t - t0
+    for x, t in zip(vs, t_all, strict=True):
+        if t0 <= t <= t0 + length and x >= 0.5 * v_ref:
+            latency = max(0.0, t - t0)
             break
     return 1 - min(latency, length) / length, None, latency
 
@@ -140,7 +142,7 @@ def n_episode(
         stable = []
         for i in full:
             head_ok = j == 0 or i / fps >= start / fps + 3
-            tail_ok = j == len(runs) - 1 or i / fps < end / fps - 1
+            tail_ok = j == len(runs) - 1 or i / fps <= end / fps - 1
             if head_ok and tail_ok:
                 stable.append(i)
         segs.append((j, k, start, end, full, stable))
@@ -148,8 +150,7 @@ def n_episode(
     def ch(k: str, i: int) -> float:
         return sx[i] if CHANNEL[k][0] == "sx" else srad[i]
 
-    all_abs = [abs(ch(k, i)) for (_, k, _, _, full, _) in segs if k != "-" for i in full]
-    v_ref = n_percentile(all_abs, 75) + 1e-9 if all_abs else None
+    valid = [i for i in range(n) if ok[i]]
     cols: dict[str, list[float]] = {name: [] for name in CONTROL_METRIC_NAMES}
     for j, k, start, end, full, stable in segs:
         if k == "-":
@@ -172,10 +173,12 @@ def n_episode(
             on = {"fwd": msr, "lat": lat, "yaw": yaw}[fam]
             cols[f"direction_purity_{pool}"].append(on / (lat + yaw + msr + 1e-9))
             cols[f"motion_stability_{pool}"].append(n_stability(v, fps)["score"])
-        if j >= 1 and len(full) >= 3 and v_ref is not None:
+        if j >= 1 and full:
+            # v_ref from the new key's channel alone, over the whole episode (reference).
+            v_ref = n_percentile([abs(ch(k, i)) for i in valid], 75) + 1e-9
             score, _, _ = n_latency(
-                [sign * ch(k, i) for i in full],
-                [i / fps for i in full],
+                [sign * ch(k, i) for i in valid],
+                [i / fps for i in valid],
                 [sign * ch(k, i) for i in stable],
                 v_ref,
                 start / fps,
@@ -500,8 +503,16 @@ def test_fewer_than_three_stable_samples() -> None:
     assert lat.details["segments"][0]["n_stable"] == 2
 
 
-def test_switch_with_too_few_samples_is_not_applicable() -> None:
+def test_switch_without_a_steady_state_scores_zero() -> None:
+    # The reference scores such a switch 0 (steady state 0: no_response), it is not dropped.
     sx, srad, keys = episode([("W", 20, 1.0, 0), ("L", 4 / 16, 1.0, 0)], 16)  # 2 signals
+    lat = control_metrics(sx, srad, keys, 16)["response_latency_rot"]
+    assert (lat.status, lat.raw) == ("official", 0.0)
+    assert lat.details["segments"][0]["response"] == "no_response"
+
+
+def test_switch_after_the_last_signal_is_not_applicable() -> None:
+    sx, srad, keys = episode([("W", 20, 1.0, 0), ("L", 2 / 16, 1.0, 0)], 16)  # no L signal
     lat = control_metrics(sx, srad, keys, 16)["response_latency_rot"]
     assert lat.status == "not_applicable"
     assert lat.reason == "all switches into a yaw segment have fewer than 3 samples"

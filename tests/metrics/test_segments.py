@@ -1,4 +1,4 @@
-"""Segment spans and stable zones (SPEC §2) against a naive time-based reference."""
+"""Segment spans and stable zones (SPEC §2, §9) against a naive time-based reference."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import random
 import pytest
 from streameval.protocol.keys import UnknownKeyError
 
-from streameval.metrics.segments import segment_spans
+from streameval.metrics.segments import equal_split_spans, segment_spans
 
 SpanTuple = tuple[int, str, int, int, list[int], list[int]]
 
 
 def naive_spans(frame_keys: list[str], n_signals: int, fps: float) -> list[SpanTuple]:
-    """Runs of equal keys; stable zone by *time*, exactly as SPEC §2 words it."""
+    """Runs of equal keys; stable zone by *time*, the reference's inclusive edges (SPEC §9)."""
     runs: list[tuple[str, int, int]] = []
     for frame, key in enumerate(frame_keys):
         if runs and runs[-1][0] == key:
@@ -28,7 +28,7 @@ def naive_spans(frame_keys: list[str], n_signals: int, fps: float) -> list[SpanT
             t = i / fps
             if j > 0 and not t >= start / fps + 3.0:
                 continue
-            if j < len(runs) - 1 and not t < end / fps - 1.0:
+            if j < len(runs) - 1 and not t <= end / fps - 1.0:
                 continue
             stable.append(i)
         out.append((j, key, start, end, full, stable))
@@ -56,8 +56,9 @@ def test_random_key_logs_match_naive(fps: float, seed: int) -> None:
 def test_stable_zone_boundaries_at_16_fps() -> None:
     keys = ["W"] * 320 + ["S"] * 320 + ["W"] * 320
     spans = segment_spans(keys, 958, 16)
-    # first: no head skip, 1 s tail skip; middle: both; last: head only, clipped to the signals.
-    assert [s.stable for s in spans] == [range(0, 304), range(368, 624), range(688, 958)]
+    # first: no head skip, 1 s tail skip (the sample exactly 1 s before the end is kept, as in
+    # the reference); middle: both; last: head only, clipped to the signals.
+    assert [s.stable for s in spans] == [range(0, 305), range(368, 625), range(688, 958)]
     assert [s.full for s in spans] == [range(0, 320), range(320, 640), range(640, 958)]
     assert [s.family for s in spans] == ["fwd", "fwd", "fwd"]
 
@@ -65,7 +66,7 @@ def test_stable_zone_boundaries_at_16_fps() -> None:
 def test_stable_zone_boundaries_at_non_integer_fps() -> None:
     keys = ["A"] * 490 + ["L"] * 490 + ["D"] * 490  # 20 s per key at 24.5 fps
     spans = segment_spans(keys, 1468, 24.5)
-    # i < 490 - 24.5 -> last 465; i >= 490 + 73.5 -> first 564; i < 980 - 24.5 -> last 955.
+    # i <= 490 - 24.5 -> last 465; i >= 490 + 73.5 -> first 564; i <= 980 - 24.5 -> last 955.
     assert [s.stable for s in spans] == [range(0, 466), range(564, 956), range(1054, 1468)]
 
 
@@ -122,8 +123,25 @@ def test_bad_fps(fps: float) -> None:
         segment_spans(["W"], 1, fps)
 
 
-def test_whole_sample_boundary_survives_float_rounding() -> None:
-    # 3 s at 10/3 fps is exactly 10 samples; 10/3 * 3 is 10.000000000000002 in floats.
+def test_float_effects_at_three_seconds_follow_the_reference() -> None:
+    # 3 s at 10/3 fps is 10 samples in exact arithmetic; the reference compares i/fps with
+    # lo + 3.0 in float64 as written, so whichever side the rounding falls on is the answer.
     fps = 10 / 3
     spans = segment_spans(["W"] * 20 + ["S"] * 20, 40, fps)
-    assert spans[1].stable.start == 30
+    first = 30 if 30 / fps >= 20 / fps + 3.0 else 31
+    assert spans[1].stable.start == first
+
+
+def test_equal_split_uses_the_last_sample_time() -> None:
+    # 161 samples at 16 fps: dur = 10 s, two keys of 5 s each; the zone of S starts at 8 s.
+    spans = equal_split_spans(["W", "S"], 161, 16)
+    assert [(s.lo_s, s.hi_s, s.length_s) for s in spans] == [(0.0, 5.0, 5.0), (5.0, 10.0, 5.0)]
+    assert spans[0].full == range(0, 80) and spans[1].full == range(80, 161)
+    assert spans[0].stable == range(0, 65)  # t <= 4.0 inclusive
+    assert spans[1].stable == range(128, 161)  # t >= 8.0, through the last sample
+
+
+def test_equal_split_repeats_keys_as_segments() -> None:
+    spans = equal_split_spans(["W", "S", "W"], 100, 12)
+    assert [s.key for s in spans] == ["W", "S", "W"]
+    assert spans[-1].full.stop == 100

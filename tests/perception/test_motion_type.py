@@ -7,15 +7,15 @@ import itertools
 import numpy as np
 import pytest
 
-from streameval.perception.motion_type import (
+from streameval.fits.motion_type import (
     FitSample,
     analysis_focal,
     fit_depth_parallax,
     fit_flow_rotation,
     fit_frames,
     fit_motion_type,
-    sample_fit,
 )
+from streameval.perception.motion_type import sample_fit
 
 W, H = 640, 432
 F = analysis_focal(W)
@@ -46,15 +46,26 @@ def _yaw_flow(omega: float) -> np.ndarray:
 
 
 def test_fit_frames_one_per_second_from_25_to_90_percent() -> None:
-    frames = fit_frames(320, 640, 16.0)  # a 20 s segment at 16 fps
+    frames = fit_frames(320, 640, 16.0, 960)  # a 20 s segment at 16 fps
     assert frames[0] == 400  # 25 %
     assert all(b - a == 16 for a, b in itertools.pairwise(frames))
-    assert frames[-1] <= 320 + 0.9 * 320
-    assert len(frames) == 14
+    assert frames[-1] < 320 + 0.9 * 320  # below int(90 %), as the reference
+    assert len(frames) == 13  # 400, 416, ..., 592
 
 
 def test_fit_frames_short_segment_falls_back_to_three() -> None:
-    assert len(fit_frames(0, 20, 16.0)) == 3
+    assert fit_frames(0, 20, 16.0, 20) == [5, 11, 17]  # int() of linspace(5, 17, 3)
+
+
+def test_fit_frames_step_is_rounded_half_to_even() -> None:
+    # round(12.5) == 12 and round(13.5) == 14 in Python: the reference's frame step.
+    assert fit_frames(0, 400, 12.5, 400)[:2] == [100, 112]
+    assert fit_frames(0, 400, 13.5, 400)[:2] == [100, 114]
+
+
+def test_fit_frames_stop_three_frames_before_the_end() -> None:
+    # The last segment's 90 % point lies past N - 3 when it is short: the picks stop there.
+    assert max(fit_frames(0, 10, 1.0, 10)) < 7
 
 
 @pytest.mark.parametrize("with_depth", [True, False])

@@ -11,13 +11,16 @@ import pytest
 from streameval.worlds.procedural_world import ProceduralWorld, WorldFrame, world_config_for_defect
 
 from streameval.errors import BackendUnavailableError
-from streameval.metrics.memory_global import global_memory, select_views
+from streameval.fits.geometry import (
+    FrameGeometry,
+    intrinsics_for_depth,
+    select_views,
+    views_from_frames,
+)
+from streameval.metrics.memory_global import global_memory
 from streameval.perception.reconstruction import (
     RECONSTRUCTION_BACKENDS,
-    FrameGeometry,
     create_reconstruction_backend,
-    intrinsics_for_depth,
-    views_from_frames,
 )
 
 FPS = 16.0
@@ -82,14 +85,17 @@ def test_global_memory_from_model_pose_and_depth() -> None:
         scores[defect, keys[0] + keys[-1]] = (exact.normalized, bent.normalized)
     print("\nglobal_memory (exact, every other depth ×1.3):", scores)
     for (defect, motion), (exact_score, bent_score) in scores.items():
-        # exact geometry: bilinear inverse depth is exact on the planar ground and walls, so
-        # only float32 rounding is left (measured 100.0, 99.99998, 99.99992)
-        assert exact_score > 99.9, (defect, motion)
+        # exact geometry: the reference's floor lookup moves the target up to a pixel, a
+        # floor the published numbers share (SPEC §9); it grows with the depth gradient
+        # (measured AD 90.8, LR 73.3, WD 55.1: walking forward the ground is seen grazing)
+        assert 50.0 < exact_score < 100.0, (defect, motion)
+        assert bent_score < exact_score - 30.0, (defect, motion)
         # every other view's depth ×1.3: half the pool errs by ≈ 0.2 (measured 16.7–22.2)
         assert bent_score < 30.0, (defect, motion)
     # forget moves and resizes regenerated objects, but they are a minority of the co-visible
-    # points and the SPEC median stays at the consistent majority's 0 (see memory_global)
-    assert scores["forget", "AD"][0] == scores["clean", "AD"][0] == 100.0
+    # points: the SPEC median barely moves (forgetting shows in Revisit Memory and in the
+    # share_over_tau_g diagnostic, see memory_global)
+    assert abs(scores["forget", "AD"][0] - scores["clean", "AD"][0]) < 5.0
 
 
 def test_vggt_is_unavailable_with_the_missing_package_named() -> None:

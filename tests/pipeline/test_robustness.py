@@ -13,7 +13,7 @@ import pytest
 from streameval.protocol.schedule import Schedule
 
 from streameval.driver import InProcessSource
-from streameval.events import FrameEvent
+from streameval.events import ErrorEvent, FrameEvent
 from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig, run_episode
 from tests.pipeline.helpers import ListSource, run, shifting_events, textured
@@ -27,8 +27,8 @@ class Collect(EpisodeObserver):
     def on_frame(self, event: FrameEvent) -> None:
         self.frames += 1
 
-    def on_error(self, message: str) -> None:
-        self.errors.append(message)
+    def on_error(self, error: ErrorEvent) -> None:
+        self.errors.append(error.message)
 
 
 def test_synthetic_shift_is_scored_in_the_right_direction(tmp_path: Path) -> None:
@@ -127,16 +127,17 @@ def test_recording_keeps_every_frame_of_a_fast_source(tmp_path: Path) -> None:
 def test_recorder_failure_is_reported_to_the_other_observers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A recording that cannot start is reported through on_error (the dashboard's log, the
-    console printer), not printed over the screen, and the evaluation goes on."""
+    """A recording that cannot start is one ErrorEvent on the episode's channel: every observer
+    hears it (the dashboard's log, the console printer), the outcome and scores.json keep it,
+    nothing is printed over the screen, and the evaluation goes on."""
     from streameval.recording import RecordingObserver
 
     class Errors(EpisodeObserver):
         def __init__(self) -> None:
-            self.messages: list[str] = []
+            self.events: list[ErrorEvent] = []
 
-        def on_error(self, message: str) -> None:
-            self.messages.append(message)
+        def on_error(self, error: ErrorEvent) -> None:
+            self.events.append(error)
 
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the recording directory should go")
@@ -145,5 +146,10 @@ def test_recorder_failure_is_reported_to_the_other_observers(
     outcome = run(ListSource(shifting_events("AD", 20)), tmp_path / "out", [recording, errors])
     assert outcome.frames == 40
     assert len(recording.errors) == 1 and recording.errors[0].startswith("recording stopped:")
-    assert errors.messages == recording.errors
+    assert [e.message for e in errors.events] == recording.errors
+    assert [(e.source, e.fatal) for e in errors.events] == [("recorder", False)]
+    assert outcome.errors == errors.events
+    doc = json.loads((tmp_path / "out" / "scores.json").read_text())
+    assert doc["errors"] == [e.to_json() for e in errors.events]
+    assert doc["errors"][0]["message"].startswith("recording stopped:")
     assert "recording stopped" not in capsys.readouterr().err

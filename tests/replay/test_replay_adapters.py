@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from replay_synth import collect, write_video
 from streameval.replay import open_rollouts, read_rollout
 
 from streameval.errors import BadInputError
 from streameval.events import EpisodeEnd, FrameEvent
+from tests.replay.replay_synth import collect, write_video
 
 
 def test_actions_json_beside_a_video(tmp_path: Path) -> None:

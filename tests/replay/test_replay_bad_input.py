@@ -11,7 +11,11 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 import pytest
-from replay_synth import (
+from streameval.replay import Recorder, open_rollouts, read_rollout_dir
+
+from streameval.errors import BadInputError
+from streameval.events import EpisodeEnd, FrameEvent, KeySent, SourceError
+from tests.replay.replay_synth import (
     collect,
     make_rollout_dir,
     moving_texture,
@@ -19,10 +23,6 @@ from replay_synth import (
     write_meta,
     write_video,
 )
-from streameval.replay import Recorder, open_rollouts, read_rollout_dir
-
-from streameval.errors import BadInputError
-from streameval.events import EpisodeEnd, FrameEvent, KeySent, SourceError
 
 
 def _fatal_end(events: Sequence[object]) -> tuple[SourceError, EpisodeEnd]:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from replay_synth import collect, write_video
 from streameval.replay import open_rollouts, parse_delivery_name, read_delivery
 
 from streameval.errors import BadInputError
 from streameval.events import EpisodeEnd, EpisodeStart, FrameEvent
+from tests.replay.replay_synth import collect, write_video
 
 
 def test_delivery_keys_split_equally_at_native_fps(tmp_path: Path) -> None:

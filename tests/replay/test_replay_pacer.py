@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from replay_synth import drain, make_rollout_dir
 from streameval.replay import Pacer, ReplaySource, pace_for, read_rollout_dir
 
 from streameval.errors import BadInputError
 from streameval.events import EndOfStream, EpisodeStart, FrameEvent
+from tests.replay.replay_synth import drain, make_rollout_dir
 
 
 async def _wait_all(pacer: Pacer, n: int, slow_at: int | None = None) -> float:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from replay_synth import collect, moving_texture
 from streameval.replay import Recorder, ReplaySource, open_rollouts, read_rollout_dir
 
 from streameval.errors import BadInputError
@@ -19,6 +18,7 @@ from streameval.events import (
     KeySent,
     SourceError,
 )
+from tests.replay.replay_synth import collect, moving_texture
 
 N = 48
 W, H = 96, 64

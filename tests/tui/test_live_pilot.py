@@ -20,23 +20,25 @@ from streameval.tui.widgets.control_metrics import ControlMetrics
 from streameval.tui.widgets.episode_header import EpisodeHeader
 from streameval.tui.widgets.episode_list import EpisodeList
 from streameval.tui.widgets.event_log import EventLog
-from streameval.tui.widgets.final_metrics import FinalMetrics
+from streameval.tui.widgets.final_metrics import FinalMetrics, statistic_label
 from streameval.tui.widgets.status_line import StatusLine
 from streameval.tui.widgets.throughput import Throughput
-from tui_fakes import (
+
+from streameval.jobs import EpisodeJob, JobsReport
+from streameval.metrics.imaging import STATISTIC_METRICS
+from streameval.observers import EpisodeObserver, EpisodeOutcome
+from streameval.source import Source
+from tests.tui.tui_fakes import (
     FAST_CONFIG,
     ShiftingSource,
     async_test,
     bad_job,
+    content_text,
     shifting_job,
     wait_for_text,
     wait_until,
     widget_text,
 )
-
-from streameval.jobs import EpisodeJob, JobsReport
-from streameval.observers import EpisodeObserver, EpisodeOutcome
-from streameval.source import Source
 
 SIZE = (120, 40)
 FRAMES_PER_KEY = 24
@@ -89,10 +91,14 @@ async def test_rollout_plays_key_progress_provisional_then_final(tmp_path: Path)
         assert outcome is not None and outcome.complete
         for name in ("direction_accuracy_trans", "response_latency_trans"):
             assert metric_value_text(outcome.scores.metrics[name]) in control
-        final = widget_text(live.query_one(FinalMetrics))
+        panel = live.query_one(FinalMetrics)
+        final = widget_text(panel)
         assert f"complete · {TOTAL} frames" in final
+        final = content_text(panel)  # the whole panel, scrolled or not
         for name, result in outcome.scores.metrics.items():  # memory: whatever it computed
-            if not name.startswith(("direction_", "motion_", "response_")):
+            if name in STATISTIC_METRICS:  # one line of imaging statistics
+                assert f"{statistic_label(name)} {metric_value_text(result)}" in final
+            elif not name.startswith(("direction_", "motion_", "response_")):
                 assert metric_label(name) in final
                 assert metric_value_text(result) in final
                 assert result.status == "official" or (result.reason or "")[:20] in final
@@ -114,6 +120,7 @@ async def test_q_mid_episode_finalizes_incomplete_and_writes_scores(tmp_path: Pa
     report = report_of(app)
     assert len(report.outcomes) == 1 and not report.outcomes[0].complete
     assert report.outcomes[0].frames == 20 and not report.all_complete
+    assert report.stopped  # the CLI exits 130 (a user stop), not 2 (bad input)
     assert [o.complete for o in extra.ended] == [False]  # the CLI's observers saw it too
     scores = json.loads((tmp_path / "ep" / "scores.json").read_text())
     assert scores["complete"] is False and scores["frames"] == 20
@@ -193,6 +200,13 @@ async def test_leaderboard_sort_and_drill_down(tmp_path: Path) -> None:
         await pilot.press("t")
         board = app.leaderboard
         assert app.screen is board
+        # the same rule as `streameval table`: 2 episodes < 10, so nothing is ranked, and the
+        # notes say so and how to see every model (issue 13, finding 1)
+        assert board.table is not None and board.table.rows == ()
+        assert [e.model for e in board.table.excluded] == ["synthetic"]
+        notes = board.query_one("#leaderboard-notes")
+        await wait_for_text(pilot, notes, "no model passes the exclusion rule", "press a")
+        await pilot.press("a")
         assert board.table is not None and [r.model for r in board.table.rows] == ["synthetic"]
         assert board.table.rows[0].n_episodes == 2
         await pilot.press("right", "right", "s")  # cursor onto "Acc T", sort by it

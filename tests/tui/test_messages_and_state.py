@@ -9,7 +9,6 @@ from typing import Any
 from streameval.protocol.schedule import Schedule
 from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.messages import EpisodeErrored, EpisodeProgressed
-from streameval.tui.sample import feed_episode, sample_info, sample_outcome
 from streameval.tui.state import DashboardModel, JobStatus, SignalTrace
 from streameval.tui.widgets.schedule_bar import boundary_columns, lit_columns, render_schedule
 from streameval.tui.widgets.signal_plot import (
@@ -20,12 +19,13 @@ from streameval.tui.widgets.signal_plot import (
     bin_samples,
     render_bars,
 )
-from tui_fakes import async_test
 
 from streameval.jobs import EpisodeJob
 from streameval.observers import Progress
 from streameval.results import MetricResult
 from streameval.source import Source
+from tests.tui.sample import feed_episode, sample_info, sample_outcome
+from tests.tui.tui_fakes import async_test
 
 
 def _progress(frame: int, key: str = "A", sx: float | None = 0.5, **kw: Any) -> Progress:

@@ -1,4 +1,4 @@
-"""SVG snapshots of the dashboard at 120×40 with deterministic data (``tui.sample``).
+"""SVG snapshots of the dashboard at 120×40 with deterministic data (``tests/tui/sample.py``).
 
 The sample data goes through a real ``DashboardObserver`` and the App's message handlers; the
 clock is fixed and fps values are part of the data, so nothing depends on wall time.
@@ -17,13 +17,14 @@ import pytest
 pytest.importorskip("pytest_textual_snapshot")
 
 from streameval.tui.app import DashboardApp
-from streameval.tui.sample import (
+from textual.pilot import Pilot
+
+from tests.tui.sample import (
     feed_all_done,
     feed_mid_episode,
     sample_app,
     write_sample_results,
 )
-from textual.pilot import Pilot
 
 SIZE = (120, 40)
 SnapCompare = Callable[..., bool]

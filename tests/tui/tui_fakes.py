@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from streameval.protocol.schedule import Schedule
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
+from textual.widgets import Static
 
 from streameval.errors import BadInputError
 from streameval.events import (
@@ -159,6 +161,15 @@ def widget_text(widget: Widget) -> str:
     """What ``widget`` shows on screen, border and title included, as plain text."""
     width, height = widget.outer_size
     return "\n".join(strip.text for strip in widget.render_lines(Region(0, 0, width, height)))
+
+
+def content_text(widget: Static) -> str:
+    """Everything a scrollable Static holds, whether scrolled into view or not."""
+    from rich.console import Console
+
+    console = Console(width=widget.content_size.width, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
 
 
 async def wait_until(

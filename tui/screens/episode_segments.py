@@ -1,6 +1,6 @@
 """Drill-down, episode → segments: each control column's per-segment scores.
 
-Rows come from ``streameval.scoring.episode_segments`` (the metrics' ``details["segments"]``).
+Rows come from ``streameval.leaderboard.episode_segments`` (the metrics' ``details["segments"]``).
 A segment's own value is on the kernel's scale — accuracy in [−1, 1], the others in [0, 1] —
 so it is shown with three decimals, not as a 0–100 table value. Non-scored segments show
 their status and reason.
@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from streameval.scoring import EpisodeRecord, column_by_name, episode_segments
+from streameval.leaderboard import EpisodeRecord, column_by_name, episode_segments
 
 
 class EpisodeSegmentsScreen(Screen[None]):

@@ -1,14 +1,15 @@
 """The leaderboard: the master table of the results written so far.
 
-Rows, cells, exclusions and ranks come from ``streameval.scoring.tabulate`` over the results
+Rows, cells, exclusions and ranks come from ``streameval.leaderboard.tabulate`` over the results
 dirs of the episodes finished in this command plus any dirs given up front; sorting reuses
-``scoring.sort_rows``. The dashboard's default rule includes every model (``INCLUDE_ALL``):
-a command evaluating one model for a few episodes would otherwise show an empty table, since
-the published rule needs ten episodes. Excluded models (if a rule is given) are listed under
-the table with their reasons, never dropped silently.
+``leaderboard.sort_rows``. The rule is ``streameval table``'s (the published one: at least ten
+episodes, not failing uniformly), so both show the same ranking; excluded models are still
+shown, dimmed and struck through under the ranked ones, with their reasons. When the rule
+leaves no model ranked the notes say so, and ``a`` toggles every model in (``--include-all``).
 
 Keys: ``s`` sorts by the column under the cursor (again: reverse), clicking a header does the
-same, ``n`` sorts by model name, Enter drills down into the model's episodes, ``r`` reloads.
+same, ``n`` sorts by model name, Enter drills down into the model's episodes, ``r`` reloads,
+``a`` includes every model (again: back to the rule).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from streameval.scoring import (
+from streameval.leaderboard import (
     INCLUDE_ALL,
     ExclusionRule,
     MasterTable,
@@ -46,18 +47,20 @@ class LeaderboardScreen(Screen[None]):
         Binding("s", "sort_cursor", "Sort by column"),
         Binding("n", "sort_name", "Sort by name"),
         Binding("r", "reload", "Reload"),
+        Binding("a", "toggle_all", "All models"),
     ]
 
     def __init__(
         self,
         model: DashboardModel,
         extra_dirs: Sequence[Path] = (),
-        rule: ExclusionRule = INCLUDE_ALL,
+        rule: ExclusionRule | None = None,
     ) -> None:
         super().__init__(id="leaderboard")
         self.model = model
         self.extra_dirs = tuple(extra_dirs)
-        self.rule = rule
+        self.rule = rule or ExclusionRule()
+        self.default_rule = self.rule
         self.table: MasterTable | None = None
         self.sort_column: str | None = None
         self.descending = True
@@ -158,6 +161,14 @@ class LeaderboardScreen(Screen[None]):
             "Enter: episodes · s: sort",
             style="dim",
         )
+        if not table.rows and table.excluded:
+            text.append(
+                f"\nno model passes the exclusion rule (at least {self.rule.min_episodes} "
+                "episodes, not failing uniformly): press a to rank every model",
+                style="bold yellow",
+            )
+        elif self.rule is INCLUDE_ALL:
+            text.append("\nevery model ranked (a: back to the exclusion rule)", style="dim")
         for e in table.excluded:
             text.append(f"\nexcluded {e.model}: {'; '.join(e.reasons)}", style="yellow")
         for err in table.errors:
@@ -190,6 +201,10 @@ class LeaderboardScreen(Screen[None]):
         self._sort_by(MODEL_KEY)
 
     def action_reload(self) -> None:
+        self.reload()
+
+    def action_toggle_all(self) -> None:
+        self.rule = INCLUDE_ALL if self.rule is not INCLUDE_ALL else self.default_rule
         self.reload()
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:

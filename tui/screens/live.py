@@ -26,12 +26,17 @@ from streameval.tui.widgets.schedule_bar import ScheduleBar
 from streameval.tui.widgets.signal_plot import SignalPlot
 from streameval.tui.widgets.status_line import StatusLine
 from streameval.tui.widgets.throughput import Throughput
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, OptionList
+
+# Below this many rows the live screen drops margins and the side bar's throughput panel and,
+# once the shown episode has ended, its signal plots (dashboard.tcss: .compact).
+COMPACT_BELOW_ROWS = 36
 
 
 class LiveScreen(Screen[None]):
@@ -115,6 +120,9 @@ class LiveScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         self.repaint_all()
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < COMPACT_BELOW_ROWS, "compact")
+
     def add_log(self, line: LogLine) -> None:
         if self.is_mounted:
             self.query_one(EventLog).add(line)
@@ -151,6 +159,9 @@ class LiveScreen(Screen[None]):
             (self.query_one("#plot-srad", SignalPlot), trace.srad if trace else ()),
         ):
             plot.show(values, trace.keys if trace else (), total, key)
+        # A short terminal (80×24) cannot hold the plots and both score panels: once the
+        # shown episode has ended its scores matter more than its signals (issue 13).
+        self.set_class(ep is not None and ep.outcome is not None, "ended")
         if ep is not None and ep.outcome is not None:
             scores = ep.outcome.scores.metrics
             self.query_one(ControlMetrics).show(scores, final=True, complete=ep.outcome.complete)

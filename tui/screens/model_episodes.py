@@ -1,8 +1,9 @@
 """Drill-down, model → episodes: one row per episode with its own cells.
 
-Rows come from ``streameval.scoring.model_episodes`` (the same cells the table aggregates), so
+Rows come from ``streameval.leaderboard.model_episodes`` (the same cells the table aggregates), so
 an episode that is ``missing`` here is exactly one the model's cell counts as missing.
-Enter opens the episode's segments; Escape goes back to the leaderboard.
+Enter opens the episode's segments; ``o`` opens its report.html in the browser (drawn first
+when the folder has none); Escape goes back to the leaderboard.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from streameval.scoring import EpisodeRow, MasterTable, model_episodes
+from streameval.leaderboard import EpisodeRow, MasterTable, model_episodes
 
 
 class ModelEpisodesScreen(Screen[None]):
     """The episodes of one model."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("o", "open_report", "Open report"),
+    ]
 
     def __init__(self, table: MasterTable, model: str) -> None:
         super().__init__()
@@ -66,8 +70,8 @@ class ModelEpisodesScreen(Screen[None]):
             )
         self.query_one("#drill-notes", Static).update(
             Text(
-                "Enter: the episode's segments · Escape: back · incomplete runs count as "
-                "missing in the table",
+                "Enter: the episode's segments · o: its report.html in the browser · "
+                "Escape: back · incomplete runs count as missing in the table",
                 style="dim",
             )
         )
@@ -76,3 +80,20 @@ class ModelEpisodesScreen(Screen[None]):
         event.stop()
         if 0 <= event.cursor_row < len(self.rows):
             self.app.push_screen(EpisodeSegmentsScreen(self.rows[event.cursor_row].record))
+
+    def action_open_report(self) -> None:
+        row = self.query_one(DataTable).cursor_row
+        if not 0 <= row < len(self.rows):
+            return
+        results_dir = self.rows[row].record.results_dir
+        report = results_dir / "report.html"
+        if not report.is_file():
+            from streameval.report import write_episode_report
+
+            try:
+                report = write_episode_report(results_dir)
+            except Exception as exc:  # a view: tell the user, keep browsing
+                self.notify(f"{results_dir}: no report ({exc})", severity="error")
+                return
+        self.notify(f"opening {report}")
+        self.app.open_url(report.resolve().as_uri())

@@ -14,7 +14,7 @@ from rich.text import Text
 from streameval.tui.format import metric_value_text
 from textual.widgets import Static
 
-from streameval.metrics.control import CONTROL_METRIC_NAMES
+from streameval.metrics.registry import metric_names
 from streameval.results import MetricResult
 
 ROWS: tuple[tuple[str, str], ...] = (
@@ -70,7 +70,9 @@ class ControlMetrics(Static):
             return
         self._source, self._flags = metrics, (final, complete)
         metrics = {
-            name: metrics[name] for name in CONTROL_METRIC_NAMES if metrics and name in metrics
+            name: metrics[name]
+            for name in metric_names(family="control")
+            if metrics and name in metrics
         }
         self.set_class(not final, PROVISIONAL_CLASS)
         self.set_class(final and complete, FINAL_CLASS)

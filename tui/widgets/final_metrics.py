@@ -1,6 +1,6 @@
 """Episode-end results: how the episode ended and every metric beyond the control ones.
 
-Memory (and later quality) metrics need the whole episode, so they appear only when the
+Memory and quality metrics need the whole episode, so they appear only when the
 pipeline finalizes it. Whatever the outcome carries is shown — the panel does not hard-code
 metric names — each with its status and, when it has no value, the reason.
 """
@@ -13,7 +13,8 @@ from rich.text import Text
 from streameval.tui.format import metric_label, metric_value_text
 from textual.widgets import Static
 
-from streameval.metrics.control import CONTROL_METRIC_NAMES
+from streameval.metrics.imaging import STATISTIC_METRICS
+from streameval.metrics.registry import metric_names
 from streameval.observers import EpisodeOutcome
 
 
@@ -31,9 +32,34 @@ def outcome_line(outcome: EpisodeOutcome) -> Text:
     return text
 
 
+def statistic_label(name: str) -> str:
+    """``imaging_sharpness`` -> ``sharpness``, ``temporal_flicker`` -> ``flicker``."""
+    return name.removeprefix("imaging_").removeprefix("temporal_")
+
+
+def statistics_line(outcome: EpisodeOutcome) -> Text | None:
+    """The CPU imaging statistics on one line (they are no table columns, and a row each
+    would push the memory and quality rows out of the panel)."""
+    found = [
+        (n, outcome.scores.metrics[n]) for n in STATISTIC_METRICS if n in outcome.scores.metrics
+    ]
+    if not found:
+        return None
+    text = Text("imaging ", style="dim")
+    for k, (name, m) in enumerate(found):
+        if k:
+            text.append(" · ", style="dim")
+        text.append(f"{statistic_label(name)} ")
+        text.append(metric_value_text(m), style="bold" if m.status == "official" else "dim")
+    return text
+
+
 def other_metrics_table(outcome: EpisodeOutcome) -> RenderableType:
+    control = metric_names(family="control")  # shown by the control panel
     others = {
-        name: m for name, m in outcome.scores.metrics.items() if name not in CONTROL_METRIC_NAMES
+        name: m
+        for name, m in outcome.scores.metrics.items()
+        if name not in control and name not in STATISTIC_METRICS
     }
     if not others:
         return Text("no memory or quality metrics in this run", style="dim")
@@ -67,4 +93,9 @@ class FinalMetrics(Static):
             self.update(Text("computed when the episode ends", style="dim italic"), layout=False)
             return
         self.border_subtitle = "final"
-        self.update(Group(outcome_line(outcome), other_metrics_table(outcome)), layout=False)
+        parts: list[RenderableType] = [outcome_line(outcome)]
+        stats = statistics_line(outcome)
+        if stats is not None:
+            parts.append(stats)
+        parts.append(other_metrics_table(outcome))
+        self.update(Group(*parts), layout=False)

@@ -1,6 +1,6 @@
 """Master-table cells as styled text, the way ``streameval table`` colours them.
 
-Numbers, statuses, coverage, bounds and ranks all come from ``streameval.scoring``; the colours
+Numbers, statuses, coverage, bounds and ranks all come from ``streameval.leaderboard``; the colours
 are the terminal table's (``streameval.table_cli.RICH_STYLES``: best bold green, second yellow,
 worst red), so the dashboard and the CLI never disagree on what is best.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from streameval.scoring import Cell, cell_text, format_bounds, format_coverage
+from streameval.leaderboard import Cell, cell_text, format_bounds, format_coverage
 from streameval.table_cli import RICH_STYLES
 
 

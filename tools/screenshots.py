@@ -1,8 +1,9 @@
 """Write SVG screenshots of every dashboard screen (``docs/screenshots/*.svg``) for the README.
 
-    python -m tui.screenshots [--out docs/screenshots]
+    python tools/screenshots.py [--out docs/screenshots]
 
-The screens show the deterministic sample data of ``tui.sample`` (the same states as the SVG
+A development tool, not shipped: the screens show the deterministic sample data of
+``tests/tui/sample.py`` (the same states as the SVG
 snapshot tests), exported by Textual, so re-running the script gives the same files.
 """
 
@@ -10,12 +11,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.tui.sample
+
 from streameval.tui.app import DashboardApp
-from streameval.tui.sample import feed_all_done, feed_mid_episode, sample_app, write_sample_results
+
+from tests.tui.sample import feed_all_done, feed_mid_episode, sample_app, write_sample_results
 
 LIVE_SIZE = (120, 40)
 TABLE_SIZE = (150, 40)  # 13 master-table columns need more than 120 columns

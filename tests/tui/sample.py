@@ -23,8 +23,9 @@ from streameval.tui.observer import DashboardObserver
 
 from streameval.episode_scores import EpisodeScores
 from streameval.errors import BadInputError
-from streameval.events import EpisodeInfo
+from streameval.events import EpisodeInfo, ErrorEvent
 from streameval.jobs import EpisodeJob, JobsReport
+from streameval.leaderboard import INCLUDE_ALL
 from streameval.metrics.control import CONTROL_METRIC_NAMES
 from streameval.observers import EpisodeOutcome, Progress
 from streameval.pipeline import PipelineConfig
@@ -283,6 +284,8 @@ def sample_app(leaderboard_root: Path | None = None) -> DashboardApp:
         autostart=False,
         clock=lambda: 0.0,
         leaderboard_dirs=(leaderboard_root,) if leaderboard_root is not None else (),
+        # sample data: three episodes per model, all of them ranked to show the colours
+        exclusion=INCLUDE_ALL,
     )
     return DashboardApp(jobs, PipelineConfig(queue_size=QUEUE_SIZE), [], options)
 
@@ -296,7 +299,7 @@ def feed_mid_episode(app: DashboardApp) -> None:
     feed_episode(app.observer_for(0), SAMPLE_EPISODES[0])
     running = app.observer_for(1)
     feed_episode(running, SAMPLE_EPISODES[1], until=200, end=False)
-    running.on_error(SAMPLE_ERROR)
+    running.on_error(ErrorEvent(SAMPLE_ERROR))
 
 
 def feed_all_done(app: DashboardApp) -> None:

@@ -1,0 +1,201 @@
+"""Latency and decode cost of the network transports (issue 11).
+
+Prints, on loopback with a model that costs nothing (a fixed 640×432 frame):
+  - key-to-frame latency added by streameval itself: from the evaluator's ``step`` (the key
+    for frame i) to frame i handed to the pipeline, through a real mosquitto broker (MQTT) and
+    through two aiortc peers (WebRTC lossless); both ends are streameval (host + evaluator),
+    so this is everything it adds besides the model (target: median ≤ 5 ms);
+  - decode cost per 640×432 frame of each transport's payload: raw msgpack (MQTT, lossless
+    WebRTC), PNG, JPEG (MJPEG), VP8 (public WebRTC video track, PyAV/libvpx + RGB convert).
+
+Usage: python bench/transport_latency.py [--frames N]   (needs mosquitto on PATH for MQTT)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from streameval.protocol.wire import Frame, decode, encode
+
+from streameval.events import EndOfStream, FrameEvent, KeySent
+from streameval.transports.live import LiveConfig, LiveSource
+from streameval.transports.mqtt import MqttSource
+from streameval.transports.mqtt_serve import serve_mqtt
+from streameval.transports.webrtc import WebRTCSource
+from streameval.transports.webrtc_serve import WebRTCServer
+
+W, H, FPS = 640, 432, 16.0
+
+
+class FixedFrame:
+    """A model whose step costs nothing: latency measured is the transports' alone."""
+
+    def __init__(self) -> None:
+        self.image = np.random.default_rng(0).integers(0, 255, (H, W, 3), dtype=np.uint8)
+
+    def step(self, key: str) -> np.ndarray:
+        return self.image
+
+
+async def _latencies(source: LiveSource) -> list[float]:
+    await source.connect()
+    t0 = time.perf_counter()
+    sent: dict[int, float] = {}
+    out: list[float] = []
+    try:
+        while True:
+            event = await source.recv()
+            if isinstance(event, KeySent):
+                sent[event.frame] = event.t_wall
+            elif isinstance(event, FrameEvent) and event.index in sent:
+                out.append(time.perf_counter() - sent.pop(event.index))
+    except EndOfStream:
+        pass
+    await source.close()
+    print(f"  ({len(out) / (time.perf_counter() - t0):.1f} frames/s with one frame in flight)")
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def mqtt_latency(frames: int) -> list[float] | None:
+    exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not Path(exe).exists():
+        return None
+    port = _free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = Path(tmp) / "m.conf"
+        conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\n")
+        broker = subprocess.Popen([exe, "-c", str(conf)], stderr=subprocess.DEVNULL)
+        try:
+            await asyncio.sleep(0.5)
+            url = f"mqtt://127.0.0.1:{port}/bench"
+            ready = asyncio.Event()
+            server = asyncio.create_task(
+                serve_mqtt(FixedFrame(), url, name="fixed", fps=FPS, width=W, height=H, ready=ready)
+            )
+            await ready.wait()
+            live = LiveConfig(clock="video", seconds_per_key=frames / FPS)
+            source = MqttSource(url, ("W",), episode="bench", suite="bench", config=live)
+            result = await _latencies(source)
+            server.cancel()
+            await asyncio.gather(server, return_exceptions=True)
+            return result
+        finally:
+            broker.terminate()
+            broker.wait()
+
+
+async def webrtc_latency(frames: int) -> list[float]:
+    server = WebRTCServer(FixedFrame, name="fixed", fps=FPS, width=W, height=H)
+    port = await server.start("127.0.0.1", 0)
+    try:
+        live = LiveConfig(clock="video", seconds_per_key=frames / FPS)
+        source = WebRTCSource(
+            f"webrtc+http://127.0.0.1:{port}/offer",
+            ("W",),
+            episode="bench",
+            suite="bench",
+            config=live,
+            lossless=True,
+        )
+        return await _latencies(source)
+    finally:
+        await server.stop()
+
+
+def _per_call_ms(fn: Callable[[], object], n: int = 50) -> float:
+    fn()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return 1000 * (time.perf_counter() - t) / n
+
+
+def _vp8_decode_ms(image: np.ndarray, n: int = 50) -> float:
+    import av
+
+    codec = av.CodecContext.create("libvpx", "w")
+    codec.width, codec.height, codec.pix_fmt = W, H, "yuv420p"
+    codec.options = {"deadline": "realtime", "cpu-used": "8"}
+    packets = []
+    rng = np.random.default_rng(1)
+    for i in range(n):
+        shifted = np.roll(image, 4 * i, axis=1) ^ rng.integers(0, 2, image.shape, dtype=np.uint8)
+        frame = av.VideoFrame.from_ndarray(shifted, format="rgb24")
+        frame.pts = i
+        packets.extend(codec.encode(frame))
+    packets.extend(codec.encode(None))
+    decoder = av.CodecContext.create("libvpx", "r")
+    t = time.perf_counter()
+    count = 0
+    for packet in packets:
+        for frame in decoder.decode(packet):
+            frame.to_ndarray(format="rgb24")
+            count += 1
+    return 1000 * (time.perf_counter() - t) / max(1, count)
+
+
+def decode_costs() -> dict[str, float]:
+    import cv2
+
+    image = cv2.GaussianBlur(
+        np.random.default_rng(0).integers(0, 255, (H, W, 3), dtype=np.uint8), (0, 0), 2
+    )
+    frame = Frame(index=0, key="W", image=image)
+    raw, png, jpeg = (encode(frame, encoding=e) for e in ("raw", "png", "jpeg"))  # type: ignore[arg-type]
+    return {
+        "raw msgpack (MQTT, WebRTC lossless)": _per_call_ms(lambda: decode(raw)),
+        "png msgpack": _per_call_ms(lambda: decode(png)),
+        "jpeg (MJPEG, q90)": _per_call_ms(lambda: decode(jpeg)),
+        "vp8 (WebRTC video track)": _vp8_decode_ms(image),
+    }
+
+
+def _summary(name: str, lat: list[float] | None) -> None:
+    if not lat:
+        print(f"{name:<34} not measured (mosquitto not installed)")
+        return
+    ms = sorted(1000 * x for x in lat)
+    print(
+        f"{name:<34} median {statistics.median(ms):6.2f} ms   p95 "
+        f"{ms[int(0.95 * (len(ms) - 1))]:6.2f} ms   ({len(ms)} frames)"
+    )
+
+
+def main() -> None:
+    import streameval.transports.live as live_module
+
+    # one frame in flight: the latency of a single key, not of a pipelined request window
+    live_module.STEP_WINDOW = 1
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--frames", type=int, default=160)
+    args = parser.parse_args()
+    print("key-to-frame latency added by streameval (loopback, zero-cost model, 640x432 raw)")
+    _summary("MQTT (mosquitto), step mode", asyncio.run(mqtt_latency(args.frames)))
+    _summary("WebRTC lossless (data channel)", asyncio.run(webrtc_latency(args.frames)))
+    print("decode cost per 640x432 frame")
+    for name, ms in decode_costs().items():
+        print(f"{name:<34} {ms:6.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

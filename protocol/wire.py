@@ -1,0 +1,418 @@
+"""Wire messages between evaluator and model server (``PROTOCOL.md``): msgpack maps, never
+pickle, with size limits checked before anything is allocated.
+
+Every message is a map with a type field ``"t"``. A payload that is not msgpack, too large,
+of an unknown type, with a missing or ill-typed field, or whose image bytes do not match its
+declared size raises :class:`WireError` with one line saying what is wrong: a transport turns
+that into a counted, reported error and goes on (a malformed message never kills a session).
+
+Public-style peers (browser games, the aiortc examples) speak JSON text
+(``{"type": "keydown", "key": "w"}``); :func:`public_key_message` builds those.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgpack
+import numpy as np
+import numpy.typing as npt
+from streameval.protocol.keys import KEYS, NO_KEY
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""Largest payload accepted (a raw 4096×4096 RGB frame with depth fits)."""
+MAX_FRAME_SIDE = 4096
+"""Largest image width or height accepted, in pixels."""
+IMAGE_ENCODINGS = ("raw", "jpeg", "png")
+
+ImageEncoding = Literal["raw", "jpeg", "png"]
+
+
+class WireError(ValueError):
+    """A message that cannot be accepted; ``str()`` is one line naming the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Evaluator → server, video clock: render frame ``index`` conditioned on ``key``."""
+
+    index: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class KeyDown:
+    """Evaluator → server, wall clock: hold ``key`` from now on (the server plays on)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class KeyUp:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """Evaluator → server about once a second: the evaluator is still there."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """Evaluator → server: start a new episode from the model's initial state."""
+
+    episode: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bye:
+    """Either side: the session is over."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """Server → evaluator: who plays, at what rate and size (retained on MQTT status)."""
+
+    model: str
+    fps: float
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Frame:
+    """Server → evaluator: one frame, the key that conditioned it and optional geometry.
+
+    ``key`` is None when the server does not say (alignment is then inferred by arrival).
+    ``pose`` is 4×4 camera-to-world, ``intrinsics`` 3×3, ``depth`` metric z-depth (h×w).
+    """
+
+    index: int
+    key: str | None
+    image: npt.NDArray[np.uint8]
+    t_server: float | None = None
+    pose: npt.NDArray[np.float64] | None = None
+    intrinsics: npt.NDArray[np.float64] | None = None
+    depth: npt.NDArray[np.float32] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoresUpdate:
+    """Evaluator → watchers: live state of one episode (MQTT ``scores`` topic)."""
+
+    episode: str
+    model: str
+    frame: int
+    key: str
+    fps: float
+    dropped: int
+    metrics: dict[str, float | None]
+    final: bool = False
+    suite: str = ""
+    keys: tuple[str, ...] = ()
+    boundaries: tuple[int, ...] = ()
+    sx: float | None = None
+    srad: float | None = None
+    error: str | None = None
+    complete: bool | None = None
+    episode_fps: float | None = None
+
+
+Message = Step | KeyDown | KeyUp | Heartbeat | Reset | Bye | Hello | Frame | ScoresUpdate
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def _image_payload(image: npt.NDArray[np.uint8], encoding: ImageEncoding) -> bytes:
+    if encoding == "raw":
+        return np.ascontiguousarray(image, dtype=np.uint8).tobytes()
+    import cv2
+
+    bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+    ext = ".jpg" if encoding == "jpeg" else ".png"
+    params = (
+        [cv2.IMWRITE_JPEG_QUALITY, 90] if encoding == "jpeg" else [cv2.IMWRITE_PNG_COMPRESSION, 1]
+    )
+    ok, buf = cv2.imencode(ext, bgr, params)
+    if not ok:
+        raise WireError(f"cannot encode a {image.shape} frame as {encoding}")
+    return bytes(buf)
+
+
+def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
+    """One message as msgpack bytes (frames: the image in ``encoding``)."""
+    body: dict[str, Any]
+    if isinstance(message, Step):
+        body = {"t": "step", "i": message.index, "key": message.key}
+    elif isinstance(message, KeyDown):
+        body = {"t": "keydown", "key": message.key}
+    elif isinstance(message, KeyUp):
+        body = {"t": "keyup", "key": message.key}
+    elif isinstance(message, Heartbeat):
+        body = {"t": "heartbeat"}
+    elif isinstance(message, Reset):
+        body = {"t": "reset", "episode": message.episode}
+    elif isinstance(message, Bye):
+        body = {"t": "bye", "reason": message.reason}
+    elif isinstance(message, Hello):
+        body = {
+            "t": "hello",
+            "v": PROTOCOL_VERSION,
+            "model": message.model,
+            "fps": message.fps,
+            "w": message.width,
+            "h": message.height,
+        }
+    elif isinstance(message, Frame):
+        h, w = message.image.shape[:2]
+        body = {
+            "t": "frame",
+            "i": message.index,
+            "key": message.key,
+            "w": w,
+            "h": h,
+            "enc": encoding,
+            "img": _image_payload(message.image, encoding),
+        }
+        if message.t_server is not None:
+            body["ts"] = message.t_server
+        if message.pose is not None:
+            body["pose"] = np.asarray(message.pose, "<f8").tobytes()
+        if message.intrinsics is not None:
+            body["K"] = np.asarray(message.intrinsics, "<f8").tobytes()
+        if message.depth is not None:
+            dh, dw = message.depth.shape
+            body["depth"] = {"w": dw, "h": dh, "data": np.asarray(message.depth, "<f4").tobytes()}
+    else:
+        body = {
+            "t": "scores",
+            "episode": message.episode,
+            "model": message.model,
+            "frame": message.frame,
+            "key": message.key,
+            "fps": message.fps,
+            "dropped": message.dropped,
+            "metrics": message.metrics,
+            "final": message.final,
+            "suite": message.suite,
+            "keys": list(message.keys),
+            "bounds": list(message.boundaries),
+            "sx": message.sx,
+            "srad": message.srad,
+            "error": message.error,
+            "complete": message.complete,
+            "efps": message.episode_fps,
+        }
+    packed: bytes = msgpack.packb(body, use_bin_type=True)
+    return packed
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def _field(body: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    if name not in body:
+        raise WireError(f"{body.get('t')} message without {name!r}")
+    value = body[name]
+    # bool is an int in Python: never accept it where a number is meant
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise WireError(f"{body.get('t')} message: {name!r} must be {kind}, got bool")
+    if not isinstance(value, kind):
+        raise WireError(
+            f"{body.get('t')} message: {name!r} must be {getattr(kind, '__name__', kind)}, "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def _optional_number(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _wire_key(value: Any, what: str) -> str:
+    if not isinstance(value, str) or (value not in KEYS and value != NO_KEY):
+        raise WireError(f"{what}: unknown key {value!r} (expected W S A D L R or '-')")
+    return value
+
+
+def _dims(body: dict[str, Any], what: str) -> tuple[int, int]:
+    w, h = _field(body, "w", int), _field(body, "h", int)
+    if not (0 < w <= MAX_FRAME_SIDE and 0 < h <= MAX_FRAME_SIDE):
+        raise WireError(f"{what}: size {w}x{h} outside 1..{MAX_FRAME_SIDE}")
+    return w, h
+
+
+def _matrix(body: dict[str, Any], name: str, n: int) -> npt.NDArray[np.float64] | None:
+    raw = body.get(name)
+    if raw is None:
+        return None
+    if not isinstance(raw, bytes) or len(raw) != 8 * n * n:
+        raise WireError(f"frame message: {name!r} must be {n}x{n} float64 ({8 * n * n} bytes)")
+    m = np.frombuffer(raw, "<f8").reshape(n, n).astype(np.float64)
+    if not np.isfinite(m).all():
+        raise WireError(f"frame message: {name!r} has non-finite values")
+    return m
+
+
+def decode_image(data: bytes, encoding: str, width: int, height: int) -> npt.NDArray[np.uint8]:
+    """Image bytes → H×W×3 RGB uint8, checked against the declared size."""
+    if encoding == "raw":
+        if len(data) != width * height * 3:
+            raise WireError(
+                f"raw frame of {len(data)} bytes, expected {width}x{height}x3 = "
+                f"{width * height * 3}"
+            )
+        return np.frombuffer(data, np.uint8).reshape(height, width, 3).copy()
+    if encoding not in IMAGE_ENCODINGS:
+        raise WireError(f"unknown image encoding {encoding!r} (expected raw, jpeg or png)")
+    import cv2
+
+    bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise WireError(f"{encoding} frame of {len(data)} bytes does not decode")
+    if bgr.shape[:2] != (height, width):
+        raise WireError(
+            f"{encoding} frame decodes to {bgr.shape[1]}x{bgr.shape[0]}, declared {width}x{height}"
+        )
+    return np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
+
+
+def _frame(body: dict[str, Any]) -> Frame:
+    index = _field(body, "i", int)
+    if index < 0:
+        raise WireError(f"frame message: negative index {index}")
+    key = body.get("key")
+    key = None if key is None else _wire_key(key, "frame message")
+    w, h = _dims(body, "frame message")
+    image = decode_image(_field(body, "img", bytes), _field(body, "enc", str), w, h)
+    depth = None
+    if body.get("depth") is not None:
+        d = _field(body, "depth", dict)
+        dw, dh = _dims(d, "frame depth")
+        data = _field(d, "data", bytes)
+        if len(data) != 4 * dw * dh:
+            raise WireError(f"frame depth of {len(data)} bytes, expected {dw}x{dh} float32")
+        depth = np.frombuffer(data, "<f4").reshape(dh, dw).astype(np.float32)
+    ts = body.get("ts")
+    if ts is not None and (not isinstance(ts, int | float) or not math.isfinite(ts)):
+        raise WireError("frame message: 'ts' must be a finite number")
+    return Frame(
+        index=index,
+        key=key,
+        image=image,
+        t_server=None if ts is None else float(ts),
+        pose=_matrix(body, "pose", 4),
+        intrinsics=_matrix(body, "K", 3),
+        depth=depth,
+    )
+
+
+def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
+    """msgpack bytes → a validated message, or :class:`WireError` with the reason."""
+    if len(payload) > max_bytes:
+        raise WireError(f"message of {len(payload)} bytes over the {max_bytes}-byte limit")
+    try:
+        body = msgpack.unpackb(
+            payload,
+            raw=False,
+            strict_map_key=True,
+            max_bin_len=max_bytes,
+            max_str_len=1 << 16,
+            max_array_len=1 << 16,
+            max_map_len=256,
+            max_ext_len=0,  # no extension types: nothing but plain data is ever rebuilt
+        )
+    except Exception as exc:  # msgpack raises several unrelated types on bad input
+        raise WireError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
+    if not isinstance(body, dict):
+        raise WireError(f"message is a {type(body).__name__}, expected a map")
+    kind = body.get("t")
+    if kind == "frame":
+        return _frame(body)
+    if kind == "step":
+        return Step(_field(body, "i", int), _wire_key(body.get("key"), "step message"))
+    if kind == "keydown":
+        return KeyDown(_wire_key(body.get("key"), "keydown message"))
+    if kind == "keyup":
+        return KeyUp(_wire_key(body.get("key"), "keyup message"))
+    if kind == "heartbeat":
+        return Heartbeat()
+    if kind == "reset":
+        return Reset(str(body.get("episode", "")))
+    if kind == "bye":
+        return Bye(str(body.get("reason", "")))
+    if kind == "hello":
+        fps = _field(body, "fps", (int, float))
+        if not (math.isfinite(fps) and 0 < fps <= 1000):
+            raise WireError(f"hello message: fps {fps} outside (0, 1000]")
+        w, h = _dims(body, "hello message")
+        return Hello(str(body.get("model", "")), float(fps), w, h)
+    if kind == "scores":
+        metrics = _field(body, "metrics", dict)
+        return ScoresUpdate(
+            episode=str(_field(body, "episode", str)),
+            model=str(body.get("model", "")),
+            frame=_field(body, "frame", int),
+            key=str(body.get("key", "-")),
+            fps=float(_field(body, "fps", (int, float))),
+            dropped=_field(body, "dropped", int),
+            metrics={
+                str(k): (float(v) if isinstance(v, int | float) else None)
+                for k, v in metrics.items()
+            },
+            final=bool(body.get("final", False)),
+            suite=str(body.get("suite", "")),
+            keys=tuple(_wire_key(k, "scores message") for k in body.get("keys") or ()),
+            boundaries=tuple(int(b) for b in body.get("bounds") or () if isinstance(b, int)),
+            sx=_optional_number(body.get("sx")),
+            srad=_optional_number(body.get("srad")),
+            error=None if body.get("error") is None else str(body["error"]),
+            complete=None if body.get("complete") is None else bool(body["complete"]),
+            episode_fps=_optional_number(body.get("efps")),
+        )
+    raise WireError(f"unknown message type {kind!r}")
+
+
+# ---------------------------------------------------------------- public style (JSON text)
+
+BROWSER_KEYS: dict[str, str] = {
+    "W": "w",
+    "S": "s",
+    "A": "a",
+    "D": "d",
+    "L": "ArrowLeft",
+    "R": "ArrowRight",
+}
+"""Default key names of public-style servers: what a browser's ``KeyboardEvent.key`` says."""
+
+
+def parse_key_map(text: str | None) -> dict[str, str]:
+    """``--key-map L=j,R=l`` → the browser names with those keys replaced."""
+    names = dict(BROWSER_KEYS)
+    if not text:
+        return names
+    for part in text.split(","):
+        ours, sep, theirs = part.partition("=")
+        ours = ours.strip().upper()
+        if not sep or ours not in KEYS or not theirs.strip():
+            raise WireError(f"--key-map entry {part!r}: expected KEY=NAME with KEY in W S A D L R")
+        names[ours] = theirs.strip()
+    return names
+
+
+def public_key_message(
+    kind: Literal["keydown", "keyup", "heartbeat"], key: str | None = None
+) -> str:
+    """The JSON text a public-style server expects on its data channel or keys URL."""
+    if kind == "heartbeat":
+        return json.dumps({"type": "heartbeat"})
+    return json.dumps({"type": kind, "key": key})

@@ -1,0 +1,238 @@
+"""Motion-type weights for lateral and yaw segments (SPEC §3), at scoring time.
+
+Strafing and turning both move content sideways; only parallax tells them apart. With depth,
+seed 000 fits ``u = a·invZ + b`` over sampled frames: translation flow scales with inverse
+depth (``a``), rotation flow does not (``b``). Without depth we use our own estimator (below)
+that reads the rotation from the *vertical* flow, which translation along x never produces.
+
+This is the scoring side: pure numpy, no OpenCV. Perception (``perception/motion_type.py``)
+only produces the samples (``FitSample``: the flow on a coarse grid, and invZ when depth
+exists) at the frames ``fit_frames`` plans; the fit turns them into weights, so ``rescore``
+needs neither video nor OpenCV.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from streameval.constants import (
+    FIT_AMP_PCT,
+    FIT_EPS,
+    FIT_EVERY_S,
+    FIT_FROM_FRAC,
+    FIT_INVZ_PCT,
+    FIT_MIN_FRAMES,
+    FIT_TO_FRAC,
+    FOV_DEG,
+)
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+
+# Fewer pooled points than this and a least-squares fit means nothing.
+MIN_FIT_POINTS = 10
+
+
+def fit_frame_picks(lo_pos: float, hi_pos: float, n_frames: int, fps: float) -> list[int]:
+    """Frames of one segment for the fit, by the reference's arithmetic (SPEC §3, §9).
+
+    ``lo = int(lo_pos)``, ``hi = int(hi_pos)`` (the 25 % and 90 % points of the segment),
+    frames ``lo, lo + s, …`` below ``min(hi, n_frames - 3)`` with ``s = max(1, round(fps))``
+    (Python's round, half to even: one frame a second); if that gives fewer than 3, ``int()`` of
+    3 evenly spaced values from ``lo`` to that limit. Duplicates are kept, as in the reference:
+    a frame picked twice weighs twice in the pooled fit.
+    """
+    lo = int(lo_pos)
+    limit = min(int(hi_pos), n_frames - 3)
+    step = max(1, round(FIT_EVERY_S * fps))
+    frames = list(range(lo, limit, step))
+    if len(frames) < FIT_MIN_FRAMES:
+        frames = [int(x) for x in np.linspace(lo, limit, FIT_MIN_FRAMES)]
+    return frames
+
+
+def fit_frames(start: int, end: int, fps: float, n_frames: int) -> list[int]:
+    """Fit frames of a segment spanning frames [start, end) of an ``n_frames`` episode."""
+    length = end - start
+    return fit_frame_picks(
+        start + FIT_FROM_FRAC * length, start + FIT_TO_FRAC * length, n_frames, fps
+    )
+
+
+def fit_frames_equal_split(j: int, n_keys: int, n_frames: int, fps: float) -> list[int]:
+    """Fit frames of segment j of a delivery without an action log, as the reference picks
+    them: ``lo = int(((j + 0.25)·N)/n)``, ``hi = int(((j + 0.9)·N)/n)``."""
+    return fit_frame_picks(
+        ((j + FIT_FROM_FRAC) * n_frames) / n_keys,
+        ((j + FIT_TO_FRAC) * n_frames) / n_keys,
+        n_frames,
+        fps,
+    )
+
+
+def analysis_focal(width: int, fov_deg: float = FOV_DEG) -> float:
+    """Focal length in analysis pixels for the assumed horizontal field of view."""
+    return (width / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
+
+
+@dataclass(frozen=True, slots=True)
+class FitSample:
+    """Coarse flow grid of one sampled frame; ``invz`` is None without depth.
+
+    ``x``/``y`` are pixel offsets from the image centre in analysis pixels.
+    """
+
+    frame: int
+    x: F32
+    y: F32
+    u: F32
+    v: F32
+    invz: F32 | None
+
+
+@dataclass(frozen=True, slots=True)
+class MotionFit:
+    """Outcome of one segment's fit: the weights and how they were obtained."""
+
+    p_trans: float
+    p_yaw: float
+    trans_amp: float
+    rot_amp: float
+    method: str  # "depth_parallax" (SPEC §3) or "flow_vertical_rotation" (ours, depth-free)
+    n_frames: int
+    n_points: int
+
+    def to_json(self) -> dict[str, float | int | str]:
+        return {
+            "p_trans": self.p_trans,
+            "p_yaw": self.p_yaw,
+            "trans_amp": self.trans_amp,
+            "rot_amp": self.rot_amp,
+            "method": self.method,
+            "n_frames": self.n_frames,
+            "n_points": self.n_points,
+        }
+
+
+def _weights(trans_amp: float, rot_amp: float) -> tuple[float, float]:
+    p_trans = trans_amp / (trans_amp + rot_amp + FIT_EPS)
+    return p_trans, 1.0 - p_trans
+
+
+@dataclass(frozen=True, slots=True)
+class ParallaxFit:
+    """The least-squares parallax fit of pooled points: u = a·invZ + b (SPEC §3)."""
+
+    a: float
+    b: float
+    trans_amp: float
+    rot_amp: float
+    p_trans: float
+    p_yaw: float
+    n_points: int
+    n_frames: int
+
+
+def fit_parallax_points(frames: list[tuple[F64, F64]]) -> ParallaxFit | None:
+    """Seed 000's fit on per-frame (invZ, u) samples, in float64, in the reference's order.
+
+    Per frame, keep the points with P1 <= invZ <= P99 (inclusive, numpy linear percentiles
+    over that frame's samples); pool the frames; least squares ``u = a·invZ + b`` with numpy's
+    SVD solver (minimum-norm for the flat, rank-deficient cases); ``trans_amp = |a|·(P95 − P5)``
+    of the pooled invZ, ``rot_amp = |b|``. None when fewer than ``MIN_FIT_POINTS`` remain.
+    """
+    invz_parts: list[F64] = []
+    u_parts: list[F64] = []
+    for invz_raw, u_raw in frames:
+        invz = np.asarray(invz_raw, dtype=np.float64)
+        u = np.asarray(u_raw, dtype=np.float64)
+        ok = np.isfinite(invz) & np.isfinite(u)
+        invz, u = invz[ok], u[ok]
+        if invz.size == 0:
+            continue
+        lo, hi = np.percentile(invz, FIT_INVZ_PCT)
+        keep = (invz >= lo) & (invz <= hi)
+        invz_parts.append(invz[keep])
+        u_parts.append(u[keep])
+    if not invz_parts:
+        return None
+    invz_all = np.concatenate(invz_parts)
+    u_all = np.concatenate(u_parts)
+    if invz_all.size < MIN_FIT_POINTS:
+        return None
+    design = np.stack([invz_all, np.ones_like(invz_all)], axis=1)
+    (a, b), *_ = np.linalg.lstsq(design, u_all, rcond=None)
+    p5, p95 = np.percentile(invz_all, FIT_AMP_PCT)
+    trans_amp = float(abs(a) * (p95 - p5))
+    rot_amp = float(abs(b))
+    p_trans, p_yaw = _weights(trans_amp, rot_amp)
+    return ParallaxFit(
+        float(a), float(b), trans_amp, rot_amp, p_trans, p_yaw, int(invz_all.size), len(frames)
+    )
+
+
+def fit_depth_parallax(samples: list[FitSample]) -> MotionFit | None:
+    """Seed 000 on the samples that carry depth (``fit_parallax_points``)."""
+    frames = [
+        (s.invz.astype(np.float64), s.u.astype(np.float64)) for s in samples if s.invz is not None
+    ]
+    fit = fit_parallax_points(frames)
+    if fit is None:
+        return None
+    return MotionFit(
+        fit.p_trans,
+        fit.p_yaw,
+        fit.trans_amp,
+        fit.rot_amp,
+        "depth_parallax",
+        fit.n_frames,
+        fit.n_points,
+    )
+
+
+def fit_flow_rotation(samples: list[FitSample], focal: float) -> MotionFit | None:
+    """Depth-free motion type (our estimator; SPEC §3 last point).
+
+    A yaw of rate ω gives the depth-independent field u = ω·(f + x²/f), v = ω·x·y/f; a strafe
+    gives u = f·Tx/Z and **no vertical flow**. So ω is fitted from v alone (least squares on
+    g = x·y/f), the rotation's share of u is removed, and what remains is parallax:
+    rot_amp = |ω|·f (rotation flow at the centre), trans_amp = P95 − P5 of the residual u —
+    the same quantity as seed 000's |a|·(P95 − P5 of invZ) when the residual is a·invZ.
+    Validated on the procedural world (tests/perception/test_motion_type.py).
+    """
+    xs, ys, us, vs = [], [], [], []
+    for s in samples:
+        ok = np.isfinite(s.u) & np.isfinite(s.v)
+        xs.append(s.x[ok].astype(np.float64))
+        ys.append(s.y[ok].astype(np.float64))
+        us.append(s.u[ok].astype(np.float64))
+        vs.append(s.v[ok].astype(np.float64))
+    if not xs:
+        return None
+    x, y, u, v = (np.concatenate(p) for p in (xs, ys, us, vs))
+    if x.size < MIN_FIT_POINTS:
+        return None
+    g = x * y / focal
+    denom = float(np.dot(g, g))
+    omega = float(np.dot(g, v)) / denom if denom > 0 else 0.0
+    residual = u - omega * (focal + x * x / focal)
+    p5, p95 = np.percentile(residual, FIT_AMP_PCT)
+    trans_amp = float(p95 - p5)
+    rot_amp = abs(omega) * focal
+    p_trans, p_yaw = _weights(trans_amp, rot_amp)
+    return MotionFit(
+        p_trans, p_yaw, trans_amp, rot_amp, "flow_vertical_rotation", len(xs), int(x.size)
+    )
+
+
+def fit_motion_type(samples: list[FitSample], focal: float) -> MotionFit | None:
+    """Depth parallax when every sample carries depth, else the depth-free estimator."""
+    if not samples:
+        return None
+    if all(s.invz is not None for s in samples):
+        return fit_depth_parallax(samples)
+    return fit_flow_rotation(samples, focal)

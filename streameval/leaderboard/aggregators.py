@@ -1,0 +1,194 @@
+"""Model-level aggregation of one column over a model's episodes (seed 000, seed 003).
+
+Aggregation (seed 000 "Final reporting", SPEC §4–§6), one function per column, named
+by the column's ``MetricSpec.aggregation`` (``metrics/registry.py``; default: the episode mean):
+
+- control columns pool the *scored segments of all the model's episodes* (read from
+  ``details["segments"]``): accuracy ``100·max(0, mean)``, purity / stability / latency
+  ``100·mean``. If any measured episode lacks usable segment details the whole column falls back
+  to the mean of the episodes' ``normalized`` values (``Cell.method`` says which was used): mixing
+  the two weightings in one number would weight episodes inconsistently.
+- ``local_memory`` = ``100·(1 − share of episodes with a cut)·(1 − mean mutation rate)``;
+  ``revisit_memory`` = the mean of the episodes' ``100/(1 + mean d)`` (final_master's mean of C2:
+  the episode mean, registered in ``metrics/catalog.py``);
+  ``global_memory`` = ``100/(1 + mean(e)/TAU_G)``; quality columns = mean of episode values.
+  The memory columns fall back to the episode mean in the same way as the control columns.
+
+Bounds (seed 003, only for partial cells): let M be the measured episodes, X the missing ones,
+N' = |M| + |X| (not_applicable episodes are left out — they are never imputed). Each bound is the
+column's own formula evaluated with every missing episode at its worst / best possible value:
+
+- episode-mean columns: exactly seed 003, ``[Σv/N', (Σv + 100·|X|)/N']``;
+- pooled control columns: each missing episode is assumed to carry as many scored segments as a
+  measured episode does on average (``S/|M|``), scoring 0 / 1 (accuracy −1 / 1, then
+  ``max(0, ·)``); for purity, stability and latency this reduces to the seed 003 formula applied to
+  the column value;
+- ``local_memory``: missing episodes with a cut and mutation rate 1 / without a cut and rate 0
+  (the mean mutation rate skips ``None`` — a cut that left no countable pair — as
+  ``memory_local.local_memory_model`` does);
+- ``revisit_memory``: an episode mean, so the seed 003 formula above;
+- ``global_memory``: lower bound 0 (``e`` has no upper limit), upper with ``e = 0``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from streameval.constants import TAU_G
+from streameval.results import MetricResult
+from streameval.scores_file import finite_float
+
+PERCENT = 100.0  # master-table scale (seed 000: columns normalised to [0, 100])
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """What an aggregator returns: the column value over the measured episodes and its bounds
+    with ``n_missing`` episodes at their worst / best (equal to ``value`` when none is missing).
+    ``n_units`` counts what was pooled (segments, pairs or episodes).
+    """
+
+    value: float
+    lower: float
+    upper: float
+    method: str
+    n_units: int
+
+
+# measured: the official results of the model's episodes (finite normalized), never empty.
+Aggregator = Callable[[Sequence[MetricResult], int], Aggregate]
+
+
+def episode_mean(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
+    """Mean of the episodes' normalized values; bounds exactly as seed 003."""
+    values = [float(m.normalized) for m in measured if m.normalized is not None]
+    total = math.fsum(values)
+    n_all = len(values) + n_missing
+    return Aggregate(
+        total / len(values),
+        total / n_all,
+        (total + PERCENT * n_missing) / n_all,
+        "episode_mean",
+        len(values),
+    )
+
+
+def _fallback(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
+    return replace(episode_mean(measured, n_missing), method="episode_mean_fallback")
+
+
+def _scored_segment_values(result: MetricResult) -> list[float] | None:
+    """The values of the scored segments in ``details["segments"]``; None when unusable.
+
+    Unusable = no segment list, an entry that is not an object, a scored entry without a finite
+    value, or no scored entry at all (an official episode always has one).
+    """
+    segments = result.details.get("segments")
+    if not isinstance(segments, list):
+        return None
+    values: list[float] = []
+    for entry in segments:
+        if not isinstance(entry, dict):
+            return None
+        if entry.get("status") != "scored":
+            continue  # not_applicable and dropped segments are never averaged in (SPEC §4, §8)
+        value = finite_float(entry.get("value"))
+        if value is None:
+            return None
+        values.append(value)
+    return values or None
+
+
+def _pooled_segments(signed: bool) -> Aggregator:
+    """Pool the scored segments of all episodes (seed 000: "pool of W/S/A/D segments").
+
+    ``signed``: segment values lie in [−1, 1] and the column is ``100·max(0, mean)``
+    (direction accuracy); otherwise they lie in [0, 1] and the column is ``100·mean``.
+    """
+    worst = -1.0 if signed else 0.0
+
+    def column(raw_mean: float) -> float:
+        return PERCENT * max(0.0, raw_mean) if signed else PERCENT * raw_mean
+
+    def aggregate(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
+        per_episode = [_scored_segment_values(m) for m in measured]
+        pooled: list[float] = []
+        for values in per_episode:
+            if values is None:
+                return _fallback(measured, n_missing)
+            pooled.extend(values)
+        total, n = math.fsum(pooled), len(pooled)
+        unknown = n_missing * n / len(measured)  # segments assumed for the missing episodes
+        return Aggregate(
+            column(total / n),
+            column((total + worst * unknown) / (n + unknown)),
+            column((total + unknown) / (n + unknown)),
+            "pooled_segments",
+            n,
+        )
+
+    return aggregate
+
+
+def local_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
+    """``100·(1 − share of episodes with a cut)·(1 − mean mutation rate)`` (SPEC §5).
+
+    As ``memory_local.local_memory_model``: the mean mutation rate skips ``None`` (an episode
+    whose hard cut left no countable pair) and is 0 when no episode has a rate.
+    """
+    cuts: list[float] = []
+    rates: list[float] = []
+    for m in measured:
+        cut, rate = m.details.get("hard_cut"), m.details.get("mutation_rate")
+        finite_rate = finite_float(rate)
+        if (
+            cut not in (True, False, 0, 1)
+            or "mutation_rate" not in m.details
+            or (rate is not None and finite_rate is None)
+        ):
+            return _fallback(measured, n_missing)
+        cuts.append(float(bool(cut)))
+        if finite_rate is not None:
+            rates.append(finite_rate)
+    n, n_rates = len(measured), len(rates)
+    n_all = n + n_missing
+    c, r = math.fsum(cuts), math.fsum(rates)
+
+    def formula(cut_share: float, rate_sum: float, rate_count: int) -> float:
+        mean_rate = rate_sum / rate_count if rate_count else 0.0
+        return PERCENT * (1.0 - cut_share) * (1.0 - mean_rate)
+
+    return Aggregate(
+        formula(c / n, r, n_rates),
+        # worst: every missing episode has a cut and mutation rate 1; best: neither.
+        formula((c + n_missing) / n_all, r + n_missing, n_rates + n_missing),
+        formula(c / n_all, r, n_rates + n_missing),
+        "episode_cut_share_and_mean_mutation_rate",
+        n,
+    )
+
+
+def global_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
+    """``100/(1 + mean(e)/TAU_G)`` over the episodes' geometry errors (seed 000, SPEC §5)."""
+    errors: list[float] = []
+    for m in measured:
+        e = finite_float(m.details.get("e"))
+        if e is None:
+            return _fallback(measured, n_missing)
+        errors.append(e)
+    total, n = math.fsum(errors), len(errors)
+
+    def formula(mean_e: float) -> float:
+        return PERCENT / (1.0 + mean_e / TAU_G)
+
+    value = formula(total / n)
+    # e has no upper limit: with a missing episode the column can get arbitrarily close to 0.
+    lower = 0.0 if n_missing else value
+    return Aggregate(value, lower, formula(total / (n + n_missing)), "mean_e", n)
+
+
+# Registered by name in ``metrics/catalog.py`` (``MetricSpec.aggregation``).
+pooled_signed_segments: Aggregator = _pooled_segments(signed=True)
+pooled_segments: Aggregator = _pooled_segments(signed=False)

@@ -1,0 +1,152 @@
+"""Cells: one model (or episode) × column, with status, coverage and bounds.
+
+Statuses (SPEC §8): per column and model, an episode is *measured* (official with a finite
+value), *not_applicable* or *missing* (status missing, metric absent from its scores.json, an
+official value that is not finite, or — unless ``include_incomplete`` — an episode whose run did
+not complete). not_applicable and missing episodes are never imputed and never averaged in.
+``coverage`` = measured / all episodes of the model, shown as ``k/N`` when k < N; N counts the
+model's scores.json files found (an episode whose file was never written cannot be seen, and two
+files for the same episode are an input error, not two episodes). The cell is:
+
+- ``official`` — at least one measured episode and none missing. not_applicable episodes do not
+  make a cell partial: they lie outside the metric's domain (a ``W``-only episode has no rot
+  segment), so a rot cell can be official at 7/15;
+- ``partial`` — measured episodes and missing ones; the value is the aggregate over the measured
+  episodes (seed 003: the measured denominator is shown, the full-suite score stays unknown) and
+  the bounds say where it would lie whatever the missing episodes had scored;
+- ``not_applicable`` / ``missing`` — nothing measured; missing if any episode is missing, else
+  not_applicable, with the episodes' reasons, deduplicated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from streameval.leaderboard.aggregators import Aggregator
+from streameval.leaderboard.columns import aggregator_for
+from streameval.leaderboard.display import Rank, round_display
+from streameval.results import MetricResult
+from streameval.scores_file import EpisodeRecord
+
+CellStatus = Literal["official", "partial", "not_applicable", "missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One model (or episode) × column: value, status, coverage, bounds, rank.
+
+    ``value`` is None unless at least one episode was measured. ``lower``/``upper`` are set only
+    for partial cells (see the module docstring). ``reasons`` are the non-official episodes'
+    reasons, deduplicated, missing ones first. ``method`` names the aggregation used
+    (``pooled_segments``, ``episode_mean``, ``episode_mean_fallback``, ...). ``rank`` is set by
+    the table for official cells of included models.
+    """
+
+    value: float | None
+    status: CellStatus
+    measured: int
+    total: int
+    n_missing: int = 0
+    n_not_applicable: int = 0
+    lower: float | None = None
+    upper: float | None = None
+    reasons: tuple[str, ...] = ()
+    method: str | None = None
+    n_units: int | None = None
+    rank: Rank | None = None
+
+    @property
+    def coverage(self) -> float:
+        """Measured episodes / all episodes of the model (0 for an empty model)."""
+        return self.measured / self.total if self.total else 0.0
+
+    @property
+    def display_value(self) -> float | None:
+        """The value as displayed (two decimals): what ranking compares."""
+        return None if self.value is None else round_display(self.value)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "status": self.status,
+            "measured": self.measured,
+            "total": self.total,
+            "n_missing": self.n_missing,
+            "n_not_applicable": self.n_not_applicable,
+            "lower": self.lower,
+            "upper": self.upper,
+            "reasons": list(self.reasons),
+            "method": self.method,
+            "n_units": self.n_units,
+            "rank": self.rank,
+        }
+
+
+def effective_result(
+    record: EpisodeRecord, name: str, include_incomplete: bool = False
+) -> MetricResult:
+    """The episode's result for column ``name`` as the table counts it.
+
+    Absent metrics and (unless ``include_incomplete``) every metric of an incomplete run are
+    missing: an incomplete run is not the episode the suite asked for.
+    """
+    if not record.complete and not include_incomplete:
+        return MetricResult.missing("episode incomplete")
+    result = record.metrics.get(name)
+    if result is None:
+        return MetricResult.missing(f"{name} not in scores.json")
+    return result
+
+
+def episode_cell(record: EpisodeRecord, name: str, include_incomplete: bool = False) -> Cell:
+    """One episode × column, for drill-down: the episode's normalized value and status."""
+    result = effective_result(record, name, include_incomplete)
+    if result.status == "official":
+        return Cell(result.normalized, "official", 1, 1, method="episode")
+    reasons = (result.reason,) if result.reason else ()
+    if result.status == "not_applicable":
+        return Cell(None, "not_applicable", 0, 1, n_not_applicable=1, reasons=reasons)
+    return Cell(None, "missing", 0, 1, n_missing=1, reasons=reasons)
+
+
+def model_cell(
+    episodes: Sequence[EpisodeRecord],
+    name: str,
+    aggregator: Aggregator | None = None,
+    include_incomplete: bool = False,
+) -> Cell:
+    """One model × column from the model's episodes (statuses and bounds: module docstring)."""
+    aggregate_fn = aggregator or aggregator_for(name)
+    measured: list[MetricResult] = []
+    missing_reasons: list[str] = []
+    na_reasons: list[str] = []
+    for record in episodes:
+        result = effective_result(record, name, include_incomplete)
+        if result.status == "official":
+            measured.append(result)
+        elif result.status == "not_applicable":
+            na_reasons.append(result.reason or "not applicable")
+        else:
+            missing_reasons.append(result.reason or "missing")
+    total, n_missing, n_na = len(episodes), len(missing_reasons), len(na_reasons)
+    reasons = tuple(dict.fromkeys(missing_reasons + na_reasons))
+    if not measured:
+        status: CellStatus = "missing" if n_missing else "not_applicable"
+        return Cell(None, status, 0, total, n_missing, n_na, reasons=reasons)
+    agg = aggregate_fn(measured, n_missing)
+    partial = n_missing > 0
+    return Cell(
+        agg.value,
+        "partial" if partial else "official",
+        len(measured),
+        total,
+        n_missing,
+        n_na,
+        lower=agg.lower if partial else None,
+        upper=agg.upper if partial else None,
+        reasons=reasons,
+        method=agg.method,
+        n_units=agg.n_units,
+    )

@@ -1,0 +1,50 @@
+"""Display helpers shared by the CLI, the dashboard and the report, so they print alike:
+two decimals as the seed's table, coverage ``k/N``, bounds ``[lower, upper]``, rank colours."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from streameval.leaderboard.cells import Cell
+
+Rank = Literal["best", "second", "worst"]
+# The seed's colours for each rank, for the views that draw them.
+RANK_COLOURS: dict[Rank, str] = {"best": "green", "second": "yellow", "worst": "red"}
+
+
+def round_display(value: float) -> float:
+    """The value exactly as displayed with two decimals (``-0.00`` shown as ``0.00``)."""
+    return float(f"{value:.2f}") + 0.0
+
+
+def format_value(value: float | None) -> str:
+    """Two decimals, as the seed's table (``-0.00`` shown as ``0.00``); ``""`` for None."""
+    return "" if value is None else f"{round_display(value):.2f}"
+
+
+def format_coverage(cell: Cell) -> str | None:
+    """``k/N`` when fewer than all of the model's episodes were measured, else None."""
+    return f"{cell.measured}/{cell.total}" if cell.measured < cell.total else None
+
+
+def format_bounds(cell: Cell) -> str | None:
+    """``[lower, upper]`` of a partial cell, else None."""
+    if cell.lower is None or cell.upper is None:
+        return None
+    return f"[{format_value(cell.lower)}, {format_value(cell.upper)}]"
+
+
+def cell_text(cell: Cell, *, coverage: bool = True, bounds: bool = True) -> str:
+    """The cell as text: ``45.12``, ``45.12 (7/15)``, ``45.12 (14/15) [42.11, 48.78]``,
+    ``n/a`` or ``missing`` (no value: never a 0 or 100 in its place)."""
+    if cell.value is None:
+        return "n/a" if cell.status == "not_applicable" else "missing"
+    parts = [format_value(cell.value)]
+    cov = format_coverage(cell) if coverage else None
+    if cov:
+        parts.append(f"({cov})")
+    bnd = format_bounds(cell) if bounds else None
+    if bnd:
+        parts.append(bnd)
+    return " ".join(parts)

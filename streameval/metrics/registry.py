@@ -1,0 +1,209 @@
+"""The metric registry: one spec per metric, read by everything that names a metric.
+
+In the spirit of lm-evaluation-harness's ``register_metric`` (one entry carries what the table,
+the logger and the aggregation need) and torchmetrics' functional/stateful split (the kernel is
+a pure function; the registry only says how to call it and how to aggregate its results). The
+scores writer (``episode_scores.score_episode``), ``rescore``, ``streameval table``, the
+dashboard's live panel and leaderboard all read these specs, so adding a metric is **its kernel
+module + one registration** — no column list, label map or aggregator table to edit elsewhere.
+
+A complete example — a quality metric that is a master-table column, and a WorldAtlas
+diagnostic that is reported in ``scores.json`` but is not a column::
+
+    # streameval/metrics/quality_sharpness.py — the kernel: pure numpy, no I/O
+    def sharpness(laplacian_var: FloatArray) -> MetricResult: ...
+
+    # the episode adapter (in the same module): the cache -> {metric name: MetricResult}
+    def sharpness_scores(inp: ScoringInput) -> dict[str, MetricResult]:
+        return {"sharpness": sharpness(inp.cache.extra["laplacian_var"])}
+
+    # streameval/metrics/catalog.py — one call each
+    register_metric(
+        MetricSpec(
+            name="sharpness",                       # snake_case, stable (DESIGN §5)
+            label="Sharpness",                       # table / dashboard header
+            short="Sharp",                           # narrow header
+            family="quality",                        # control | memory | quality | worldatlas | …
+            kernel="streameval.metrics.quality_sharpness:sharpness_scores",
+            aggregation="streameval.leaderboard.aggregators:episode_mean",
+            higher_is_better=True,
+            description="Laplacian variance of the frame, normalised to [0, 100]",
+        )
+    )
+    register_metric(
+        MetricSpec(
+            name="memory_return_gate",
+            label="Memory return gate",
+            family="worldatlas",
+            kernel="streameval.metrics.worldatlas:worldatlas_scores",
+            column=False,                            # in scores.json, not a table column
+            description="share of returns that pass the WorldAtlas gate (diagnostic)",
+        )
+    )
+
+Targets (``kernel``, ``aggregation``) are lazy ``"module:attr"`` strings, as the backend
+registry's, so this module imports nothing heavy and ``streameval table`` never imports a
+kernel's dependencies. Several specs may name the same kernel (``control_metrics`` scores all
+eight control columns at once): it runs once per episode and each spec takes its own entry.
+
+Contracts a registration promises:
+
+- ``kernel(inp: ScoringInput) -> Mapping[str, MetricResult]`` (``streameval.episode_scores``):
+  a pure function of the episode cache; a metric it cannot compute is ``not_applicable`` or
+  ``missing`` with a reason, never a made-up number. A kernel that leaves a registered name out
+  makes that metric ``missing`` (naming the kernel). ``kernel=None`` registers metadata only
+  (a metric produced elsewhere, e.g. an interactivity figure).
+- ``aggregation(measured: Sequence[MetricResult], n_missing: int) -> Aggregate``
+  (``streameval.leaderboard.aggregators``): the model-level value over the official episodes
+  and its bounds with ``n_missing`` episodes at their worst / best (seed 003).
+- ``live=True``: the kernel is also run on the prefix while the episode runs (provisional
+  values, ``ScoringInput.final`` False); otherwise it runs once, at episode end.
+- Columns are in [0, 100], higher is better (seed 000 "Final reporting"); a raw-lower-is-better
+  quantity is normalised before it becomes a column. ``higher_is_better`` is what views read.
+
+Order is registration order: it is the order of ``scores.json``'s metrics and of the table's
+columns.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+EPISODE_MEAN = "streameval.leaderboard.aggregators:episode_mean"
+_CATALOG = "streameval.metrics.catalog"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """Everything the rest of streameval needs to know about one metric (module docstring).
+
+    ``status_rules`` says in one line when the metric is ``not_applicable`` or ``missing``
+    (shown in help and docs; the kernel implements it).
+    """
+
+    name: str
+    label: str
+    family: str
+    kernel: str | None
+    short: str = ""
+    aggregation: str = EPISODE_MEAN
+    higher_is_better: bool = True
+    column: bool = True
+    live: bool = False
+    description: str = ""
+    status_rules: str = ""
+
+    @property
+    def header(self) -> str:
+        """The narrow header: ``short``, else the label."""
+        return self.short or self.label
+
+
+class UnknownMetricError(KeyError):
+    """A metric name that is not registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+_specs: dict[str, MetricSpec] = {}
+_lock = threading.Lock()
+_catalog_loaded = False
+
+
+def _ensure_catalog() -> None:
+    """Register the built-in metrics on first use (lazily: importing the registry stays free)."""
+    global _catalog_loaded
+    if _catalog_loaded:
+        return
+    with _lock:
+        if _catalog_loaded:
+            return
+        _catalog_loaded = True
+    importlib.import_module(_CATALOG)
+
+
+def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
+    """Register ``spec`` (module docstring). A second registration of the same name is an
+    error unless ``replace``: two definitions of one metric are what the registry prevents."""
+    _ensure_catalog()
+    if not spec.name or spec.name != spec.name.strip() or " " in spec.name:
+        raise ValueError(f"metric name must be snake_case without spaces, got {spec.name!r}")
+    with _lock:
+        if spec.name in _specs and not replace:
+            raise ValueError(f"metric {spec.name!r} is already registered")
+        _specs[spec.name] = spec
+    return spec
+
+
+def unregister_metric(name: str) -> MetricSpec:
+    """Remove ``name`` (tests that register a toy metric clean up with this)."""
+    _ensure_catalog()
+    with _lock:
+        try:
+            return _specs.pop(name)
+        except KeyError:
+            raise _unknown(name) from None
+
+
+@contextmanager
+def registered(spec: MetricSpec) -> Iterator[MetricSpec]:
+    """``spec`` registered for the duration of a ``with`` block."""
+    register_metric(spec)
+    try:
+        yield spec
+    finally:
+        unregister_metric(spec.name)
+
+
+def _unknown(name: str) -> UnknownMetricError:
+    close = difflib.get_close_matches(name, list(_specs), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return UnknownMetricError(f"unknown metric {name!r} (known: {', '.join(_specs)}){hint}")
+
+
+def metric_spec(name: str) -> MetricSpec:
+    """The spec of ``name``; ``UnknownMetricError`` with the known names otherwise."""
+    _ensure_catalog()
+    try:
+        return _specs[name]
+    except KeyError:
+        raise _unknown(name) from None
+
+
+def metric_specs(
+    *, family: str | None = None, column: bool | None = None, live: bool | None = None
+) -> tuple[MetricSpec, ...]:
+    """Registered specs in registration order, optionally filtered."""
+    _ensure_catalog()
+    with _lock:
+        specs = tuple(_specs.values())
+    return tuple(
+        s
+        for s in specs
+        if (family is None or s.family == family)
+        and (column is None or s.column == column)
+        and (live is None or s.live == live)
+    )
+
+
+def metric_names(
+    *, family: str | None = None, column: bool | None = None, live: bool | None = None
+) -> tuple[str, ...]:
+    """Names of ``metric_specs(...)``."""
+    return tuple(s.name for s in metric_specs(family=family, column=column, live=live))
+
+
+def resolve_target(target: str) -> Callable[..., Any]:
+    """Import and return ``"package.module:attr"``."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not attr:
+        raise ValueError(f"target must be 'module:attr', got {target!r}")
+    found: Callable[..., Any] = getattr(importlib.import_module(module_name), attr)
+    return found

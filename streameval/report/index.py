@@ -1,0 +1,63 @@
+"""``index.html`` of a results folder: every model (none excluded, so nothing is hidden; the
+default rule's verdict is listed), the per-column bar charts, and every episode with its
+status and a link to its ``report.html``."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from streameval.errors import BadInputError
+from streameval.leaderboard import INCLUDE_ALL, ExclusionRule, build_table, load_results
+from streameval.report.episode import REPORT_NAME
+from streameval.report.html import page
+from streameval.report.master import master_table_fragment
+
+INDEX_NAME = "index.html"
+
+
+def render_index(root: Path) -> str:
+    loaded = load_results([root])
+    table = build_table(loaded.episodes, rule=INCLUDE_ALL)
+    default = build_table(loaded.episodes, rule=ExclusionRule())
+    body = [f"<h1>streameval results: {escape(str(root))}</h1>", *master_table_fragment(table)]
+    if default.excluded:
+        body.append(
+            "<p class='note'>The default rule of <code>streameval table</code> would leave out: "
+            + escape("; ".join(f"{e.model} ({', '.join(e.reasons)})" for e in default.excluded))
+            + ". This page shows every model.</p>"
+        )
+    rows = []
+    for record in sorted(loaded.episodes, key=lambda r: (r.model, r.episode)):
+        report = record.results_dir / REPORT_NAME
+        link = (
+            f"<a href='{escape(report.relative_to(root).as_posix())}'>report</a>"
+            if report.is_file()
+            else "(no report)"
+        )
+        state = "complete" if record.complete else "incomplete"
+        rows.append(
+            f"<tr><td>{escape(record.model)}</td><td>{escape(record.episode)}</td>"
+            f"<td>{state}</td><td>{link}</td></tr>"
+        )
+    body += [
+        "<h2>Episodes</h2>",
+        "<table><thead><tr><th>model</th><th>episode</th><th>state</th><th></th></tr></thead>",
+        "<tbody>" + "".join(rows) + "</tbody></table>",
+    ]
+    if loaded.errors:
+        body += ["<h2>Unreadable</h2><ul>"]
+        body += [f"<li>{escape(str(e))}</li>" for e in loaded.errors]
+        body += ["</ul>"]
+    return page(f"streameval results: {root}", body)
+
+
+def write_index(root: Path) -> Path:
+    """Write ``root/index.html``; ``BadInputError`` when ``root`` holds no scores.json."""
+    if not root.is_dir():
+        raise BadInputError(root, "no such results directory")
+    path = root / INDEX_NAME
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render_index(root), encoding="utf-8")
+    tmp.replace(path)
+    return path

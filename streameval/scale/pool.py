@@ -1,0 +1,314 @@
+"""Live fan-out: evaluator processes that share the sessions offered on one MQTT broker.
+
+Each evaluator joins a pool (``group``): the broker's MQTT v5 shared subscription hands each
+offer to exactly one member. The member claims the session at once (retained ``queued``
+claim), drives and scores it with the MQTT transport and the usual pipeline
+(``evaluating``), and ends the claim ``done`` (with the results folder) or ``failed``.
+
+No session is silently lost. Every evaluator leaves a last will (``lost``) on its
+liveness topic, which the broker publishes the moment its connection dies. Every member
+watches liveness and claims; the first live member by name (one leader, no election round)
+marks each open claim of a lost or stopped member ``lost`` and offers the session again
+(``attempt`` + 1): another member takes it over, and the model server, sent a ``reset``,
+starts the episode afresh. With no member left, the claims stay as they are, next to the
+``lost`` evaluator, for ``streameval pool status`` to report; a member that joins later
+finds them (retained) and takes them over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streameval.errors import BadInputError
+from streameval.observers import EpisodeOutcome
+from streameval.pipeline import PipelineConfig, run_episode
+from streameval.scale.pool_messages import (
+    OPEN_STATES,
+    POOL_ROOT,
+    Claim,
+    ClaimState,
+    EvaluatorState,
+    PoolMessageError,
+    SessionOffer,
+    check_name,
+    claim_topic,
+    decode,
+    encode,
+    evaluator_state,
+    evaluator_topic,
+    offers_topic,
+    shared_offers_topic,
+)
+from streameval.scale.tasks import clear_results
+
+SETTLE_S = 1.0
+"""After joining, retained claims and liveness have arrived within this: then look for
+sessions orphaned while nobody was there."""
+RECONCILE_EVERY_S = 5.0
+
+
+def broker_target(url: str) -> Any:
+    """The broker of ``mqtt://[USER:PASS@]HOST:PORT`` (no session: the pool finds those)."""
+    from streameval.transports.mqtt_url import parse_mqtt_url
+
+    target = parse_mqtt_url(url, session_required=False)
+    if target.session is not None:
+        raise BadInputError(url, "a pool URL names the broker only: mqtt://HOST:PORT")
+    return target
+
+
+def session_url(broker_url: str, session: str) -> str:
+    return f"{broker_url.rstrip('/')}/{session}"
+
+
+def _client(target: Any, **extra: Any) -> Any:
+    import aiomqtt
+
+    from streameval.transports.mqtt_url import client_kwargs
+
+    return aiomqtt.Client(
+        **client_kwargs(target),  # type: ignore[arg-type]
+        protocol=aiomqtt.ProtocolVersion.V5,
+        **extra,
+    )
+
+
+@dataclass
+class PoolView:
+    """What a member (or ``pool status``) knows: every claim and every evaluator's state."""
+
+    claims: dict[str, Claim] = field(default_factory=dict)
+    evaluators: dict[str, EvaluatorState] = field(default_factory=dict)
+
+    def update(self, group: str, topic: str, payload: bytes) -> str | None:
+        """Apply a claim or liveness message; returns what kind it was (or None)."""
+        claims_prefix = f"{POOL_ROOT}/{group}/claims/"
+        evaluators_prefix = f"{POOL_ROOT}/{group}/evaluators/"
+        if topic.startswith(claims_prefix):
+            session = topic.removeprefix(claims_prefix)
+            if not payload:
+                self.claims.pop(session, None)
+            else:
+                self.claims[session] = Claim.from_json(decode(payload))
+            return "claim"
+        if topic.startswith(evaluators_prefix):
+            name = topic.removeprefix(evaluators_prefix)
+            if not payload:
+                self.evaluators.pop(name, None)
+            else:
+                self.evaluators[name] = evaluator_state(payload)
+            return "evaluator"
+        return None
+
+    def orphans(self) -> list[Claim]:
+        """Open claims whose evaluator is lost or stopped: nobody is evaluating them."""
+        gone = {e for e, s in self.evaluators.items() if s != "alive"}
+        return [c for c in self.claims.values() if c.state in OPEN_STATES and c.evaluator in gone]
+
+    def leader(self) -> str | None:
+        alive = sorted(e for e, s in self.evaluators.items() if s == "alive")
+        return alive[0] if alive else None
+
+
+class PoolEvaluator:
+    """One member of an evaluator pool; ``run`` until cancelled (or ``stop`` is set)."""
+
+    def __init__(
+        self,
+        broker_url: str,
+        out: Path,
+        *,
+        name: str,
+        group: str = "evaluators",
+        config: PipelineConfig | None = None,
+        concurrency: int = 1,
+        no_frame_timeout_s: float = 10.0,
+    ) -> None:
+        self.broker_url = broker_url
+        self.target = broker_target(broker_url)
+        self.out = out
+        self.name = check_name("evaluator", name)
+        self.group = check_name("group", group)
+        self.config = config or PipelineConfig()
+        self.concurrency = max(1, concurrency)
+        self.no_frame_timeout_s = no_frame_timeout_s
+        self.view = PoolView()
+        self._client: Any = None
+        self._queue: asyncio.Queue[SessionOffer] = asyncio.Queue()
+
+    def _say(self, text: str) -> None:
+        print(f"[{self.name}] {text}", file=sys.stderr, flush=True)
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        import aiomqtt
+
+        me = evaluator_topic(self.group, self.name)
+        will = aiomqtt.Will(me, encode({"state": "lost"}), qos=1, retain=True)
+        try:
+            async with _client(self.target, identifier=f"streameval-{self.name}", will=will) as c:
+                self._client = c
+                await self._join(c, me)
+                tasks = [asyncio.create_task(self._work()) for _ in range(self.concurrency)]
+                tasks.append(asyncio.create_task(self._reconcile_periodically()))
+                reader = asyncio.create_task(self._read(c))
+                waiter = asyncio.create_task(stop.wait()) if stop else None
+                try:
+                    await asyncio.wait(
+                        [reader, *([waiter] if waiter else [])],
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                finally:
+                    for task in [reader, *tasks, *([waiter] if waiter else [])]:
+                        task.cancel()
+                    await asyncio.gather(reader, *tasks, return_exceptions=True)
+                    with contextlib.suppress(Exception):
+                        # queued and running sessions are orphaned now: the leader re-offers
+                        await c.publish(me, encode({"state": "stopped"}), qos=1, retain=True)
+                lost = reader.exception() if reader.done() and not reader.cancelled() else None
+                if lost is not None:
+                    raise lost  # the broker went away: say so (exit 2), not a silent exit 0
+        except aiomqtt.MqttError as exc:
+            raise BadInputError(self.broker_url, f"broker: {exc}") from None
+
+    async def _join(self, client: Any, me: str) -> None:
+        # liveness and claims first: retained ones arrive before any offer, so a duplicate
+        # offer is recognised as such
+        await client.subscribe(f"{POOL_ROOT}/{self.group}/evaluators/+", qos=1)
+        await client.subscribe(f"{POOL_ROOT}/{self.group}/claims/+", qos=1)
+        self.view.evaluators[self.name] = "alive"
+        await client.publish(me, encode({"state": "alive"}), qos=1, retain=True)
+        await client.subscribe(shared_offers_topic(self.group), qos=1)
+        self._say(f"joined pool {self.group!r} on {self.target.display}")
+
+    async def _read(self, client: Any) -> None:
+        async for msg in client.messages:
+            payload = msg.payload if isinstance(msg.payload, bytes | bytearray) else b""
+            topic = str(msg.topic)
+            try:
+                if topic == offers_topic(self.group):
+                    await self._on_offer(SessionOffer.from_json(decode(bytes(payload))))
+                elif self.view.update(self.group, topic, bytes(payload)) == "evaluator":
+                    await self._reconcile()
+            except PoolMessageError as exc:
+                self._say(f"ignored a malformed message on {topic}: {exc}")
+
+    async def _on_offer(self, offer: SessionOffer) -> None:
+        held = self.view.claims.get(offer.session)
+        if held is not None and not (held.state == "lost" and offer.attempt > held.offer.attempt):
+            self._say(
+                f"{offer.session}: offer (attempt {offer.attempt}) ignored, already "
+                f"{held.state} by {held.evaluator} (attempt {held.offer.attempt})"
+            )
+            return
+        await self._claim(offer, "queued")
+        await self._queue.put(offer)
+
+    async def _claim(self, offer: SessionOffer, state: ClaimState, **extra: Any) -> None:
+        claim = Claim(offer, self.name, state, time.time(), **extra)
+        await self._publish_claim(claim)
+
+    async def _publish_claim(self, claim: Claim) -> None:
+        self.view.claims[claim.session] = claim  # at once: the echo comes later
+        topic = claim_topic(self.group, claim.session)
+        await self._client.publish(topic, encode(claim.to_json()), qos=1, retain=True)
+
+    async def _reconcile(self) -> None:
+        """The leader offers again every session a lost or stopped member held."""
+        if self.view.leader() != self.name:
+            return
+        for claim in self.view.orphans():
+            reason = f"evaluator {claim.evaluator} {self.view.evaluators[claim.evaluator]}"
+            await self._publish_claim(
+                Claim(claim.offer, claim.evaluator, "lost", time.time(), reason=reason)
+            )
+            again = claim.offer.again(reason)
+            await self._client.publish(offers_topic(self.group), encode(again.to_json()), qos=1)
+            self._say(f"{claim.session}: {reason} while {claim.state}; offered again")
+
+    async def _reconcile_periodically(self) -> None:
+        await asyncio.sleep(SETTLE_S)
+        while True:
+            await self._reconcile()
+            await asyncio.sleep(RECONCILE_EVERY_S)
+
+    async def _work(self) -> None:
+        while True:
+            offer = await self._queue.get()
+            results_dir = self.out / offer.session
+            await self._claim(offer, "evaluating", results_dir=str(results_dir))
+            self._say(f"{offer.session}: evaluating (attempt {offer.attempt})")
+            try:
+                outcome = await self._evaluate(offer, results_dir)
+            except asyncio.CancelledError:
+                raise  # stopping: the claim stays open and the leader offers it again
+            except Exception as exc:
+                # one failed session never stops the member, and is never left "evaluating"
+                why = str(exc) if isinstance(exc, BadInputError) else repr(exc)
+                await self._claim(offer, "failed", results_dir=str(results_dir), reason=why)
+                self._say(f"{offer.session}: failed: {why}")
+                continue
+            errors = "; ".join(e.message for e in outcome.errors)
+            reason = None if outcome.complete else errors or "incomplete"
+            await self._claim(
+                offer,
+                "done",
+                results_dir=str(results_dir),
+                complete=outcome.complete,
+                reason=reason,
+            )
+            state = "complete" if outcome.complete else f"INCOMPLETE ({reason})"
+            self._say(f"{offer.session}: done, {outcome.frames} frames, {state}")
+
+    async def _evaluate(self, offer: SessionOffer, results_dir: Path) -> EpisodeOutcome:
+        from streameval.transports.live import LiveConfig
+        from streameval.transports.mqtt import MqttSource
+
+        live = LiveConfig(
+            clock=offer.clock,
+            seconds_per_key=offer.seconds_per_key,
+            no_frame_timeout_s=self.no_frame_timeout_s,
+        )
+        source = MqttSource(
+            session_url(self.broker_url, offer.session),
+            offer.keys,
+            episode=offer.episode,
+            suite=offer.suite,
+            config=live,
+        )
+        await source.connect()
+        clear_results(results_dir)  # a session taken over starts from nothing
+        return await run_episode(source, config=self.config, results_dir=results_dir)
+
+
+async def offer_sessions(broker_url: str, group: str, offers: list[SessionOffer]) -> None:
+    """Publish ``offers`` to the pool (each reaches exactly one member)."""
+    target = broker_target(broker_url)
+    topic = offers_topic(check_name("group", group))
+    async with _client(target) as client:
+        for offer in offers:
+            await client.publish(topic, encode(offer.to_json()), qos=1)
+
+
+async def read_pool(broker_url: str, group: str, wait_s: float = 1.0) -> PoolView:
+    """Every retained claim and liveness of ``group``, as a newcomer would see them."""
+    target = broker_target(broker_url)
+    view = PoolView()
+    async with _client(target) as client:
+        await client.subscribe(f"{POOL_ROOT}/{group}/evaluators/+", qos=1)
+        await client.subscribe(f"{POOL_ROOT}/{group}/claims/+", qos=1)
+
+        async def collect() -> None:
+            async for msg in client.messages:
+                payload = msg.payload if isinstance(msg.payload, bytes | bytearray) else b""
+                with contextlib.suppress(PoolMessageError):
+                    view.update(group, str(msg.topic), bytes(payload))
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(collect(), wait_s)
+    return view

@@ -1,0 +1,128 @@
+"""One episode's work as a picklable task: what a Ray worker runs, free of Ray itself.
+
+A batch is a list of small descriptions (a rollout path, a results folder, a pace), not of
+opened sources: a worker on another machine re-reads the rollout from the shared path, so
+nothing large or unpicklable (video decoders, threads) crosses the wire. The worker runs the
+very ``run_episode`` a local ``streameval replay`` runs, into the same results folder, which
+is why a batch's scores.json equals a local run's.
+
+Results folders must be on storage every worker sees (the rollouts too): a shared file system
+on a cluster, the local disk on one machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from streameval.errors import BackendUnavailableError, BadInputError
+from streameval.observers import EpisodeOutcome
+from streameval.pipeline import PipelineConfig, run_episode
+from streameval.registry import UnknownBackendError
+from streameval.rescore import RescoreOutcome, rescore_dir
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayTask:
+    """Replay one rollout into ``results_dir``; ``rollout`` is any path ``read_rollout``
+    accepts (rollout directory, adapter directory or delivery video)."""
+
+    episode: str
+    rollout: Path
+    results_dir: Path
+    pace: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskReport:
+    """What came back from one task: an outcome, a rescore, or the bad input that stopped it.
+
+    ``worker`` (host:pid) says where it ran: a retried task reports the worker that finished.
+    """
+
+    name: str
+    results_dir: Path
+    worker: str
+    seconds: float
+    cpu_seconds: float = 0.0  # CPU time of the worker process (all its threads) on the task
+    outcome: EpisodeOutcome | None = None
+    rescore: RescoreOutcome | None = None
+    bad_input: str | None = None
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def scores_complete(results_dir: Path) -> bool:
+    """True when ``results_dir/scores.json`` is readable and says the episode completed.
+
+    scores.json is written last and atomically (``cache.write_json``), after the cache: a
+    worker killed mid-episode leaves no scores.json, so its episode is never taken as done.
+    """
+    try:
+        doc = json.loads((results_dir / "scores.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("complete") is True
+
+
+def split_finished(tasks: Iterable[ReplayTask]) -> tuple[list[ReplayTask], list[ReplayTask]]:
+    """(tasks to run, tasks whose episode is already scored complete): resuming a batch."""
+    to_run: list[ReplayTask] = []
+    finished: list[ReplayTask] = []
+    for task in tasks:
+        (finished if scores_complete(task.results_dir) else to_run).append(task)
+    return to_run, finished
+
+
+def clear_results(results_dir: Path) -> None:
+    """Remove what an earlier attempt wrote (only our own names): a task retried after its
+    worker was killed starts from nothing, as the first attempt did."""
+    (results_dir / "scores.json").unlink(missing_ok=True)
+    (results_dir / "scores.json.tmp").unlink(missing_ok=True)
+    if (results_dir / "cache").is_dir():
+        shutil.rmtree(results_dir / "cache")
+
+
+def run_replay_task(task: ReplayTask, config: PipelineConfig) -> TaskReport:
+    """Score one rollout exactly as ``streameval replay`` does, in this process."""
+    from streameval.replay import ReplaySource, read_rollout
+
+    start, cpu_start = time.perf_counter(), time.process_time()
+    try:
+        rollout = read_rollout(task.rollout)
+    except (BadInputError, OSError) as exc:
+        message = str(exc) if isinstance(exc, BadInputError) else f"{task.rollout}: {exc}"
+        return TaskReport(task.episode, task.results_dir, worker_id(), 0.0, bad_input=message)
+    clear_results(task.results_dir)
+    try:
+        outcome = asyncio.run(
+            run_episode(
+                ReplaySource(rollout, pace=task.pace),
+                config=config,
+                results_dir=task.results_dir,
+            )
+        )
+    except (BadInputError, UnknownBackendError, BackendUnavailableError) as exc:
+        return TaskReport(task.episode, task.results_dir, worker_id(), 0.0, bad_input=str(exc))
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return TaskReport(task.episode, task.results_dir, worker_id(), seconds, cpu, outcome=outcome)
+
+
+def run_rescore_task(results_dir: Path) -> TaskReport:
+    """``streameval rescore`` of one results folder, in this process."""
+    start = time.perf_counter()
+    try:
+        rescored = rescore_dir(results_dir)
+    except BadInputError as exc:
+        return TaskReport(results_dir.name, results_dir, worker_id(), 0.0, bad_input=str(exc))
+    seconds = time.perf_counter() - start
+    return TaskReport(results_dir.name, results_dir, worker_id(), seconds, rescore=rescored)

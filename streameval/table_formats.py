@@ -1,0 +1,88 @@
+"""``table`` for programs and people outside the terminal: JSON, CSV, HTML, and the notes a
+table needs to be read right (why it is empty, whether its models were scored alike).
+
+The numbers are the ``MasterTable``'s; these functions only serialise them. JSON is the
+table's own ``to_json`` (every cell with status, coverage, bounds, reasons, rank); CSV is one
+row per model — included and excluded, with an ``included`` column and the reasons — and per
+column the value, status and coverage, so a spreadsheet never shows a number without its
+status.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from streameval.leaderboard import ExclusionRule, MasterTable, ModelRow
+
+
+def table_json(table: MasterTable) -> str:
+    return json.dumps(table.to_json(), indent=2, allow_nan=False) + "\n"
+
+
+def table_csv(table: MasterTable) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["model", "episodes", "included", "excluded_reasons"]
+    for c in table.columns:
+        header += [c.name, f"{c.name}_status", f"{c.name}_coverage"]
+    writer.writerow(header)
+    rows: list[tuple[ModelRow, tuple[str, ...]]] = [(r, ()) for r in table.rows]
+    rows += [(e.row, e.reasons) for e in table.excluded]
+    for row, reasons in rows:
+        line: list[Any] = [row.model, row.n_episodes, not reasons, "; ".join(reasons)]
+        for c in table.columns:
+            cell = row.cells[c.name]
+            value = "" if cell.value is None else f"{cell.value:.6f}"
+            line += [value, cell.status, f"{cell.measured}/{cell.total}"]
+        writer.writerow(line)
+    return buffer.getvalue()
+
+
+def empty_table_message(table: MasterTable, rule: ExclusionRule) -> str | None:
+    """When the rule left no model: say so, and how to see everything (issue 13, finding 1)."""
+    if table.rows or not table.excluded:
+        return None
+    n = len(table.excluded)
+    why = (
+        f"the default rule needs at least {rule.min_episodes} episodes per model and leaves "
+        "out models that fail uniformly"
+        if rule.enabled
+        else "every model was excluded on request"
+    )
+    return (
+        f"no model in the table: {n} model{'s' if n != 1 else ''} excluded ({why}; listed "
+        "below). See every model with --include-all, or lower --min-episodes."
+    )
+
+
+def backend_notes(table: MasterTable) -> list[str]:
+    """A note per provenance backend that differs between the table's included models: their
+    numbers are not strictly comparable (issue 13, finding 8)."""
+    used: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for row in table.rows:
+        for record in row.episodes:
+            for job, name in _backends(record.path).items():
+                used[job][str(name)].add(row.model)
+    notes = []
+    for job in sorted(used):
+        if len(used[job]) > 1:
+            parts = "; ".join(
+                f"{name} ({', '.join(sorted(models))})"
+                for name, models in sorted(used[job].items())
+            )
+            notes.append(f"models scored with different {job} backends: {parts}")
+    return notes
+
+
+def _backends(scores_path: Path) -> dict[str, object]:
+    try:
+        doc = json.loads(scores_path.read_text(encoding="utf-8"))
+        backends = doc.get("provenance", {}).get("backends", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return backends if isinstance(backends, dict) else {}

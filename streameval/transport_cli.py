@@ -1,0 +1,231 @@
+"""The network side of the command line: ``attach`` options for live servers and ``serve``.
+
+Kept out of ``cli.py`` so the shared module only gains three hooks, and out of
+``transports/`` because it reaches the dashboard (``streameval.tui.remote``), which itself
+uses the transports: inside ``transports/`` it made an import cycle (``tests/test_packaging.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from streameval.errors import BadInputError
+from streameval.jobs import EpisodeJob
+from streameval.layout import episode_dir
+from streameval.protocol.wire import IMAGE_ENCODINGS
+from streameval.transports.urls import AttachOptions, open_network_source
+
+LOOPBACK = "127.0.0.1"
+
+
+def add_attach_network_args(attach: argparse.ArgumentParser) -> None:
+    attach.add_argument(
+        "--clock",
+        choices=["wall", "video"],
+        default=None,
+        help="wall: hold each key --seconds-per-key of wall time while the server plays at "
+        "its own rate (default for webrtc/mjpeg URLs); video: switch after that many frames "
+        "(default for python: and mqtt: and --lossless)",
+    )
+    attach.add_argument(
+        "--key-map",
+        default=None,
+        help="key names a public-style server expects, e.g. L=j,R=l "
+        "(default: w s a d ArrowLeft ArrowRight)",
+    )
+    attach.add_argument("--keys-url", default=None, help="MJPEG: where keys are POSTed as JSON")
+    attach.add_argument(
+        "--lossless",
+        action="store_true",
+        help="webrtc: our protocol with frames on the data channel (streameval serve)",
+    )
+    attach.add_argument(
+        "--no-frame-timeout",
+        type=float,
+        default=10.0,
+        help="seconds without a frame before the episode is marked stalled (default 10)",
+    )
+
+
+def add_serve_parser(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="expose a step(key) model over WebRTC or MQTT")
+    serve.add_argument("model", help="python:MODULE:FACTORY")
+    where = serve.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--webrtc",
+        metavar="[HOST:]PORT",
+        help="listen for offers on http://HOST:PORT/offer (HOST defaults to 127.0.0.1)",
+    )
+    where.add_argument("--mqtt", metavar="URL", help="mqtt[s]://[USER:PASS@]HOST:PORT/SESSION")
+    serve.add_argument(
+        "--encoding",
+        choices=IMAGE_ENCODINGS,
+        default="raw",
+        help="MQTT frame encoding (default raw: lossless, 3 bytes a pixel)",
+    )
+    serve.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
+
+
+def add_dashboard_parser(sub: Any) -> None:
+    dashboard = sub.add_parser(
+        "dashboard",
+        help="browse finished results (RESULTS_DIR...) or watch an evaluation running "
+        "elsewhere (--mqtt)",
+        description="With RESULTS_DIR...: browse finished results (leaderboard, each model's "
+        "episodes and segments, and key o: an episode's report.html). With --mqtt: watch the "
+        "live scores of an evaluation running elsewhere.",
+    )
+    dashboard.add_argument(
+        "results",
+        nargs="*",
+        type=Path,
+        metavar="RESULTS_DIR",
+        help="results directories to browse (not with --mqtt)",
+    )
+    dashboard.add_argument(
+        "--mqtt",
+        default=None,
+        metavar="URL",
+        help="mqtt[s]://HOST:PORT[/SESSION]: live scores published by the evaluator "
+        "(every session on the broker without SESSION)",
+    )
+    dashboard.add_argument("--no-tui", action="store_true", help="one line per update")
+
+
+def run_dashboard_mqtt(args: argparse.Namespace) -> int:
+    from streameval.transports.mqtt_url import parse_mqtt_url
+
+    if getattr(args, "results", None):
+        raise BadInputError("dashboard", "RESULTS_DIR... or --mqtt URL, not both")
+
+    parse_mqtt_url(args.mqtt, session_required=False)  # bad URL: exit 2 before anything
+    if args.no_tui or not (sys.stdout.isatty() and sys.stdin.isatty()):
+        from streameval.transports.remote_watch import format_update, watch_scores
+
+        try:
+            asyncio.run(watch_scores(args.mqtt, lambda s, u: print(format_update(s, u))))
+        except KeyboardInterrupt:
+            return 0
+        except Exception as exc:
+            if type(exc).__name__ == "MqttError":
+                raise BadInputError(args.mqtt, f"cannot connect to the broker: {exc}") from None
+            raise
+        return 0
+    from streameval.tui.remote import RemoteDashboardApp
+
+    RemoteDashboardApp(args.mqtt).run()
+    return 0
+
+
+def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
+    from streameval.protocol.suites import worldmark_keys
+    from streameval.recording import RecordingObserver
+
+    options = AttachOptions(
+        clock=args.clock,
+        seconds_per_key=args.seconds_per_key,
+        fps=args.fps,
+        key_map=args.key_map,
+        keys_url=args.keys_url,
+        lossless=args.lossless,
+        no_frame_timeout_s=args.no_frame_timeout,
+    )
+    # validate the URL and options once, before any episode starts
+    open_network_source(args.url, ("W",), episode="check", suite=args.suite, options=options)
+    model = getattr(args, "model_name", None) or network_model_name(args.url)
+    jobs: list[EpisodeJob] = []
+    for action in args.actions:
+        keys = worldmark_keys(action)
+        episode = f"{action:03d}_{''.join(keys)}"
+
+        def open_source(keys: tuple[str, ...] = keys, episode: str = episode) -> Any:
+            return open_network_source(
+                args.url, keys, episode=episode, suite=args.suite, options=options
+            )
+
+        results_dir = episode_dir(args.out, model, episode)
+        recorders = []
+        if getattr(args, "record", "lossless") != "off":
+            lossy = getattr(args, "record", "lossless") == "lossy"
+            recorders.append(RecordingObserver(results_dir / "recording", lossy=lossy))
+        jobs.append(EpisodeJob(episode, open_source, results_dir, recorders))
+    return jobs
+
+
+def network_model_name(url: str) -> str:
+    """The results folder name of a network model without --model-name: the MQTT session,
+    or the server's host and port."""
+    parsed = urlsplit(url)
+    if parsed.scheme.startswith("mqtt"):
+        session = parsed.path.strip("/")
+        if session:
+            return session
+    return (parsed.hostname or "remote") + (f"_{parsed.port}" if parsed.port else "")
+
+
+def _listen_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise BadInputError("--webrtc", f"expected [HOST:]PORT, got {text!r}") from None
+    return (host if sep and host else LOOPBACK), number
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from streameval.attach import load_python_model
+
+    model, name = load_python_model(args.model)
+    fps = args.fps or float(getattr(model, "fps", 16.0))
+    width = int(getattr(model, "width", 0) or 0)
+    height = int(getattr(model, "height", 0) or 0)
+    try:
+        if args.webrtc:
+            asyncio.run(_serve_webrtc(args, name, fps, width, height))
+        else:
+            from streameval.transports.mqtt_serve import serve_mqtt
+
+            print(f"serving {name} on {args.mqtt}", file=sys.stderr)
+            asyncio.run(
+                serve_mqtt(
+                    model,
+                    args.mqtt,
+                    name=name,
+                    fps=fps,
+                    width=width,
+                    height=height,
+                    encoding=args.encoding,
+                )
+            )
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:
+        raise BadInputError(args.webrtc or args.mqtt, f"cannot serve: {exc}") from None
+    except Exception as exc:
+        if type(exc).__name__ == "MqttError":
+            raise BadInputError(args.mqtt, f"cannot connect to the broker: {exc}") from None
+        raise
+    return 0
+
+
+async def _serve_webrtc(args: argparse.Namespace, name: str, fps: float, w: int, h: int) -> None:
+    from streameval.attach import load_python_model
+    from streameval.transports.webrtc_serve import WebRTCServer
+
+    host, port = _listen_address(args.webrtc)
+
+    def factory() -> Any:
+        return load_python_model(args.model)[0]
+
+    server = WebRTCServer(factory, name=name, fps=fps, width=w, height=h)
+    port = await server.start(host, port)
+    print(f"serving {name} on http://{host}:{port}/offer", file=sys.stderr)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.stop()

@@ -1,0 +1,368 @@
+"""What every network source shares: the key plan, frame admission and the episode's end.
+
+A transport (MQTT, WebRTC, MJPEG) only connects, sends keys and hands over decoded frames; this
+class turns them into the pipeline's events (``Source`` interface):
+
+- **Key plan.** ``step`` mode (our protocol, video clock): frame *i* is requested with the key
+  the schedule gives it, a few frames ahead, so a served model is conditioned exactly as
+  in-process. ``stream`` mode (a server that plays at its own rate): keydown/keyup switch keys
+  after ``seconds_per_key`` of wall time (``--clock wall``) or after N received frames
+  (``--clock video``); a heartbeat goes out every second.
+- **Admission.** A duplicate or out-of-order frame is dropped and reported; a frame whose size
+  differs from the first ends the episode (incomplete, with the reason); frames are renumbered
+  in arrival order so the episode has no holes, and skipped server indices are counted.
+- **Alignment.** A frame that says which key conditioned it keeps that key
+  (``alignment: reported``); otherwise it gets the key held when it arrived
+  (``alignment: inferred``). Either way the key is in the recording's ``actions.jsonl``, so a
+  replay scores the same frames with the same keys.
+- **End.** Plan done → complete; no frame for ``no_frame_timeout_s`` → ``stalled``; the
+  transport lost → incomplete with its reason. What was received is always kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+from streameval.errors import BadInputError
+from streameval.events import (
+    EndOfStream,
+    EpisodeEnd,
+    EpisodeInfo,
+    EpisodeStart,
+    Event,
+    FrameEvent,
+    KeySent,
+    SourceError,
+)
+from streameval.protocol.schedule import Schedule
+from streameval.protocol.wire import Frame
+from streameval.transports.arrivals import ArrivalLog
+
+Clock = Literal["wall", "video"]
+STEP_WINDOW = 4
+"""Frames requested ahead of the last one received (hides one round trip at 16 fps)."""
+HEARTBEAT_S = 1.0
+RESEND_AFTER_S = 1.0
+"""Video clock: steps asked again when no frame came for this long."""
+SMOKE_BELOW_S = 20.0
+"""Suite value of seconds per key: anything shorter is a smoke test, and results say so."""
+MAX_REPORTED_PER_KIND = 5
+"""Admission problems reported one by one before only the counter goes on."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveConfig:
+    """How a live session is driven (CLI: ``--clock``, ``--seconds-per-key``, timeouts)."""
+
+    clock: Clock = "wall"
+    seconds_per_key: float = 20.0
+    no_frame_timeout_s: float = 10.0
+    connect_timeout_s: float = 10.0
+    max_pending_frames: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What the transport learned when it connected."""
+
+    model: str
+    fps: float
+    width: int | None = None
+    height: int | None = None
+
+
+class LiveSource:
+    """Base of the network sources; subclasses implement the four transport hooks."""
+
+    droppable = True  # a live server cannot be paused: perception drops (counted) if behind
+    mode: Literal["step", "stream"] = "stream"
+    scheme = "live"
+
+    def __init__(
+        self,
+        url: str,
+        keys: tuple[str, ...],
+        *,
+        episode: str,
+        suite: str,
+        config: LiveConfig,
+        fps: float | None = None,
+    ) -> None:
+        self.url = url
+        self.keys = keys
+        self.episode = episode
+        self.suite = suite
+        self.config = config
+        self.fps_hint = fps
+        self.info: EpisodeInfo | None = None
+        self.log = ArrivalLog()
+        self._events: asyncio.Queue[Event] = asyncio.Queue()
+        self._pending_frames = 0
+        self._frame_arrived = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        self._ended = False
+        self._last_index: int | None = None
+        self._size: tuple[int, int] | None = None
+        self._held: str | None = None
+        self._reported: dict[str, int] = {}
+        self._resend = False
+        self.max_pending_seen = 0
+
+    # ------------------------------------------------------------ transport hooks
+
+    async def open_transport(self) -> ServerInfo:
+        """Connect; raise ``BadInputError`` naming the URL when the server cannot be used."""
+        raise NotImplementedError
+
+    async def send_step(self, index: int, key: str) -> None:
+        raise NotImplementedError
+
+    async def send_key(
+        self, kind: Literal["keydown", "keyup", "heartbeat"], key: str | None
+    ) -> None:
+        raise NotImplementedError
+
+    async def close_transport(self) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ called by transports
+
+    def deliver(self, frame: Frame, t_arrival: float | None = None) -> None:
+        """A decoded frame arrived (call from the transport's reader, on the event loop)."""
+        if self._ended or self.info is None:
+            return
+        now = time.perf_counter() if t_arrival is None else t_arrival
+        if self.mode == "stream" and not self.log.keys_sent:
+            self.log.count("preroll")  # played before our first key: not part of the episode
+            return
+        if self._last_index is not None and frame.index <= self._last_index:
+            what = "duplicate" if frame.index == self._last_index else "out of order"
+            self.log.count(what.replace(" ", "_"))
+            self._report(
+                what, f"{self.url}: frame {frame.index} {what} (after {self._last_index}), dropped"
+            )
+            return
+        if self._last_index is not None and frame.index > self._last_index + 1:
+            self.log.count("missing", frame.index - self._last_index - 1)
+        self._last_index = frame.index
+        size = (frame.image.shape[1], frame.image.shape[0])
+        if self._size is None:
+            self._size = size
+        elif size != self._size:
+            self.lost(
+                f"frame size changed from {self._size[0]}x{self._size[1]} to "
+                f"{size[0]}x{size[1]} at server frame {frame.index}"
+            )
+            return
+        if self._pending_frames >= self.config.max_pending_frames:
+            self.log.count("dropped_transport")
+            return
+        i = self.log.n_frames
+        if frame.key is not None:
+            key, self.log.alignment = frame.key, "reported"
+        else:
+            key = self.log.key_at(now)
+        self.log.frame(now, frame.t_server)
+        self._pending_frames += 1
+        self.max_pending_seen = max(self.max_pending_seen, self._pending_frames)
+        assert self.info is not None
+        self._events.put_nowait(
+            FrameEvent(
+                index=i,
+                image=frame.image,
+                key=key,
+                t_video=i / self.info.fps,
+                t_wall=now,
+                pose=frame.pose,
+                depth=frame.depth,
+                intrinsics=frame.intrinsics,
+            )
+        )
+        self._frame_arrived.set()
+
+    def reject(self, problem: str) -> None:
+        """A message that could not be accepted (malformed, oversized, undecodable)."""
+        self.log.count("malformed")
+        self._report("malformed", f"{self.url}: {problem}")
+
+    def lost(self, reason: str) -> None:
+        """The session cannot go on: end the episode now, incomplete, keeping what came."""
+        self._finish(complete=False, reason=reason)
+
+    # ------------------------------------------------------------ Source interface
+
+    async def connect(self) -> None:
+        """Open the transport and start driving keys (``run_job`` awaits this first, so an
+        unreachable server is bad input with the URL, never a half-started episode)."""
+        try:
+            server = await asyncio.wait_for(self.open_transport(), self.config.connect_timeout_s)
+        except TimeoutError:
+            with contextlib.suppress(Exception):
+                await self.close_transport()
+            raise BadInputError(
+                self.url, f"no answer within {self.config.connect_timeout_s:g} s"
+            ) from None
+        fps = self.fps_hint or server.fps
+        schedule = Schedule.per_key(self.keys, self.config.seconds_per_key, fps)
+        spk = self.config.seconds_per_key
+        self.log.alignment = "scheduled" if self.mode == "step" else "inferred"
+        self.info = EpisodeInfo(
+            episode=self.episode,
+            model=server.model,
+            suite=self.suite,
+            fps=fps,
+            schedule=schedule,
+            source=self.url,
+            width=server.width,
+            height=server.height,
+            extra={
+                "depth_source": "model",
+                "live": True,
+                "interactivity": {
+                    "transport": self.scheme,
+                    "clock": "video" if self.mode == "step" else self.config.clock,
+                    "seconds_per_key": spk,
+                    "smoke": spk < SMOKE_BELOW_S,
+                },
+            },
+        )
+        self._events.put_nowait(EpisodeStart(self.info))
+        self._started = True
+        driver = self._drive_steps if self.mode == "step" else self._drive_stream
+        self._tasks.append(asyncio.create_task(driver()))
+
+    async def recv(self) -> Event:
+        if not self._started:
+            await self.connect()
+        while True:
+            if self._ended and self._events.empty():
+                raise EndOfStream
+            try:
+                event = await asyncio.wait_for(self._events.get(), self.config.no_frame_timeout_s)
+            except TimeoutError:
+                if self._ended:
+                    raise EndOfStream from None
+                self._finish(
+                    complete=False,
+                    reason=f"stalled: no frame for {self.config.no_frame_timeout_s:g} s",
+                )
+                continue
+            if isinstance(event, FrameEvent):
+                self._pending_frames -= 1
+            return event
+
+    async def close(self) -> None:
+        self._ended = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        with contextlib.suppress(Exception):
+            await self.close_transport()
+
+    # ------------------------------------------------------------ internals
+
+    def _report(self, kind: str, message: str) -> None:
+        n = self._reported.get(kind, 0)
+        self._reported[kind] = n + 1
+        if n < MAX_REPORTED_PER_KIND:
+            self._events.put_nowait(SourceError(message))
+        elif n == MAX_REPORTED_PER_KIND:
+            self._events.put_nowait(SourceError(f"{self.url}: more {kind} messages, counted only"))
+
+    def _finish(self, *, complete: bool, reason: str | None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if self.info is not None:
+            self.info.extra["interactivity"].update(self.log.counters())
+        if not complete and reason:
+            self._events.put_nowait(SourceError(f"{self.url}: {reason}", fatal=True))
+        self._events.put_nowait(EpisodeEnd(self.log.n_frames, complete, reason))
+        self._frame_arrived.set()
+
+    def _key_sent(self, key: str, frame: int) -> None:
+        now = time.perf_counter()
+        self._events.put_nowait(KeySent(key=key, frame=frame, t_wall=now))
+
+    def resend_steps(self) -> None:
+        """After a reconnect: steps in flight may be lost; ask again (the server renders
+        only indices it has not rendered yet, so a lost frame is a counted gap)."""
+        self._resend = True
+        self._frame_arrived.set()
+
+    async def _drive_steps(self) -> None:
+        """Video clock over our protocol: request frame i with the schedule's key."""
+        assert self.info is not None
+        schedule = self.info.schedule
+        total = schedule.total_frames
+        requested = 0
+        try:
+            while not self._ended:
+                done = -1 if self._last_index is None else self._last_index
+                if self._resend:
+                    self._resend = False
+                    for i in range(done + 1, requested):
+                        await self.send_step(i, schedule.key_for_frame(i))
+                while requested < min(total, done + 1 + STEP_WINDOW):
+                    key = schedule.key_for_frame(requested)
+                    self.log.key_down(key, time.perf_counter())
+                    self._key_sent(key, requested)
+                    await self.send_step(requested, key)
+                    requested += 1
+                if done + 1 >= total:
+                    self._finish(complete=True, reason=None)
+                    return
+                self._frame_arrived.clear()
+                try:
+                    await asyncio.wait_for(self._frame_arrived.wait(), RESEND_AFTER_S)
+                except TimeoutError:
+                    # requests (or their frames) lost on the way, e.g. across a broker
+                    # restart: ask again; the server ignores indices it already rendered
+                    self._resend = True
+        except Exception as exc:
+            self.lost(f"sending keys failed: {exc}")
+
+    async def _drive_stream(self) -> None:
+        """A server playing at its own rate: keydown/keyup by wall time or frame count."""
+        assert self.info is not None
+        schedule = self.info.schedule
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            t0 = time.perf_counter()
+            for j, key in enumerate(self.keys):
+                if self._ended:
+                    return
+                if self._held is not None:
+                    await self.send_key("keyup", self._held)
+                self.log.key_down(key, time.perf_counter())
+                self._key_sent(key, self.log.n_frames)
+                await self.send_key("keydown", key)
+                self._held = key
+                if self.config.clock == "wall":
+                    until = t0 + (j + 1) * self.config.seconds_per_key
+                    await asyncio.sleep(max(0.0, until - time.perf_counter()))
+                else:
+                    boundary = schedule.boundaries[j + 1]
+                    while not self._ended and self.log.n_frames < boundary:
+                        self._frame_arrived.clear()
+                        await self._frame_arrived.wait()
+            if self._held is not None:
+                await self.send_key("keyup", self._held)
+            self._finish(complete=True, reason=None)
+        except Exception as exc:
+            self.lost(f"sending keys failed: {exc}")
+        finally:
+            heartbeat.cancel()
+
+    async def _heartbeat(self) -> None:
+        while not self._ended:
+            await asyncio.sleep(HEARTBEAT_S)
+            with contextlib.suppress(Exception):
+                await self.send_key("heartbeat", None)

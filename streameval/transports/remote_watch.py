@@ -1,0 +1,52 @@
+"""Watching an evaluation that runs elsewhere: live scores from ``streameval/SESSION/scores``
+(``MqttScoresPublisher`` on the other side), for ``streameval dashboard --mqtt``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from streameval.protocol.wire import ScoresUpdate, WireError, decode
+from streameval.transports.mqtt_url import TOPIC_ROOT, client_kwargs, parse_mqtt_url
+
+OnUpdate = Callable[[str, ScoresUpdate], None]
+MAX_SCORES_BYTES = 1 << 20
+
+
+async def watch_scores(url: str, on_update: OnUpdate) -> None:
+    """Call ``on_update(session, update)`` for every update until cancelled. Without a
+    session in the URL every session on the broker is watched."""
+    import aiomqtt
+
+    target = parse_mqtt_url(url, session_required=False)
+    topic = target.topic("scores") if target.session else f"{TOPIC_ROOT}/+/scores"
+    async with aiomqtt.Client(**client_kwargs(target)) as client:  # type: ignore[arg-type]
+        await client.subscribe(topic, qos=0)
+        async for msg in client.messages:
+            payload = msg.payload
+            if not isinstance(payload, bytes | bytearray) or not payload:
+                continue
+            session = str(msg.topic).split("/")[1]
+            try:
+                update = decode(bytes(payload), max_bytes=MAX_SCORES_BYTES)
+            except WireError as exc:
+                print(f"dashboard: {msg.topic}: rejected: {exc}", file=sys.stderr)
+                continue
+            if isinstance(update, ScoresUpdate):
+                on_update(session, update)
+
+
+def format_update(session: str, update: ScoresUpdate) -> str:
+    """One line for ``dashboard --mqtt --no-tui``."""
+    if update.error:
+        return f"{session}/{update.episode}: error: {update.error}"
+    shown = ", ".join(
+        f"{name} {value:.1f}" for name, value in update.metrics.items() if value is not None
+    )
+    if update.final:
+        state = "complete" if update.complete else "incomplete"
+        return f"{session}/{update.episode}: final ({state}, {update.frame} frames): {shown}"
+    return (
+        f"{session}/{update.episode}: frame {update.frame} key {update.key} "
+        f"{update.fps:.1f} fps dropped {update.dropped}" + (f" | {shown}" if shown else "")
+    )

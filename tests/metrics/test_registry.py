@@ -1,0 +1,61 @@
+"""The metric registry: built-in specs, one registration per metric, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from streameval.metrics.registry import (
+    MetricSpec,
+    UnknownMetricError,
+    metric_names,
+    metric_spec,
+    metric_specs,
+    register_metric,
+    registered,
+    resolve_target,
+)
+
+DESIGN_COLUMNS = (
+    "direction_accuracy_trans",
+    "direction_accuracy_rot",
+    "direction_purity_trans",
+    "direction_purity_rot",
+    "motion_stability_trans",
+    "motion_stability_rot",
+    "response_latency_trans",
+    "response_latency_rot",
+    "local_memory",
+    "revisit_memory",
+    "global_memory",
+    "perceptual_quality",
+    "aesthetic_quality",
+)
+
+
+def test_builtin_metrics_in_design_order_with_resolvable_targets() -> None:
+    assert metric_names(column=True) == DESIGN_COLUMNS
+    assert metric_names(live=True) == DESIGN_COLUMNS[:8] == metric_names(family="control")
+    for spec in metric_specs():
+        assert spec.label and spec.header and spec.higher_is_better
+        assert spec.kernel is not None and callable(resolve_target(spec.kernel))
+        assert callable(resolve_target(spec.aggregation))
+
+
+def test_a_name_is_registered_once() -> None:
+    with pytest.raises(ValueError, match="already registered"):
+        register_metric(metric_spec("local_memory"))
+    with pytest.raises(ValueError, match="snake_case"):
+        register_metric(MetricSpec("bad name", "Bad", "quality", None))
+
+
+def test_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownMetricError, match="did you mean 'local_memory'"):
+        metric_spec("local_memroy")
+
+
+def test_registered_is_undone_after_the_block() -> None:
+    spec = MetricSpec("toy_x", "Toy X", "worldatlas", None, column=False)
+    with registered(spec):
+        assert metric_spec("toy_x") is spec
+        assert "toy_x" not in metric_names(column=True)
+    assert "toy_x" not in metric_names()

@@ -1,0 +1,114 @@
+"""Wire messages: round trips, validation and limits (msgpack, never pickle)."""
+
+from __future__ import annotations
+
+import pickle
+
+import msgpack
+import numpy as np
+import pytest
+from streameval.protocol.wire import (
+    BROWSER_KEYS,
+    Frame,
+    Hello,
+    KeyDown,
+    ScoresUpdate,
+    Step,
+    WireError,
+    decode,
+    encode,
+    parse_key_map,
+    public_key_message,
+)
+
+
+def _image(h: int = 24, w: int = 32) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 255, (h, w, 3), dtype=np.uint8)
+
+
+def test_frame_round_trip_raw_and_png_is_exact_with_geometry() -> None:
+    pose = np.arange(16, dtype=np.float64).reshape(4, 4)
+    k = np.eye(3) * 2.0
+    depth = np.full((6, 8), np.inf, dtype=np.float32)
+    depth[0, 0] = 1.5
+    frame = Frame(3, "L", _image(), t_server=12.5, pose=pose, intrinsics=k, depth=depth)
+    for enc in ("raw", "png"):
+        back = decode(encode(frame, encoding=enc))  # type: ignore[arg-type]
+        assert isinstance(back, Frame)
+        assert (back.index, back.key, back.t_server) == (3, "L", 12.5)
+        assert np.array_equal(back.image, frame.image)
+        assert back.pose is not None and np.array_equal(back.pose, pose)
+        assert back.intrinsics is not None and np.array_equal(back.intrinsics, k)
+        assert back.depth is not None and np.array_equal(back.depth, depth)
+
+
+def test_jpeg_frame_is_close_not_exact() -> None:
+    image = np.full((24, 32, 3), 120, dtype=np.uint8)
+    back = decode(encode(Frame(0, None, image), encoding="jpeg"))
+    assert isinstance(back, Frame) and back.key is None
+    assert np.abs(back.image.astype(int) - 120).max() <= 2
+
+
+def test_control_messages_round_trip() -> None:
+    for message in (Step(7, "W"), KeyDown("-"), Hello("m", 16.0, 640, 432)):
+        assert decode(encode(message)) == message
+    update = ScoresUpdate("e", "m", 5, "A", 15.5, 1, {"local_memory": 98.0, "x": None})
+    assert decode(encode(update)) == update
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        (b"\xc1", "not a msgpack message"),
+        (msgpack.packb([1, 2]), "message is a list"),
+        (msgpack.packb({"t": "warp"}), "unknown message type 'warp'"),
+        (msgpack.packb({"t": "step", "i": 1, "key": "Q"}), "unknown key 'Q'"),
+        (msgpack.packb({"t": "step", "i": True, "key": "W"}), "got bool"),
+        (msgpack.packb({"t": "hello", "fps": 0, "w": 1, "h": 1}), "fps 0"),
+        (
+            msgpack.packb({"t": "frame", "i": 0, "w": 5000, "h": 2, "enc": "raw", "img": b""}),
+            "size 5000x2 outside",
+        ),
+        (
+            msgpack.packb({"t": "frame", "i": 0, "w": 2, "h": 2, "enc": "raw", "img": b"123"}),
+            "raw frame of 3 bytes, expected 2x2x3 = 12",
+        ),
+        (
+            msgpack.packb({"t": "frame", "i": 0, "w": 2, "h": 2, "enc": "gif", "img": b"1"}),
+            "unknown image encoding 'gif'",
+        ),
+        (msgpack.packb({"t": "frame", "i": 0, "w": 2, "h": 2, "enc": "raw"}), "without 'img'"),
+        (msgpack.packb(msgpack.ExtType(1, b"x")), "not a msgpack message"),
+    ],
+)
+def test_bad_messages_are_refused_with_the_reason(payload: bytes, problem: str) -> None:
+    with pytest.raises(WireError, match=None) as err:
+        decode(payload)
+    assert problem in str(err.value)
+
+
+def test_pickle_is_never_unpickled() -> None:
+    with pytest.raises(WireError):
+        decode(pickle.dumps({"t": "step", "i": 1, "key": "W"}))
+
+
+def test_size_limit_is_checked_before_decoding() -> None:
+    big = encode(Frame(0, "W", _image(64, 64)))
+    with pytest.raises(WireError, match="over the 1000-byte limit"):
+        decode(big, max_bytes=1000)
+
+
+def test_non_finite_pose_is_refused() -> None:
+    pose = np.eye(4)
+    pose[0, 3] = np.nan
+    with pytest.raises(WireError, match="non-finite"):
+        decode(encode(Frame(0, "W", _image(), pose=pose)))
+
+
+def test_public_key_messages_and_key_map() -> None:
+    assert public_key_message("keydown", "ArrowLeft") == '{"type": "keydown", "key": "ArrowLeft"}'
+    assert public_key_message("heartbeat") == '{"type": "heartbeat"}'
+    names = parse_key_map("L=j, R=l")
+    assert names == {**BROWSER_KEYS, "L": "j", "R": "l"}
+    with pytest.raises(WireError, match="--key-map entry 'X=1'"):
+        parse_key_map("X=1")

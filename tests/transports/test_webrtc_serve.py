@@ -1,0 +1,70 @@
+"""``serve --webrtc`` with the procedural world, attached by two aiortc peers in one process:
+lossless mode (our protocol on the data channel) and the public style (VP8 video track)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from streameval.observers import EpisodeOutcome
+from streameval.pipeline import run_episode
+from streameval.transports.live import LiveConfig
+from streameval.transports.webrtc import WebRTCSource
+from streameval.transports.webrtc_serve import WebRTCServer
+from tests.transports.worlds import CONFIG, NAME, in_process, normalized, world
+
+
+async def _attach(keys: tuple[str, ...], live: LiveConfig, **kw: Any) -> EpisodeOutcome:
+    w = world()
+    server = WebRTCServer(world, name=NAME, fps=w.fps, width=w.width, height=w.height)
+    port = await server.start("127.0.0.1", 0)
+    try:
+        source = WebRTCSource(
+            f"webrtc+http://127.0.0.1:{port}/offer",
+            keys,
+            episode="ep",
+            suite="test",
+            config=live,
+            **kw,
+        )
+        await source.connect()
+        return await run_episode(source, config=CONFIG)
+    finally:
+        await server.stop()
+
+
+def test_lossless_mode_is_bit_identical_to_in_process() -> None:
+    keys, spk = ("A", "D"), 1.5
+    served = asyncio.run(
+        _attach(keys, LiveConfig(clock="video", seconds_per_key=spk), lossless=True)
+    )
+    assert served.complete, served.errors
+    assert served.frames == 48
+    assert normalized(served) == normalized(in_process(keys, spk))
+    assert served.interactivity["alignment"] == "reported"
+
+
+def test_public_style_video_track_scores_like_in_process() -> None:
+    keys, spk = ("A", "D"), 4.0
+    served = asyncio.run(_attach(keys, LiveConfig(clock="wall", seconds_per_key=spk)))
+    local = in_process(keys, spk)
+    inter = served.interactivity
+    assert served.complete, served.errors
+    assert inter["alignment"] == "inferred" and inter["clock"] == "wall"
+    assert served.frames > 20
+    # Tolerance over VP8 + wall clock: direction accuracy within 5 points of in-process
+    # (measured 99.99 vs 99.87). Purity and memory are NOT within a codec tolerance here:
+    # the world renders at ~10 fps on this machine, so wall-clock segments hold fewer frames
+    # than the schedule the motion-type fit frames were planned on (measured purity 49.6 vs
+    # 99.4, revisit 93.8 vs 99.2); the lossless test above is the exact comparison.
+    dropped, received = inter["frames_dropped"], inter["frames_received"]
+    if dropped > 0.1 * received or (inter["delivered_fps"] or 0) < 8:
+        pytest.skip(
+            f"machine too loaded to compare scores: perception dropped {dropped} of "
+            f"{received} frames, {inter['delivered_fps']} fps delivered"
+        )
+    for name in ("direction_accuracy_trans",):
+        a, b = normalized(served)[name], normalized(local)[name]
+        assert a is not None and b is not None and abs(a - b) <= 5.0, (name, a, b)

@@ -1,0 +1,44 @@
+"""Issue 13: ``streameval dashboard RESULTS_DIR`` browses finished results: leaderboard (the
+table's rule, ``a`` for every model), drill-down, and ``o`` opens an episode's report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streameval.tui.screens.model_episodes import ModelEpisodesScreen
+
+from streameval.cli import main
+from streameval.dashboard_cli import browse_app
+from tests.tui.sample import LEADERBOARD_MODELS, write_sample_results
+from tests.tui.tui_fakes import async_test, wait_until
+
+
+@async_test
+async def test_browse_results_leaderboard_drill_down_and_report(tmp_path: Path) -> None:
+    root = write_sample_results(tmp_path / "results")
+    app = browse_app([root])
+    opened: list[str] = []
+    app.open_url = lambda url, **kwargs: opened.append(url)  # no browser in tests
+    async with app.run_test(size=(150, 40)) as pilot:
+        board = app.leaderboard
+        await wait_until(pilot, lambda: app.screen is board and board.table is not None)
+        assert board.table is not None and board.table.rows == ()  # 3 episodes < 10
+        await pilot.press("a")
+        assert {r.model for r in board.table.rows} == set(LEADERBOARD_MODELS)
+        await pilot.press("enter")
+        assert isinstance(app.screen, ModelEpisodesScreen)
+        model = app.screen.model_name
+        await pilot.press("o")
+        await wait_until(pilot, lambda: bool(opened))
+        await pilot.press("q")
+    assert opened[0].startswith("file://") and opened[0].endswith("/report.html")
+    report = next((root / model).rglob("report.html"))
+    assert "<!DOCTYPE html>" in report.read_text()
+
+
+def test_dashboard_of_a_missing_dir_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dashboard", str(tmp_path / "nope")]) == 2
+    assert "nope" in capsys.readouterr().err
