@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # multi-GB CUDA build. Only the heavy (optional) backends need it.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-ray lint bench bench-ray clean
+.PHONY: demo test test-ray fuzz lint bench bench-ray clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(ARGS)
+
+# The fuzz suite with 10,000+ generated cases (the normal test run has a 400-case subset).
+FUZZ_CASES ?= 10000
+fuzz: $(STAMP)
+	FUZZ_CASES=$(FUZZ_CASES) HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider tests/fuzz $(ARGS)
 
 # Only the Ray tests (a local 2-CPU instance, ~45 s here); `make test` runs them too,
 # `make test ARGS="-m 'not ray'"` leaves them out.

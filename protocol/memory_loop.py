@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 from streameval.protocol.schedule import Schedule
 
+MEMORY_LOOP_SUITE = "memory_loop"  # the suite name in meta.json, episode caches, scores.json
 MEMORY_LOOP_SECONDS = 60.0
 MEMORY_LOOP_FPS = 24.0
 PAN_DEGREES = 30.0  # one pan token

@@ -6,7 +6,6 @@ user can open the file and fix it; nothing here guesses or skips.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,10 +14,15 @@ from typing import Any
 
 import numpy as np
 from streameval.protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
-from streameval.replay.layout import one_line, read_json
+from streameval.replay.layout import read_json
 
 from streameval.errors import BadInputError
 from streameval.events import KeySent
+from streameval.inputs.arrays import load_npy
+from streameval.inputs.jsonfile import parse_json_text, read_text_bounded
+
+# A log line is a flat object; a little nesting for extra fields, never more.
+_MAX_LINE_DEPTH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,17 +38,14 @@ class ActionLog:
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-blank line; a line that is not an object is an error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(path, f"cannot read ({one_line(str(exc))})") from None
+    text = read_text_bounded(path)
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInputError(path, f"line {lineno} is not JSON ({exc.msg})") from None
+            obj = parse_json_text(line, path, max_depth=_MAX_LINE_DEPTH)
+        except BadInputError as exc:
+            raise BadInputError(path, f"line {lineno}: {exc.problem}") from None
         if not isinstance(obj, dict):
             raise BadInputError(path, f"line {lineno} is not a JSON object")
         yield lineno, obj
@@ -120,10 +121,7 @@ def read_actions_json(path: Path) -> ActionLog:
 
 def read_actions_onehot(path: Path) -> ActionLog:
     """``actions.npy``: (T, 6) one-hot rows in W S A D L R order; an all-zero row is no key."""
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise BadInputError(path, f"not a .npy array ({one_line(str(exc))})") from None
+    arr = load_npy(path)
     if arr.ndim != 2 or arr.shape[1] != len(KEYS) or arr.shape[0] == 0:
         raise BadInputError(
             path, f"shape {arr.shape}, expected (frames, {len(KEYS)}) one-hot in W S A D L R order"

@@ -23,6 +23,7 @@ from streameval.replay.rollout import Rollout, check_log_covers_video, schedule_
 from streameval.replay.sidecars import load_sidecars
 
 from streameval.errors import BadInputError
+from streameval.inputs.numbers import FPS, check_frame_count
 
 SUITE = "custom"
 
@@ -55,7 +56,9 @@ def read_adapter_dir(directory: Path) -> Rollout:
     probe = probe_video(video)
     if probe.fps is None or probe.fps <= 0:
         raise BadInputError(video, "the video stream has no frame rate")
+    FPS.check(probe.fps, video)
     check_log_covers_video(actions_path, len(log), video, probe.frames)
+    check_frame_count(len(log), actions_path)
     model = directory.absolute().parent.name
     return Rollout(
         path=directory,

@@ -31,6 +31,7 @@ from streameval.replay.rollout import Rollout
 from streameval.replay.sidecars import load_sidecars
 
 from streameval.errors import BadInputError
+from streameval.inputs.numbers import FPS
 
 SUITE = "worldmark"
 _NAME = re.compile(r"^(\d+)_(\d+)$")
@@ -66,6 +67,7 @@ def read_delivery(path: Path) -> Rollout:
     probe = probe_video(path)
     if probe.fps is None or probe.fps <= 0:
         raise BadInputError(path, "the video stream has no frame rate")
+    FPS.check(probe.fps, path)  # a container may claim 1e-9 fps: refused, never looped over
     if probe.frames <= 0:
         raise BadInputError(path, "no frames")
     duration = probe.frames / probe.fps

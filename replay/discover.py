@@ -18,7 +18,7 @@ from pathlib import Path
 
 from streameval.replay.adapters import is_adapter_dir, read_adapter_dir
 from streameval.replay.delivery import read_delivery
-from streameval.replay.layout import ACTIONS, META, VIDEO_SUFFIXES, is_video_file, one_line
+from streameval.replay.layout import ACTIONS, META, VIDEO_SUFFIXES, is_video_file, one_line, present
 from streameval.replay.rollout import Rollout, read_rollout_dir
 
 from streameval.errors import BadInputError
@@ -35,7 +35,7 @@ def read_rollout(path: Path) -> Rollout:
         if path.suffix.lower() not in VIDEO_SUFFIXES:
             raise BadInputError(path, "not a video, a rollout directory or a model directory")
         return read_delivery(path)
-    if (path / META).is_file():
+    if present(path / META):  # even a folder named meta.json: that is what is wrong with it
         return read_rollout_dir(path)
     if is_adapter_dir(path):
         return read_adapter_dir(path)
@@ -43,7 +43,7 @@ def read_rollout(path: Path) -> Rollout:
 
 
 def _is_episode_dir(path: Path) -> bool:
-    return (path / META).is_file() or is_adapter_dir(path)
+    return present(path / META) or is_adapter_dir(path)
 
 
 def _guarded(path: Path) -> Rollout | BadInputError:
@@ -53,6 +53,8 @@ def _guarded(path: Path) -> Rollout | BadInputError:
         return exc
     except OSError as exc:  # permissions, a file vanishing under us: still the user's input
         return BadInputError(path, one_line(exc.strerror or str(exc)))
+    except Exception as exc:  # a reader's blind spot: this input is refused, the others go on
+        return BadInputError(path, f"cannot be read ({type(exc).__name__}: {one_line(str(exc))})")
 
 
 def _expand(path: Path, depth: int) -> Iterator[Rollout | BadInputError]:
@@ -87,7 +89,12 @@ def open_rollouts(paths: Iterable[str | Path]) -> tuple[list[Rollout], list[BadI
     seen: set[Path] = set()
     for arg in paths:
         path = Path(arg)
-        if not path.exists():
+        try:
+            exists = path.exists()
+        except OSError as exc:  # a name too long for the file system
+            errors.append(BadInputError(path, one_line(exc.strerror or str(exc))))
+            continue
+        if not exists:
             errors.append(BadInputError(path, "no such file or directory"))
             continue
         found = False

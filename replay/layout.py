@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from streameval.errors import BadInputError
+from streameval.inputs.jsonfile import read_json_file
+from streameval.inputs.paths import present
+
+__all__ = ["present"]  # re-exported for the readers beside this module
 
 ROLLOUT_FORMAT = "streameval.rollout/1"
 
@@ -43,10 +45,6 @@ def one_line(text: str) -> str:
 
 
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; an unreadable file or bad JSON is BadInputError naming the file."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(path, f"cannot read ({one_line(str(exc))})") from None
-    except json.JSONDecodeError as exc:
-        raise BadInputError(path, f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    """Parse a JSON file under the input layer's bounds (size, depth, digits, finite numbers);
+    every problem is a BadInputError naming the file."""
+    return read_json_file(path)

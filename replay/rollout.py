@@ -17,7 +17,6 @@ while streaming. ``read_rollout_dir`` reads the layout of DESIGN §4:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,12 +40,15 @@ from streameval.replay.layout import (
     ROLLOUT_FORMAT,
     VIDEO_STEM,
     VIDEO_SUFFIXES,
+    present,
     read_json,
 )
 from streameval.replay.sidecars import Sidecars, load_sidecars
 
 from streameval.errors import BadInputError
 from streameval.events import EpisodeInfo, KeySent
+from streameval.inputs.numbers import FPS, check_frame_count
+from streameval.inputs.schema import META_SCHEMA, validate
 
 if TYPE_CHECKING:
     from streameval.replay.source import ReplaySource
@@ -134,14 +136,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
         raise BadInputError(path, "expected a JSON object")
     if meta.get("format") != ROLLOUT_FORMAT:
         raise BadInputError(path, f"format {meta.get('format')!r}, expected {ROLLOUT_FORMAT!r}")
-    fps = meta.get("fps")
-    if (
-        isinstance(fps, bool)
-        or not isinstance(fps, int | float)
-        or not math.isfinite(fps)
-        or fps <= 0
-    ):
-        raise BadInputError(path, f"fps {fps!r} is not a positive number")
+    FPS.check(meta.get("fps"), path)
     for name in ("model", "suite"):
         if not isinstance(meta.get(name), str) or not meta[name]:
             raise BadInputError(path, f"{name!r} must be a non-empty string")
@@ -150,6 +145,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
             raise BadInputError(path, f"{name!r} must be a string")
     if not isinstance(meta.get("complete", True), bool):
         raise BadInputError(path, "'complete' must be true or false")
+    validate(meta, META_SCHEMA, path)  # the published schema: sizes, lengths, types
     return meta
 
 
@@ -182,16 +178,19 @@ def _frame_store(directory: Path) -> tuple[FrameStore, int, int, int]:
 def read_rollout_dir(directory: Path) -> Rollout:
     """Read and validate a rollout directory (DESIGN §4); ``BadInputError`` names the bad file."""
     meta_path = directory / META
+    if not meta_path.is_file():
+        raise BadInputError(meta_path, "is not a regular file" if present(meta_path) else "missing")
     meta = _read_meta(meta_path)
     store, width, height, stored_frames = _frame_store(directory)
     for name, value in (("width", width), ("height", height)):
         if meta.get(name) is not None and meta[name] != value:
             raise BadInputError(meta_path, f"{name} {meta[name]} but {store.path.name} has {value}")
     actions_path = directory / ACTIONS
-    if not actions_path.is_file():
+    if not present(actions_path):
         raise BadInputError(directory, f"no {ACTIONS}")
     log: ActionLog = read_actions_jsonl(actions_path)
     check_log_covers_video(actions_path, len(log), store.path, stored_frames)
+    check_frame_count(len(log), actions_path)
     keys_path = directory / KEYS
     fps = float(meta["fps"])
     return Rollout(
@@ -207,7 +206,7 @@ def read_rollout_dir(directory: Path) -> Rollout:
         frame_keys=log.keys,
         schedule=schedule_from_keys(log.keys, fps),
         t_wall=log.t_wall,
-        keys_sent=read_keys_jsonl(keys_path) if keys_path.is_file() else (),
+        keys_sent=read_keys_jsonl(keys_path) if present(keys_path) else (),
         sidecars=load_sidecars(directory, len(log)),
         complete=bool(meta.get("complete", True)),
         reason=meta.get("reason"),

@@ -14,19 +14,25 @@ perception exactly the depth the live run had.
 from __future__ import annotations
 
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
-from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, one_line
+from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, one_line, present
 
 from streameval.errors import BadInputError
 from streameval.events import FloatArray
+from streameval.inputs.arrays import (
+    check_real_dtype,
+    first_bad,
+    intrinsics_problem,
+    load_npy,
+    pose_problem,
+)
 
-# A camera-to-world matrix's last row is (0, 0, 0, 1); estimators print a little float noise.
-_HOMOGENEOUS_TOL = 1e-4
 # Member names a ViPE-style mask archive may use, in order of preference.
 _MASK_MEMBERS = ("mask", "valid_mask", "depth_valid_mask", "valid")
 
@@ -73,12 +79,8 @@ class Sidecars:
 
 
 def _load_small(path: Path) -> npt.NDArray[Any]:
-    try:
-        arr: npt.NDArray[Any] = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise BadInputError(path, f"not a .npy array ({one_line(str(exc))})") from None
-    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise BadInputError(path, f"dtype {arr.dtype} is not a real number type")
+    arr = load_npy(path)
+    check_real_dtype(arr, path)
     return arr
 
 
@@ -104,10 +106,9 @@ def load_poses(path: Path, frames: int) -> FloatArray:
     bad = _first_nonfinite_frame(poses)
     if bad is not None:
         raise BadInputError(path, f"non-finite pose at frame {bad}")
-    off = np.abs(poses[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1) > _HOMOGENEOUS_TOL
-    if off.any():
-        i = int(np.flatnonzero(off)[0])
-        raise BadInputError(path, f"frame {i}: last row {poses[i, 3].tolist()} is not [0, 0, 0, 1]")
+    bad_pose = first_bad(poses, pose_problem)  # Global Memory assumes rigid camera motion
+    if bad_pose is not None:
+        raise BadInputError(path, f"frame {bad_pose[0]}: {bad_pose[1]}")
     return _read_only(np.ascontiguousarray(poses))
 
 
@@ -119,13 +120,15 @@ def load_intrinsics(path: Path, frames: int) -> FloatArray:
     if raw.ndim == 3 and raw.shape[0] != frames:
         raise BadInputError(path, f"{raw.shape[0]} intrinsics for {frames} frames")
     k = np.asarray(raw, dtype=np.float64)
+    # Checked here, not when Global Memory first projects a point at the episode's end.
     if k.ndim == 2:
-        if not np.isfinite(k).all():
-            raise BadInputError(path, "non-finite intrinsics")
+        why = intrinsics_problem(k)
+        if why is not None:
+            raise BadInputError(path, why)
     else:
-        bad = _first_nonfinite_frame(k)
+        bad = first_bad(k, intrinsics_problem)
         if bad is not None:
-            raise BadInputError(path, f"non-finite intrinsics at frame {bad}")
+            raise BadInputError(path, f"frame {bad[0]}: {bad[1]}")
     return _read_only(np.ascontiguousarray(k))
 
 
@@ -150,12 +153,21 @@ def _mask_member(path: Path, archive: zipfile.ZipFile) -> str:
 
 
 def _check_mask(path: Path, depth_shape: tuple[int, int, int]) -> str:
+    if not path.is_file():
+        raise BadInputError(path, "not a regular file (a directory or a broken link)")
     try:
         with zipfile.ZipFile(path) as archive:
             member = _mask_member(path, archive)
             with archive.open(member) as fp:
                 shape, fortran, dtype = _npy_header(fp, path)
-    except (OSError, zipfile.BadZipFile) as exc:
+    except (
+        OSError,
+        EOFError,
+        RuntimeError,
+        zlib.error,
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+    ) as exc:
         raise BadInputError(path, f"not an .npz archive ({one_line(str(exc))})") from None
     if shape != depth_shape:
         raise BadInputError(path, f"mask shape {shape} differs from depth shape {depth_shape}")
@@ -166,10 +178,7 @@ def _check_mask(path: Path, depth_shape: tuple[int, int, int]) -> str:
 
 def check_depth(path: Path, frames: int, mask: Path | None) -> DepthSpec:
     """Header-only check of ``depth_metric.npy`` (and its mask): values are read while streaming."""
-    try:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise BadInputError(path, f"not a .npy array ({one_line(str(exc))})") from None
+    arr = load_npy(path, mmap=True)
     if arr.ndim != 3 or min(arr.shape[1:], default=0) <= 0:
         raise BadInputError(path, f"shape {arr.shape}, expected ({frames}, h, w) metric depth")
     if not np.issubdtype(arr.dtype, np.floating):
@@ -185,16 +194,18 @@ def check_depth(path: Path, frames: int, mask: Path | None) -> DepthSpec:
 def load_sidecars(directory: Path, frames: int) -> Sidecars:
     """Whatever of the ViPE-layout sidecars ``directory`` holds, validated for ``frames`` frames.
 
-    A mask without a depth map is ignored (there is nothing for it to qualify).
+    A mask without a depth map is ignored (there is nothing for it to qualify). A sidecar
+    name that is present but unreadable (a folder, a broken or looping link) is an error, never
+    silently absent: the user meant to give it.
     """
     poses_path, k_path, depth_path = directory / POSES, directory / INTRINSICS, directory / DEPTH
     mask_path = directory / DEPTH_MASK
     return Sidecars(
         frames=frames,
-        poses=load_poses(poses_path, frames) if poses_path.is_file() else None,
-        intrinsics=load_intrinsics(k_path, frames) if k_path.is_file() else None,
-        depth=check_depth(depth_path, frames, mask_path if mask_path.is_file() else None)
-        if depth_path.is_file()
+        poses=load_poses(poses_path, frames) if present(poses_path) else None,
+        intrinsics=load_intrinsics(k_path, frames) if present(k_path) else None,
+        depth=check_depth(depth_path, frames, mask_path if present(mask_path) else None)
+        if present(depth_path)
         else None,
     )
 

@@ -17,7 +17,6 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numpy as np
 from streameval.replay.frames import FrameReadError
 from streameval.replay.pacer import Pacer
 from streameval.replay.pump import DEFAULT_CAPACITY, ThreadPump
@@ -34,6 +33,7 @@ from streameval.events import (
     KeySent,
     SourceError,
 )
+from streameval.inputs.frames import frame_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +41,6 @@ class _Finish:
     """No more frames; ``error`` says why when it is not the end of the rollout."""
 
     error: str | None = None
-
-
-def _frame_shape_problem(image: np.ndarray, width: int, height: int) -> str | None:
-    if image.dtype != np.uint8 or image.shape != (height, width, 3):
-        got = "×".join(str(d) for d in image.shape)
-        return f"is {got} {image.dtype}, expected {height}×{width}×3 uint8"
-    return None
 
 
 def produce_frames(rollout: Rollout) -> Iterator[FrameEvent | _Finish]:
@@ -68,7 +61,7 @@ def produce_frames(rollout: Rollout) -> Iterator[FrameEvent | _Finish]:
             except FrameReadError as exc:
                 yield _Finish(str(exc))
                 return
-            problem = _frame_shape_problem(image, rollout.width, rollout.height)
+            problem = frame_problem(image, (rollout.height, rollout.width))
             if problem is not None:
                 yield _Finish(f"{path}: frame {index} {problem}")
                 return

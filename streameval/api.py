@@ -75,40 +75,66 @@ def model_jobs(
     fps: float | None = None,
     record: RecordMode = "lossless",
     suite: str = "worldmark",
+    step_timeout: float | None = None,
+    origin: str | None = None,
 ) -> list[EpisodeJob]:
     """One job per WorldMark action for an in-process ``model`` (``step(key) -> frame``;
-    optional ``reset()``, ``fps``, ``width``, ``height``: docs/evaluate-your-model.md)."""
+    optional ``reset()``, ``fps``, ``width``, ``height``: docs/evaluate-your-model.md).
+    Model calls run in the model's own thread, bounded by ``step_timeout`` seconds; a model
+    that hung once is not driven again (its thread may still be inside it). Bad input is
+    named by ``origin`` (the URL the model came from), else by ``name``."""
+    from streameval.attach import model_fps
     from streameval.driver import InProcessSource
+    from streameval.inputs.numbers import check_frame_count
+    from streameval.model_thread import DEFAULT_STEP_TIMEOUT_S, ModelHealth
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import WORLDMARK, worldmark_keys
 
     if not callable(getattr(model, "step", None)):
-        raise BadInputError(name, f"{type(model).__name__} has no step(key)")
+        raise BadInputError(origin or name, f"{type(model).__name__} has no step(key)")
     bad = [a for a in actions if a not in WORLDMARK]
     if bad:
         raise BadInputError("actions", f"worldmark action ids are 1–15, got {bad}")
-    rate = float(fps if fps is not None else getattr(model, "fps", None) or 16.0)
+    rate = model_fps(model, fps, origin or name)
+    timeout = DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout
+    health = ModelHealth()
     jobs: list[EpisodeJob] = []
     for action in actions:
         keys = worldmark_keys(action)
         episode = f"{action:03d}_{''.join(keys)}"
+        schedule = Schedule.per_key(keys, seconds_per_key, rate)
+        check_frame_count(schedule.total_frames, "fps × seconds per key")
 
-        def open_source(keys: tuple[str, ...] = keys, episode: str = episode) -> InProcessSource:
-            if callable(getattr(model, "reset", None)):
-                model.reset()
+        def open_source(schedule: Schedule = schedule, episode: str = episode) -> InProcessSource:
+            if health.hung is not None:  # its thread may still be inside the model
+                raise BadInputError(name, f"not driven again: {health.hung}")
             return InProcessSource(
                 model,
-                Schedule.per_key(keys, seconds_per_key, rate),
+                schedule,
                 episode=episode,
                 model_name=name,
                 suite=suite,
-                width=getattr(model, "width", None),
-                height=getattr(model, "height", None),
+                width=model_size(model, "width"),
+                height=model_size(model, "height"),
+                step_timeout=timeout,
+                reset=callable(getattr(model, "reset", None)),
+                health=health,
             )
 
         results_dir = episode_dir(out, name, episode)
         jobs.append(EpisodeJob(episode, open_source, results_dir, _recorders(results_dir, record)))
     return jobs
+
+
+def model_size(model: object, name: str) -> int | None:
+    """``model.width``/``height`` when it is a plausible frame side; otherwise the first frame
+    sets the size (a declared size is only a hint, the frames are checked either way)."""
+    from streameval.inputs.numbers import FRAME_SIDE
+
+    value = getattr(model, name, None)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if FRAME_SIDE.low <= value <= FRAME_SIDE.high else None
+    return None
 
 
 async def aevaluate(

@@ -8,7 +8,6 @@ frames are Q-Align's, at 1 fps (``quality_cache``): about 210 KiB per second as 
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +19,20 @@ import numpy.typing as npt
 from streameval.errors import BadInputError
 from streameval.fits.geometry import FrameGeometry
 from streameval.fits.motion_type import FitSample
+from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
+from streameval.inputs.jsonfile import read_json_object
+from streameval.inputs.npz import load_npz, member, scalar_flag
+from streameval.inputs.numbers import FPS
+from streameval.inputs.paths import present
+from streameval.protocol.keys import KEYS, NO_KEY
 from streameval.quality_cache import QualityCache
 from streameval.scores_file import write_json
 from streameval.worldatlas_cache import CACHE_FILE as WORLDATLAS_FILE
 from streameval.worldatlas_cache import WorldAtlasCache
 
 CACHE_FORMAT = "streameval.cache/1"
+_CACHE_KEYS = frozenset((*KEYS, NO_KEY))
+_MAX_FLOW_PX = 1e6
 F64 = npt.NDArray[np.float64]
 
 
@@ -68,25 +75,54 @@ class MemoryCache:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: Path) -> MemoryCache:
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                data = {key: z[key] for key in z.files}
-        except (OSError, ValueError) as exc:
-            raise BadInputError(path, f"unreadable memory cache ({exc})") from None
+    def load(cls, path: Path, frames: int) -> MemoryCache:
+        """Read and check ``memory.npz`` of an episode of ``frames`` frames."""
+        data = load_npz(path)
+        view_frames = member(data, "view_frames", path, ndim=1, kind="iu")
+        k = len(view_frames)
+        poses = member(data, "view_poses", path, ndim=3, kind="f", trailing=(4, 4))
+        intrinsics = member(data, "view_intrinsics", path, ndim=3, kind="f", trailing=(3, 3))
+        sizes = member(data, "view_image_sizes", path, ndim=2, kind="iu", trailing=(2,))
+        if not len(poses) == len(intrinsics) == len(sizes) == k:
+            raise BadInputError(path, f"view arrays disagree on the number of views ({k})")
+        if k and not (view_frames.min() >= 0 and view_frames.max() < frames):
+            raise BadInputError(path, f"view frames outside 0..{frames - 1}")
+        if k and sizes.min() < 1:
+            raise BadInputError(path, "view image sizes must be positive")
+        for j in range(k):
+            why = pose_problem(poses[j]) or intrinsics_problem(intrinsics[j])
+            if why is not None:
+                raise BadInputError(path, f"view {j}: {why}")
+        depths = [member(data, f"view_depth_{j}", path, ndim=2, kind="fiu") for j in range(k)]
+        for j, depth in enumerate(depths):
+            why = depth_problem(depth)
+            if why is not None:
+                raise BadInputError(path, f"view {j}: depth {why}")
         views = [
             FrameGeometry(
-                int(frame),
-                data["view_poses"][j],
-                data[f"view_depth_{j}"],
-                data["view_intrinsics"][j],
-                (int(data["view_image_sizes"][j][0]), int(data["view_image_sizes"][j][1])),
+                int(view_frames[j]),
+                poses[j],
+                depths[j],
+                intrinsics[j],
+                (int(sizes[j][0]), int(sizes[j][1])),
             )
-            for j, frame in enumerate(data["view_frames"])
+            for j in range(k)
         ]
+        embeddings = member(data, "embeddings", path, ndim=2, kind="f")
+        has_embeddings = scalar_flag(data, "has_embeddings", path)
+        if has_embeddings and (embeddings.shape[0] != frames or embeddings.shape[1] < 1):
+            raise BadInputError(
+                path, f"embeddings shape {embeddings.shape}, expected ({frames}, dim)"
+            )
+        cuts = member(data, "cuts", path, ndim=1, kind="iu")
+        has_cuts = scalar_flag(data, "has_cuts", path)
+        if has_cuts and cuts.size:
+            ordered = bool(np.all(np.diff(cuts) > 0))
+            if not ordered or cuts.min() < 0 or cuts.max() > frames:
+                raise BadInputError(path, f"cut indices must rise strictly within 0..{frames}")
         return cls(
-            embeddings=data["embeddings"] if bool(data["has_embeddings"]) else None,
-            cuts=[int(c) for c in data["cuts"]] if bool(data["has_cuts"]) else None,
+            embeddings=embeddings if has_embeddings else None,
+            cuts=[int(c) for c in cuts] if has_cuts else None,
             views=views,
         )
 
@@ -159,24 +195,37 @@ class EpisodeCache:
         for p in (meta_path, npz_path):
             if not p.is_file():
                 raise BadInputError(p, "missing episode cache file (was this episode finished?)")
-        try:
-            meta = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise BadInputError(
-                meta_path, f"not valid JSON ({exc.msg} at line {exc.lineno})"
-            ) from None
-        if meta.pop("format", None) != CACHE_FORMAT:
-            raise BadInputError(meta_path, f"not a {CACHE_FORMAT} episode cache")
-        try:
-            with np.load(npz_path, allow_pickle=False) as z:
-                data = {k: z[k] for k in z.files}
-        except (OSError, ValueError) as exc:
-            raise BadInputError(npz_path, f"unreadable cache arrays ({exc})") from None
+        meta = check_cache_meta(read_json_object(meta_path), meta_path)
+        data = load_npz(npz_path)
+        sx = member(data, "sx", npz_path, ndim=1, kind="f")
+        srad = member(data, "srad", npz_path, ndim=1, kind="f")
+        keys = member(data, "frame_keys", npz_path, ndim=1, kind="U")
+        if len(sx) != len(srad) or len(sx) > len(keys):
+            raise BadInputError(npz_path, f"{len(sx)} sx, {len(srad)} srad for {len(keys)} frames")
+        for name, signal in (("sx", sx), ("srad", srad)):
+            # NaN marks a gap; a mean flow beyond 1e6 px per frame (or inf) is not a measurement
+            if np.any(np.abs(np.where(np.isnan(signal), 0.0, signal)) > _MAX_FLOW_PX):
+                raise BadInputError(npz_path, f"{name} holds values beyond ±{_MAX_FLOW_PX:g} px")
+        bad_keys = set(keys.tolist()) - _CACHE_KEYS
+        if bad_keys:
+            raise BadInputError(npz_path, f"unknown keys {sorted(bad_keys)[:5]} in frame_keys")
+        fit_frames = member(data, "fit_frames", npz_path, ndim=1, kind="iu")
+        fit_sizes = member(data, "fit_sizes", npz_path, ndim=1, kind="iu")
+        fit_depth = member(data, "fit_has_depth", npz_path, ndim=1, kind="b")
+        points = [member(data, f"fit_{c}", npz_path, ndim=1, kind="f") for c in "xyuv"]
+        invz = member(data, "fit_invz", npz_path, ndim=1, kind="f")
+        n_points = int(fit_sizes.sum()) if fit_sizes.size else 0
+        if not len(fit_frames) == len(fit_sizes) == len(fit_depth):
+            raise BadInputError(npz_path, "fit_frames, fit_sizes, fit_has_depth differ in length")
+        if (fit_sizes.size and fit_sizes.min() < 0) or any(
+            len(a) != n_points for a in (*points, invz)
+        ):
+            raise BadInputError(npz_path, f"fit point arrays do not hold {n_points} points")
+        if fit_frames.size and not (fit_frames.min() >= 0 and fit_frames.max() < len(keys)):
+            raise BadInputError(npz_path, f"fit frames outside 0..{len(keys) - 1}")
         samples: list[FitSample] = []
         offset = 0
-        for frame, size, depth in zip(
-            data["fit_frames"], data["fit_sizes"], data["fit_has_depth"], strict=True
-        ):
+        for frame, size, depth in zip(fit_frames, fit_sizes, fit_depth, strict=True):
             sl = slice(offset, offset + int(size))
             offset += int(size)
             samples.append(
@@ -193,11 +242,32 @@ class EpisodeCache:
         atlas_path = directory / WORLDATLAS_FILE
         return cls(
             meta=meta,
-            frame_keys=[str(k) for k in data["frame_keys"]],
-            sx=data["sx"].astype(np.float64, copy=False),
-            srad=data["srad"].astype(np.float64, copy=False),
+            frame_keys=[str(k) for k in keys],
+            sx=sx.astype(np.float64, copy=False),
+            srad=srad.astype(np.float64, copy=False),
             fit_samples=samples,
-            memory=MemoryCache.load(memory_path) if memory_path.is_file() else None,
-            worldatlas=WorldAtlasCache.load(atlas_path) if atlas_path.is_file() else None,
+            memory=MemoryCache.load(memory_path, len(keys)) if present(memory_path) else None,
+            worldatlas=WorldAtlasCache.load(atlas_path, len(keys)) if present(atlas_path) else None,
             quality=QualityCache.load(directory),
         )
+
+
+def check_cache_meta(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``episode.json`` fields that scoring and ``scores.json`` rely on; returns it without
+    ``format``. ``"complete": "yes"`` is refused, not copied into scores.json."""
+    if meta.pop("format", None) != CACHE_FORMAT:
+        raise BadInputError(path, f"not a {CACHE_FORMAT} episode cache")
+    FPS.check(meta.get("fps"), path)
+    for name in ("model", "suite", "episode"):
+        value = meta.get(name)
+        if not isinstance(value, str) or not value:
+            raise BadInputError(path, f"{name!r} must be a non-empty string, got {value!r}")
+    if not isinstance(meta.get("complete", True), bool):
+        raise BadInputError(path, f"'complete' must be true or false, got {meta['complete']!r}")
+    for name in ("interactivity", "provenance", "memory"):
+        if not isinstance(meta.get(name, {}), dict):
+            raise BadInputError(path, f"{name!r} must be an object")
+    errors = meta.get("errors", [])
+    if not isinstance(errors, list) or not all(isinstance(e, str | dict) for e in errors):
+        raise BadInputError(path, "'errors' must be a list of error records")
+    return meta

@@ -10,19 +10,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from streameval import __version__
+from streameval.attach import load_python_model
 from streameval.errors import BackendUnavailableError, BadInputError
+from streameval.inputs.numbers import (
+    FPS,
+    SECONDS_PER_KEY,
+    STEP_TIMEOUT,
+    Range,
+)
+from streameval.inputs.paths import check_output_dir
+from streameval.interrupts import cancel_on_sigterm
 from streameval.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.layout import episode_dir
+from streameval.memory_loop_jobs import demo_loop_jobs, memory_loop_options, model_loop_jobs
+from streameval.model_thread import DEFAULT_STEP_TIMEOUT_S
 from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
-from streameval.protocol.memory_loop import MEMORY_LOOP_FPS, MemoryLoop
+from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.registry import UnknownBackendError
 from streameval.results_log import RESULTS_LOG, ResultsLog
 from streameval.run_options import (
@@ -47,7 +58,10 @@ def _parse_actions(text: str) -> list[int]:
             part = part.strip()
             if "-" in part:
                 lo, hi = part.split("-", 1)
-                ids.extend(range(int(lo), int(hi) + 1))
+                first, last = int(lo), int(hi)
+                if not (min(WORLDMARK) <= first <= last <= max(WORLDMARK)):
+                    raise ValueError(part)  # checked before expanding: "1-10**18" stays cheap
+                ids.extend(range(first, last + 1))
             elif part:
                 ids.append(int(part))
     except ValueError:
@@ -55,6 +69,29 @@ def _parse_actions(text: str) -> list[int]:
     if not ids or any(i not in WORLDMARK for i in ids):
         raise argparse.ArgumentTypeError(f"worldmark action ids are 1–15, got {text!r}")
     return ids
+
+
+def _ranged(bound: Range) -> Callable[[str], float]:
+    """An argparse type: a finite number inside ``bound`` (NaN, inf, 0 and -1 are refused)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        try:
+            return bound.check(value, text)
+        except BadInputError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    return parse
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage mistakes are one line naming the argument (DESIGN §6), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {' '.join(message.split())}\n")
 
 
 def quality_option(p: argparse.ArgumentParser) -> None:
@@ -68,12 +105,12 @@ def quality_option(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="streameval",
         description="Streaming, real-time evaluator for live world-model rollouts.",
     )
     parser.add_argument("--version", action="version", version=f"streameval {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -126,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: 9,14,12 = WR, ADA, LRL)",
     )
     demo.add_argument(
-        "--seconds-per-key", type=float, default=20.0, help="video seconds per key (default 20)"
+        "--seconds-per-key",
+        type=_ranged(SECONDS_PER_KEY),
+        default=20.0,
+        help="video seconds per key (default 20)",
     )
     demo.add_argument("--seed", type=int, default=0, help="scene seed of the procedural world")
     memory_loop_options(demo)
@@ -151,9 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: all 15)",
     )
     attach.add_argument(
-        "--seconds-per-key", type=float, default=20.0, help="video seconds per key (default 20)"
+        "--seconds-per-key",
+        type=_ranged(SECONDS_PER_KEY),
+        default=20.0,
+        help="video seconds per key (default 20)",
     )
-    attach.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
+    attach.add_argument(
+        "--fps", type=_ranged(FPS), default=None, help="model fps (default: model.fps)"
+    )
     attach.add_argument(
         "--model-name",
         default=None,
@@ -164,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=Path("."),
         help="folder searched first for MODULE (default: the working directory)",
+    )
+    attach.add_argument(
+        "--step-timeout",
+        type=_ranged(STEP_TIMEOUT),
+        default=DEFAULT_STEP_TIMEOUT_S,
+        help="seconds a model call (factory, reset, step) may take before the episode is "
+        f"ended as incomplete (default {DEFAULT_STEP_TIMEOUT_S:g})",
     )
     from streameval.transport_cli import (
         add_attach_network_args,
@@ -186,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--realtime", action="store_true", help="pace at each rollout's fps")
-    pace.add_argument("--fps", type=float, default=None, help="pace at N frames per second")
+    pace.add_argument("--fps", type=_ranged(FPS), default=None, help="pace at N frames per second")
     common(replay)
     add_output_options(replay, record=False)
     add_ray_options(replay, gpus=True)
@@ -207,80 +259,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# One push_in token of a memory_loop in the procedural world, metres (its pose unit).
-LOOP_STEP_M = 2.0
-
-
-def memory_loop_options(p: argparse.ArgumentParser) -> None:
-    from streameval.protocol.memory_loop import TRAJECTORIES
-
-    p.add_argument("--suite", default="worldmark", choices=["worldmark", "memory_loop"])
-    p.add_argument(
-        "--trajectory",
-        action="append",
-        choices=list(TRAJECTORIES),
-        help="memory_loop trajectory (repeatable; default: all six)",
-    )
-    p.add_argument(
-        "--loop-seconds", type=float, default=60.0, help="memory_loop episode length (default 60)"
-    )
-
-
-def memory_loops(args: argparse.Namespace, fps: float) -> list[MemoryLoop]:
-    """The memory_loop trajectories asked for (SPEC §1)."""
-    from streameval.protocol.memory_loop import TRAJECTORIES, memory_loop
-
-    if args.loop_seconds <= 0:
-        raise BadInputError("--loop-seconds", f"must be > 0, got {args.loop_seconds}")
-    names = args.trajectory or list(TRAJECTORIES)
-    return [memory_loop(name, fps=fps, seconds=args.loop_seconds) for name in names]
-
-
 def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.driver import InProcessSource
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import worldmark_keys
     from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
-    from streameval.worlds.procedural_world.config import WorldConfig
 
     try:
         world_config = world_config_for_defect(args.defect, seed=args.seed)
     except ValueError as exc:
         raise BadInputError("--defect", str(exc)) from None
     jobs: list[EpisodeJob] = []
-    if args.suite == "memory_loop":
-        for loop in memory_loops(args, MEMORY_LOOP_FPS):
-            # One pan token turns 30 degrees and one push token moves one step (SPEC §1).
-            config = replace(
-                world_config,
-                fps=loop.fps,
-                yaw_rate_deg=loop.yaw_rate_deg,
-                forward_speed=loop.speed(LOOP_STEP_M),
-            )
-
-            def open_loop(loop: MemoryLoop = loop, config: WorldConfig = config) -> InProcessSource:
-                world = ProceduralWorld(config)
-                return InProcessSource(
-                    world,
-                    loop.schedule(),
-                    episode=loop.name,
-                    model_name=f"procedural-world[{args.defect}]",
-                    suite="memory_loop",
-                    width=world.width,
-                    height=world.height,
-                    trajectory=loop.name,
-                )
-
-            results_dir = args.out / loop.name
-            jobs.append(
-                EpisodeJob(
-                    loop.name,
-                    open_loop,
-                    results_dir,
-                    [RecordingObserver(results_dir / "recording")],
-                )
-            )
-        return jobs
+    if args.suite == MEMORY_LOOP_SUITE:
+        name = f"procedural-world[{args.defect}]"
+        return demo_loop_jobs(args, world_config, name, partial(_recorders, args))
     for action in args.actions:
         keys = worldmark_keys(action)
         episode = f"{action:03d}_{''.join(keys)}"
@@ -313,43 +305,17 @@ def _recorders(args: argparse.Namespace, results_dir: Path) -> list[EpisodeObser
 
 def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.api import model_jobs
-    from streameval.attach import load_python_model
     from streameval.transports.urls import is_network_url
 
     if is_network_url(args.url):
         from streameval.transport_cli import network_attach_jobs
 
         return network_attach_jobs(args)
-    model, name = load_python_model(args.url, args.app_dir)
-    fps = args.fps or float(getattr(model, "fps", 16.0))
-    jobs: list[EpisodeJob] = []
-    if args.suite == "memory_loop":
-        for loop in memory_loops(args, args.fps or MEMORY_LOOP_FPS):
-
-            def open_loop(loop: MemoryLoop = loop) -> InProcessSource:
-                if callable(getattr(model, "reset", None)):
-                    model.reset()
-                return InProcessSource(
-                    model,
-                    loop.schedule(),
-                    episode=loop.name,
-                    model_name=args.model_name or name,
-                    suite="memory_loop",
-                    width=getattr(model, "width", None),
-                    height=getattr(model, "height", None),
-                    trajectory=loop.name,
-                )
-
-            results_dir = args.out / loop.name
-            jobs.append(
-                EpisodeJob(
-                    loop.name,
-                    open_loop,
-                    results_dir,
-                    [RecordingObserver(results_dir / "recording")],
-                )
-            )
-        return jobs
+    model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
+    if args.suite == MEMORY_LOOP_SUITE:
+        return model_loop_jobs(
+            model, args.model_name or name, args, partial(_recorders, args), args.step_timeout
+        )
     return model_jobs(
         model,
         args.model_name or name,
@@ -359,6 +325,8 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         fps=args.fps,
         record=args.record,
         suite=args.suite,
+        step_timeout=args.step_timeout,
+        origin=args.url,
     )
 
 
@@ -376,7 +344,11 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
         def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
             return ReplaySource(rollout, pace=pace)
 
-        results_dir = episode_dir(args.out, rollout.model, rollout.episode)
+        try:
+            results_dir = episode_dir(args.out, rollout.model, rollout.episode)
+        except BadInputError as exc:  # a link inside --out leads elsewhere: this one only
+            report.bad_input.append(str(exc))
+            continue
         task = ReplayTask(rollout.episode, rollout.path, results_dir, pace)
         jobs.append(EpisodeJob(rollout.episode, open_source, results_dir, task=task))
     return jobs
@@ -387,6 +359,7 @@ def _use_dashboard(args: argparse.Namespace) -> bool:
 
 
 def _run_episodes(args: argparse.Namespace) -> int:
+    check_output_dir(args.out)  # before a model is built or a video decoded
     report = JobsReport()
     if args.command == "demo":
         jobs = _demo_jobs(args)
@@ -447,13 +420,13 @@ def _run_plain(
                 await publisher.close()
 
     if quiet:
-        return asyncio.run(run_all([]))
+        return asyncio.run(cancel_on_sigterm(run_all([])))
     if not sys.stdout.isatty():
-        return asyncio.run(run_all([ProgressPrinter()]))
+        return asyncio.run(cancel_on_sigterm(run_all([ProgressPrinter()])))
     from streameval.progress_bar import ProgressBars
 
     with ProgressBars(len(jobs)) as bars:
-        return asyncio.run(run_all([bars]))
+        return asyncio.run(cancel_on_sigterm(run_all([bars])))
 
 
 def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
@@ -505,12 +478,20 @@ def _run_rescore(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             status = EXIT_BAD_INPUT
             continue
+        except OSError as exc:  # a name too long, a link loop
+            print(f"error: {path}: {exc.strerror or exc}", file=sys.stderr)
+            status = EXIT_BAD_INPUT
+            continue
         for d in dirs:
             try:
                 outcome = rescore_dir(d, quality=quality)
             except BadInputError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 status = EXIT_BAD_INPUT
+                continue
+            except Exception as exc:  # one episode's failure never loses the others
+                print(f"error: {d}: rescore failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+                status = max(status, EXIT_FAILURE)
                 continue
             what = "unchanged" if not outcome.changed else "changed: " + ", ".join(outcome.changed)
             print(f"rescored {d} ({what})")
@@ -561,7 +542,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BadInputError, UnknownBackendError, BackendUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except OSError as exc:  # the disk, not an input: one line, exit 1, never a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except (KeyboardInterrupt, asyncio.CancelledError):
         where = f"; results in {args.out}/" if getattr(args, "out", None) else ""
         print(
             f"interrupted: episodes in progress were finalized as incomplete{where}",

@@ -29,8 +29,6 @@ from streameval.protocol.schedule import segments_from_keys
 from streameval.quality_scores import quality_metrics
 from streameval.results import MetricResult
 from streameval.scores_file import scores_document
-from streameval.worldatlas_columns import MEMORY_LOOP_SUITE
-from streameval.worldatlas_track import worldatlas_metrics
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
 # The control columns' kernel, as registered (``live_scores`` updates it incrementally).

@@ -12,31 +12,55 @@ complete is skipped and an incomplete one is run again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from streameval.errors import BadInputError
+
 ExistingPolicy = Literal["keep", "overwrite", "resume"]
 
-# Anything that could leave the folder or confuse a shell becomes "_"; issue 10 owns the
-# full sanitiser and may replace this function (callers only use ``episode_dir``).
+# Anything that could leave the folder or confuse a shell becomes "_" (after folding accents
+# to ASCII, so a name never needs an encoding the file system may lack).
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+\-\[\]=,@]")
+MAX_COMPONENT = 100
 
 
 def path_component(name: str) -> str:
-    """``name`` as one safe folder name (no separators, never ``.``/``..`` or empty)."""
-    safe = _UNSAFE.sub("_", name).strip()
+    """``name`` as one safe folder name: no separators, control characters or lone
+    surrogates, never ``.``/``..``/empty or hidden, at most ``MAX_COMPONENT`` characters (a
+    longer name keeps a hash of the original, so two long names still get two folders)."""
+    cleaned = name.encode("utf-8", "replace").decode("utf-8")
+    folded = unicodedata.normalize("NFKD", cleaned).encode("ascii", "ignore").decode("ascii")
+    safe = _UNSAFE.sub("_", folded).strip()
     if safe in {"", ".", ".."} or safe.startswith("."):
         safe = "_" + safe.lstrip(".")
+    if len(safe) > MAX_COMPONENT:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        safe = f"{safe[: MAX_COMPONENT - 9]}-{digest}"
     return safe
 
 
 def episode_dir(out: Path, model: str, episode: str) -> Path:
-    """``OUT/<model>/<episode>/``: the one place that names an episode's results folder."""
-    return out / path_component(model) / path_component(episode)
+    """``OUT/<model>/<episode>/``: the one place that names an episode's results folder.
+
+    Each name is one sanitised component; the joined path is then resolved (following links
+    already on disk) and refused when it lies outside ``out`` -- a symlink planted inside
+    ``--out`` is caught here, before anything is written through it.
+    """
+    candidate = out / path_component(model) / path_component(episode)
+    try:
+        inside = candidate.resolve().is_relative_to(out.resolve())
+    except (OSError, RuntimeError) as exc:  # symlink loops
+        raise BadInputError(candidate, f"cannot resolve ({exc})") from None
+    if not inside:
+        raise BadInputError(candidate, f"resolves outside the output folder {out}")
+    return candidate
 
 
 def finished(results_dir: Path) -> bool:

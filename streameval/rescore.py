@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from streameval.cache import EpisodeCache
 from streameval.episode_scores import episode_document, score_episode
 from streameval.errors import BadInputError
+from streameval.inputs.jsonfile import one_line, read_json_file
+from streameval.inputs.paths import present
 from streameval.metrics.quality import one_fps_frames
 from streameval.perception.qalign import QAlign, rate_episode
 from streameval.quality_cache import QualityCache, QualityRatings
-from streameval.scores_file import write_scores
+from streameval.scores_file import SCORES_FILE, write_scores
+
+CACHE_DIR = "cache"
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,15 +25,29 @@ class RescoreOutcome:
 
 
 def find_results_dirs(path: Path) -> list[Path]:
-    """``path`` itself if it holds a cache, else every results dir below it (sorted)."""
-    if (path / "cache" / "episode.json").is_file():
+    """``path`` itself if it is a results dir, else every results dir below it (sorted).
+
+    A results dir is one with ``cache/`` or ``scores.json``: one whose cache is gone is still
+    returned, so that ``rescore_dir`` reports it instead of skipping it without a word.
+    """
+    if _is_results_dir(path):
         return [path]
     if not path.is_dir():
         raise BadInputError(path, "no such results directory")
-    found = sorted(p.parent.parent for p in path.rglob("cache/episode.json"))
-    if not found:
+    try:
+        found = {p.parent for p in path.rglob(CACHE_DIR) if _is_results_dir(p.parent)}
+        found |= {p.parent for p in path.rglob(SCORES_FILE) if _is_results_dir(p.parent)}
+    except OSError as exc:
+        raise BadInputError(path, f"cannot list ({one_line(exc.strerror or str(exc))})") from None
+    # recording/ and cache/ sit inside a results dir; nothing below them is an episode
+    dirs = sorted(d for d in found if not {"cache", "recording"} & set(d.relative_to(path).parts))
+    if not dirs:
         raise BadInputError(path, "no episode cache (cache/episode.json) found below it")
-    return found
+    return dirs
+
+
+def _is_results_dir(path: Path) -> bool:
+    return present(path / CACHE_DIR) or present(path / SCORES_FILE)
 
 
 def rerate(cache: EpisodeCache, backend: QAlign, cache_dir: Path) -> None:
@@ -61,18 +78,23 @@ def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreO
 
     With ``quality``, Q-Align first rates the cached 1-fps frames (no video needed) and its
     answers replace those in the cache; without, the cached answers are scored again."""
-    cache = EpisodeCache.load(results_dir / "cache")
+    cache_dir = results_dir / CACHE_DIR
+    if not cache_dir.is_dir():
+        raise BadInputError(cache_dir, "missing: nothing to rescore (was this episode finished?)")
+    cache = EpisodeCache.load(cache_dir)
     if quality is not None:
-        rerate(cache, quality, results_dir / "cache")
+        rerate(cache, quality, cache_dir)
     scores = score_episode(cache)
     doc = episode_document(cache.meta, scores, len(cache.frame_keys))
     old_path = results_dir / "scores.json"
     changed: list[str] = []
     if old_path.is_file():
         try:
-            old = json.loads(old_path.read_text()).get("metrics", {})
-        except json.JSONDecodeError:
-            old = {}
+            old_doc = read_json_file(old_path)
+        except BadInputError:
+            old_doc = {}  # unreadable: every metric counts as changed, and the file is replaced
+        old = old_doc.get("metrics", {}) if isinstance(old_doc, dict) else {}
+        old = old if isinstance(old, dict) else {}
         changed = [k for k, v in doc["metrics"].items() if old.get(k) != v]
     write_scores(results_dir, doc)
     return RescoreOutcome(results_dir, changed)

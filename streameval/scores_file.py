@@ -6,10 +6,10 @@ this module, so the format string exists once and a file written by one is read 
 It imports neither OpenCV, PyAV nor the pipeline (``tests/test_scores_file.py`` checks
 ``sys.modules``): ``streameval table`` must work on a machine that only holds results.
 
-Reading is strict about structure and lenient about values: every structural problem is a
-``BadInputError`` naming the file (one line for the user, the other files still read), while an
-official entry without a finite value is read as ``missing`` (seed 004) rather than rejecting
-the file.
+Reading is strict about structure and ranges: every problem is a ``BadInputError`` naming the
+file (one line for the user, the other files still read). The bounds and the published JSON
+Schema come from the input layer (``streameval.inputs``, issue 10); an official entry whose
+``normalized`` is null is read as ``missing`` (seed 004) rather than rejecting the file.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from streameval.errors import BadInputError
+from streameval.inputs.jsonfile import read_json_file
+from streameval.inputs.schema import SCORES_SCHEMA, validate
 from streameval.results import MetricResult
 
 SCORES_FORMAT = "streameval.scores/1"
@@ -192,18 +194,14 @@ def load_episode(path: Path) -> EpisodeRecord:
     Every problem is a ``BadInputError`` naming the file, so the caller can report it in one
     line and go on with the other files.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(path, f"cannot read: {exc}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInputError(path, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    doc = read_json_file(path)  # bounded: size, nesting, digits, finite numbers (issue 10)
     if not isinstance(doc, dict):
         raise BadInputError(path, f"expected a JSON object, got {type(doc).__name__}")
     if doc.get("format") != SCORES_FORMAT:
         raise BadInputError(path, f"format must be {SCORES_FORMAT!r}, got {doc.get('format')!r}")
+    # The published schema (streameval/schemas/scores.schema.json): value ranges (normalized
+    # in [0, 100], every number within 1e12 so sums stay finite), types, lengths.
+    validate(doc, SCORES_SCHEMA, path)
     model, episode, suite = doc.get("model"), doc.get("episode"), doc.get("suite", "")
     if not isinstance(model, str) or not model:
         raise BadInputError(path, f"model must be a non-empty string, got {model!r}")
@@ -242,6 +240,9 @@ def load_results(paths: Iterable[Path]) -> LoadedResults:
             files = find_scores_files(Path(path))
         except BadInputError as exc:
             errors.append(exc)
+            continue
+        except OSError as exc:  # a name too long, a link loop: still this input's problem
+            errors.append(BadInputError(path, exc.strerror or str(exc)))
             continue
         for file in files:
             resolved = file.resolve()

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from streameval.errors import BadInputError
 from streameval.jobs import EpisodeJob
 from streameval.layout import episode_dir
+from streameval.observers import EpisodeObserver
 from streameval.protocol.wire import IMAGE_ENCODINGS
 from streameval.transports.urls import AttachOptions, open_network_source
 
@@ -149,7 +150,7 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
             )
 
         results_dir = episode_dir(args.out, model, episode)
-        recorders = []
+        recorders: list[EpisodeObserver] = []
         if getattr(args, "record", "lossless") != "off":
             lossy = getattr(args, "record", "lossless") == "lossy"
             recorders.append(RecordingObserver(results_dir / "recording", lossy=lossy))

@@ -14,16 +14,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from streameval.cache import EpisodeCache
-from streameval.events import FrameEvent
-from streameval.metrics.worldatlas.episode import MemoryLoopInputs, score_memory_loop
-from streameval.metrics.worldatlas.scene_f1 import DepthSidecar
-from streameval.perception.pose_estimator import CpuPoseEstimator
+from streameval.events import EpisodeInfo, FrameEvent
 from streameval.fits.geometry import intrinsics_for_depth
-from streameval.results import MetricResult
+from streameval.perception.pose_estimator import CpuPoseEstimator
+from streameval.protocol.memory_loop import TRAJECTORIES
 from streameval.worldatlas_cache import WorldAtlasCache
 
 DEPTH_WIDTH = 64
+
+
+def trajectory_of(info: EpisodeInfo) -> str | None:
+    """The memory_loop trajectory of an episode: what the source says (the driver, a
+    rollout's meta.json), else the episode name when it is one (network transports name the
+    episode after the trajectory but carry no extra fields)."""
+    named = info.extra.get("trajectory")
+    if isinstance(named, str) and named:
+        return named
+    return info.episode if info.episode in TRAJECTORIES else None
 
 
 def coarse_depth(
@@ -106,32 +113,3 @@ class WorldAtlasTrack:
                 if i < frames and d.shape == (h, w):
                     depth[i], valid[i], intr[i] = d, v, k
         return WorldAtlasCache(self.pose_source, poses, depth, valid, intr)
-
-
-def worldatlas_metrics(
-    cache: EpisodeCache, atlas: WorldAtlasCache | None
-) -> dict[str, MetricResult]:
-    """The four WorldAtlas metrics of a memory_loop episode from its cache."""
-    if atlas is None:
-        atlas = WorldAtlasCache("none", None, None, None, None)
-    depth = None
-    depth_problem = None
-    if atlas.depth is not None and atlas.valid is not None and atlas.intrinsics is not None:
-        have = np.isfinite(atlas.intrinsics).all(axis=(1, 2))
-        if have.any():
-            # Frames without depth repeat no intrinsics: they are simply invalid everywhere.
-            intr = atlas.intrinsics.copy()
-            intr[~have] = atlas.intrinsics[np.flatnonzero(have)[0]]
-            depth = DepthSidecar(atlas.depth.astype(np.float32), atlas.valid, intr)
-        else:
-            depth_problem = "no frame carried intrinsics with its depth"
-    inputs = MemoryLoopInputs(
-        poses=atlas.poses,
-        pose_source=atlas.pose_source,
-        frame_keys=cache.frame_keys,
-        fps=cache.fps,
-        depth=depth,
-        depth_problem=depth_problem,
-        translation_scale_known=atlas.pose_source != "cpu_estimator",
-    )
-    return score_memory_loop(inputs)

@@ -10,6 +10,9 @@ written) and the App exits with the report once the worker is done — never bef
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,6 +109,11 @@ class DashboardApp(App[JobsReport]):
         return DashboardObserver(self.post_message, job)
 
     def on_mount(self) -> None:
+        # SIGTERM (a scheduler or `kill`) stops the run as `q` does: the episode in progress
+        # is finalized as incomplete with its scores.json, then the app exits. Textual owns
+        # the loop here, so the handler of the plain path (interrupts.py) is not in place.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_sigterm)
         self.add_mode("live", lambda: self.live)
         self.add_mode("leaderboard", lambda: self.leaderboard)
         self.switch_mode(self.options.start_mode)
@@ -165,6 +173,9 @@ class DashboardApp(App[JobsReport]):
                     self.report, stopped=self.model.stopping, failure=repr(event.worker.error)
                 )
             )
+
+    def _on_sigterm(self) -> None:
+        self.run_worker(self.action_quit(), name="sigterm", exit_on_error=False)
 
     # -- user actions ---------------------------------------------------------------------
 

@@ -79,11 +79,12 @@ def _fallback(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
     return replace(episode_mean(measured, n_missing), method="episode_mean_fallback")
 
 
-def _scored_segment_values(result: MetricResult) -> list[float] | None:
+def _scored_segment_values(result: MetricResult, low: float = -1.0) -> list[float] | None:
     """The values of the scored segments in ``details["segments"]``; None when unusable.
 
     Unusable = no segment list, an entry that is not an object, a scored entry without a finite
-    value, or no scored entry at all (an official episode always has one).
+    value or outside ``[low, 1]`` (a file edited by hand, issue 10: a latency segment of −1
+    made the column −100), or no scored entry at all (an official episode always has one).
     """
     segments = result.details.get("segments")
     if not isinstance(segments, list):
@@ -95,7 +96,7 @@ def _scored_segment_values(result: MetricResult) -> list[float] | None:
         if entry.get("status") != "scored":
             continue  # not_applicable and dropped segments are never averaged in (SPEC §4, §8)
         value = finite_float(entry.get("value"))
-        if value is None:
+        if value is None or not low <= value <= 1.0:
             return None
         values.append(value)
     return values or None
@@ -113,7 +114,7 @@ def _pooled_segments(signed: bool) -> Aggregator:
         return PERCENT * max(0.0, raw_mean) if signed else PERCENT * raw_mean
 
     def aggregate(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
-        per_episode = [_scored_segment_values(m) for m in measured]
+        per_episode = [_scored_segment_values(m, worst) for m in measured]
         pooled: list[float] = []
         for values in per_episode:
             if values is None:

@@ -20,11 +20,12 @@ files for the same episode are an input error, not two episodes). The cell is:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from streameval.leaderboard.aggregators import Aggregator
+from streameval.leaderboard.aggregators import PERCENT, Aggregator
 from streameval.leaderboard.columns import aggregator_for
 from streameval.leaderboard.display import Rank, round_display
 from streameval.results import MetricResult
@@ -136,6 +137,10 @@ def model_cell(
         status: CellStatus = "missing" if n_missing else "not_applicable"
         return Cell(None, status, 0, total, n_missing, n_na, reasons=reasons)
     agg = aggregate_fn(measured, n_missing)
+    if not (math.isfinite(agg.value) and 0.0 <= agg.value <= PERCENT):
+        # details that contradict the column's range (a hand-edited file): never ranked
+        reason = f"details give {agg.value:g}, outside [0, {PERCENT:g}]"
+        return Cell(None, "missing", 0, total, total, n_na, reasons=(*reasons, reason))
     partial = n_missing > 0
     return Cell(
         agg.value,

@@ -196,8 +196,14 @@ def revisit_pairs(data: EpisodeData) -> list[dict[str, Any]]:
     """The kept equal-arc pairs of every paired reversal, with its label."""
     out: list[dict[str, Any]] = []
     for rev in data.details("revisit_memory").get("reversals", []):
-        for pair in rev.get("pairs", []):
-            out.append({**pair, "reversal": f"{rev.get('out_key')}→{rev.get('ret_key')}"})
+        keys = str(rev.get("keys", ""))
+        label = "→".join(keys) if len(keys) == 2 else keys
+        dists = rev.get("dists") or []
+        for n, pair in enumerate(rev.get("pairs", [])):
+            # the kernel's details hold pairs as [i, j] with their distances in ``dists``
+            i, j = int(pair[0]), int(pair[1])
+            d = float(dists[n]) if n < len(dists) and dists[n] is not None else float("nan")
+            out.append({"i": i, "j": j, "d": d, "reversal": label})
     return out
 
 

@@ -203,12 +203,23 @@ def test_incomplete_episode_counts_as_missing(tmp_path: Path) -> None:
     assert c2.value == pytest.approx(50.0)
 
 
-def test_official_without_finite_value_is_missing(tmp_path: Path) -> None:
-    nan_metric = official(50.0)
-    nan_metric["normalized"] = float("nan")  # json.dumps writes NaN, json.loads reads it back
-    write_model(tmp_path, "m", [{"perceptual_quality": nan_metric}])
+def test_official_without_value_is_missing(tmp_path: Path) -> None:
+    no_value = official(50.0)
+    no_value["normalized"] = None
+    write_model(tmp_path, "m", [{"perceptual_quality": no_value}])
     c = cell(table_of(tmp_path), "m", "perceptual_quality")
     assert c.status == "missing"
+
+
+def test_nan_in_scores_json_refuses_the_file(tmp_path: Path) -> None:
+    # NaN is not JSON (our writer never emits it): the file is refused, one line naming it,
+    # never tabulated as if fine (issue 10)
+    nan_metric = official(50.0)
+    nan_metric["normalized"] = float("nan")
+    write_model(tmp_path, "m", [{"perceptual_quality": nan_metric}])
+    table = table_of(tmp_path)
+    assert not table.rows and len(table.errors) == 1
+    assert "NaN" in str(table.errors[0]) and "scores.json" in str(table.errors[0])
 
 
 # Exclusion

@@ -142,7 +142,9 @@ def test_png_frames_of_mixed_size(tmp_path: Path) -> None:
     events = collect(read_rollout_dir(d).open())
     error, end = _fatal_end(events)
     assert end.frames == 2
-    assert error.message == f"{d / 'frames'}: frame 2 is 20×32×3 uint8, expected 24×32×3 uint8"
+    assert error.message == (
+        f"{d / 'frames'}: frame 2 is 20×32, but the episode's frames are 24×32 (size changed)"
+    )
 
 
 def test_png_frames_read_as_rgb_and_bad_names_refused(tmp_path: Path) -> None:
@@ -150,7 +152,7 @@ def test_png_frames_read_as_rgb_and_bad_names_refused(tmp_path: Path) -> None:
     write_meta(d)
     write_actions(d, ["W"] * 2)
     (d / "frames").mkdir()
-    bgr = np.zeros((8, 8, 3), np.uint8)
+    bgr = np.zeros((16, 16, 3), np.uint8)  # the smallest frame the flow takes
     bgr[..., 0] = 255  # blue in OpenCV's order
     for i in range(2):
         cv2.imwrite(str(d / "frames" / f"{i:06d}.png"), bgr)

@@ -67,7 +67,8 @@ def _record(
             t_wall=1000.0 + i / 16 + 0.001,
             pose=poses[i],
             depth=depth,
-            intrinsics=k * (1 + i / 100) if varying_k else k,
+            # focal lengths and centre vary; the last row stays [0, 0, 1] (pinhole)
+            intrinsics=k * np.array([[1 + i / 100], [1 + i / 100], [1.0]]) if varying_k else k,
         )
         recorder.add_frame(event)
         frames.append(event)

@@ -128,13 +128,18 @@ async def _monitor(broker: Broker, monitor: Monitor, subscribed: asyncio.Event) 
                     monitor.evaluators[topic.rsplit("/", 1)[1]] = str(state["state"])
 
 
-def _wait(what: str, condition: Callable[[], bool], timeout: float) -> None:
+def _wait(
+    what: str,
+    condition: Callable[[], bool],
+    timeout: float,
+    explain: Callable[[], str] | None = None,
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f": {explain()}" if explain else ""))
 
 
 def _evaluator(broker: Broker, name: str, out: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -245,6 +250,10 @@ def test_with_no_evaluator_left_sessions_are_reported_then_taken_over_by_a_newco
             "ev-a evaluating, the other session queued",
             lambda: sorted(c.state for c in monitor.latest().values()) == ["evaluating", "queued"],
             60,
+            lambda: (
+                f"claims {[(s, monitor.states(s)) for s in SESSIONS[:2]]}; ev-a log: "
+                + (tmp_path / "ev-a.log").read_text(errors="replace")[-3000:]
+            ),
         )
         procs["ev-a"].send_signal(signal.SIGKILL)
         procs["ev-a"].wait(timeout=10)

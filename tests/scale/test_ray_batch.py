@@ -30,6 +30,12 @@ CUTS = ["--cuts", "scenedetect-adaptive"]
 EPISODES = ("ep0", "ep1", "ep2")
 
 
+def _episode(out: Path, name: str) -> Path:
+    """The one ``OUT/<model>/<episode>/`` folder of episode ``name``."""
+    (found,) = out.glob(f"*/{name}")
+    return found
+
+
 def _scored_parts(results_dir: Path) -> dict[str, Any]:
     """What must be identical between a local and a Ray run (wall-clock interactivity and
     provenance aside): every metric with its details, the motion-type fits, frame count."""
@@ -78,34 +84,34 @@ def test_batch_equals_local_and_resume_skips_finished(
     out = tmp_path / "ray"
     assert main(["replay", "--ray", str(rollouts), "--out", str(out), "--no-tui", *CUTS]) == 0
     for name in EPISODES:
-        assert _scored_parts(out / name) == _scored_parts(local_results / name)
+        assert _scored_parts(_episode(out, name)) == _scored_parts(_episode(local_results, name))
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(line["episode"] for line in lines) == list(EPISODES)
 
     # a batch stopped half-way: ep1 has no scores.json, ep2's run was incomplete
-    (out / "ep1" / "scores.json").unlink()
-    doc = json.loads((out / "ep2" / "scores.json").read_text())
-    (out / "ep2" / "scores.json").write_text(json.dumps({**doc, "complete": False}))
-    before = (out / "ep0" / "scores.json").stat().st_mtime_ns
+    (_episode(out, "ep1") / "scores.json").unlink()
+    doc = json.loads((_episode(out, "ep2") / "scores.json").read_text())
+    (_episode(out, "ep2") / "scores.json").write_text(json.dumps({**doc, "complete": False}))
+    before = (_episode(out, "ep0") / "scores.json").stat().st_mtime_ns
     capsys.readouterr()
-    assert main(["replay", "--ray", str(rollouts), "--out", str(out), "--no-tui", *CUTS]) == 0
+    argv = ["replay", "--ray", str(rollouts), "--out", str(out), "--no-tui", "--resume", *CUTS]
+    assert main(argv) == 0
     err = capsys.readouterr().err
-    assert f"{out / 'ep0'}: scored before, skipped" in err
-    assert "1 skipped" in err and "2 complete" in err
-    assert (out / "ep0" / "scores.json").stat().st_mtime_ns == before
+    assert f"{_episode(out, 'ep0')}: finished before, skipped (--resume)" in err
+    assert (_episode(out, "ep0") / "scores.json").stat().st_mtime_ns == before
     for name in EPISODES:
-        assert _scored_parts(out / name) == _scored_parts(local_results / name)
+        assert _scored_parts(_episode(out, name)) == _scored_parts(_episode(local_results, name))
 
 
 def test_rescore_on_ray_leaves_scores_unchanged(
     local_results: Path, ray_instance: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = {name: _scored_parts(local_results / name) for name in EPISODES}
+    before = {name: _scored_parts(_episode(local_results, name)) for name in EPISODES}
     assert main(["rescore", "--ray", str(local_results)]) == 0
     printed = capsys.readouterr().out
     for name in EPISODES:
-        assert f"rescored {local_results / name} (unchanged)" in printed
-        assert _scored_parts(local_results / name) == before[name]
+        assert f"rescored {_episode(local_results, name)} (unchanged)" in printed
+        assert _scored_parts(_episode(local_results, name)) == before[name]
 
 
 def _ray_task_pids(function: str) -> list[int]:
@@ -155,7 +161,7 @@ def test_killed_worker_episode_is_retried(
     report = batch.reports[0]
     assert report.outcome is not None and report.outcome.complete
     assert int(report.worker.rsplit(":", 1)[1]) != killed[0]  # a new worker finished it
-    assert _scored_parts(out) == _scored_parts(local_results / "ep0")
+    assert _scored_parts(out) == _scored_parts(_episode(local_results, "ep0"))
 
 
 def test_more_gpus_per_episode_than_the_cluster_has_is_refused_at_once(

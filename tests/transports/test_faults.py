@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import msgpack
@@ -12,7 +13,7 @@ import pytest
 from streameval.protocol.wire import Bye, encode
 
 from streameval.cli import main
-from streameval.observers import EpisodeOutcome
+from streameval.observers import EpisodeObserver, EpisodeOutcome, FrameEvent
 from streameval.pipeline import run_episode
 from streameval.recording import RecordingObserver
 from streameval.transports.live import LiveConfig
@@ -46,6 +47,18 @@ async def _episode(
     finally:
         server.cancel()
         await asyncio.gather(server, return_exceptions=True)
+
+
+class _FrameWatch(EpisodeObserver):
+    """Calls ``then`` once, when the ``n``-th frame has been scored."""
+
+    def __init__(self, n: int, then: Callable[[], object]) -> None:
+        self.n, self.then, self.seen = n, then, 0
+
+    def on_frame(self, event: FrameEvent) -> None:
+        self.seen += 1
+        if self.seen == self.n:
+            self.then()
 
 
 def _recorded_frames(out: Path) -> int:
@@ -175,8 +188,14 @@ def test_broker_restart_reconnects_and_reports_the_gap(broker: Broker, tmp_path:
         )
         await ready.wait()
 
+        # the broker goes away once frames flow (not at a fixed time: on a busy machine the
+        # episode may start later than 1 s after the server, and then it would see no gap)
+        loop = asyncio.get_running_loop()
+        flowing = asyncio.Event()
+        watch = _FrameWatch(16, lambda: loop.call_soon_threadsafe(flowing.set))
+
         async def restart() -> None:
-            await asyncio.sleep(1.0)
+            await asyncio.wait_for(flowing.wait(), 60.0)
             await asyncio.to_thread(broker.stop)
             await asyncio.sleep(0.5)
             await asyncio.to_thread(broker.start)
@@ -192,7 +211,7 @@ def test_broker_restart_reconnects_and_reports_the_gap(broker: Broker, tmp_path:
             )
             await source.connect()
             return await run_episode(
-                source, config=CONFIG, observers=[RecordingObserver(tmp_path / "rec")]
+                source, config=CONFIG, observers=[RecordingObserver(tmp_path / "rec"), watch]
             )
         finally:
             await restarter

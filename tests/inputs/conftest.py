@@ -1,0 +1,1 @@
+"""Shared builders for the input-layer tests (issue 10)."""
