@@ -123,7 +123,7 @@ def run_dashboard_mqtt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _network_episodes(
+def network_episodes(
     args: argparse.Namespace, options: AttachOptions
 ) -> list[tuple[str, tuple[str, ...], AttachOptions]]:
     """(episode, keys, options) per episode: worldmark actions, or memory_loop trajectories
@@ -162,7 +162,7 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     open_network_source(args.url, ("W",), episode="check", suite=args.suite, options=options)
     model = getattr(args, "model_name", None) or network_model_name(args.url)
     jobs: list[EpisodeJob] = []
-    for episode, keys, episode_options in _network_episodes(args, options):
+    for episode, keys, episode_options in network_episodes(args, options):
 
         def open_source(
             keys: tuple[str, ...] = keys,
