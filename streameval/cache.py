@@ -27,6 +27,8 @@ from streameval.inputs.paths import present
 from streameval.protocol.keys import KEYS, NO_KEY
 from streameval.quality_cache import QualityCache
 from streameval.scores_file import write_json
+from streameval.worldatlas_cache import CACHE_FILE as WORLDATLAS_FILE
+from streameval.worldatlas_cache import WorldAtlasCache
 
 CACHE_FORMAT = "streameval.cache/1"
 _CACHE_KEYS = frozenset((*KEYS, NO_KEY))
@@ -140,6 +142,7 @@ class EpisodeCache:
     srad: F64
     fit_samples: list[FitSample] = field(default_factory=list)
     memory: MemoryCache | None = None
+    worldatlas: WorldAtlasCache | None = None  # memory_loop episodes (seeds 001–004)
     quality: QualityCache | None = None
 
     @property
@@ -179,6 +182,8 @@ class EpisodeCache:
         os.replace(tmp, directory / "signals.npz")
         if self.memory is not None:
             self.memory.save(directory / "memory.npz")
+        if self.worldatlas is not None:
+            self.worldatlas.save(directory / WORLDATLAS_FILE)
         if self.quality is not None:
             self.quality.save(directory)
         write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
@@ -234,6 +239,7 @@ class EpisodeCache:
                 )
             )
         memory_path = directory / "memory.npz"
+        atlas_path = directory / WORLDATLAS_FILE
         return cls(
             meta=meta,
             frame_keys=[str(k) for k in keys],
@@ -241,6 +247,7 @@ class EpisodeCache:
             srad=srad.astype(np.float64, copy=False),
             fit_samples=samples,
             memory=MemoryCache.load(memory_path, len(keys)) if present(memory_path) else None,
+            worldatlas=WorldAtlasCache.load(atlas_path, len(keys)) if present(atlas_path) else None,
             quality=QualityCache.load(directory),
         )
 

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -27,10 +28,12 @@ from streameval.inputs.paths import check_output_dir
 from streameval.interrupts import cancel_on_sigterm
 from streameval.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.layout import episode_dir
+from streameval.memory_loop_jobs import demo_loop_jobs, memory_loop_options, model_loop_jobs
 from streameval.model_thread import DEFAULT_STEP_TIMEOUT_S
 from streameval.observers import EpisodeObserver
 from streameval.pipeline import PipelineConfig
 from streameval.progress import ProgressPrinter
+from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.registry import UnknownBackendError
 from streameval.results_log import RESULTS_LOG, ResultsLog
 from streameval.run_options import (
@@ -166,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="video seconds per key (default 20)",
     )
     demo.add_argument("--seed", type=int, default=0, help="scene seed of the procedural world")
+    memory_loop_options(demo)
     common(demo)
     add_output_options(demo, record=True)
 
@@ -179,9 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument(
         "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
     )
-    attach.add_argument(
-        "--suite", default="worldmark", choices=["worldmark"], help="key suite (worldmark)"
-    )
+    memory_loop_options(attach)
     attach.add_argument(
         "--actions",
         type=_parse_actions,
@@ -268,6 +270,9 @@ def _demo_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     except ValueError as exc:
         raise BadInputError("--defect", str(exc)) from None
     jobs: list[EpisodeJob] = []
+    if args.suite == MEMORY_LOOP_SUITE:
+        name = f"procedural-world[{args.defect}]"
+        return demo_loop_jobs(args, world_config, name, partial(_recorders, args))
     for action in args.actions:
         keys = worldmark_keys(action)
         episode = f"{action:03d}_{''.join(keys)}"
@@ -307,6 +312,10 @@ def _attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
 
         return network_attach_jobs(args)
     model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
+    if args.suite == MEMORY_LOOP_SUITE:
+        return model_loop_jobs(
+            model, args.model_name or name, args, partial(_recorders, args), args.step_timeout
+        )
     return model_jobs(
         model,
         args.model_name or name,

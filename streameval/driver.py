@@ -98,6 +98,7 @@ class InProcessSource:
         step_timeout: float = DEFAULT_STEP_TIMEOUT_S,
         reset: bool = False,
         health: ModelHealth | None = None,
+        trajectory: str | None = None,
     ) -> None:
         self.model = model
         self.schedule = schedule
@@ -110,7 +111,7 @@ class InProcessSource:
             source=f"python:{model_name}",
             width=width,
             height=height,
-            extra={"depth_source": "model", "live": True},
+            extra={"depth_source": "model", "live": True, "trajectory": trajectory},
         )
         self.step_timeout = step_timeout
         self.health = health or ModelHealth()

@@ -129,15 +129,18 @@ def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
 
     Provisional scores (``final=False``, while the episode runs) are the ``live`` metrics
     only (the control columns): memory is measured once, at episode end, from everything
-    perception kept. Each registered kernel runs once, however many metrics it scores.
+    perception kept. Each registered kernel runs once, however many metrics it scores; a
+    metric registered for other suites (``MetricSpec.suites``) is left out, not reported
+    not_applicable in every worldmark file.
     """
     # depth_source stays in provenance, not in metric details: a live run (depth from the
     # model) and the replay of its recording (depth from the sidecar) score bit-identically.
     inp = ScoringInput(cache, motion_fits(cache), final)
     outputs: dict[str, Mapping[str, MetricResult]] = {}
     metrics: dict[str, MetricResult] = {}
+    suite = str(cache.meta.get("suite", ""))
     for spec in metric_specs():
-        if spec.kernel is None or not (final or spec.live):
+        if spec.kernel is None or not (final or spec.live) or not spec.applies_to(suite):
             continue
         if spec.kernel not in outputs:
             outputs[spec.kernel] = resolve_target(spec.kernel)(inp)

@@ -55,12 +55,14 @@ from streameval.perception.perceiver import Perceiver
 from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.keys import FAMILY
+from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.quality_cache import QualityCache, QualityRatings
 from streameval.registry import split_spec
 from streameval.scores_file import write_scores
 from streameval.source import Source
 from streameval.track import EpisodeTrack
 from streameval.versions import library_versions
+from streameval.worldatlas_track import WorldAtlasTrack, trajectory_of
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,9 @@ class _Episode:
                 "backends": {"flow": flow.name},
             }
         )
+        if info.suite == MEMORY_LOOP_SUITE:
+            self.track.meta["trajectory"] = trajectory_of(info)
+            self.track.worldatlas = WorldAtlasTrack()
         self.live = LiveScores(self.track, info.fps)
         for error in self.start_errors:
             self.error(error)
@@ -284,6 +289,9 @@ class _Episode:
             self.track.statistics.set(event.index, out.statistics)
         if out.quality_frame is not None:
             self.track.quality_frames[event.index] = out.quality_frame
+        if self.track.worldatlas is not None:
+            from_sidecar = self.info.extra.get("depth_source") == "sidecar"
+            self.track.worldatlas.add_frame(event, from_sidecar)
         if out.fit_sample is not None:
             self.track.fit_samples.append(out.fit_sample)
             if out.depth_used:

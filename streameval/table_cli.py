@@ -94,7 +94,7 @@ def add_table_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the table as a self-contained HTML page (with bar charts) to FILE",
     )
-    columns = column_names()  # the registered columns (metrics/registry.py)
+    columns = column_names(every_suite=True)  # the registered columns (metrics/registry.py)
     parser.add_argument(
         "--sort",
         choices=["model", *columns],

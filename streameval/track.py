@@ -17,6 +17,7 @@ import numpy.typing as npt
 from streameval.cache import EpisodeCache, MemoryCache
 from streameval.fits.motion_type import FitSample
 from streameval.growable import GrowableArray
+from streameval.worldatlas_track import WorldAtlasTrack
 
 F64 = npt.NDArray[np.float64]
 
@@ -65,6 +66,7 @@ class EpisodeTrack:
     embeddings: GrowableRows = field(default_factory=GrowableRows)
     statistics: GrowableRows = field(default_factory=lambda: GrowableRows(np.float64))
     quality_frames: dict[int, npt.NDArray[np.uint8]] = field(default_factory=dict)
+    worldatlas: WorldAtlasTrack | None = None  # memory_loop episodes only
 
     def set_frame_key(self, index: int, key: str, fill: str) -> bool:
         """Record the key of frame ``index``; frames skipped before it get ``fill``. True when
@@ -91,4 +93,9 @@ class EpisodeTrack:
             srad=srad,
             fit_samples=list(self.fit_samples),
             memory=memory,
+            worldatlas=(
+                self.worldatlas.to_cache(len(self.frame_keys))
+                if self.worldatlas is not None
+                else None
+            ),
         )

@@ -123,8 +123,30 @@ def run_dashboard_mqtt(args: argparse.Namespace) -> int:
     return 0
 
 
-def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
+def network_episodes(
+    args: argparse.Namespace, options: AttachOptions
+) -> list[tuple[str, tuple[str, ...], AttachOptions]]:
+    """(episode, keys, options) per episode: worldmark actions, or memory_loop trajectories
+    (one key per token, each held for the token's share of the loop)."""
+    from dataclasses import replace
+
+    from streameval.memory_loop_jobs import loop_keys, memory_loops
+    from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
     from streameval.protocol.suites import worldmark_keys
+
+    if args.suite == MEMORY_LOOP_SUITE:
+        return [
+            (loop.name, loop_keys(loop), replace(options, seconds_per_key=loop.token_seconds))
+            for loop in memory_loops(args, args.fps)
+        ]
+    episodes = []
+    for action in args.actions:
+        keys = worldmark_keys(action)
+        episodes.append((f"{action:03d}_{''.join(keys)}", keys, options))
+    return episodes
+
+
+def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     from streameval.recording import RecordingObserver
 
     options = AttachOptions(
@@ -140,13 +162,15 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
     open_network_source(args.url, ("W",), episode="check", suite=args.suite, options=options)
     model = getattr(args, "model_name", None) or network_model_name(args.url)
     jobs: list[EpisodeJob] = []
-    for action in args.actions:
-        keys = worldmark_keys(action)
-        episode = f"{action:03d}_{''.join(keys)}"
+    for episode, keys, episode_options in network_episodes(args, options):
 
-        def open_source(keys: tuple[str, ...] = keys, episode: str = episode) -> Any:
+        def open_source(
+            keys: tuple[str, ...] = keys,
+            episode: str = episode,
+            opts: AttachOptions = episode_options,
+        ) -> Any:
             return open_network_source(
-                args.url, keys, episode=episode, suite=args.suite, options=options
+                args.url, keys, episode=episode, suite=args.suite, options=opts
             )
 
         results_dir = episode_dir(args.out, model, episode)

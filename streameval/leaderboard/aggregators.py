@@ -27,7 +27,13 @@ column's own formula evaluated with every missing episode at its worst / best po
   (the mean mutation rate skips ``None`` — a cut that left no countable pair — as
   ``memory_local.local_memory_model`` does);
 - ``revisit_memory``: an episode mean, so the seed 003 formula above;
-- ``global_memory``: lower bound 0 (``e`` has no upper limit), upper with ``e = 0``.
+- ``global_memory``: lower bound 0 (``e`` has no upper limit), upper with ``e = 0``;
+- ``memory_scene_f1`` (seed 003's leaderboard task score, memory_loop): the mean of the
+  episodes' task values ``T_i`` — 0 after a valid-input gate failure, else the conditional cloud
+  F1 (``details["task_value"]``, set by the kernel) — with exactly seed 003's bounds
+  ``[ΣT/N, (ΣT + N − |M|)/N]``. Its not_applicable episodes count as missing
+  (``MetricSpec.unmeasured_is_missing``), so coverage below N leaves the cell partial: the
+  full-suite score stays null.
 """
 
 from __future__ import annotations
@@ -188,6 +194,29 @@ def global_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate
     # e has no upper limit: with a missing episode the column can get arbitrarily close to 0.
     lower = 0.0 if n_missing else value
     return Aggregate(value, lower, formula(total / (n + n_missing)), "mean_e", n)
+
+
+def scene_task_score(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
+    """Seed 003's task mean over the measured episodes (module docstring), on 0–100.
+
+    Never the conditional F1 in place of ``T_i`` (seed 003: not to be mixed with conditional
+    means): an official episode without a task value (a file from another version) makes the
+    value NaN, which ``cells.model_cell`` reports as missing.
+    """
+    values: list[float] = []
+    for m in measured:
+        task = finite_float(m.details.get("task_value"))
+        if task is None or not 0.0 <= task <= 1.0:
+            return Aggregate(math.nan, math.nan, math.nan, "task_score", len(measured))
+        values.append(PERCENT * task)
+    total, n_all = math.fsum(values), len(values) + n_missing
+    return Aggregate(
+        total / len(values),
+        total / n_all,
+        (total + PERCENT * n_missing) / n_all,
+        "task_score",
+        len(values),
+    )
 
 
 # Registered by name in ``metrics/catalog.py`` (``MetricSpec.aggregation``).

@@ -16,6 +16,12 @@ files for the same episode are an input error, not two episodes). The cell is:
   the bounds say where it would lie whatever the missing episodes had scored;
 - ``not_applicable`` / ``missing`` — nothing measured; missing if any episode is missing, else
   not_applicable, with the episodes' reasons, deduplicated.
+
+A metric defined for some suites only (``MetricSpec.suites``) counts the model's episodes of
+those suites alone (N = its 480 memory_loop episodes, whatever else it ran); an episode of another
+suite is not_applicable in the drill-down. A metric with ``unmeasured_is_missing`` (seed 003's
+scene-F1 task score) counts its not_applicable episodes as missing once anything is measured:
+the cell is then partial with bounds, its full-suite value unknown, e.g. ``(479/480)``.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from streameval.leaderboard.aggregators import PERCENT, Aggregator
-from streameval.leaderboard.columns import aggregator_for
+from streameval.leaderboard.columns import aggregator_for, metric_suites, unmeasured_is_missing
 from streameval.leaderboard.display import Rank, round_display
 from streameval.results import MetricResult
 from streameval.scores_file import EpisodeRecord
@@ -101,8 +107,19 @@ def effective_result(
     return result
 
 
+def _other_suite(name: str) -> str:
+    return f"defined for {', '.join(metric_suites(name))} episodes only"
+
+
+def _counts(record: EpisodeRecord, name: str) -> bool:
+    suites = metric_suites(name)
+    return not suites or record.suite in suites
+
+
 def episode_cell(record: EpisodeRecord, name: str, include_incomplete: bool = False) -> Cell:
     """One episode × column, for drill-down: the episode's normalized value and status."""
+    if not _counts(record, name):
+        return Cell(None, "not_applicable", 0, 1, n_not_applicable=1, reasons=(_other_suite(name),))
     result = effective_result(record, name, include_incomplete)
     if result.status == "official":
         return Cell(result.normalized, "official", 1, 1, method="episode")
@@ -120,6 +137,9 @@ def model_cell(
 ) -> Cell:
     """One model × column from the model's episodes (statuses and bounds: module docstring)."""
     aggregate_fn = aggregator or aggregator_for(name)
+    episodes = [record for record in episodes if _counts(record, name)]
+    if not episodes:
+        return Cell(None, "not_applicable", 0, 0, reasons=(_other_suite(name),))
     measured: list[MetricResult] = []
     missing_reasons: list[str] = []
     na_reasons: list[str] = []
@@ -136,6 +156,8 @@ def model_cell(
     if not measured:
         status: CellStatus = "missing" if n_missing else "not_applicable"
         return Cell(None, status, 0, total, n_missing, n_na, reasons=reasons)
+    if n_na and unmeasured_is_missing(name):
+        n_missing, n_na = n_missing + n_na, 0
     agg = aggregate_fn(measured, n_missing)
     if not (math.isfinite(agg.value) and 0.0 <= agg.value <= PERCENT):
         # details that contradict the column's range (a hand-edited file): never ranked

@@ -2,12 +2,14 @@
 
 A column is a registered metric with ``column=True`` (``metrics/registry.py``), in registration
 order; a metric registered later (a test's toy metric, another issue's family) appears in
-``table``, the dashboard and the report without touching this package.
+``table``, the dashboard and the report without touching this package. A metric registered for
+some suites only (``MetricSpec.suites``: the WorldAtlas columns, memory_loop) is a column of a
+table whose results hold an episode of one of them, and its cells count those episodes alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from streameval.leaderboard.aggregators import Aggregator, episode_mean
@@ -25,26 +27,51 @@ class Column:
     """One master-table column: metric name (DESIGN §5), display label, a short header and
     the metric's family (``control``, ``memory``, ``quality``, ``worldatlas``, ...).
 
-    Every column is higher-is-better in [0, 100] (seed 000 "Final reporting").
+    Every column is higher-is-better in [0, 100] (seed 000 "Final reporting"). ``suites``:
+    the suites it is defined for (empty: all).
     """
 
     name: str
     label: str
     short: str
     group: str
+    suites: tuple[str, ...] = ()
 
     @classmethod
     def from_spec(cls, spec: MetricSpec) -> Column:
-        return cls(spec.name, spec.label, spec.header, spec.family)
+        return cls(spec.name, spec.label, spec.header, spec.family, spec.suites)
 
 
-def table_columns() -> tuple[Column, ...]:
-    """Every registered column metric, in registration order."""
-    return tuple(Column.from_spec(s) for s in metric_specs(column=True))
+def table_columns(suites: Iterable[str] = (), *, every_suite: bool = False) -> tuple[Column, ...]:
+    """The registered column metrics, in registration order: those of every suite (seed
+    000's master table) plus those defined for one of ``suites``; ``every_suite``: all."""
+    present = set(suites)
+    return tuple(
+        Column.from_spec(s)
+        for s in metric_specs(column=True)
+        if every_suite or not s.suites or present & set(s.suites)
+    )
 
 
-def column_names() -> tuple[str, ...]:
-    return tuple(c.name for c in table_columns())
+def column_names(suites: Iterable[str] = (), *, every_suite: bool = False) -> tuple[str, ...]:
+    return tuple(c.name for c in table_columns(suites, every_suite=every_suite))
+
+
+def metric_suites(name: str) -> tuple[str, ...]:
+    """The suites metric ``name`` is defined for; empty for every suite, and for a name that
+    is not registered (a file written by another version)."""
+    try:
+        return metric_spec(name).suites
+    except UnknownMetricError:
+        return ()
+
+
+def unmeasured_is_missing(name: str) -> bool:
+    """``MetricSpec.unmeasured_is_missing`` of ``name`` (False when unregistered)."""
+    try:
+        return metric_spec(name).unmeasured_is_missing
+    except UnknownMetricError:
+        return False
 
 
 def column_by_name(name: str, columns: Sequence[Column] | None = None) -> Column:

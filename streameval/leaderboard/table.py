@@ -151,7 +151,8 @@ def rank_values(values: Mapping[str, float | None]) -> dict[str, Rank]:
 
 def rank_rows(rows: Sequence[ModelRow], columns: Sequence[Column] | None = None) -> list[ModelRow]:
     """``rows`` with ``Cell.rank`` set in every column; only official cells are ranked."""
-    columns = table_columns() if columns is None else columns
+    if columns is None:
+        columns = table_columns({suite for row in rows for suite in row.suites})
     ranks = {
         c.name: rank_values(
             {r.model: r.cells[c.name].value for r in rows if r.cells[c.name].status == "official"}
@@ -239,8 +240,9 @@ def model_row(
     include_incomplete: bool = False,
 ) -> ModelRow:
     """Aggregate one model's episodes into a row (unranked); ``columns`` None = every
-    registered column."""
-    columns = table_columns() if columns is None else columns
+    registered column of its episodes' suites."""
+    if columns is None:
+        columns = table_columns({e.suite for e in episodes})
     ordered = tuple(sorted(episodes, key=lambda e: str(e.path)))
     cells = {c.name: model_cell(ordered, c.name, None, include_incomplete) for c in columns}
     return ModelRow(model, ordered, cells)
@@ -261,11 +263,17 @@ def build_table(
 
     Ranking is over the included models only. ``rule`` None = the published default rule.
     ``sort_by`` is a column name or ``"model"`` (default: model name). ``columns`` None =
-    every registered column, read now (a metric registered later is a column too).
+    every registered column that applies to the episodes' suites, read now (a metric
+    registered later is a column too; the WorldAtlas columns appear with memory_loop results).
     """
-    columns = table_columns() if columns is None else tuple(columns)
+    episodes = list(episodes)
+    if columns is None:
+        columns = table_columns({e.suite for e in episodes})
+    columns = tuple(columns)
     if sort_by not in (None, "model"):
-        column_by_name(sort_by, columns)  # KeyError with the known names
+        # KeyError with the known names; a suite's column absent from these results sorts
+        # nothing (every row has no value) rather than failing
+        column_by_name(sort_by, (*columns, *table_columns(every_suite=True)))
     by_model: dict[str, list[EpisodeRecord]] = {}
     for record in episodes:
         by_model.setdefault(record.model, []).append(record)

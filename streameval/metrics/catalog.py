@@ -1,8 +1,9 @@
 """The built-in metrics, registered once (``registry.py`` explains every field).
 
 One ``register_metric`` call per metric, in the order of the master table of seed 000:
-control (SPEC §4), memory (SPEC §5), quality (SPEC §6). A new metric adds its kernel module and
-one call here.
+control (SPEC §4), memory (SPEC §5), quality (SPEC §6); then the WorldAtlas memory_loop
+metrics (seeds 001–004), scored and shown only for memory_loop episodes. A new metric adds its
+kernel module and one call here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from streameval.metrics.registry import MetricSpec, register_metric
 _CONTROL_KERNEL = "streameval.episode_scores:control_scores"  # = episode_scores.CONTROL_KERNEL
 _MEMORY_KERNEL = "streameval.episode_scores:memory_scores"
 _QUALITY_KERNEL = "streameval.episode_scores:quality_scores"
+_WORLDATLAS_KERNEL = "streameval.metrics.worldatlas.scores:worldatlas_scores"
+_LOOPS = ("memory_loop",)  # = protocol.memory_loop.MEMORY_LOOP_SUITE (kept import-free here)
 _AGG = "streameval.leaderboard.aggregators"
 
 _CONTROL = {
@@ -154,3 +157,49 @@ for _name, _label in (
             status_rules="missing: no frame measured",
         )
     )
+
+register_metric(
+    MetricSpec(
+        name="memory_return_gate",
+        label="Return Gate (pass rate)",
+        short="Gate",
+        family="worldatlas",
+        kernel=_WORLDATLAS_KERNEL,
+        description="did the camera leave and come back (seed 001)? a diagnostic (seed 003)",
+        status_rules="not_applicable: no pose track; missing: poses unusable (NaN, shapes)",
+        suites=_LOOPS,
+    )
+)
+for _name, _label, _short, _what in (
+    ("keystroke_natet", "Keystroke nATEt", "nATEt", "translation"),
+    ("keystroke_nater", "Keystroke nATEr", "nATEr", "rotation"),
+):
+    register_metric(
+        MetricSpec(
+            name=_name,
+            label=_label,
+            short=_short,
+            family="worldatlas",
+            kernel=_WORLDATLAS_KERNEL,
+            description=f"does the camera's {_what} follow the keys (seed 002)? 100·(1 − raw)",
+            status_rules="not_applicable: no translation commanded nor observed (nATEt), a "
+            "scale-free pose source (nATEt), no pose track; missing: poses unusable",
+            suites=_LOOPS,
+        )
+    )
+register_metric(
+    MetricSpec(
+        name="memory_scene_f1",
+        label="Memory Scene F1 (task)",
+        short="SceneF1",
+        family="worldatlas",
+        kernel=_WORLDATLAS_KERNEL,
+        # seed 003's task score: 0 for a gate failure, else the cloud F1; coverage k/N
+        aggregation=f"{_AGG}:scene_task_score",
+        description="outbound/return point-cloud overlap after a revisit (seed 003)",
+        status_rules="not_applicable: no depth or no cloud support; missing: depth or "
+        "intrinsics unusable; any unmeasured episode leaves the full-suite score null",
+        suites=_LOOPS,
+        unmeasured_is_missing=True,
+    )
+)

@@ -8,7 +8,7 @@ dashboard's live panel and leaderboard all read these specs, so adding a metric 
 module + one registration** — no column list, label map or aggregator table to edit elsewhere.
 
 A complete example — a quality metric that is a master-table column, and a WorldAtlas
-diagnostic that is reported in ``scores.json`` but is not a column::
+metric defined only for the memory_loop suite (``catalog.py`` registers the real ones)::
 
     # streameval/metrics/quality_sharpness.py — the kernel: pure numpy, no I/O
     def sharpness(laplacian_var: FloatArray) -> MetricResult: ...
@@ -35,9 +35,9 @@ diagnostic that is reported in ``scores.json`` but is not a column::
             name="memory_return_gate",
             label="Memory return gate",
             family="worldatlas",
-            kernel="streameval.metrics.worldatlas:worldatlas_scores",
-            column=False,                            # in scores.json, not a table column
-            description="share of returns that pass the WorldAtlas gate (diagnostic)",
+            kernel="streameval.metrics.worldatlas.scores:worldatlas_scores",
+            suites=("memory_loop",),                 # scored and shown for loops only
+            description="share of loops whose camera left and came back (seed 001 gate)",
         )
     )
 
@@ -56,6 +56,9 @@ Contracts a registration promises:
 - ``aggregation(measured: Sequence[MetricResult], n_missing: int) -> Aggregate``
   (``streameval.leaderboard.aggregators``): the model-level value over the official episodes
   and its bounds with ``n_missing`` episodes at their worst / best (seed 003).
+- ``suites=("memory_loop",)``: the kernel runs only for episodes of those suites, and the
+  metric is a table column only when the results hold such episodes (coverage counts them
+  alone: 479/480 memory_loop episodes, whatever else the model ran).
 - ``live=True``: the kernel is also run on the prefix while the episode runs (provisional
   values, ``ScoringInput.final`` False); otherwise it runs once, at episode end.
 - Columns are in [0, 100], higher is better (seed 000 "Final reporting"); a raw-lower-is-better
@@ -84,7 +87,12 @@ class MetricSpec:
     """Everything the rest of streameval needs to know about one metric (module docstring).
 
     ``status_rules`` says in one line when the metric is ``not_applicable`` or ``missing``
-    (shown in help and docs; the kernel implements it).
+    (shown in help and docs; the kernel implements it). ``suites`` names the suites whose
+    episodes the metric is defined for (empty: every suite): the WorldAtlas metrics exist only
+    for memory_loop trajectories, so a worldmark episode neither gets them in ``scores.json``
+    nor counts against their coverage in the table. ``unmeasured_is_missing``: a
+    not_applicable episode counts against the column's coverage and bounds like a missing one
+    (seed 003's task score: its full-suite value is null unless every episode is measured).
     """
 
     name: str
@@ -98,6 +106,12 @@ class MetricSpec:
     live: bool = False
     description: str = ""
     status_rules: str = ""
+    suites: tuple[str, ...] = ()
+    unmeasured_is_missing: bool = False
+
+    def applies_to(self, suite: str) -> bool:
+        """Whether episodes of ``suite`` are scored on this metric."""
+        return not self.suites or suite in self.suites
 
     @property
     def header(self) -> str:

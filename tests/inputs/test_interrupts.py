@@ -83,10 +83,11 @@ def test_sigterm_under_the_dashboard_finalizes_the_episode(tmp_path: Path) -> No
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), "TERM": "xterm-256color",
            "STREAMEVAL_TEST_MARK": str(mark), "COLUMNS": "120", "LINES": "40"}  # fmt: skip
     args = [a for a in _attach_args(out) if a != "--no-tui"]
+    # Textual draws on stderr: it goes to the terminal too, drained below
     proc = subprocess.Popen(
         [sys.executable, "-m", "streameval", *args],
         cwd=ROOT, env=env, stdin=secondary, stdout=secondary, stderr=secondary,
-    )  # fmt: skip  (Textual draws on stderr: it goes to the terminal too, drained below)
+    )  # fmt: skip
     os.close(secondary)
     screen = bytearray()
 

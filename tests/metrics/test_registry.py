@@ -30,10 +30,19 @@ DESIGN_COLUMNS = (
     "perceptual_quality",
     "aesthetic_quality",
 )
+# Seeds 001–004: columns of memory_loop results only, after seed 000's master table.
+WORLDATLAS_COLUMNS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
 
 
 def test_builtin_metrics_in_design_order_with_resolvable_targets() -> None:
-    assert metric_names(column=True) == DESIGN_COLUMNS
+    assert metric_names(column=True) == DESIGN_COLUMNS + WORLDATLAS_COLUMNS
+    assert metric_names(family="worldatlas") == WORLDATLAS_COLUMNS
+    for name in WORLDATLAS_COLUMNS:
+        spec = metric_spec(name)
+        assert spec.suites == ("memory_loop",)
+        assert spec.applies_to("memory_loop") and not spec.applies_to("worldmark")
+    assert metric_spec("memory_scene_f1").unmeasured_is_missing
+    assert all(metric_spec(n).applies_to("worldmark") for n in DESIGN_COLUMNS)
     assert metric_names(live=True) == DESIGN_COLUMNS[:8] == metric_names(family="control")
     for spec in metric_specs():
         assert spec.label and spec.header and spec.higher_is_better

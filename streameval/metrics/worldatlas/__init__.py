@@ -1,0 +1,1 @@
+"""WorldAtlas closed-loop memory suite (seeds 001–004): pure kernels over pose tracks and depth."""

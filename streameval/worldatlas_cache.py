@@ -1,0 +1,71 @@
+"""The WorldAtlas part of an episode cache (``cache/worldatlas.npz``): poses and coarse depth.
+
+Read back through issue 10's checked ``.npz`` layer: a damaged or foreign archive is one
+``BadInputError`` naming the file and the array, never a crash deep inside a kernel. Values are
+not judged here (NaN pose rows mark frames without a pose, NaN intrinsics frames without
+depth): the kernels turn unusable values into a per-metric ``missing`` with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streameval.errors import BadInputError
+from streameval.inputs.npz import load_npz, member
+
+CACHE_FILE = "worldatlas.npz"
+
+
+@dataclass
+class WorldAtlasCache:
+    """Per-frame camera-to-world poses (T, 4, 4), coarse depth (T, h, w) float16 with its
+    validity mask and per-frame intrinsics (T, 3, 3); ``pose_source`` names where poses came
+    from (``model``, ``vipe_sidecar``, ``cpu_estimator`` or ``none``)."""
+
+    pose_source: str
+    poses: npt.NDArray[np.float64] | None
+    depth: npt.NDArray[np.float16] | None
+    valid: npt.NDArray[np.bool_] | None
+    intrinsics: npt.NDArray[np.float64] | None
+
+    def save(self, path: Path) -> None:
+        arrays: dict[str, Any] = {"pose_source": np.array(self.pose_source)}
+        for name in ("poses", "depth", "valid", "intrinsics"):
+            value = getattr(self, name)
+            if value is not None:
+                arrays[name] = value
+        tmp = path.with_name(path.stem + ".tmp.npz")
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path, frames: int) -> WorldAtlasCache:
+        """Read and check the archive of an episode of ``frames`` frames."""
+        data = load_npz(path)
+        source = member(data, "pose_source", path, ndim=0, kind="U")
+        poses = None
+        if "poses" in data:
+            poses = member(data, "poses", path, ndim=3, kind="f", trailing=(4, 4))
+            if len(poses) != frames:
+                raise BadInputError(path, f"poses: {len(poses)} rows for {frames} frames")
+        depth = valid = intrinsics = None
+        depth_arrays = [name for name in ("depth", "valid", "intrinsics") if name in data]
+        if depth_arrays:
+            if len(depth_arrays) != 3:
+                raise BadInputError(path, "depth, valid and intrinsics must be saved together")
+            depth = member(data, "depth", path, ndim=3, kind="f")
+            valid = member(data, "valid", path, ndim=3, kind="b")
+            intrinsics = member(data, "intrinsics", path, ndim=3, kind="f", trailing=(3, 3))
+            if depth.shape != valid.shape or len(depth) != frames or len(intrinsics) != frames:
+                raise BadInputError(
+                    path,
+                    f"depth {depth.shape}, valid {valid.shape}, intrinsics "
+                    f"{intrinsics.shape} for {frames} frames",
+                )
+        return cls(str(source), poses, depth, valid, intrinsics)

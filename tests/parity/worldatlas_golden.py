@@ -1,0 +1,66 @@
+"""Locate and read the WorldAtlas golden vectors (reference outputs on generated inputs).
+
+The folder is ``<repo>/../shared/reference/golden/worldatlas`` or ``$STREAMEVAL_GOLDEN/worldatlas``;
+on a user's clone it is absent and the parity tests skip with a message saying where to put it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def golden_dir() -> Path:
+    env = os.environ.get("STREAMEVAL_GOLDEN")
+    root = Path(env) if env else REPO.parent / "shared" / "reference" / "golden"
+    folder = root / "worldatlas"
+    if not folder.is_dir():
+        pytest.skip(f"WorldAtlas golden vectors not found at {folder} (set STREAMEVAL_GOLDEN)")
+    return folder
+
+
+@cache
+def _json(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((golden_dir() / f"{name}.json").read_text())
+    return data
+
+
+@cache
+def _npz(name: str) -> dict[str, np.ndarray]:
+    with np.load(golden_dir() / f"{name}.npz", allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def cases(kind: str) -> dict[str, dict[str, Any]]:
+    """The cases of ``trajectories``, ``scenes`` or ``kernels``."""
+    result: dict[str, dict[str, Any]] = _json(kind)["cases"]
+    return result
+
+
+def arrays(kind: str, case: str) -> dict[str, np.ndarray]:
+    """``in.X`` / ``out.X`` arrays of one case, keyed without the case prefix."""
+    prefix = f"{case}."
+    return {k[len(prefix) :]: v for k, v in _npz(kind).items() if k.startswith(prefix)}
+
+
+def asset(name: str) -> dict[str, np.ndarray]:
+    prefix = f"{name}."
+    return {k[len(prefix) :]: v for k, v in _npz("scene_assets").items() if k.startswith(prefix)}
+
+
+def case_names(kind: str) -> list[str]:
+    """Case names for parametrisation; empty (tests then skip) when the folder is absent."""
+    env = os.environ.get("STREAMEVAL_GOLDEN")
+    root = Path(env) if env else REPO.parent / "shared" / "reference" / "golden"
+    path = root / "worldatlas" / f"{kind}.json"
+    if not path.is_file():
+        return ["golden-absent"]
+    return sorted(json.loads(path.read_text())["cases"])

@@ -1,0 +1,80 @@
+"""memory_loop from the command line: demo → OUT/<model>/<trajectory>/, the WorldAtlas columns
+in ``table``, the replay of the recording reading the pose sidecar, and network attach's keys."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from streameval.cli import main
+from streameval.transport_cli import network_episodes
+from streameval.transports.urls import AttachOptions
+
+NAMES = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
+MODEL = "procedural-world[clean]"
+
+
+@pytest.fixture(scope="module")
+def loop_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("loops")
+    argv = ["demo", "--no-tui", "--out", str(out), "--suite", "memory_loop"]
+    assert main([*argv, "--trajectory", "yaw_loop_180", "--loop-seconds", "4"]) == 0
+    return out
+
+
+def test_demo_loop_results_and_table(loop_out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    episode = loop_out / MODEL / "yaw_loop_180"
+    doc = json.loads((episode / "scores.json").read_text())
+    assert doc["suite"] == "memory_loop" and doc["frames"] == 96
+    gate = doc["metrics"]["memory_return_gate"]
+    assert gate["status"] == "official" and gate["raw"] == 1.0
+    assert gate["details"]["pose_source"] == "model"
+    assert doc["metrics"]["memory_scene_f1"]["raw"] > 0.99
+    assert (episode / "recording" / "poses.npy").is_file()
+    capsys.readouterr()
+    assert main(["table", str(loop_out), "--include-all", "--csv"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert all(name in header for name in NAMES)
+
+
+def test_replay_of_the_recording_scores_the_sidecar_poses_alike(
+    loop_out: Path, tmp_path: Path
+) -> None:
+    recording = loop_out / MODEL / "yaw_loop_180" / "recording"
+    assert json.loads((recording / "meta.json").read_text())["trajectory"] == "yaw_loop_180"
+    assert main(["replay", str(recording), "--out", str(tmp_path), "--no-tui"]) == 0
+    live = json.loads((loop_out / MODEL / "yaw_loop_180" / "scores.json").read_text())
+    doc = json.loads((tmp_path / MODEL / "yaw_loop_180" / "scores.json").read_text())
+    assert doc["metrics"]["memory_return_gate"]["details"]["pose_source"] == "vipe_sidecar"
+    for name in ("memory_return_gate", "keystroke_nater"):
+        assert doc["metrics"][name]["raw"] == live["metrics"][name]["raw"], name
+    assert doc["metrics"]["memory_scene_f1"]["raw"] == pytest.approx(
+        live["metrics"]["memory_scene_f1"]["raw"], abs=0.02
+    )  # depth went through the recording's float16 sidecar
+
+
+def test_worldmark_results_carry_no_worldatlas_metric(tmp_path: Path) -> None:
+    argv = ["demo", "--no-tui", "--out", str(tmp_path), "--actions", "8", "--seconds-per-key"]
+    assert main([*argv, "1", "--record", "off"]) == 0
+    doc = json.loads((tmp_path / MODEL / "008_AD" / "scores.json").read_text())
+    assert not set(NAMES) & set(doc["metrics"])
+
+
+def test_network_attach_drives_the_loop_tokens() -> None:
+    args = argparse.Namespace(
+        suite="memory_loop", trajectory=["square_loop"], loop_seconds=48.0, fps=None
+    )
+    options = AttachOptions(clock=None, seconds_per_key=20.0)
+    [(episode, keys, opts)] = network_episodes(args, options)
+    assert episode == "square_loop"
+    assert keys == ("W", "W", "W", "R", "R", "R") * 4
+    assert opts.seconds_per_key == pytest.approx(2.0)  # 48 s over 24 tokens
+
+
+def test_bad_loop_seconds_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["demo", "--no-tui", "--out", str(tmp_path), "--suite", "memory_loop"]
+    assert main([*argv, "--loop-seconds", "0"]) == 2
+    assert "--loop-seconds" in capsys.readouterr().err
