@@ -68,7 +68,9 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
     if mem is None:
         reason = "memory perception was off for this episode"
         return {name: MetricResult.missing(reason) for name in MEMORY_METRICS}
-    local = local_memory(cache.sx, cache.srad, mem.embeddings, mem.cuts, cache.fps)
+    local = local_memory(
+        cache.sx, cache.srad, mem.embeddings, mem.cuts, cache.fps, distance_scale=_scale(info)
+    )
     if mem.cuts is None and info.get("cut_failure"):
         # the kernel says "missing"; say why, naming the detector (SPEC §5 FIX: never "no cut")
         local = MetricResult.missing(f"cut detector failed: {info['cut_failure']}", local.details)
@@ -86,6 +88,14 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
             None, unavailable_reason=info.get("global_reason") or REASON_NO_BACKEND
         )
     return {"local_memory": local, "revisit_memory": revisit, "global_memory": glob}
+
+
+def _scale(info: dict[str, Any]) -> float:
+    """The distance scale the embeddings were calibrated with, as the cache recorded it; a
+    cache from before calibrations were recorded was scored unscaled, and still is, so that
+    ``rescore`` reproduces it."""
+    calibration = info.get("embedding_calibration") or {}
+    return float(calibration.get("distance_scale", 1.0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -508,6 +508,9 @@ async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str
     geometry_source = str(info.extra.get("depth_source", "model")) if views else None
     meta = {
         "embedding": memory.embedder.name if memory.embedder else None,
+        "embedding_calibration": (
+            memory.embedder.calibration.to_json() if memory.embedder else None
+        ),
         "cut_detector": detector.name if detector else None,
         "cut_failure": failure,
         "geometry_source": geometry_source,
@@ -569,6 +572,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         "provenance": {
             **provenance(episode.config, backends, episode.info.source),
             "depth_source": depth_source,
+            "embedding_calibration": memory_meta.get("embedding_calibration"),
         },
     }
     cache = track.to_cache(meta, memory_cache)

@@ -5,6 +5,9 @@ Frames are sampled by motion, not by time: ``mag = sqrt(Sx² + Srad²)``, the st
 is sampled each time the cumulative magnitude passes the next multiple of δ. Adjacent samples are
 compared by appearance (``1 − cos`` of the patch-mean descriptors); a distance above
 ``TAU_MUT = 0.10`` is a mutation. Episode score ``100·(1 − cut)·(1 − mutation_rate)``.
+A stand-in descriptor's distances enter the kernel multiplied by its calibrated
+``distance_scale`` (issue 9; 1 for DINOv2, so the seed's numbers are untouched), which puts them
+on the seed's scale: the threshold and the score stay the seed's.
 
 Decisions (where SPEC §5 leaves room):
 
@@ -138,18 +141,24 @@ def local_memory(
     embeddings: ArrayLike | None,
     cuts: Sequence[int] | None,
     fps: float,
+    *,
+    distance_scale: float = 1.0,
 ) -> MetricResult:
     """Local Memory of one episode (SPEC §5; statuses SPEC §8).
 
     ``sx``/``srad``: the stride-2 flow signals (NaN = missing); ``embeddings``: (T, D) per-frame
     appearance descriptors, NaN rows = not embedded (None = no appearance backend → missing);
     ``cuts``: frame indices of the shot-cut detector's cuts, None when it failed/was unavailable
-    (→ missing); ``fps``: the rollout's real frame rate.
+    (→ missing); ``fps``: the rollout's real frame rate; ``distance_scale``: the embedding
+    backend's calibration (``DescriptorCalibration``), applied to ``1 − cos`` before the
+    threshold, so ``pair_distances`` are on the seed's scale.
 
     ``details["hard_cut"]`` (bool) and ``details["mutation_rate"]`` (float, None only when a hard
     cut left no countable pair) feed ``local_memory_model``.
     """
     fps = check_fps(fps)
+    if not (math.isfinite(distance_scale) and distance_scale > 0.0):
+        raise ValueError(f"distance_scale must be a positive number, got {distance_scale!r}")
     mag = flow_magnitude(sx, srad)
     n_missing = int(np.count_nonzero(~np.isfinite(mag)))
     base: dict[str, Any] = {
@@ -157,6 +166,7 @@ def local_memory(
         "n_missing_signals": n_missing,
         "fps": fps,
         "tau_mut": TAU_MUT,
+        "distance_scale": distance_scale,
     }
     if mag.size == 0:
         return MetricResult.not_applicable("no flow samples", base)
@@ -185,6 +195,8 @@ def local_memory(
     guard = cut_guard_frames(fps)
     a, b = frames[:-1], frames[1:]
     dist = appearance.distance(a, b)
+    if distance_scale != 1.0:  # the seed's descriptor: its distances exactly as they are
+        dist = dist * distance_scale
     near_cut = guarded_pairs(a, b, cut_list, guard)
     not_embedded = ~np.isfinite(dist)
     counted = ~near_cut & ~not_embedded

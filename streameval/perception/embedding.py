@@ -4,16 +4,21 @@ compared by ``1 − cos``.
 The seed's backbone is DINOv2-base "patch-mean": L2-normalise every patch token, average them,
 re-normalise (:class:`Dinov2PatchMean`). It needs weights that an offline machine does not have,
 so the CPU default is a descriptor of our own, :class:`ColorHistRbf` (``cpu-colorhist-rbf``),
-that needs none, runs in well under a millisecond per 640×432 frame and is calibrated so that
-the seed's mutation threshold TAU_MUT = 0.10 separates the same things it separates for DINOv2:
-smooth camera motion stays well below it, a hard cut, a different world or a forgotten
-(regenerated) place lands well above it. Its numbers are *not* DINOv2 numbers; provenance
-records which backend produced them (``name``).
+that needs none and runs in about a millisecond per 640×432 frame. Its distances are on another
+scale than DINOv2's, so every backend declares a :class:`DescriptorCalibration`: its own
+mutation threshold (DINOv2 keeps the seed's TAU_MUT = 0.10) and the distance scale that puts
+its ``1 − cos`` on the seed's scale (``scale × d > TAU_MUT`` ⇔ ``d > tau_mut``). The CPU
+descriptor's threshold was chosen from measured distributions (``bench/descriptor_calibration.py``,
+``tests/perception/test_descriptor_calibration.py``): clean camera motion on procedural-world
+clips and on four unlike scene families stays under it, hard cuts and scene swaps land above it.
+Its numbers are *not* DINOv2 numbers; provenance records the backend (``name``) and the
+calibration used (issue 9).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,6 +26,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from streameval.constants import TAU_MUT
 from streameval.perception.hf import (
     as_rgb_uint8,
     import_heavy,
@@ -34,6 +40,35 @@ from streameval.registry import Registry
 Embeddings = npt.NDArray[np.float32]  # (B, dim), every row L2-normalised
 
 
+@dataclass(frozen=True, slots=True)
+class DescriptorCalibration:
+    """Where a descriptor's ``1 − cos`` means "mutation" (SPEC §5 TAU_MUT, per backend).
+
+    ``tau_mut``: the mutation threshold on this backend's own distances; ``distance_scale``:
+    ``TAU_MUT / tau_mut``, the factor Local Memory applies to the distances as they enter its
+    kernel, so the kernel and its threshold stay the seed's (parity holds: DINOv2's scale is
+    exactly 1). Recorded in the cache and in scores.json provenance, so ``rescore`` applies the
+    calibration the embeddings were made with, not whatever the code says later.
+    """
+
+    tau_mut: float
+    distance_scale: float
+
+    @classmethod
+    def for_threshold(cls, tau_mut: float) -> DescriptorCalibration:
+        """The calibration whose threshold is ``tau_mut`` on the backend's own distances."""
+        if not (0.0 < tau_mut <= 2.0):
+            raise ValueError(f"a 1 − cos threshold must lie in (0, 2], got {tau_mut!r}")
+        return cls(float(tau_mut), TAU_MUT / float(tau_mut))
+
+    def to_json(self) -> dict[str, float]:
+        return {"tau_mut": self.tau_mut, "distance_scale": self.distance_scale}
+
+
+SEED_CALIBRATION = DescriptorCalibration(TAU_MUT, 1.0)
+"""DINOv2 patch-mean, the seed's descriptor: TAU_MUT on unscaled distances."""
+
+
 class EmbeddingBackend(Protocol):
     """Appearance embeddings: RGB uint8 H×W×3 images of any size -> (B, dim) float32 rows,
     each L2-normalised, so that ``1 − row_a · row_b`` is the appearance distance. Deterministic:
@@ -41,6 +76,7 @@ class EmbeddingBackend(Protocol):
 
     name: str
     dim: int
+    calibration: DescriptorCalibration
 
     def embed(self, images: Sequence[npt.NDArray[np.uint8]]) -> Embeddings: ...
 
@@ -49,7 +85,10 @@ class EmbeddingBackend(Protocol):
 
 # Analysis thumbnail: the descriptor is a histogram, so the aspect ratio does not matter and a
 # fixed pixel count keeps the cost and the histogram's noise independent of the input size.
-_THUMB_W, _THUMB_H = 128, 96
+# 160×108 is an exact 4× of the analysis frame, shrunk by 4×4 box averages: point sampling
+# aliased fine detail (2–8 px stripes, grain), and a slow clean pan over it moved the histogram
+# by up to 0.55 (issue 9; 0.19 with box averages).
+_THUMB_W, _THUMB_H = 160, 108
 _L_BINS, _AB_BINS = 8, 16  # over cv2's 8-bit Lab (L, a, b each 0..255)
 _EDGE_BINS = 4  # floor(log1p(0.3 |∇L|)) clipped: flat, soft, textured, edge
 _EDGE_GAIN = 0.3
@@ -59,6 +98,12 @@ _N_BINS = _L_BINS * _AB_BINS * _AB_BINS * _EDGE_BINS
 _SIGMA2 = 0.2
 _N_FREQ = 384  # 2·384 = 768 dimensions (as DINOv2-base); RFF relative noise ≈ sqrt(2/384) ≈ 7 %
 _RFF_SEED = 0x5E_ED_0E_B0
+# Mutation threshold on this descriptor's 1 − cos (H² ≈ 0.18 at σ² = 0.2). Measured on clean
+# turns at 15/45/90 °/s (Local Memory's samples 0.5 s apart) over noise textures, flat colours,
+# high-frequency detail and outdoor gradients: max 0.19 at 15 °/s, p95 ≤ 0.38 at 45 °/s,
+# procedural world ≤ 0.07; hard cuts and scene swaps ≥ 0.90 (bench/descriptor_calibration.py).
+_TAU_MUT_CPU = 0.6
+CPU_CALIBRATION = DescriptorCalibration.for_threshold(_TAU_MUT_CPU)
 
 
 class ColorHistRbf:
@@ -73,7 +118,7 @@ class ColorHistRbf:
     (other objects, other colours). The ratio "hard cut / worst clean 0.5 s step" was ≈ 6 for
     the histogram against ≈ 1 for layouts.
 
-    How: the frame is shrunk to 128×96 (bilinear), converted to Lab, and every pixel votes
+    How: the frame is shrunk to 160×108 (box averages), converted to Lab, and every pixel votes
     into one of 8 (L) × 16 (a) × 16 (b) × 4 (edge strength of L) bins; ``x = sqrt(hist)`` is a
     unit vector and ``1 − x·y`` is the squared Hellinger distance ``H²``. Raw ``H²`` is small
     even between different places (sky and ground dominate every frame), so the embedding is
@@ -88,7 +133,8 @@ class ColorHistRbf:
     W/D/R motion ≤ 0.06, one frame ≤ 0.02; a hard cut 0.88–1.03 (a same-look teleport:
     0.26–0.39); another seed 0.17–0.28; a
     360° turn back to the start 0.000 in the clean world and 0.12–0.26 (mean 0.19) in the
-    ``forget`` world. Cost ≈ 0.2–0.4 ms per frame; W is 12.6 MB, drawn in ~0.1 s at start-up.
+    ``forget`` world. Cost ≈ 1.6 ms per frame (loaded 2-core machine); W is 12.6 MB, drawn
+    in ~0.1 s at start-up.
     Blind to pure re-arrangements of the same colours (a mirrored frame is "the same place").
     """
 
@@ -100,6 +146,7 @@ class ColorHistRbf:
         default = sigma2 == _SIGMA2 and n_freq == _N_FREQ
         self.name = "cpu-colorhist-rbf" if default else f"cpu-colorhist-rbf(s2={sigma2},n={n_freq})"
         self.dim = 2 * n_freq
+        self.calibration = CPU_CALIBRATION
         # numpy's Generator streams (PCG64 + ziggurat normals) are stable across versions.
         rng = np.random.default_rng(_RFF_SEED)
         w = rng.standard_normal((_N_BINS, n_freq)) / np.sqrt(sigma2)
@@ -109,10 +156,11 @@ class ColorHistRbf:
     def histogram(self, image: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
         """The normalised joint histogram (``_N_BINS`` bins, sums to 1) of one RGB frame."""
         rgb = as_rgb_uint8(image, self.name)
-        # Bilinear, not INTER_AREA: a histogram only counts pixels, and near-point sampling is
-        # an unbiased estimate of the full-resolution counts (measured: same distances), while
-        # INTER_AREA at 640×432 -> 128×96 (a non-integer factor) costs 0.65 ms on its own.
-        thumb = cv2.resize(rgb, (_THUMB_W, _THUMB_H), interpolation=cv2.INTER_LINEAR)
+        # Box averages (see _THUMB_W): stable on fine detail that point sampling aliases. Two
+        # bilinear halvings are exact 2×2 box averages each on a 640×432 frame (= INTER_AREA's
+        # 4×4 box, 0.14 ms instead of 0.54 ms); other sizes get a bilinear first step.
+        half = cv2.resize(rgb, (2 * _THUMB_W, 2 * _THUMB_H), interpolation=cv2.INTER_LINEAR)
+        thumb = cv2.resize(half, (_THUMB_W, _THUMB_H), interpolation=cv2.INTER_LINEAR)
         lab = cv2.cvtColor(thumb, cv2.COLOR_RGB2LAB)
         lum = lab[..., 0].astype(np.float32)
         gx = cv2.Sobel(lum, cv2.CV_32F, 1, 0)
@@ -181,6 +229,7 @@ class Dinov2PatchMean:
         self.model = resolved.description
         self.name = f"dinov2-patchmean({model})"
         self.dim = int(self._net.config.hidden_size)
+        self.calibration = SEED_CALIBRATION
         self._device = device
         self._resize_shortest = int(resize_shortest)
         self._crop = int(crop)
