@@ -40,6 +40,7 @@ from streameval.leaderboard import (
     format_value,
     tabulate,
 )
+from streameval.leaderboard.diagnostics import Diagnostics, diagnostics
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2  # DESIGN §6
 
@@ -122,6 +123,14 @@ def add_table_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="turn the default exclusion rule off (--exclude still applies)",
     )
+    parser.add_argument(
+        "--diagnostics",
+        action="store_true",
+        help=(
+            "also show the registered metrics that are no column (imaging statistics, rollout "
+            "drift, ...): per model the mean raw value in its own unit, unranked"
+        ),
+    )
     return parser
 
 
@@ -138,10 +147,11 @@ def run_table(args: argparse.Namespace) -> int:
     empty = empty_table_message(table, rule)
     if empty:
         print(f"note: {empty}", file=sys.stderr)
+    diag = diagnostics(table) if args.diagnostics else None
     if args.json:
-        sys.stdout.write(table_json(table))
+        sys.stdout.write(table_json(table, diag))
     elif args.csv:
-        sys.stdout.write(table_csv(table))
+        sys.stdout.write(table_csv(table, diag))
     elif args.html is not None:
         from streameval.report.master import render_master_table
 
@@ -153,8 +163,12 @@ def run_table(args: argparse.Namespace) -> int:
         print(f"wrote {args.html}")
     elif args.markdown:
         sys.stdout.write(render_markdown(table))
+        if diag is not None:
+            sys.stdout.write(render_diagnostics_markdown(diag))
     else:
         render_rich(table, sys.stdout)
+        if diag is not None:
+            render_diagnostics_rich(diag, sys.stdout)
     return EXIT_BAD_INPUT if table.errors else EXIT_OK
 
 
@@ -275,3 +289,57 @@ def render_rich(table: MasterTable, file: TextIO, width: int | None = None) -> N
             console.print(
                 Text(f"  {e.model} ({e.row.n_episodes} episodes): {'; '.join(e.reasons)}")
             )
+
+
+# --------------------------------------------------------------------------------------------
+# Diagnostics (--diagnostics): non-column metrics in their own units
+# --------------------------------------------------------------------------------------------
+
+_DIAG_NOTE = (
+    "mean over each model's measured episodes (k/N when not all), in the metric's own unit; "
+    "not ranked: these have no better direction on a common scale"
+)
+
+
+def render_diagnostics_markdown(diag: Diagnostics) -> str:
+    """The diagnostics as a second Markdown table (nothing when no episode reported one)."""
+    if not diag.metrics:
+        return "\nDiagnostics: none reported by these episodes.\n"
+    header = ["Model", *(s.label for s in diag.metrics)]
+    lines = [
+        "",
+        "Diagnostics:",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join([" --- "] + [" ---: "] * len(diag.metrics)) + "|",
+    ]
+    for model, cells in diag.rows:
+        texts = [_md_escape(cells[s.name].text()) for s in diag.metrics]
+        lines.append("| " + " | ".join([_md_escape(model), *texts]) + " |")
+    lines += ["", _DIAG_NOTE]
+    return "\n".join(lines) + "\n"
+
+
+def render_diagnostics_rich(diag: Diagnostics, file: TextIO) -> None:
+    """The diagnostics as a second terminal table, one row per metric (they are many and
+    their labels long, so metrics go down and models across)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=file)
+    if not diag.metrics:
+        console.print("Diagnostics: none reported by these episodes.")
+        return
+    grid = Table(title="diagnostics (own units)")
+    grid.add_column("Metric", no_wrap=True)
+    for model, _ in diag.rows:
+        grid.add_column(model, justify="right")
+    for spec in diag.metrics:
+        texts = []
+        for _, cells in diag.rows:
+            cell = cells[spec.name]
+            texts.append(Text(cell.text(), style="dim" if cell.mean is None else ""))
+        grid.add_row(spec.label, *texts)
+    console.print(grid)
+    console.print(Text(_DIAG_NOTE), style="dim")

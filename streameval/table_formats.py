@@ -18,18 +18,29 @@ from pathlib import Path
 from typing import Any
 
 from streameval.leaderboard import ExclusionRule, MasterTable, ModelRow
+from streameval.leaderboard.diagnostics import Diagnostics
 
 
-def table_json(table: MasterTable) -> str:
-    return json.dumps(table.to_json(), indent=2, allow_nan=False) + "\n"
+def table_json(table: MasterTable, diag: Diagnostics | None = None) -> str:
+    """The table's JSON; with ``diag`` (``--diagnostics``) a ``diagnostics`` key too."""
+    doc = table.to_json()
+    if diag is not None:
+        doc["diagnostics"] = diag.to_json()
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
-def table_csv(table: MasterTable) -> str:
+def table_csv(table: MasterTable, diag: Diagnostics | None = None) -> str:
+    """One row per model; with ``diag`` each diagnostic adds ``<name>_mean`` and
+    ``<name>_measured`` (the unit is the metric's own: see ``--json``)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     header = ["model", "episodes", "included", "excluded_reasons"]
     for c in table.columns:
         header += [c.name, f"{c.name}_status", f"{c.name}_coverage"]
+    specs = diag.metrics if diag is not None else ()
+    by_model = dict(diag.rows) if diag is not None else {}
+    for s in specs:
+        header += [f"{s.name}_mean", f"{s.name}_measured"]
     writer.writerow(header)
     rows: list[tuple[ModelRow, tuple[str, ...]]] = [(r, ()) for r in table.rows]
     rows += [(e.row, e.reasons) for e in table.excluded]
@@ -39,6 +50,9 @@ def table_csv(table: MasterTable) -> str:
             cell = row.cells[c.name]
             value = "" if cell.value is None else f"{cell.value:.6f}"
             line += [value, cell.status, f"{cell.measured}/{cell.total}"]
+        for s in specs:
+            d = by_model[row.model][s.name]
+            line += ["" if d.mean is None else f"{d.mean:.6g}", f"{d.measured}/{d.total}"]
         writer.writerow(line)
     return buffer.getvalue()
 

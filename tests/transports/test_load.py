@@ -81,6 +81,10 @@ async def _sessions(sources: list[LiveSource]) -> tuple[list[dict[str, float]], 
 
 
 def _check(results: list[dict[str, float]], cpu_per_frame: float, what: str) -> None:
+    if not _machine_has_room() and min(r["frames"] for r in results) < 8:
+        # a starved server process (load average above the cores) may deliver nothing in the
+        # test's 4 s; then there is no evaluator cost per frame to measure (seen at load 7)
+        pytest.skip(f"{what}: load average {os.getloadavg()[0]:.1f}, servers delivered {results}")
     # headroom: how many times the evaluator's own work fits in one core at 4 × 16 fps
     headroom = 1.0 / (SESSIONS * 16 * cpu_per_frame)
     print(what, results, f"cpu {1000 * cpu_per_frame:.1f} ms/frame, headroom x{headroom:.1f}")
