@@ -334,12 +334,12 @@ def render_diagnostics_rich(diag: Diagnostics, file: TextIO) -> None:
     grid = Table(title="diagnostics (own units)")
     grid.add_column("Metric", no_wrap=True)
     for model, _ in diag.rows:
-        grid.add_column(model, justify="right")
+        grid.add_column(Text(model), justify="right")  # Text: "[clean]" is no rich markup
     for spec in diag.metrics:
         texts = []
         for _, cells in diag.rows:
             cell = cells[spec.name]
             texts.append(Text(cell.text(), style="dim" if cell.mean is None else ""))
-        grid.add_row(spec.label, *texts)
+        grid.add_row(Text(spec.label), *texts)
     console.print(grid)
     console.print(Text(_DIAG_NOTE), style="dim")

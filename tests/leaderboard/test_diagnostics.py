@@ -54,13 +54,13 @@ def results(tmp_path: Path) -> Path:
     )
     write_episode(
         tmp_path,
-        "beta",
+        "beta[hiccup]",
         "000",
         {"perceptual_quality": official(40.0), "imaging_sharpness": missing("no frame measured")},
     )
     late = write_episode(
         tmp_path,
-        "beta",
+        "beta[hiccup]",
         "001",
         {"perceptual_quality": official(40.0), "imaging_sharpness": statistic(9.0, "1/px")},
     )
@@ -86,14 +86,14 @@ def test_mean_and_coverage_over_the_counted_episodes(results: Path) -> None:
     noise = rows["alpha"]["imaging_noise"]
     assert noise.mean == 1.5 and noise.text() == "1.5 grey levels (1/2)"
     # beta: one missing, one incomplete (not counted by default): no value, with the reason
-    beta = rows["beta"]["imaging_sharpness"]
+    beta = rows["beta[hiccup]"]["imaging_sharpness"]
     assert beta.mean is None and beta.measured == 0 and beta.reason == "no frame measured"
     assert beta.text() == "n/a"
 
 
 def test_incomplete_episodes_count_when_asked(results: Path) -> None:
     table = build_table(load_results([results]).episodes, rule=INCLUDE_ALL, include_incomplete=True)
-    beta = dict(diagnostics(table).rows)["beta"]["imaging_sharpness"]
+    beta = dict(diagnostics(table).rows)["beta[hiccup]"]["imaging_sharpness"]
     assert beta.mean == 9.0 and (beta.measured, beta.total) == (1, 2)
 
 
@@ -110,7 +110,7 @@ def test_cli_formats_carry_the_diagnostics(
     rows = {r["model"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     assert rows["alpha"]["imaging_sharpness_mean"] == "0.3"
     assert rows["alpha"]["imaging_noise_measured"] == "1/2"
-    assert rows["beta"]["imaging_sharpness_mean"] == ""
+    assert rows["beta[hiccup]"]["imaging_sharpness_mean"] == ""
 
     assert run_table(parse([str(results), "--include-all", "--diagnostics", "--markdown"])) == 0
     out = capsys.readouterr().out
@@ -120,6 +120,7 @@ def test_cli_formats_carry_the_diagnostics(
     assert run_table(parse([str(results), "--include-all", "--diagnostics"])) == 0
     out = capsys.readouterr().out
     assert "diagnostics (own units)" in out and "Imaging sharpness" in out and "0.3 1/px" in out
+    assert "alpha" in out and "beta[hiccup]" in out
 
 
 def test_without_the_flag_nothing_changes(
