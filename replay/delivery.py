@@ -30,6 +30,7 @@ from streameval.replay.frames import VideoFrames, probe_video
 from streameval.replay.rollout import Rollout
 from streameval.replay.sidecars import load_sidecars
 
+from streameval.constants import EQUAL_SPLIT_KEYS
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import FPS
 
@@ -100,6 +101,8 @@ def read_delivery(path: Path) -> Rollout:
             "image": name.image,
             "action": name.action,
             "keys": "".join(name.keys),
+            # no action log: scored on the reference's equal split of the signal time (SPEC §9)
+            EQUAL_SPLIT_KEYS: list(name.keys),
             "codec": probe.codec,
             "duration_s": duration,
         },

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.constants import EQUAL_SPLIT_KEYS
 from streameval.errors import BadInputError
 from streameval.fits.geometry import FrameGeometry
 from streameval.fits.motion_type import FitSample
@@ -31,6 +32,7 @@ from streameval.worldatlas_cache import CACHE_FILE as WORLDATLAS_FILE
 from streameval.worldatlas_cache import WorldAtlasCache
 
 CACHE_FORMAT = "streameval.cache/1"
+
 _CACHE_KEYS = frozenset((*KEYS, NO_KEY))
 _MAX_FLOW_PX = 1e6
 F64 = npt.NDArray[np.float64]
@@ -270,4 +272,10 @@ def check_cache_meta(meta: dict[str, Any], path: Path) -> dict[str, Any]:
     errors = meta.get("errors", [])
     if not isinstance(errors, list) or not all(isinstance(e, str | dict) for e in errors):
         raise BadInputError(path, "'errors' must be a list of error records")
+    split = meta.get(EQUAL_SPLIT_KEYS)
+    if split is not None and not (
+        isinstance(split, list) and split and all(isinstance(k, str) and k in KEYS for k in split)
+    ):
+        wanted = "a non-empty list of keys (W S A D L R)"
+        raise BadInputError(path, f"{EQUAL_SPLIT_KEYS!r} must be {wanted}, got {split!r}")
     return meta

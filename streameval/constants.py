@@ -69,3 +69,8 @@ GLOBAL_MAX_VIEWS = 64
 COVIS_DEPTH_RATIO = (0.7, 1.4)  # open interval: projected z / target depth
 COVIS_MIN_POINTS = 5  # an ordered pair with fewer co-visible points is skipped
 GLOBAL_POINTS_PER_VIEW = 4096  # deterministic subsample of confident pixels (not a seed value)
+
+# episode.json / EpisodeInfo.extra: the keys of a delivery without an action log. Its segments
+# are the reference's equal split of the signal time (metrics.segments.equal_split_spans,
+# SPEC §9), not the runs of the per-frame keys the replay streams with.
+EQUAL_SPLIT_KEYS = "equal_split_keys"

@@ -11,19 +11,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from streameval.cache import EpisodeCache
-from streameval.constants import ANALYSIS_WIDTH
+from streameval.constants import ANALYSIS_WIDTH, EQUAL_SPLIT_KEYS
 from streameval.fits.geometry import views_from_frames
 from streameval.fits.motion_type import (
     MotionFit,
     analysis_focal,
     fit_frames,
+    fit_frames_equal_split,
     fit_motion_type,
 )
-from streameval.metrics.control import MotionType, control_metrics
+from streameval.metrics.control import MotionType, control_metrics, control_metrics_for_spans
 from streameval.metrics.memory_global import REASON_NO_BACKEND, global_memory
 from streameval.metrics.memory_local import local_memory
-from streameval.metrics.memory_revisit import revisit_memory
+from streameval.metrics.memory_revisit import (
+    equal_split_reversals,
+    revisit_memory,
+    revisit_memory_for,
+)
 from streameval.metrics.registry import metric_specs, resolve_target
+from streameval.metrics.segments import equal_split_spans
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 from streameval.quality_scores import quality_metrics
@@ -47,18 +53,40 @@ class EpisodeScores:
         ]
 
 
+def equal_split_keys(cache: EpisodeCache) -> list[str] | None:
+    """The keys of a delivery without an action log (its segments are the reference's equal
+    split of the signal time, SPEC §9), None for an episode with per-frame keys."""
+    keys = cache.meta.get(EQUAL_SPLIT_KEYS)
+    return [str(k) for k in keys] if keys else None
+
+
+def fit_plan(keys: list[str] | None, frame_keys: list[str], fps: float) -> dict[int, list[int]]:
+    """The fit frames of every lateral and yaw segment, keyed by segment index: the per-frame
+    keys' runs, or, for a delivery without an action log (``keys``), the reference's picks on
+    its equal split (``fit_frames_equal_split``). Perception samples exactly these frames."""
+    n_frames = len(frame_keys)
+    if keys is not None:
+        return {
+            j: fit_frames_equal_split(j, len(keys), n_frames, fps)
+            for j, key in enumerate(keys)
+            if FAMILY.get(key) in ("lat", "yaw")
+        }
+    return {
+        j: fit_frames(seg.start, seg.end, fps, n_frames)
+        for j, seg in enumerate(segments_from_keys(frame_keys))
+        if FAMILY.get(seg.key) in ("lat", "yaw")
+    }
+
+
 def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
     """Motion-type fit of every lateral and yaw segment (SPEC §3), keyed by segment index."""
     by_frame = {s.frame: s for s in cache.fit_samples}
     focal = analysis_focal(int(cache.meta.get("analysis_width", ANALYSIS_WIDTH)))
-    fits: dict[int, MotionFit | None] = {}
-    for j, seg in enumerate(segments_from_keys(cache.frame_keys)):
-        if FAMILY.get(seg.key) not in ("lat", "yaw"):
-            continue
-        wanted = fit_frames(seg.start, seg.end, cache.fps, len(cache.frame_keys))
-        samples = [by_frame[f] for f in wanted if f in by_frame]
-        fits[j] = fit_motion_type(samples, focal)
-    return fits
+    plan = fit_plan(equal_split_keys(cache), cache.frame_keys, cache.fps)
+    return {
+        j: fit_motion_type([by_frame[f] for f in wanted if f in by_frame], focal)
+        for j, wanted in plan.items()
+    }
 
 
 def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
@@ -74,7 +102,12 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
     if mem.cuts is None and info.get("cut_failure"):
         # the kernel says "missing"; say why, naming the detector (SPEC §5 FIX: never "no cut")
         local = MetricResult.missing(f"cut detector failed: {info['cut_failure']}", local.details)
-    revisit = revisit_memory(cache.sx, cache.srad, cache.frame_keys, mem.embeddings, cache.fps)
+    split = equal_split_keys(cache)
+    if split is not None:  # the reference's split of a delivery without an action log
+        reversals = equal_split_reversals(split, cache.sx.size)
+        revisit = revisit_memory_for(cache.sx, cache.srad, reversals, mem.embeddings, cache.fps)
+    else:
+        revisit = revisit_memory(cache.sx, cache.srad, cache.frame_keys, mem.embeddings, cache.fps)
     if local.details.get("frozen"):
         # A world that never moves is trivially self-consistent: 100 would reward the freeze
         # (seed 000 excludes frozen videos from memory; Local Memory's frozen rule decides).
@@ -119,6 +152,14 @@ def control_scores(inp: ScoringInput) -> dict[str, MetricResult]:
     types = {
         j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in inp.motion_fits.items() if f
     }
+    split = equal_split_keys(cache)
+    if split is not None and cache.sx.size:
+        # a delivery without an action log: the reference's equal split of the last signal
+        # sample's time (SPEC §9), so the windows equal the published benchmark's
+        spans = equal_split_spans(split, cache.sx.size, cache.fps)
+        return control_metrics_for_spans(
+            cache.sx, cache.srad, spans, cache.fps, types, provisional=not inp.final
+        )
     return control_metrics(
         cache.sx, cache.srad, cache.frame_keys, cache.fps, types, provisional=not inp.final
     )

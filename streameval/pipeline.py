@@ -26,8 +26,8 @@ import numpy as np
 
 from streameval import __version__
 from streameval.cache import MemoryCache
-from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH
-from streameval.episode_scores import episode_document, score_episode
+from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, EQUAL_SPLIT_KEYS
+from streameval.episode_scores import episode_document, fit_plan, score_episode
 from streameval.events import (
     EndOfStream,
     EpisodeEnd,
@@ -39,7 +39,6 @@ from streameval.events import (
     KeySent,
 )
 from streameval.fits.geometry import select_views
-from streameval.fits.motion_type import fit_frames
 from streameval.live_scores import LiveScores
 from streameval.metrics.quality import one_fps_frames
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
@@ -54,7 +53,6 @@ from streameval.perception.memory import (
 from streameval.perception.perceiver import Perceiver
 from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
 from streameval.perception.worker import Perceived, PerceptionWorker
-from streameval.protocol.keys import FAMILY
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.quality_cache import QualityCache, QualityRatings
 from streameval.registry import split_spec
@@ -112,12 +110,17 @@ class _Stats:
         self.key_changes: list[tuple[float, str]] = []
 
 
+def _equal_split_keys(info: EpisodeInfo) -> list[str] | None:
+    """A delivery without an action log says so (``replay.delivery``): its keys."""
+    keys = info.extra.get(EQUAL_SPLIT_KEYS)
+    return [str(k) for k in keys] if isinstance(keys, list | tuple) and keys else None
+
+
 def _plan_fit_frames(info: EpisodeInfo) -> frozenset[int]:
-    frames: set[int] = set()
-    for seg in info.schedule.segments():
-        if FAMILY.get(seg.key) in ("lat", "yaw"):
-            frames.update(fit_frames(seg.start, seg.end, info.fps, info.schedule.total_frames))
-    return frozenset(frames)
+    """The frames perception samples for the motion-type fit: ``episode_scores.fit_plan`` on
+    the planned schedule (the same plan scoring reads back from the cache)."""
+    plan = fit_plan(_equal_split_keys(info), info.schedule.frame_keys(), info.fps)
+    return frozenset(f for frames in plan.values() for f in frames)
 
 
 async def _read(
@@ -248,6 +251,9 @@ class _Episode:
                 "backends": {"flow": flow.name},
             }
         )
+        split = _equal_split_keys(info)
+        if split is not None:
+            self.track.meta[EQUAL_SPLIT_KEYS] = split
         if info.suite == MEMORY_LOOP_SUITE:
             self.track.meta["trajectory"] = trajectory_of(info)
             self.track.worldatlas = WorldAtlasTrack()
