@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
             default="dis-fast",
             help="optical flow: dis-fast (default, CPU), dis-medium, dis-ultrafast, "
             "raft[:WEIGHTS.pth] / raft-small[:WEIGHTS.pth] (torchvision's RAFT weights, default "
-            "file from the torch hub cache); CUDA when available",
+            "file from the torch hub cache) or sea-raft:CHECKOUT_DIR (the reference's SEA-RAFT "
+            "from a local checkout and its Spring-M weights); CUDA when available",
         )
         p.add_argument(
             "--embedding",

@@ -3,7 +3,8 @@
 The CPU default is OpenCV DIS (FAST preset): ~4–5 ms per 640×432 pair here and accurate to ~1 %
 on combined shift + zoom (ENVIRONMENT.md), where ULTRAFAST is biased. Network backends, loaded
 only when chosen (torch stays out of ``import streameval``): ``raft[:FILE]`` / ``raft-small``
-(our RAFT with torchvision's weights, ``raft_flow.py``).
+(our RAFT with torchvision's weights, ``raft_flow.py``) and ``sea-raft:CHECKOUT`` (the
+reference's network from a local SEA-RAFT checkout, ``sea_raft_flow.py``).
 
 Every backend returns the flow in pixels of the analysis frame it is given (the unit Sx/Srad
 are in). A backend whose network wants colour says ``input = "rgb"`` and gets the colour
@@ -69,6 +70,7 @@ FLOW_BACKENDS.register("dis-medium", "streameval.perception.flow:dis_medium")
 FLOW_BACKENDS.register("dis-ultrafast", "streameval.perception.flow:dis_ultrafast")
 FLOW_BACKENDS.register("raft", "streameval.perception.raft_flow:raft")
 FLOW_BACKENDS.register("raft-small", "streameval.perception.raft_flow:raft_small")
+FLOW_BACKENDS.register("sea-raft", "streameval.perception.sea_raft_flow:sea_raft")
 
 
 def dis_fast() -> DisFlow:
@@ -84,7 +86,7 @@ def dis_ultrafast() -> DisFlow:
 
 
 def create_flow_backend(spec: str) -> FlowBackend:
-    """``name`` or ``name:WEIGHTS`` (``raft:/models/raft_large.pth``);
+    """``name`` or ``name:WEIGHTS`` (``raft:/models/raft_large.pth``, ``sea-raft:/src/SEA-RAFT``);
     network backends raise BackendUnavailableError naming what is missing."""
     name, kwargs = split_spec(spec)
     if kwargs and name.startswith("dis-"):
