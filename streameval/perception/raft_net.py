@@ -90,6 +90,25 @@ RAFT_SMALL = RaftConfig(
     mask_hidden=None,
 )
 
+# 64 thousand parameters in the same layout: what the tests and bench/flow_backends.py run
+# with random weights on the CPU to exercise the loading and calling path. Not a flow network.
+RAFT_TINY = RaftConfig(
+    feature_layers=(8, 8, 12, 16, 24),
+    feature_block="residual",
+    feature_norm="instance",
+    context_layers=(8, 8, 12, 16, 24),
+    context_block="residual",
+    context_norm="batch",
+    corr_radius=1,
+    motion_corr_layers=(16, 12),
+    motion_flow_layers=(8, 8),
+    motion_out=16,
+    hidden=12,
+    gru_kernels=((1, 3), (3, 1)),
+    flow_head_hidden=16,
+    mask_hidden=16,
+)
+
 
 def variant_name(config: RaftConfig) -> str:
     """``raft-large``, ``raft-small`` or ``raft-custom`` (any other size, e.g. a test net)."""

@@ -33,22 +33,7 @@ from tests.pipeline.helpers import run, textured, world_source
 torch = pytest.importorskip("torch")
 raft_net = pytest.importorskip("streameval.perception.raft_net")
 
-TINY = raft_net.RaftConfig(
-    feature_layers=(8, 8, 12, 16, 24),
-    feature_block="residual",
-    feature_norm="instance",
-    context_layers=(8, 8, 12, 16, 24),
-    context_block="residual",
-    context_norm="batch",
-    corr_radius=1,
-    motion_corr_layers=(16, 12),
-    motion_flow_layers=(8, 8),
-    motion_out=16,
-    hidden=12,
-    gru_kernels=((1, 3), (3, 1)),
-    flow_head_hidden=16,
-    mask_hidden=16,
-)
+TINY = raft_net.RAFT_TINY
 
 
 @pytest.fixture(scope="module")
