@@ -129,7 +129,7 @@ class RaftFlow:
         self.provenance = {
             "weights": file_digest(path),
             "device": self.device,
-            "updates": str(self.updates),
+            "iterations": str(self.updates),
         }
 
     def _prepare(self, frames: Sequence[RGB]) -> Any:

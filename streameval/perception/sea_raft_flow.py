@@ -208,7 +208,7 @@ class SeaRaftFlow:
             "weights": file_digest(weights_file),
             "config": cfg.name,
             "device": self.device,
-            "iters": str(self.iters),
+            "iterations": str(self.iters),
             "scale": str(self.scale),
         }
 

@@ -36,6 +36,15 @@ raft_net = pytest.importorskip("streameval.perception.raft_net")
 TINY = raft_net.RAFT_TINY
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Any:
+    """torch's second worker spins against the other jobs of a 2-core machine (4× slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def tiny_weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny RAFT's state dict saved as torchvision saves its checkpoints. BatchNorm running
@@ -92,9 +101,10 @@ def test_tiny_raft_runs_with_the_flow_contract(tiny_weights: Path) -> None:
     assert np.isfinite(flow).all() and flow.flags.c_contiguous
     assert np.abs(flow).max() > 0  # a random network still answers something
     prov = flow_provenance(backend)
-    assert prov["flow"] == "raft-custom" and prov["flow_device"] == "cpu"
+    assert prov["flow"] == "raft-custom"
+    assert prov["flow_device"] == ("cuda" if torch.cuda.is_available() else "cpu")
     assert prov["flow_weights"].startswith("raft_tiny.pth sha256:")
-    assert prov["flow_updates"] == "12"
+    assert prov["flow_iterations"] == "12"
     with pytest.raises(ValueError, match="RGB uint8"):
         backend(a[..., 0], b[..., 0])
     with pytest.raises(ValueError, match="needs both sides"):
@@ -168,6 +178,22 @@ def test_tiny_raft_in_the_pipeline_records_backend_and_weights(
     assert not np.allclose(raft_cache.sx, dis_cache.sx)  # the network's signals, not DIS's
 
 
+def test_replay_command_with_flow_raft_file(tiny_weights: Path, tmp_path: Path) -> None:
+    """``--flow raft:FILE`` through the command line at the full 640×432 analysis size (a
+    six-frame rollout: four flow pairs)."""
+    from streameval.cli import main
+    from tests.replay.replay_synth import make_rollout_dir
+
+    rollout = make_rollout_dir(tmp_path / "rollout", ["A"] * 6, size=(64, 48))
+    out = tmp_path / "out"
+    args = ["replay", str(rollout), "--out", str(out), "--no-tui", "--cuts", "scenedetect-adaptive"]
+    assert main([*args, "--flow", f"raft:{tiny_weights}"]) == 0
+    doc = json.loads(next(out.rglob("scores.json")).read_text())
+    assert doc["frames"] == 6 and doc["provenance"]["backends"]["flow"] == "raft-custom"
+    cache = EpisodeCache.load(next(out.rglob("cache")))
+    assert len(cache.sx) == 4 and np.isfinite(cache.sx).all()
+
+
 def test_missing_weights_name_the_file_and_where_to_get_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -238,6 +264,7 @@ def test_real_raft_large_measures_a_known_shift() -> None:
             "ff5fadd5.pth in the torch hub cache or name it in RAFT_WEIGHTS)"
         )
     backend: Any = create_flow_backend(f"raft:{weights}")
+    assert backend.name == "raft-large"
     big = textured(3, 432, 660)
     flow = backend(big[:, 10:650], big[:, 6:646])  # content moves 4 px to the right
     assert abs(float(np.median(flow[..., 0])) - 4.0) < 0.2

@@ -101,6 +101,7 @@ def test_real_sea_raft_measures_a_known_shift_in_analysis_pixels() -> None:
     assert abs(float(np.median(flow[..., 1]))) < 0.3
     prov = flow_provenance(backend)
     assert prov["flow"].startswith("sea-raft") and "sha256:" in prov["flow_weights"]
+    assert prov["flow_iterations"] == "4" and prov["flow_scale"] == "-1"  # Spring-M
 
 
 def test_real_sea_raft_in_the_pipeline(tmp_path: Path) -> None:
