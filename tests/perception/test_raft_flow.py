@@ -111,6 +111,19 @@ def test_tiny_raft_runs_with_the_flow_contract(tiny_weights: Path) -> None:
         backend(a[:120], b[:120])  # torchvision's min_size: 128
 
 
+def test_raft_small_layout_runs_from_its_file(tmp_path: Path) -> None:
+    """raft_small's other blocks (bottleneck encoders, a context encoder without norm, one
+    3×3 GRU, bilinear upsampling) load from a file of its shapes and answer the contract."""
+    torch.manual_seed(2)
+    path = tmp_path / "raft_small_C_T_V2-01064c6d.pth"
+    torch.save(raft_net.RAFT(raft_net.RAFT_SMALL).state_dict(), path)
+    backend: Any = create_flow_backend(f"raft-small:{path}")
+    assert backend.name == "raft-small" and backend._net.mask_predictor is None
+    a = textured(4, 128, 136)
+    flow = backend(a, np.roll(a, 2, axis=0))
+    assert flow.shape == (128, 136, 2) and flow.dtype == np.float32 and np.isfinite(flow).all()
+
+
 def test_tiny_raft_is_deterministic_and_batches_like_single_pairs(tiny_weights: Path) -> None:
     one = create_flow_backend(f"raft:{tiny_weights}")
     two = create_flow_backend(f"raft:{tiny_weights}")
