@@ -116,7 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--no-tui", action="store_true", help="plain progress lines instead of the dashboard"
         )
-        p.add_argument("--flow", default="dis-fast", help="flow backend (default: dis-fast)")
+        p.add_argument(
+            "--flow",
+            default="dis-fast",
+            help="optical flow: dis-fast (default, CPU), dis-medium, dis-ultrafast, "
+            "raft[:WEIGHTS.pth] / raft-small[:WEIGHTS.pth] (torchvision's RAFT weights, default "
+            "file from the torch hub cache) or sea-raft:CHECKOUT_DIR (the reference's SEA-RAFT "
+            "from a local checkout and its Spring-M weights); CUDA when available",
+        )
         p.add_argument(
             "--embedding",
             default="cpu-colorhist-rbf",

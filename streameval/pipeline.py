@@ -44,7 +44,7 @@ from streameval.metrics.quality import one_fps_frames
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
-from streameval.perception.flow import FlowBackend, create_flow_backend
+from streameval.perception.flow import FlowBackend, create_flow_backend, flow_provenance
 from streameval.perception.memory import (
     MemoryPerception,
     create_episode_cut_detector,
@@ -67,7 +67,8 @@ from streameval.worldatlas_track import WorldAtlasTrack, trajectory_of
 class PipelineConfig:
     """How an episode is perceived and reported."""
 
-    flow: str = "dis-fast"  # flow backend name (registry: streameval.perception.flow)
+    # flow backend (registry: streameval.perception.flow): dis-fast, raft[:FILE], sea-raft:DIR
+    flow: str = "dis-fast"
     queue_size: int = 32  # frames between reader and perceiver
     provisional_every_s: float = 0.5  # wall seconds between provisional score updates
     analysis_width: int = ANALYSIS_WIDTH
@@ -248,7 +249,7 @@ class _Episode:
                 "height": info.height,
                 "analysis_width": self.config.analysis_width,
                 "analysis_height": self.config.analysis_height,
-                "backends": {"flow": flow.name},
+                "backends": flow_provenance(flow),
             }
         )
         split = _equal_split_keys(info)

@@ -98,8 +98,8 @@ def test_unknown_defect_and_backend_are_bad_input(
 ) -> None:
     assert main(["demo", "--no-tui", "--out", str(tmp_path), "--defect", "frozen"]) == 2
     assert "did you mean 'freeze'" in capsys.readouterr().err
-    assert main(["demo", "--no-tui", "--out", str(tmp_path), "--flow", "raft"]) == 2
-    assert "unknown flow backend 'raft'" in capsys.readouterr().err
+    assert main(["demo", "--no-tui", "--out", str(tmp_path), "--flow", "farneback"]) == 2
+    assert "unknown flow backend 'farneback'" in capsys.readouterr().err
 
 
 class TinyModel:

@@ -9,6 +9,25 @@ import numpy.typing as npt
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH
 
 Gray = npt.NDArray[np.uint8]
+RGB = npt.NDArray[np.uint8]
+
+
+def to_analysis_rgb(
+    image: npt.NDArray[np.uint8], width: int = ANALYSIS_WIDTH, height: int = ANALYSIS_HEIGHT
+) -> RGB:
+    """RGB frame of any size -> the colour analysis frame (bilinear, as the reference): what a
+    colour-input flow network (RAFT, SEA-RAFT) is given."""
+    h, w = image.shape[:2]
+    if (w, h) != (width, height):
+        image = np.asarray(
+            cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.uint8
+        )
+    return np.ascontiguousarray(image, dtype=np.uint8)
+
+
+def rgb_to_gray(rgb: RGB) -> Gray:
+    """The grey of a colour analysis frame (what DIS is given)."""
+    return np.ascontiguousarray(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), dtype=np.uint8)
 
 
 def to_analysis_gray(
@@ -21,9 +40,4 @@ def to_analysis_gray(
     the grey of that frame (SPEC §9). Resizing grey with area interpolation instead moved
     Sx/Srad by up to 30 % of their peak on real rollouts.
     """
-    h, w = image.shape[:2]
-    if (w, h) != (width, height):
-        image = np.asarray(
-            cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.uint8
-        )
-    return np.ascontiguousarray(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), dtype=np.uint8)
+    return rgb_to_gray(to_analysis_rgb(image, width, height))

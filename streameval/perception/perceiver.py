@@ -18,9 +18,9 @@ from streameval.events import FrameEvent
 from streameval.fits.motion_type import FitSample
 from streameval.metrics.imaging import detail_stride, frame_statistics
 from streameval.metrics.quality import is_one_fps_frame
-from streameval.perception.analysis import Gray, to_analysis_gray
+from streameval.perception.analysis import Gray, rgb_to_gray, to_analysis_rgb
 from streameval.perception.depth import DepthBackend
-from streameval.perception.flow import FlowBackend
+from streameval.perception.flow import FlowBackend, flow_input
 from streameval.perception.memory import MemoryPerception
 from streameval.perception.motion_type import sample_fit
 from streameval.perception.signals import flow_signals
@@ -79,7 +79,7 @@ class Perceiver:
     imaging: bool = True  # CPU imaging statistics (metrics.imaging)
     keep_quality_frames: bool = True  # the 1-fps frames, so quality needs no video later
     _estimated: set[int] = field(default_factory=set)  # fit frames with network depth
-    _recent: dict[int, Gray] = field(default_factory=dict)
+    _recent: dict[int, Gray] = field(default_factory=dict)  # grey, or RGB for an RGB backend
     _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _next_signal: int = 0
     _last_index: int = -1
@@ -91,8 +91,10 @@ class Perceiver:
             raise FrameRejectedError(f"frame {i}: out of order (after frame {self._last_index})")
         image = check_image(event.image, f"frame {i}")
         self._last_index = i
-        gray = to_analysis_gray(image, self.width, self.height)
-        self._recent[i] = gray
+        rgb = to_analysis_rgb(image, self.width, self.height)
+        gray = rgb_to_gray(rgb)
+        flow_frame = rgb if flow_input(self.flow) == "rgb" else gray
+        self._recent[i] = flow_frame
         if i in self.fit_frames:
             if event.depth is not None:
                 self._depth[i] = np.asarray(event.depth, dtype=np.float32)
@@ -117,7 +119,7 @@ class Perceiver:
                 sx.append(math.nan)
                 srad.append(math.nan)
             else:
-                flow = self.flow(prev, gray)
+                flow = self.flow(prev, flow_frame)
                 if self._scratch is None or self._scratch.shape != flow.shape:
                     self._scratch = np.empty_like(flow)
                 s_x, s_rad = flow_signals(flow, self._scratch)
