@@ -19,6 +19,7 @@ from streameval.jobs import EpisodeJob
 from streameval.layout import episode_dir
 from streameval.observers import EpisodeObserver
 from streameval.protocol.wire import IMAGE_ENCODINGS
+from streameval.transports.mqtt_url import connect_problem
 from streameval.transports.urls import AttachOptions, open_network_source
 
 LOOPBACK = "127.0.0.1"
@@ -113,14 +114,20 @@ def run_dashboard_mqtt(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             return 0
         except Exception as exc:
-            if type(exc).__name__ == "MqttError":
-                raise BadInputError(args.mqtt, f"cannot connect to the broker: {exc}") from None
+            if _is_mqtt_error(exc):
+                raise BadInputError(args.mqtt, connect_problem(exc)) from None
             raise
         return 0
     from streameval.tui.remote import RemoteDashboardApp
 
     RemoteDashboardApp(args.mqtt).run()
     return 0
+
+
+def _is_mqtt_error(exc: BaseException) -> bool:
+    """aiomqtt's errors and their subclasses (a refused CONNACK is ``MqttConnectError``),
+    without importing aiomqtt for the WebRTC server."""
+    return any(t.__name__ == "MqttError" for t in type(exc).__mro__)
 
 
 def network_episodes(
@@ -213,9 +220,10 @@ def run_serve(args: argparse.Namespace) -> int:
         if args.webrtc:
             asyncio.run(_serve_webrtc(args, name, fps, width, height))
         else:
+            from streameval.errors import redact_url
             from streameval.transports.mqtt_serve import serve_mqtt
 
-            print(f"serving {name} on {args.mqtt}", file=sys.stderr)
+            print(f"serving {name} on {redact_url(args.mqtt)}", file=sys.stderr)
             asyncio.run(
                 serve_mqtt(
                     model,
@@ -232,8 +240,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise BadInputError(args.webrtc or args.mqtt, f"cannot serve: {exc}") from None
     except Exception as exc:
-        if type(exc).__name__ == "MqttError":
-            raise BadInputError(args.mqtt, f"cannot connect to the broker: {exc}") from None
+        if _is_mqtt_error(exc):
+            raise BadInputError(args.mqtt, connect_problem(exc)) from None
         raise
     return 0
 

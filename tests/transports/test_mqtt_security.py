@@ -1,0 +1,193 @@
+"""MQTT security over a real mosquitto: a TLS listener signed by a test CA and a password
+file. A procedural world is served and attached over ``mqtts://USER:PASS@…`` and scored;
+a wrong password and an untrusted certificate each end every command with one line naming
+the URL (password redacted) and exit 2; the password is in no output and no results file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from streameval.cli import main
+from streameval.transports.mqtt_url import parse_mqtt_url
+from tests.transports.conftest import Broker
+from tests.transports.tls_broker import PASSWORD, USER, Pki, make_pki, start_tls_broker
+
+WORLD = "python:streameval.worlds.procedural_world:ProceduralWorld"
+
+
+@dataclass
+class Secure:
+    broker: Broker
+    pki: Pki
+
+    def base(self, password: str = PASSWORD) -> str:
+        return f"mqtts://{USER}:{password}@127.0.0.1:{self.broker.port}"
+
+    def url(self, session: str, password: str = PASSWORD, query: str | None = None) -> str:
+        return f"{self.base(password)}/{session}?{query or f'cafile={self.pki.ca}'}"
+
+
+def _need_mosquitto() -> None:
+    missing = [t for t in ("mosquitto", "mosquitto_passwd") if not _which(t)]
+    if missing:
+        if os.environ.get("STREAMEVAL_REQUIRE_BROKER"):
+            pytest.fail(f"{', '.join(missing)} not installed (apt-get install -y mosquitto)")
+        pytest.skip(f"{', '.join(missing)} not installed (.ci/run installs mosquitto)")
+
+
+def _which(tool: str) -> bool:
+    return bool(shutil.which(tool) or Path(f"/usr/sbin/{tool}").exists())
+
+
+@pytest.fixture
+def secure(tmp_path: Path) -> Iterator[Secure]:
+    _need_mosquitto()
+    pki = make_pki(tmp_path / "pki")
+    broker = start_tls_broker(tmp_path / "pki", pki)
+    try:
+        yield Secure(broker, pki)
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def untrusted(tmp_path: Path) -> Iterator[Secure]:
+    """A broker whose certificate is signed by a CA that no client here trusts."""
+    _need_mosquitto()
+    pki = make_pki(tmp_path / "pki")
+    broker = start_tls_broker(tmp_path / "pki", pki, untrusted=True)
+    try:
+        yield Secure(broker, pki)
+    finally:
+        broker.stop()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> bytes:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err or b""
+
+
+def _files_text(folder: Path) -> str:
+    """Every text file the run wrote (scores.json, results.jsonl, recording metadata)."""
+    texts = []
+    for path in folder.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".jsonl", ".txt", ".html", ".csv"):
+            texts.append(path.read_text(errors="replace"))
+    return "\n".join(texts)
+
+
+def test_served_world_is_attached_over_tls_with_a_password_and_scored(
+    secure: Secure, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    url = secure.url("secure")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streameval", "serve", WORLD, "--mqtt", url],
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    # the live scores go over TLS too, and a remote dashboard reads them back
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "streameval", "dashboard", "--mqtt", url, "--no-tui"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        time.sleep(2.0)  # both connected (a second CPU shares the two imports)
+        assert server.poll() is None and watcher.poll() is None
+        out = tmp_path / "out"
+        args = ["attach", url, "--out", str(out), "--actions", "8", "--seconds-per-key", "1"]
+        status = main([*args, "--no-tui", "--publish-mqtt", url, "--cuts", "scenedetect-adaptive"])
+        assert status == 0
+        (scores_path,) = out.glob("*/008_AD/scores.json")
+        scores = json.loads(scores_path.read_text())
+        assert scores["complete"] is True and scores["frames"] == 32
+        assert scores["interactivity"]["transport"] == "mqtt"
+        assert any(m["normalized"] is not None for m in scores["metrics"].values())
+        time.sleep(1.0)
+    finally:
+        served_err = _stop(server).decode()
+        watcher.send_signal(signal.SIGINT)
+        watched, watch_err = watcher.communicate(timeout=10)
+    assert "final (complete, 32 frames)" in watched.decode(), watch_err.decode()
+    ours = capfd.readouterr()
+    # redacted where the URL is named, absent everywhere
+    assert f"mqtts://{USER}@127.0.0.1:{secure.broker.port}/secure" in served_err
+    for text in (ours.out, ours.err, served_err, watched.decode(), watch_err.decode()):
+        assert PASSWORD not in text
+    written = _files_text(out)
+    assert "mqtts://evaluator@127.0.0.1" in written  # the source is named, without password
+    assert PASSWORD not in written
+
+
+def _one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str], *expected: str) -> str:
+    assert main(argv) == 2, argv
+    err = capsys.readouterr().err.strip()
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, err
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+def test_wrong_password_is_one_clear_line_and_exit_2(
+    secure: Secure, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong = "not-the-password"
+    url = secure.url("secure", password=wrong)
+    shown = f"mqtts://{USER}@127.0.0.1:{secure.broker.port}"
+    refused = "refused the user name or password"
+    out = str(tmp_path / "out")
+    commands = [
+        ["attach", url, "--out", out, "--actions", "8", "--seconds-per-key", "1", "--no-tui"],
+        ["serve", WORLD, "--mqtt", url],
+        ["dashboard", "--mqtt", url, "--no-tui"],
+        ["pool", "status", f"{secure.base(wrong)}?cafile={secure.pki.ca}"],
+        ["pool", "offer", f"{secure.base(wrong)}?cafile={secure.pki.ca}", "s1"],
+    ]
+    for argv in commands:
+        line = _one_line_exit_2(argv, capsys, shown, refused)
+        assert wrong not in line
+
+
+def test_untrusted_certificate_is_one_clear_line_and_exit_2(
+    untrusted: Secure, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(tmp_path / "out")
+    not_trusted = "TLS certificate is not trusted"
+    # trusting our CA (not the broker's), and trusting only the system's CAs
+    for query in (f"cafile={untrusted.pki.ca}", None):
+        url = untrusted.url("secure", query=query) if query else f"{untrusted.base()}/secure"
+        attach = ["attach", url, "--out", out, "--actions", "8", "--seconds-per-key", "1"]
+        _one_line_exit_2([*attach, "--no-tui"], capsys, not_trusted, "127.0.0.1")
+    _one_line_exit_2(["pool", "status", f"{untrusted.base()}"], capsys, not_trusted)
+    # verification is skipped only when the URL asks for it
+    assert main(["pool", "status", f"{untrusted.base()}?insecure=1"]) == 0
+
+
+def test_client_certificate_and_pool_session_urls_keep_the_options(secure: Secure) -> None:
+    pki = secure.pki
+    broker = f"{secure.base()}?cafile={pki.ca}&cert={pki.client_cert}&key={pki.client_key}"
+    assert main(["pool", "status", broker]) == 0
+    target = parse_mqtt_url(parse_mqtt_url(broker, session_required=False).session_url("s1"))
+    assert (target.session, target.password, target.cafile) == ("s1", PASSWORD, str(pki.ca))
+    assert (target.certfile, target.keyfile) == (str(pki.client_cert), str(pki.client_key))
+    assert PASSWORD not in target.display
