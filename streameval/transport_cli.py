@@ -110,7 +110,15 @@ def run_dashboard_mqtt(args: argparse.Namespace) -> int:
         from streameval.transports.remote_watch import format_update, watch_scores
 
         try:
-            asyncio.run(watch_scores(args.mqtt, lambda s, u: print(format_update(s, u))))
+            from streameval.errors import redact_url
+
+            def subscribed() -> None:
+                print(f"watching {redact_url(args.mqtt)}", file=sys.stderr, flush=True)
+
+            def show(session: str, update: Any) -> None:
+                print(format_update(session, update), flush=True)
+
+            asyncio.run(watch_scores(args.mqtt, show, subscribed))
         except KeyboardInterrupt:
             return 0
         except Exception as exc:
@@ -220,21 +228,7 @@ def run_serve(args: argparse.Namespace) -> int:
         if args.webrtc:
             asyncio.run(_serve_webrtc(args, name, fps, width, height))
         else:
-            from streameval.errors import redact_url
-            from streameval.transports.mqtt_serve import serve_mqtt
-
-            print(f"serving {name} on {redact_url(args.mqtt)}", file=sys.stderr)
-            asyncio.run(
-                serve_mqtt(
-                    model,
-                    args.mqtt,
-                    name=name,
-                    fps=fps,
-                    width=width,
-                    height=height,
-                    encoding=args.encoding,
-                )
-            )
+            asyncio.run(_serve_mqtt(args, model, name, fps, width, height))
     except KeyboardInterrupt:
         return 0
     except OSError as exc:
@@ -244,6 +238,30 @@ def run_serve(args: argparse.Namespace) -> int:
             raise BadInputError(args.mqtt, connect_problem(exc)) from None
         raise
     return 0
+
+
+async def _serve_mqtt(
+    args: argparse.Namespace, model: Any, name: str, fps: float, w: int, h: int
+) -> None:
+    """Serve until interrupted; "serving … on URL" is printed once the broker has taken the
+    connection (a script may start evaluators on that line), never for a refused one."""
+    from streameval.errors import redact_url
+    from streameval.transports.mqtt_serve import serve_mqtt
+
+    ready = asyncio.Event()
+    serving = asyncio.create_task(
+        serve_mqtt(
+            model, args.mqtt, name=name, fps=fps, width=w, height=h,
+            encoding=args.encoding, ready=ready,
+        )
+    )  # fmt: skip
+    announced = asyncio.create_task(ready.wait())
+    await asyncio.wait([serving, announced], return_when=asyncio.FIRST_COMPLETED)
+    if ready.is_set():
+        print(f"serving {name} on {redact_url(args.mqtt)}", file=sys.stderr, flush=True)
+    else:
+        announced.cancel()
+    await serving
 
 
 async def _serve_webrtc(args: argparse.Namespace, name: str, fps: float, w: int, h: int) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -84,6 +86,23 @@ def _stop(proc: subprocess.Popen[bytes]) -> bytes:
     return err or b""
 
 
+def _lines_until(stream: IO[bytes], marker: str, timeout_s: float) -> list[str]:
+    """Lines of a child's output up to the one holding ``marker`` (or the deadline)."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        line = stream.readline().decode()
+        if not line:
+            break
+        lines.append(line)
+        if marker in line:
+            break
+    return lines
+
+
 def _files_text(folder: Path) -> str:
     """Every text file the run wrote (scores.json, results.jsonl, recording metadata)."""
     texts = []
@@ -109,10 +128,15 @@ def test_served_world_is_attached_over_tls_with_a_password_and_scored(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
+        bufsize=0,  # unbuffered pipes: select() sees every line readline has not taken
     )
     try:
-        time.sleep(2.0)  # both connected (a second CPU shares the two imports)
-        assert server.poll() is None and watcher.poll() is None
+        # each says so once the broker took its connection (TLS and password accepted)
+        assert server.stderr is not None and watcher.stderr is not None
+        served_line = server.stderr.readline().decode()
+        assert served_line.startswith("serving"), served_line
+        watching = watcher.stderr.readline().decode()
+        assert watching.startswith("watching"), watching
         out = tmp_path / "out"
         args = ["attach", url, "--out", str(out), "--actions", "8", "--seconds-per-key", "1"]
         status = main([*args, "--no-tui", "--publish-mqtt", url, "--cuts", "scenedetect-adaptive"])
@@ -122,12 +146,15 @@ def test_served_world_is_attached_over_tls_with_a_password_and_scored(
         assert scores["complete"] is True and scores["frames"] == 32
         assert scores["interactivity"]["transport"] == "mqtt"
         assert any(m["normalized"] is not None for m in scores["metrics"].values())
-        time.sleep(1.0)
+        assert watcher.stdout is not None
+        watched_lines = _lines_until(watcher.stdout, "final (", timeout_s=30.0)
     finally:
-        served_err = _stop(server).decode()
+        served_err = served_line + _stop(server).decode()
         watcher.send_signal(signal.SIGINT)
-        watched, watch_err = watcher.communicate(timeout=10)
+        rest, watch_err = watcher.communicate(timeout=10)
+    watched = "".join(watched_lines).encode() + rest
     assert "final (complete, 32 frames)" in watched.decode(), watch_err.decode()
+    watch_err = watching.encode() + watch_err
     ours = capfd.readouterr()
     # redacted where the URL is named, absent everywhere
     assert f"mqtts://{USER}@127.0.0.1:{secure.broker.port}/secure" in served_err
