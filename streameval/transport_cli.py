@@ -126,8 +126,15 @@ def run_dashboard_mqtt(args: argparse.Namespace) -> int:
                 raise BadInputError(args.mqtt, connect_problem(exc)) from None
             raise
         return 0
+    from streameval.transports.remote_watch import check_broker
     from streameval.tui.remote import RemoteDashboardApp
 
+    try:
+        asyncio.run(check_broker(args.mqtt))
+    except Exception as exc:
+        if _is_mqtt_error(exc):
+            raise BadInputError(args.mqtt, connect_problem(exc)) from None
+        raise
     RemoteDashboardApp(args.mqtt).run()
     return 0
 

@@ -41,6 +41,16 @@ async def watch_scores(
                 on_update(session, update)
 
 
+async def check_broker(url: str) -> None:
+    """Connect and leave: the live screen shows a refused password or an untrusted
+    certificate as one line and exit 2 before it opens, not as a screen that stays empty."""
+    import aiomqtt
+
+    target = parse_mqtt_url(url, session_required=False)
+    async with aiomqtt.Client(**client_kwargs(target)):  # type: ignore[arg-type]
+        pass
+
+
 def format_update(session: str, update: ScoresUpdate) -> str:
     """One line for ``dashboard --mqtt --no-tui``."""
     if update.error:

@@ -5,6 +5,7 @@ the URL (password redacted) and exit 2; the password is in no output and no resu
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -18,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import aiomqtt
 import pytest
 
 from streameval.cli import main
 from streameval.transports.mqtt_url import parse_mqtt_url
+from streameval.transports.remote_watch import check_broker
 from tests.transports.conftest import Broker
 from tests.transports.tls_broker import PASSWORD, USER, Pki, make_pki, start_tls_broker
 
@@ -189,10 +192,15 @@ def test_wrong_password_is_one_clear_line_and_exit_2(
         ["dashboard", "--mqtt", url, "--no-tui"],
         ["pool", "status", f"{secure.base(wrong)}?cafile={secure.pki.ca}"],
         ["pool", "offer", f"{secure.base(wrong)}?cafile={secure.pki.ca}", "s1"],
+        ["pool", "evaluate", f"{secure.base(wrong)}?cafile={secure.pki.ca}", "--out", out],
     ]
     for argv in commands:
         line = _one_line_exit_2(argv, capsys, shown, refused)
         assert wrong not in line
+    # the live screen checks the broker before it opens (a terminal is needed to open it)
+    with pytest.raises(aiomqtt.MqttError, match="Not authorized"):
+        asyncio.run(check_broker(url))
+    asyncio.run(check_broker(secure.url("secure")))
 
 
 def test_untrusted_certificate_is_one_clear_line_and_exit_2(
