@@ -226,3 +226,28 @@ def test_client_certificate_and_pool_session_urls_keep_the_options(secure: Secur
     assert (target.session, target.password, target.cafile) == ("s1", PASSWORD, str(pki.ca))
     assert (target.certfile, target.keyfile) == (str(pki.client_cert), str(pki.client_key))
     assert PASSWORD not in target.display
+
+
+def test_url_options_are_checked_and_the_password_can_come_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streameval.errors import BadInputError
+    from streameval.transports.mqtt_url import PASSWORD_ENV
+
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not read before a connection")
+    monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
+    target = parse_mqtt_url(f"mqtts://{USER}@h:8883/s?cafile={ca}")
+    assert (target.username, target.password, target.cafile) == (USER, PASSWORD, str(ca))
+    assert not target.insecure
+    bad = {
+        f"mqtts://u:{PASSWORD}@h/s?cafle={ca}": "unknown option 'cafle'",
+        f"mqtt://u:{PASSWORD}@h/s?cafile={ca}": "needs TLS",
+        f"mqtts://u:{PASSWORD}@h/s?cafile={tmp_path / 'none.pem'}": "no such file",
+        f"mqtts://u:{PASSWORD}@h/s?key={ca}": "key= without cert=",
+        f"mqtts://u:{PASSWORD}@h/s?insecure=maybe": "use 1 or 0",
+    }
+    for url, problem in bad.items():
+        with pytest.raises(BadInputError, match=problem) as caught:
+            parse_mqtt_url(url)
+        assert PASSWORD not in str(caught.value)
