@@ -1,10 +1,13 @@
 """Latency and decode cost of the network transports (issue 11).
 
 Prints, on loopback with a model that costs nothing (a fixed 640×432 frame):
-  - key-to-frame latency added by streameval itself: from the evaluator's ``step`` (the key
-    for frame i) to frame i handed to the pipeline, through a real mosquitto broker (MQTT) and
-    through two aiortc peers (WebRTC lossless); both ends are streameval (host + evaluator),
-    so this is everything it adds besides the model (target: median ≤ 5 ms);
+  - key-to-frame latency: from the evaluator's ``step`` (the key for frame i) to frame i
+    handed to the pipeline, through a real mosquitto broker (MQTT) and through two aiortc
+    peers (WebRTC lossless); both ends are streameval (host + evaluator). For MQTT the same
+    round trip with plain aiomqtt clients (no streameval code, same broker, same payload size)
+    is measured in alternating blocks of the same run: the difference of the medians is what
+    streameval adds (target: ≤ 5 ms), the rest is the broker, paho/aiomqtt and the kernel,
+    which on a loaded machine dominate;
   - decode cost per 640×432 frame of each transport's payload: raw msgpack (MQTT, lossless
     WebRTC), PNG, JPEG (MJPEG), VP8 (public WebRTC video track, PyAV/libvpx + RGB convert).
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import socket
 import statistics
@@ -39,6 +43,8 @@ from streameval.transports.webrtc import WebRTCSource
 from streameval.transports.webrtc_serve import WebRTCServer
 
 W, H, FPS = 640, 432, 16.0
+BLOCKS = 4
+WEBRTC_FRAMES = 40
 
 
 class FixedFrame:
@@ -76,29 +82,71 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def mqtt_latency(frames: int) -> list[float] | None:
+async def bare_round_trips(port: int, frames: int, size: int) -> list[float]:
+    """The floor no MQTT evaluator goes under: the same round trip with no streameval code
+    (plain aiomqtt clients in this loop, the same broker, a key of a few bytes out at QoS 1,
+    a payload of the raw frame's size back at QoS 0)."""
+    import aiomqtt
+
+    payload = np.random.default_rng(2).integers(0, 255, size, dtype=np.uint8).tobytes()
+    common = {"hostname": "127.0.0.1", "port": port, "max_queued_incoming_messages": 1024}
+    out: list[float] = []
+    async with aiomqtt.Client(**common) as server, aiomqtt.Client(**common) as evaluator:  # type: ignore[arg-type]
+        await server.subscribe("bare/keys", qos=1)
+        await evaluator.subscribe("bare/frames", qos=0)
+
+        async def answer() -> None:
+            async for _ in server.messages:
+                await server.publish("bare/frames", payload, qos=0)
+
+        answering = asyncio.create_task(answer())
+        frames_in = evaluator.messages.__aiter__()
+        for i in range(frames):
+            t = time.perf_counter()
+            await evaluator.publish("bare/keys", b"step %d" % i, qos=1)
+            await frames_in.__anext__()
+            out.append(time.perf_counter() - t)
+        answering.cancel()
+        await asyncio.gather(answering, return_exceptions=True)
+    return out[3:]  # connection warm-up
+
+
+async def streameval_round_trips(port: int, frames: int) -> list[float]:
+    url = f"mqtt://127.0.0.1:{port}/bench"
+    ready = asyncio.Event()
+    server = asyncio.create_task(
+        serve_mqtt(FixedFrame(), url, name="fixed", fps=FPS, width=W, height=H, ready=ready)
+    )
+    await ready.wait()
+    try:
+        live = LiveConfig(clock="video", seconds_per_key=frames / FPS)
+        source = MqttSource(url, ("W",), episode="bench", suite="bench", config=live)
+        return (await _latencies(source))[3:]
+    finally:
+        server.cancel()
+        await asyncio.gather(server, return_exceptions=True)
+
+
+async def mqtt_latency(frames: int) -> tuple[list[float], list[float]] | None:
+    """(streameval, bare) round trips through one mosquitto, in alternating blocks so both
+    see the same machine load: bare, streameval, bare, streameval…"""
     exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
     if not Path(exe).exists():
         return None
     port = _free_port()
+    size = len(encode(Frame(index=0, key="W", image=FixedFrame().image)))
+    ours: list[float] = []
+    bare: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         conf = Path(tmp) / "m.conf"
         conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\n")
         broker = subprocess.Popen([exe, "-c", str(conf)], stderr=subprocess.DEVNULL)
         try:
             await asyncio.sleep(0.5)
-            url = f"mqtt://127.0.0.1:{port}/bench"
-            ready = asyncio.Event()
-            server = asyncio.create_task(
-                serve_mqtt(FixedFrame(), url, name="fixed", fps=FPS, width=W, height=H, ready=ready)
-            )
-            await ready.wait()
-            live = LiveConfig(clock="video", seconds_per_key=frames / FPS)
-            source = MqttSource(url, ("W",), episode="bench", suite="bench", config=live)
-            result = await _latencies(source)
-            server.cancel()
-            await asyncio.gather(server, return_exceptions=True)
-            return result
+            for _ in range(BLOCKS):
+                bare += await bare_round_trips(port, frames // BLOCKS, size)
+                ours += await streameval_round_trips(port, frames // BLOCKS)
+            return ours, bare
         finally:
             broker.terminate()
             broker.wait()
@@ -154,6 +202,28 @@ def _vp8_decode_ms(image: np.ndarray, n: int = 50) -> float:
     return 1000 * (time.perf_counter() - t) / max(1, count)
 
 
+async def _thread_hop_ms(n: int = 200) -> float:
+    """``asyncio.to_thread`` of a step that costs nothing: the host's hop off the loop."""
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await asyncio.to_thread(lambda: None)
+        times.append(1000 * (time.perf_counter() - t))
+    return statistics.median(times)
+
+
+def own_work_ms() -> dict[str, float]:
+    """What streameval itself does per frame on the MQTT path besides waiting on sockets:
+    the host's step off the event loop, encoding the frame, decoding it."""
+    frame = Frame(index=0, key="W", image=FixedFrame().image)
+    payload = encode(frame)
+    return {
+        "model step off the loop (to_thread)": asyncio.run(_thread_hop_ms()),
+        "encode raw frame (server)": _per_call_ms(lambda: encode(frame)),
+        "decode raw frame (evaluator)": _per_call_ms(lambda: decode(payload)),
+    }
+
+
 def decode_costs() -> dict[str, float]:
     import cv2
 
@@ -170,15 +240,24 @@ def decode_costs() -> dict[str, float]:
     }
 
 
-def _summary(name: str, lat: list[float] | None) -> None:
+def _summary(name: str, lat: list[float] | None) -> float | None:
     if not lat:
         print(f"{name:<34} not measured (mosquitto not installed)")
-        return
+        return None
     ms = sorted(1000 * x for x in lat)
+    median = statistics.median(ms)
     print(
-        f"{name:<34} median {statistics.median(ms):6.2f} ms   p95 "
+        f"{name:<34} median {median:6.2f} ms   p95 "
         f"{ms[int(0.95 * (len(ms) - 1))]:6.2f} ms   ({len(ms)} frames)"
     )
+    return median
+
+
+def _load() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split()[0] + f" on {os.cpu_count()} CPUs"
+    except OSError:
+        return "unknown"
 
 
 def main() -> None:
@@ -187,11 +266,27 @@ def main() -> None:
     # one frame in flight: the latency of a single key, not of a pipelined request window
     live_module.STEP_WINDOW = 1
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--frames", type=int, default=160)
+    parser.add_argument("--frames", type=int, default=400)
     args = parser.parse_args()
-    print("key-to-frame latency added by streameval (loopback, zero-cost model, 640x432 raw)")
-    _summary("MQTT (mosquitto), step mode", asyncio.run(mqtt_latency(args.frames)))
-    _summary("WebRTC lossless (data channel)", asyncio.run(webrtc_latency(args.frames)))
+    print(f"load average {_load()} (before)")
+    print("key-to-frame latency on loopback (zero-cost model, 640x432 raw, one frame in flight)")
+    measured = asyncio.run(mqtt_latency(args.frames))
+    if measured is None:
+        _summary("MQTT (mosquitto), step mode", None)
+    else:
+        ours = _summary("MQTT: streameval serve + attach", measured[0])
+        bare = _summary("MQTT: bare aiomqtt, same broker", measured[1])
+        if ours is not None and bare is not None:
+            print(
+                f"{'  added by streameval':<34} median {ours - bare:6.2f} ms   "
+                f"(ratio {ours / bare:.2f}; target <= 5 ms)"
+            )
+    print(f"load average {_load()} (after MQTT)")
+    for name, ms in own_work_ms().items():
+        print(f"{'  ' + name:<38} {ms:6.2f} ms")
+    # aiortc's SCTP moves a raw frame in ~0.4 s: a few dozen frames say it, 400 take minutes
+    webrtc_frames = min(args.frames, WEBRTC_FRAMES)
+    _summary("WebRTC lossless (data channel)", asyncio.run(webrtc_latency(webrtc_frames)))
     print("decode cost per 640x432 frame")
     for name, ms in decode_costs().items():
         print(f"{name:<34} {ms:6.2f} ms")

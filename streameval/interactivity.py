@@ -15,16 +15,21 @@ their own block under their own names.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import FLOW_STRIDE, LATENCY_THRESHOLD
 from streameval.metrics.control import reference_speed
+from streameval.metrics.registry import MetricSpec, metric_specs
 from streameval.protocol.keys import NO_KEY, channel_of, expected_sign
 
 STALL_INTERVALS = 3.0
+FAMILY = "interactivity"
+"""The registry family of the figures below (``metrics/catalog.py``): labels, units and
+direction come from there, values from ``scores.json``'s ``interactivity`` block."""
 
 F64 = npt.NDArray[np.float64]
 
@@ -99,3 +104,26 @@ def latency_summary(latencies: Sequence[float | None]) -> dict[str, float | int 
         "key_to_response_ms_median": _ms(float(np.median(measured))) if measured else None,
         "key_to_response_ms_max": _ms(max(measured)) if measured else None,
     }
+
+
+def registered_figures(block: Mapping[str, Any]) -> list[tuple[MetricSpec, float]]:
+    """The registered interactivity figures of a ``scores.json`` ``interactivity`` block, in
+    registry order, each with its value (a figure the block lacks or holds as null is left
+    out: an in-process run has no key response, an old file no ``frames_missing``)."""
+    out: list[tuple[MetricSpec, float]] = []
+    for spec in metric_specs(family=FAMILY):
+        value = block.get(spec.name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out.append((spec, float(value)))
+    return out
+
+
+def format_figure(spec: MetricSpec, value: float) -> str:
+    """``15.9 fps``, ``212 ms``, ``0 frames``: the value in its own unit."""
+    if spec.unit in ("frames", "count"):
+        shown = f"{value:.0f}"
+    elif spec.unit == "ms":
+        shown = f"{value:.0f}" if abs(value) >= 10 else f"{value:.1f}"
+    else:
+        shown = f"{value:.1f}"
+    return shown if spec.unit == "count" else f"{shown} {spec.unit}"

@@ -19,6 +19,7 @@ from streameval.jobs import EpisodeJob
 from streameval.layout import episode_dir
 from streameval.observers import EpisodeObserver
 from streameval.protocol.wire import IMAGE_ENCODINGS
+from streameval.transports.mqtt_url import connect_problem
 from streameval.transports.urls import AttachOptions, open_network_source
 
 LOOPBACK = "127.0.0.1"
@@ -109,18 +110,39 @@ def run_dashboard_mqtt(args: argparse.Namespace) -> int:
         from streameval.transports.remote_watch import format_update, watch_scores
 
         try:
-            asyncio.run(watch_scores(args.mqtt, lambda s, u: print(format_update(s, u))))
+            from streameval.errors import redact_url
+
+            def subscribed() -> None:
+                print(f"watching {redact_url(args.mqtt)}", file=sys.stderr, flush=True)
+
+            def show(session: str, update: Any) -> None:
+                print(format_update(session, update), flush=True)
+
+            asyncio.run(watch_scores(args.mqtt, show, subscribed))
         except KeyboardInterrupt:
             return 0
         except Exception as exc:
-            if type(exc).__name__ == "MqttError":
-                raise BadInputError(args.mqtt, f"cannot connect to the broker: {exc}") from None
+            if _is_mqtt_error(exc):
+                raise BadInputError(args.mqtt, connect_problem(exc)) from None
             raise
         return 0
+    from streameval.transports.remote_watch import check_broker
     from streameval.tui.remote import RemoteDashboardApp
 
+    try:
+        asyncio.run(check_broker(args.mqtt))
+    except Exception as exc:
+        if _is_mqtt_error(exc):
+            raise BadInputError(args.mqtt, connect_problem(exc)) from None
+        raise
     RemoteDashboardApp(args.mqtt).run()
     return 0
+
+
+def _is_mqtt_error(exc: BaseException) -> bool:
+    """aiomqtt's errors and their subclasses (a refused CONNACK is ``MqttConnectError``),
+    without importing aiomqtt for the WebRTC server."""
+    return any(t.__name__ == "MqttError" for t in type(exc).__mro__)
 
 
 def network_episodes(
@@ -213,29 +235,40 @@ def run_serve(args: argparse.Namespace) -> int:
         if args.webrtc:
             asyncio.run(_serve_webrtc(args, name, fps, width, height))
         else:
-            from streameval.transports.mqtt_serve import serve_mqtt
-
-            print(f"serving {name} on {args.mqtt}", file=sys.stderr)
-            asyncio.run(
-                serve_mqtt(
-                    model,
-                    args.mqtt,
-                    name=name,
-                    fps=fps,
-                    width=width,
-                    height=height,
-                    encoding=args.encoding,
-                )
-            )
+            asyncio.run(_serve_mqtt(args, model, name, fps, width, height))
     except KeyboardInterrupt:
         return 0
     except OSError as exc:
         raise BadInputError(args.webrtc or args.mqtt, f"cannot serve: {exc}") from None
     except Exception as exc:
-        if type(exc).__name__ == "MqttError":
-            raise BadInputError(args.mqtt, f"cannot connect to the broker: {exc}") from None
+        if _is_mqtt_error(exc):
+            raise BadInputError(args.mqtt, connect_problem(exc)) from None
         raise
     return 0
+
+
+async def _serve_mqtt(
+    args: argparse.Namespace, model: Any, name: str, fps: float, w: int, h: int
+) -> None:
+    """Serve until interrupted; "serving … on URL" is printed once the broker has taken the
+    connection (a script may start evaluators on that line), never for a refused one."""
+    from streameval.errors import redact_url
+    from streameval.transports.mqtt_serve import serve_mqtt
+
+    ready = asyncio.Event()
+    serving = asyncio.create_task(
+        serve_mqtt(
+            model, args.mqtt, name=name, fps=fps, width=w, height=h,
+            encoding=args.encoding, ready=ready,
+        )
+    )  # fmt: skip
+    announced = asyncio.create_task(ready.wait())
+    await asyncio.wait([serving, announced], return_when=asyncio.FIRST_COMPLETED)
+    if ready.is_set():
+        print(f"serving {name} on {redact_url(args.mqtt)}", file=sys.stderr, flush=True)
+    else:
+        announced.cancel()
+    await serving
 
 
 async def _serve_webrtc(args: argparse.Namespace, name: str, fps: float, w: int, h: int) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from streameval.interactivity import arrival_stats, key_response_latencies, latency_summary
+from streameval.metrics.registry import metric_names, metric_specs
+from streameval.transports.arrivals import ArrivalLog
 
 
 def test_arrival_stats_match_a_naive_loop() -> None:
@@ -40,3 +42,40 @@ def test_key_to_response_latency_of_a_known_delay() -> None:
     summary = latency_summary([0.5, None, 1.5])
     assert summary["key_switches"] == 3 and summary["key_responses"] == 2
     assert summary["key_to_response_ms_median"] == 1000.0
+
+
+def test_interactivity_figures_are_registered_metadata_in_their_own_units() -> None:
+    specs = metric_specs(family="interactivity")
+    names = {s.name for s in specs}
+    assert {"delivered_fps", "jitter_ms_p50", "jitter_ms_p95", "frames_dropped"} <= names
+    assert {"frames_missing", "stalls", "key_to_response_ms_median"} <= names
+    for spec in specs:
+        assert spec.kernel is None and not spec.column and spec.unit
+        assert spec.higher_is_better == (spec.name == "delivered_fps")
+    # the scores writer runs no kernel for them: nothing under "metrics" changes
+    assert not names & set(metric_names(column=True))
+    # every registered name is written by a producer (scores.json keeps its keys)
+    produced = {
+        *arrival_stats([0.0, 0.1, 0.2], 10.0),
+        *latency_summary([0.2]),
+        *ArrivalLog().counters(),
+        "frames_dropped",  # pipeline.Episode.interactivity
+    }
+    assert names <= produced
+
+
+def test_dashboard_line_shows_a_served_sessions_figures_with_units() -> None:
+    from streameval.tui.widgets.final_metrics import interactivity_line
+
+    from tests.tui.sample import sample_outcome
+
+    outcome = sample_outcome("ep", 64)
+    assert interactivity_line(outcome) is None  # in process: the real-time factor says it
+    outcome.interactivity.update(
+        transport="mqtt", delivered_fps=15.9, jitter_ms_p95=3.2, key_to_response_ms_median=212.4
+    )
+    line = interactivity_line(outcome)
+    assert line is not None
+    text = line.plain
+    assert "fps 15.9 fps" in text and "p95 3.2 ms" in text and "key→response 212 ms" in text
+    assert "dropped 0 frames" in text

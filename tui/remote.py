@@ -18,6 +18,7 @@ from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.observer import DashboardObserver
 from streameval.tui.state import EpisodeState
 
+from streameval.errors import redact_url
 from streameval.events import EpisodeInfo, ErrorEvent
 from streameval.observers import Progress
 from streameval.results import MetricResult
@@ -44,7 +45,7 @@ class RemoteDashboardApp(DashboardApp):
                 clock=base.clock,
                 repaint_interval_s=base.repaint_interval_s,
                 autostart=False,
-                title=f"streameval — watching {url}",
+                title=f"streameval — watching {redact_url(url)}",
             ),
         )
         self.url = url
@@ -73,7 +74,7 @@ class RemoteDashboardApp(DashboardApp):
                 suite=update.suite,
                 fps=fps,
                 schedule=Schedule(update.keys, fps, update.boundaries),
-                source=f"{self.url} ({session})",
+                source=f"{redact_url(self.url)} ({session})",
             )
             observer = self.observer_for(job)
             self.jobs[key] = (job, observer, info)

@@ -2,7 +2,8 @@
 
 One ``register_metric`` call per metric, in the order of the master table of seed 000:
 control (SPEC §4), memory (SPEC §5), quality (SPEC §6); then the WorldAtlas memory_loop
-metrics (seeds 001–004), scored and shown only for memory_loop episodes. A new metric adds its
+metrics (seeds 001–004), scored and shown only for memory_loop episodes; last the wall-time
+interactivity figures (no seed defines them: own units, no columns). A new metric adds its
 kernel module and one call here.
 """
 
@@ -203,3 +204,47 @@ register_metric(
         unmeasured_is_missing=True,
     )
 )
+
+# Wall-time interactivity (streameval/interactivity.py, issue 11): measured by the pipeline from
+# arrival times and key sends and written in scores.json's own ``interactivity`` block (not under
+# ``metrics``: they describe the session, not the world, and no seed normalises them). Registered
+# here so the dashboard and report take labels, units and direction from one place.
+for _name, _label, _short, _unit, _higher, _what in (
+    ("delivered_fps", "Delivered fps", "fps", "fps", True, "frames over the wall span of arrivals"),
+    ("jitter_ms_p50", "Jitter p50", "jitter p50", "ms", False, "median |Δt − 1/fps| of arrivals"),
+    ("jitter_ms_p95", "Jitter p95", "p95", "ms", False, "95th percentile of |Δt − 1/fps|"),
+    ("frames_dropped", "Frames dropped", "dropped", "frames", False, "perception behind: skipped"),
+    ("frames_missing", "Frames missing", "missing", "frames", False, "server indices never seen"),
+    ("stalls", "Stalls", "stalls", "count", False, "gaps over 3 nominal frame intervals"),
+    ("stall_seconds", "Stall time", "stalled", "s", False, "wall time inside those gaps"),
+    (
+        "key_to_response_ms_median",
+        "Key-to-response latency (median)",
+        "key→response",
+        "ms",
+        False,
+        "keydown → first frame moving the commanded way, wall time",
+    ),
+    (
+        "key_to_response_ms_max",
+        "Key-to-response latency (max)",
+        "max",
+        "ms",
+        False,
+        "the slowest key's response, wall time",
+    ),
+):
+    register_metric(
+        MetricSpec(
+            name=_name,
+            label=_label,
+            short=_short,
+            family="interactivity",
+            kernel=None,  # measured by the pipeline (pipeline.Episode.interactivity)
+            column=False,
+            higher_is_better=_higher,
+            unit=_unit,
+            description=_what,
+            status_rules="absent: no frames (fps, jitter) or no key response measured",
+        )
+    )

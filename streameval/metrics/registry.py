@@ -51,8 +51,10 @@ Contracts a registration promises:
 - ``kernel(inp: ScoringInput) -> Mapping[str, MetricResult]`` (``streameval.episode_scores``):
   a pure function of the episode cache; a metric it cannot compute is ``not_applicable`` or
   ``missing`` with a reason, never a made-up number. A kernel that leaves a registered name out
-  makes that metric ``missing`` (naming the kernel). ``kernel=None`` registers metadata only
-  (a metric produced elsewhere, e.g. an interactivity figure).
+  makes that metric ``missing`` (naming the kernel). ``kernel=None`` registers metadata only:
+  a figure produced elsewhere, in its own block of ``scores.json`` (the ``interactivity``
+  figures, family ``interactivity``, are measured by the pipeline from arrival times and
+  written under ``interactivity``; views read their label, unit and direction here).
 - ``aggregation(measured: Sequence[MetricResult], n_missing: int) -> Aggregate``
   (``streameval.leaderboard.aggregators``): the model-level value over the official episodes
   and its bounds with ``n_missing`` episodes at their worst / best (seed 003).
@@ -63,6 +65,7 @@ Contracts a registration promises:
   values, ``ScoringInput.final`` False); otherwise it runs once, at episode end.
 - Columns are in [0, 100], higher is better (seed 000 "Final reporting"); a raw-lower-is-better
   quantity is normalised before it becomes a column. ``higher_is_better`` is what views read.
+  ``column=False`` metrics keep their own ``unit`` (ms, fps, frames…) and direction.
 
 Order is registration order: it is the order of ``scores.json``'s metrics and of the table's
 columns.
@@ -93,6 +96,7 @@ class MetricSpec:
     nor counts against their coverage in the table. ``unmeasured_is_missing``: a
     not_applicable episode counts against the column's coverage and bounds like a missing one
     (seed 003's task score: its full-suite value is null unless every episode is measured).
+    ``unit``: the unit of a value that is no 0–100 column (``ms``, ``fps``); empty for columns.
     """
 
     name: str
@@ -108,6 +112,7 @@ class MetricSpec:
     status_rules: str = ""
     suites: tuple[str, ...] = ()
     unmeasured_is_missing: bool = False
+    unit: str = ""
 
     def applies_to(self, suite: str) -> bool:
         """Whether episodes of ``suite`` are scored on this metric."""

@@ -41,6 +41,24 @@ def _score_rows(data: EpisodeData) -> list[list[str]]:
     return rows
 
 
+def _interactivity_rows(block: dict[str, Any]) -> list[list[str]]:
+    """The registered figures first (label and unit from the registry, family
+    ``interactivity``), then whatever else the block holds (clock, transport counters) by
+    its key: an older or newer file shows everything it has."""
+    from streameval.interactivity import format_figure, registered_figures
+
+    rows: list[list[str]] = []
+    shown: set[str] = set()
+    for spec, value in registered_figures(block):
+        figure = format_figure(spec, value).removesuffix(f" {spec.unit}")
+        rows.append([escape(spec.label), f'<span class="num">{escape(figure)}</span>', spec.unit])
+        shown.add(spec.name)
+    for key, value in block.items():
+        if key not in shown:
+            rows.append([escape(key), escape(number(value)), ""])
+    return rows
+
+
 def _section(title: str, png: bytes | None, alt: str, missing: str) -> list[str]:
     body = png_img(png, alt) if png is not None else f'<p class="note">{escape(missing)}</p>'
     return [f"<h2>{escape(title)}</h2>", body]
@@ -84,10 +102,7 @@ def render_episode(data: EpisodeData) -> str:
             f"{'' if thumbs else '; ' + no_video})",
         ),
         "<h2>Interactivity</h2>",
-        table(
-            ["measure", "value"],
-            [[k, number(v)] for k, v in interactivity.items()],
-        ),
+        table(["measure", "value", "unit"], _interactivity_rows(interactivity), raw=True),
         "<h2>Provenance</h2>",
         f"<pre>{escape(json.dumps(s.get('provenance', {}), indent=2))}</pre>",
     ]

@@ -64,10 +64,6 @@ def broker_target(url: str) -> Any:
     return target
 
 
-def session_url(broker_url: str, session: str) -> str:
-    return f"{broker_url.rstrip('/')}/{session}"
-
-
 def _client(target: Any, **extra: Any) -> Any:
     import aiomqtt
 
@@ -175,7 +171,9 @@ class PoolEvaluator:
                 if lost is not None:
                     raise lost  # the broker went away: say so (exit 2), not a silent exit 0
         except aiomqtt.MqttError as exc:
-            raise BadInputError(self.broker_url, f"broker: {exc}") from None
+            from streameval.transports.mqtt_url import connect_problem
+
+            raise BadInputError(self.broker_url, connect_problem(exc, "broker")) from None
 
     async def _join(self, client: Any, me: str) -> None:
         # liveness and claims first: retained ones arrive before any offer, so a duplicate
@@ -279,7 +277,7 @@ class PoolEvaluator:
             no_frame_timeout_s=self.no_frame_timeout_s,
         )
         source = MqttSource(
-            session_url(self.broker_url, offer.session),
+            self.target.session_url(offer.session),
             offer.keys,
             episode=offer.episode,
             suite=offer.suite,

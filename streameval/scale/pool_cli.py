@@ -128,7 +128,9 @@ def run_pool(args: argparse.Namespace) -> int:
     try:
         return _run_pool(args)
     except aiomqtt.MqttError as exc:
-        raise BadInputError(args.broker, f"cannot reach the broker: {exc}") from None
+        from streameval.transports.mqtt_url import connect_problem
+
+        raise BadInputError(args.broker, connect_problem(exc, "cannot reach the broker")) from None
 
 
 def _run_pool(args: argparse.Namespace) -> int:

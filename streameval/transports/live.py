@@ -243,7 +243,14 @@ class LiveSource:
             if self._ended and self._events.empty():
                 raise EndOfStream
             try:
-                event = await asyncio.wait_for(self._events.get(), self.config.no_frame_timeout_s)
+                # queued already: no wait at all; else asyncio.timeout, not wait_for, which
+                # wraps the get in a task: two more event-loop turns per event, each one
+                # behind whatever else the loop has to do (frames are read on this loop)
+                if not self._events.empty():
+                    event = self._events.get_nowait()
+                else:
+                    async with asyncio.timeout(self.config.no_frame_timeout_s):
+                        event = await self._events.get()
             except TimeoutError:
                 if self._ended:
                     raise EndOfStream from None

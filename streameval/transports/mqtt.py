@@ -32,7 +32,12 @@ from streameval.protocol.wire import (
     encode,
 )
 from streameval.transports.live import LiveConfig, LiveSource, ServerInfo
-from streameval.transports.mqtt_url import MqttTarget, client_kwargs, parse_mqtt_url
+from streameval.transports.mqtt_url import (
+    MqttTarget,
+    client_kwargs,
+    connect_problem,
+    parse_mqtt_url,
+)
 
 RECONNECT_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 BYE_GRACE_S = 2.0
@@ -78,7 +83,7 @@ class MqttSource(LiveSource):
         try:
             self._client = await self._connect_client()
         except aiomqtt.MqttError as exc:
-            raise BadInputError(self.url, f"cannot connect to the broker: {exc}") from None
+            raise BadInputError(self.url, connect_problem(exc)) from None
         self._hello = asyncio.get_running_loop().create_future()
         self._reader = asyncio.create_task(self._read())
         self._tasks.append(self._reader)

@@ -13,15 +13,20 @@ OnUpdate = Callable[[str, ScoresUpdate], None]
 MAX_SCORES_BYTES = 1 << 20
 
 
-async def watch_scores(url: str, on_update: OnUpdate) -> None:
+async def watch_scores(
+    url: str, on_update: OnUpdate, on_subscribed: Callable[[], None] | None = None
+) -> None:
     """Call ``on_update(session, update)`` for every update until cancelled. Without a
-    session in the URL every session on the broker is watched."""
+    session in the URL every session on the broker is watched. ``on_subscribed`` is called
+    once the broker took the subscription (from then on no update is missed)."""
     import aiomqtt
 
     target = parse_mqtt_url(url, session_required=False)
     topic = target.topic("scores") if target.session else f"{TOPIC_ROOT}/+/scores"
     async with aiomqtt.Client(**client_kwargs(target)) as client:  # type: ignore[arg-type]
         await client.subscribe(topic, qos=0)
+        if on_subscribed is not None:
+            on_subscribed()
         async for msg in client.messages:
             payload = msg.payload
             if not isinstance(payload, bytes | bytearray) or not payload:
@@ -34,6 +39,16 @@ async def watch_scores(url: str, on_update: OnUpdate) -> None:
                 continue
             if isinstance(update, ScoresUpdate):
                 on_update(session, update)
+
+
+async def check_broker(url: str) -> None:
+    """Connect and leave: the live screen shows a refused password or an untrusted
+    certificate as one line and exit 2 before it opens, not as a screen that stays empty."""
+    import aiomqtt
+
+    target = parse_mqtt_url(url, session_required=False)
+    async with aiomqtt.Client(**client_kwargs(target)):  # type: ignore[arg-type]
+        pass
 
 
 def format_update(session: str, update: ScoresUpdate) -> str:

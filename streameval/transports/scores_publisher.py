@@ -15,7 +15,7 @@ from typing import Any
 from streameval.events import EpisodeInfo, ErrorEvent
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.protocol.wire import ScoresUpdate, encode
-from streameval.transports.mqtt_url import client_kwargs, parse_mqtt_url
+from streameval.transports.mqtt_url import client_kwargs, connect_problem, parse_mqtt_url
 
 QUEUE_SIZE = 64
 
@@ -111,4 +111,6 @@ class MqttScoresPublisher(EpisodeObserver):
                         return
                     await client.publish(self.topic, encode(update), qos=0)
         except aiomqtt.MqttError as exc:
-            self.failure = f"{self.target.display}: live scores not published: {exc}"
+            self.failure = (
+                f"{self.target.display}: live scores not published: {connect_problem(exc)}"
+            )

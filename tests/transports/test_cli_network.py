@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from streameval.cli import main
+from streameval.metrics.registry import metric_names
+from streameval.report.data import load_episode_data
+from streameval.report.episode import render_episode
 from tests.transports.conftest import Broker
 
 WORLD = "python:streameval.worlds.procedural_world:ProceduralWorld"
@@ -68,6 +71,10 @@ def test_attach_mqtt_then_replay_the_recording_bit_identically(
     assert inter["transport"] == "mqtt" and inter["clock"] == "video" and inter["smoke"] is True
     assert inter["alignment"] == "reported"
     assert inter["delivered_fps"] > 0 and inter["jitter_ms_p95"] is not None
+    # every registered interactivity figure is written (the dashboard and report read them)
+    assert set(metric_names(family="interactivity")) <= set(inter)
+    report = render_episode(load_episode_data(_episode(out, "008_AD")))
+    assert "Key-to-response latency (median)" in report and "Frames missing" in report
     replayed = tmp_path / "replayed"
     recording = _episode(out, "008_AD") / "recording"
     replay_args = ["replay", str(recording), "--out", str(replayed), "--no-tui"]

@@ -13,6 +13,7 @@ from rich.text import Text
 from streameval.tui.format import metric_label, metric_value_text
 from textual.widgets import Static
 
+from streameval.interactivity import format_figure, registered_figures
 from streameval.metrics.imaging import STATISTIC_METRICS
 from streameval.metrics.registry import metric_names
 from streameval.observers import EpisodeOutcome
@@ -51,6 +52,26 @@ def statistics_line(outcome: EpisodeOutcome) -> Text | None:
             text.append(" · ", style="dim")
         text.append(f"{statistic_label(name)} ")
         text.append(metric_value_text(m), style="bold" if m.status == "official" else "dim")
+    return text
+
+
+def interactivity_line(outcome: EpisodeOutcome) -> Text | None:
+    """A served model's wall-time interactivity on one line, labels and units from the
+    registry (family ``interactivity``). Only for network sessions (the block names a
+    ``transport``): in process the outcome line's real-time factor already says it, and
+    arrival times there time our own loop, not a server."""
+    block = outcome.interactivity
+    if "transport" not in block:
+        return None
+    figures = registered_figures(block)
+    if not figures:
+        return None
+    text = Text("interactivity ", style="dim")
+    for k, (spec, value) in enumerate(figures):
+        if k:
+            text.append(" · ", style="dim")
+        text.append(f"{spec.header} ")
+        text.append(format_figure(spec, value), style="bold")
     return text
 
 
@@ -94,8 +115,8 @@ class FinalMetrics(Static):
             return
         self.border_subtitle = "final"
         parts: list[RenderableType] = [outcome_line(outcome)]
-        stats = statistics_line(outcome)
-        if stats is not None:
-            parts.append(stats)
+        for line in (interactivity_line(outcome), statistics_line(outcome)):
+            if line is not None:
+                parts.append(line)
         parts.append(other_metrics_table(outcome))
         self.update(Group(*parts), layout=False)
