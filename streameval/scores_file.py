@@ -18,7 +18,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,9 @@ class EpisodeRecord:
     fps: float | None
     frames: int | None
     metrics: Mapping[str, MetricResult]
+    # the numeric figures of the ``interactivity`` block (wall-time session figures, registered
+    # with ``kernel=None``: delivered fps, jitter, stalls, key-to-response latency)
+    interactivity: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def results_dir(self) -> Path:
@@ -220,7 +223,13 @@ def load_episode(path: Path) -> EpisodeRecord:
     if not isinstance(metrics, dict):
         raise BadInputError(path, f"metrics must be an object, got {metrics!r}")
     results = {str(name): _metric_result(str(name), e, path) for name, e in metrics.items()}
-    return EpisodeRecord(path, model, suite, episode, complete, fps, frames, results)
+    block = doc.get("interactivity")
+    figures = {
+        str(k): float(v)
+        for k, v in (block.items() if isinstance(block, dict) else ())
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    }
+    return EpisodeRecord(path, model, suite, episode, complete, fps, frames, results, figures)
 
 
 def load_results(paths: Iterable[Path]) -> LoadedResults:

@@ -1,11 +1,12 @@
 """Diagnostics beside the master table: the registered metrics that are no column.
 
-Imaging statistics, rollout drift (seed 004) and the like are measured in their own units
-(grey levels, stops, a ratio), so a [0, 100] column of them would be invented and ranking them
-would say "better" where no direction is defined (more colourful is not better). They are still
-what a researcher compares across models, so ``table --diagnostics`` shows, per model, the
-mean of each one's official raw values over the episodes the table counts (complete ones unless
-``include_incomplete``), with how many episodes measured it. Which metrics appear comes from
+Imaging statistics, rollout drift (seed 004), the wall-time interactivity figures and the like
+are measured in their own units (grey levels, ms, a ratio), so a [0, 100] column of them would
+be invented, and ranking them would say "better" where no common scale defines it (more
+colourful is not better). They are still what a researcher compares across models, so
+``table --diagnostics`` shows, per model, the mean of each one's official raw values over the
+episodes the table counts (complete ones unless ``include_incomplete``), with how many episodes
+measured it. Which metrics appear comes from
 the registry (``MetricSpec.column`` False), in registration order, and only those some episode
 reported: a new non-column metric needs no change here.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 from streameval.leaderboard.cells import effective_result
 from streameval.leaderboard.table import MasterTable, ModelRow
-from streameval.metrics.registry import MetricSpec, metric_specs
+from streameval.metrics.registry import MetricSpec, metric_spec, metric_specs
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +72,13 @@ class Diagnostics:
 
 
 def diagnostic_cell(row: ModelRow, name: str, include_incomplete: bool = False) -> DiagnosticCell:
-    """The mean of ``name``'s official, finite raw values over ``row``'s episodes."""
+    """The mean of ``name``'s official, finite raw values over ``row``'s episodes; a figure
+    registered without a kernel (interactivity) is read from the episodes' own block."""
+    spec = metric_spec(name)
+    if spec.kernel is None:
+        return _figure_cell(row, spec, include_incomplete)
     values: list[float] = []
-    unit = ""
+    unit = spec.unit
     reason: str | None = None
     for record in row.episodes:
         result = effective_result(record, name, include_incomplete)
@@ -86,12 +91,28 @@ def diagnostic_cell(row: ModelRow, name: str, include_incomplete: bool = False) 
     return DiagnosticCell(mean, len(values), row.n_episodes, unit, None if values else reason)
 
 
+def _figure_cell(row: ModelRow, spec: MetricSpec, include_incomplete: bool) -> DiagnosticCell:
+    values = [
+        record.interactivity[spec.name]
+        for record in row.episodes
+        if (record.complete or include_incomplete) and spec.name in record.interactivity
+    ]
+    mean = math.fsum(values) / len(values) if values else None
+    reason = None if values else f"no episode measured {spec.name}"
+    return DiagnosticCell(mean, len(values), row.n_episodes, spec.unit, reason)
+
+
 def diagnostics(table: MasterTable, specs: Sequence[MetricSpec] | None = None) -> Diagnostics:
     """The diagnostics of ``table``'s models: ``specs`` None = every registered non-column
     metric that at least one of the table's episodes reported."""
     rows = (*table.rows, *(e.row for e in table.excluded))
     if specs is None:
-        reported = {name for row in rows for record in row.episodes for name in record.metrics}
+        reported = {
+            name
+            for row in rows
+            for record in row.episodes
+            for name in (*record.metrics, *record.interactivity)
+        }
         specs = [s for s in metric_specs(column=False) if s.name in reported]
     cells = tuple(
         (row.model, {s.name: diagnostic_cell(row, s.name, table.include_incomplete) for s in specs})

@@ -130,3 +130,21 @@ def test_without_the_flag_nothing_changes(
     assert "diagnostics" not in json.loads(capsys.readouterr().out)
     assert run_table(parse([str(results), "--include-all", "--markdown"])) == 0
     assert "Imaging sharpness" not in capsys.readouterr().out
+
+
+def test_interactivity_figures_come_from_their_own_block(tmp_path: Path) -> None:
+    """Registered without a kernel, they live in scores.json's ``interactivity`` block."""
+    for i, fps in enumerate((15.0, 13.0)):
+        path = write_episode(tmp_path, "net", f"{i:03d}", {"perceptual_quality": official(50.0)})
+        doc = json.loads(path.read_text())
+        doc["interactivity"] = {"delivered_fps": fps, "clock": "wall", "stalls": 1 + i}
+        path.write_text(json.dumps(doc))
+    write_episode(tmp_path, "local", "000", {"perceptual_quality": official(50.0)})
+    diag = diagnostics(_table(tmp_path))
+    names = [s.name for s in diag.metrics]
+    assert "delivered_fps" in names and "stalls" in names and "clock" not in names
+    rows = dict(diag.rows)
+    assert rows["net"]["delivered_fps"].mean == 14.0 and rows["net"]["delivered_fps"].unit == "fps"
+    assert rows["net"]["stalls"].mean == 1.5
+    local = rows["local"]["delivered_fps"]
+    assert local.mean is None and local.reason == "no episode measured delivered_fps"
