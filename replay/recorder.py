@@ -274,8 +274,16 @@ class Recorder:
             return
         self._depth.finish()
 
-    def close(self, complete: bool, reason: str | None = None) -> None:
-        """Finish every file and rewrite ``meta.json`` with the frame count and ``complete``."""
+    def close(
+        self,
+        complete: bool,
+        reason: str | None = None,
+        *,
+        perception: dict[str, Any] | None = None,
+    ) -> None:
+        """Finish every file and rewrite ``meta.json`` with the frame count and ``complete``;
+        ``perception``: the frames the live run sampled and dropped (``perception_plan``), so
+        that a replay of this recording perceives the same frames."""
         if self.closed:
             return
         self.closed = True
@@ -298,6 +306,8 @@ class Recorder:
         )
         if dropped:
             self._meta["sidecars_dropped"] = dropped
+        if perception:
+            self._meta["perception"] = perception
         self._write_meta()
         if error is not None:
             raise error

@@ -44,6 +44,8 @@ class EpisodeOutcome:
     frames: int
     errors: list[ErrorEvent] = field(default_factory=list)
     interactivity: dict[str, Any] = field(default_factory=dict)
+    # the frames perception sampled and dropped (perception_plan.py): a recording keeps them
+    perception: dict[str, Any] = field(default_factory=dict)
 
 
 class EpisodeObserver:

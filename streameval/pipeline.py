@@ -27,7 +27,7 @@ import numpy as np
 from streameval import __version__
 from streameval.cache import MemoryCache
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, EQUAL_SPLIT_KEYS
-from streameval.episode_scores import episode_document, fit_plan, score_episode
+from streameval.episode_scores import episode_document, score_episode
 from streameval.events import (
     EndOfStream,
     EpisodeEnd,
@@ -38,7 +38,6 @@ from streameval.events import (
     FrameEvent,
     KeySent,
 )
-from streameval.fits.geometry import select_views
 from streameval.live_scores import LiveScores
 from streameval.metrics.quality import one_fps_frames
 from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
@@ -53,6 +52,13 @@ from streameval.perception.memory import (
 from streameval.perception.perceiver import Perceiver
 from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
 from streameval.perception.worker import Perceived, PerceptionWorker
+from streameval.perception_plan import (
+    PerceptionPlan,
+    equal_split_keys,
+    plan_for,
+    recorded_plan,
+    with_dropped,
+)
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.quality_cache import QualityCache, QualityRatings
 from streameval.registry import split_spec
@@ -109,19 +115,9 @@ class _Stats:
         # wall-time interactivity (streameval/interactivity.py)
         self.arrivals: dict[int, float] = {}
         self.key_changes: list[tuple[float, str]] = []
-
-
-def _equal_split_keys(info: EpisodeInfo) -> list[str] | None:
-    """A delivery without an action log says so (``replay.delivery``): its keys."""
-    keys = info.extra.get(EQUAL_SPLIT_KEYS)
-    return [str(k) for k in keys] if isinstance(keys, list | tuple) and keys else None
-
-
-def _plan_fit_frames(info: EpisodeInfo) -> frozenset[int]:
-    """The frames perception samples for the motion-type fit: ``episode_scores.fit_plan`` on
-    the planned schedule (the same plan scoring reads back from the cache)."""
-    plan = fit_plan(_equal_split_keys(info), info.schedule.frame_keys(), info.fps)
-    return frozenset(f for frames in plan.values() for f in frames)
+        # frames not perceived: those the live run dropped, when replaying its recording
+        self.drop: frozenset[int] = frozenset()
+        self.dropped_frames: list[int] = []
 
 
 async def _read(
@@ -147,6 +143,8 @@ async def _read(
             # the episode before its first frame
             for o in observers:
                 o.on_start(event.info)
+            recorded = recorded_plan(event.info.extra)
+            stats.drop = recorded.dropped if recorded is not None else frozenset()
         elif isinstance(event, FrameEvent):
             stats.received += 1
             now = time.perf_counter()
@@ -159,8 +157,9 @@ async def _read(
                 stats.step_latencies.append(event.t_wall - sent)
             for o in observers:
                 o.on_frame(event)
-            if source.droppable and worker.full():
+            if (source.droppable and worker.full()) or event.index in stats.drop:
                 stats.dropped += 1
+                stats.dropped_frames.append(event.index)
                 continue
         elif isinstance(event, KeySent):
             stats.key_times[event.frame] = event.t_wall
@@ -203,6 +202,7 @@ class _Episode:
         self.end: EpisodeEnd | None = None
         self.last_provisional = 0.0
         self.live: LiveScores | None = None
+        self.plan = PerceptionPlan(frozenset(), frozenset())  # set by make_perceiver
         self.depth_sources: set[str] = set()
 
     def make_perceiver(self, start: EpisodeStart) -> Perceiver:
@@ -219,13 +219,13 @@ class _Episode:
                         source="cut_detector",
                     )
                 )
-        views = frozenset(select_views(info.schedule.total_frames, info.fps))
-        self.memory = MemoryPerception(self.embedder, detector, views)
+        self.plan = plan_for(info)
+        self.memory = MemoryPerception(self.embedder, detector, self.plan.views)
         if self.config.cuts and detector is None:
             self.memory.failure = f"{self.config.cuts} could not start"
         return Perceiver(
             self.flow,
-            _plan_fit_frames(info),
+            self.plan.fit_frames,
             self.config.analysis_width,
             self.config.analysis_height,
             self.memory,
@@ -252,7 +252,7 @@ class _Episode:
                 "backends": flow_provenance(flow),
             }
         )
-        split = _equal_split_keys(info)
+        split = equal_split_keys(info)
         if split is not None:
             self.track.meta[EQUAL_SPLIT_KEYS] = split
         if info.suite == MEMORY_LOOP_SUITE:
@@ -596,4 +596,5 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         frames=len(track.frame_keys),
         errors=list(episode.stats.errors),
         interactivity=interactivity,
+        perception=with_dropped(episode.plan, episode.stats.dropped_frames).to_json(),
     )

@@ -71,7 +71,11 @@ class RecordingObserver(EpisodeObserver):
         if self.recorder is None:
             return
         try:
-            self.recorder.close(outcome.complete, None if outcome.complete else "incomplete")
+            self.recorder.close(
+                outcome.complete,
+                None if outcome.complete else "incomplete",
+                perception=outcome.perception or None,
+            )
         except Exception as exc:
             self._fail(exc)
         self.recorder = None

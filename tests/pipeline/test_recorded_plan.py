@@ -1,0 +1,95 @@
+"""A live recording replays bit-identically even where the live run dropped frames or its
+segments ran longer than the nominal schedule perception planned on (issue 11, wall clock):
+the recording keeps the plan and the drops (``perception_plan.py``) and its replay honours
+them. Without them the same replay scores differently — what the README used to admit."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from streameval.protocol.schedule import Schedule
+from streameval.replay.rollout import read_rollout_dir
+
+from streameval.events import EpisodeStart, FrameEvent
+from streameval.perception_plan import PLAN_KEY, plan_for, recorded_plan
+from streameval.pipeline import PipelineConfig
+from streameval.recording import RecordingObserver
+from tests.pipeline.helpers import ListSource, run, shifting_events
+
+CONFIG = PipelineConfig(queue_size=2, cuts="scenedetect-adaptive")
+
+
+def _live_events() -> list[Any]:
+    """A and D held 90 frames each, while the schedule announced at the start (a wall-clock
+    plan: seconds per key × nominal fps) says 64 each: the fit frames and views it plans are
+    not those of the frames that arrived."""
+    events = shifting_events("AD", 90)
+    start = events[0]
+    assert isinstance(start, EpisodeStart)
+    nominal = Schedule.per_key(["A", "D"], 4.0, 16.0)
+    events[0] = EpisodeStart(replace(start.info, schedule=nominal, source="live-test"))
+    return events
+
+
+def _metrics(results: Path) -> dict[str, Any]:
+    return dict(json.loads((results / "scores.json").read_text())["metrics"])
+
+
+def test_replay_of_a_recording_with_drops_is_bit_identical(tmp_path: Path) -> None:
+    recording = tmp_path / "recording"
+    live = run(
+        ListSource(_live_events(), droppable=True),
+        tmp_path / "live",
+        [RecordingObserver(recording)],
+        CONFIG,
+    )
+    dropped = live.interactivity["frames_dropped"]
+    assert isinstance(dropped, int) and dropped > 0  # perception fell behind a live stream
+    meta = json.loads((recording / "meta.json").read_text())
+    plan = recorded_plan(meta)
+    assert plan is not None and len(plan.dropped) == dropped
+    rollout = read_rollout_dir(recording)
+    # the replay plans what the live run planned, not what its own keys would give
+    assert plan_for(rollout.info()).fit_frames == plan.fit_frames
+    own = plan_for(replace(rollout.info(), extra={}))
+    assert own.fit_frames != plan.fit_frames
+
+    replayed = run(rollout.open(), tmp_path / "replay", config=CONFIG)
+    assert replayed.interactivity["frames_dropped"] == dropped
+    assert _metrics(tmp_path / "replay") == _metrics(tmp_path / "live")
+
+    # the same recording without its plan: perceived afresh, it scores differently
+    del meta[PLAN_KEY]
+    (recording / "meta.json").write_text(json.dumps(meta))
+    run(read_rollout_dir(recording).open(), tmp_path / "fresh", config=CONFIG)
+    assert _metrics(tmp_path / "fresh") != _metrics(tmp_path / "live")
+
+
+def test_a_malformed_plan_is_ignored_as_a_whole() -> None:
+    good = {"fit_frames": [1, 2], "views": [0], "dropped_frames": [5]}
+    assert recorded_plan({PLAN_KEY: good}) is not None
+    for bad in (
+        {**good, "views": "0"},
+        {**good, "dropped_frames": [-1]},
+        {**good, "fit_frames": [True]},
+        {"fit_frames": [1]},
+        [1, 2],
+    ):
+        assert recorded_plan({PLAN_KEY: bad}) is None, bad
+
+
+def test_frames_of_the_recording_are_all_kept(tmp_path: Path) -> None:
+    """The recorder hooks in before the drop: every frame is in the recording."""
+    recording = tmp_path / "recording"
+    events = _live_events()
+    run(
+        ListSource(events, droppable=True),
+        tmp_path / "live",
+        [RecordingObserver(recording)],
+        CONFIG,
+    )
+    rollout = read_rollout_dir(recording)
+    assert rollout.frame_count == sum(isinstance(e, FrameEvent) for e in events)
