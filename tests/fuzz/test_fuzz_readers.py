@@ -69,6 +69,17 @@ META_FIELDS = st.fixed_dictionaries(
         "complete": st.one_of(st.booleans(), SCALARS),
         "reason": SCALARS,
         "extra": JSON_VALUES,
+        # a recording's perception plan (perception_plan.py): frames past the end, every
+        # frame dropped, malformed lists
+        "perception": st.one_of(
+            JSON_VALUES,
+            st.fixed_dictionaries(
+                {
+                    k: st.one_of(st.lists(st.integers(-2, 40), max_size=40), SCALARS)
+                    for k in ("fit_frames", "views", "dropped_frames")
+                }
+            ),
+        ),
     },
 )
 

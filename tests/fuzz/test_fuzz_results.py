@@ -36,8 +36,11 @@ def cache_damage(draw: st.DrawFn, members: dict[str, list[str]]) -> tuple[str, s
     if file == "episode.json":
         how = draw(st.sampled_from(["field", "drop", "text"]))
         key = draw(st.sampled_from(["fps", "model", "suite", "episode", "complete", "errors",
-                                    "interactivity", "format", "memory"]))  # fmt: skip
-        return file, how, (key, draw(JSON_VALUES))
+                                    "interactivity", "format", "memory",
+                                    "equal_split_keys"]))  # fmt: skip
+        keys = st.lists(st.sampled_from(["W", "S", "A", "D", "L", "R", "-"]), max_size=12)
+        value = draw(st.one_of(JSON_VALUES, keys) if key == "equal_split_keys" else JSON_VALUES)
+        return file, how, (key, value)
     how = draw(st.sampled_from(["member", "drop", "cut", "flip", "shrink", "extend"]))
     name = draw(st.sampled_from(members[file]))
     if how == "member":
