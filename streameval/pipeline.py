@@ -250,7 +250,10 @@ class _Episode:
         )
         if info.suite == MEMORY_LOOP_SUITE:
             self.track.meta["trajectory"] = trajectory_of(info)
-            self.track.worldatlas = WorldAtlasTrack()
+            problems = info.extra.get("sidecar_problems")
+            self.track.worldatlas = WorldAtlasTrack(
+                problems=dict(problems) if isinstance(problems, dict) else {}
+            )
         self.live = LiveScores(self.track, info.fps)
         for error in self.start_errors:
             self.error(error)

@@ -64,13 +64,19 @@ class WorldAtlasTrack:
     ] = field(default_factory=dict)
 
     estimator: CpuPoseEstimator | None = None
+    problems: dict[str, str] = field(default_factory=dict)
+    """Unusable sidecars of a replay (``poses`` / ``depth``: "<file>: <what is wrong>"): the
+    metrics that need them are ``missing`` with that reason (``scores.worldatlas_metrics``)."""
 
     def add_frame(self, event: FrameEvent, from_sidecar: bool) -> None:
         """Record one frame. The pose source is fixed by the first frame: poses the model sent
         (or a ViPE sidecar on replay), else our CPU estimator on every frame (it needs them in
         order; it runs on the caller's thread, about 5 ms a frame at 320 px)."""
         pose = event.pose
-        if pose is None and (self.estimator is not None or not self.poses):
+        # Poses that were given but unusable are not replaced by an estimate: the pose
+        # metrics say so instead of scoring something the user did not ask for.
+        estimate = "poses" not in self.problems
+        if pose is None and estimate and (self.estimator is not None or not self.poses):
             if self.estimator is None:
                 self.estimator = CpuPoseEstimator(intrinsics=event.intrinsics)
             pose = self.estimator.update(event.image)
@@ -112,4 +118,4 @@ class WorldAtlasTrack:
             for i, (d, v, k) in self.depth.items():
                 if i < frames and d.shape == (h, w):
                     depth[i], valid[i], intr[i] = d, v, k
-        return WorldAtlasCache(self.pose_source, poses, depth, valid, intr)
+        return WorldAtlasCache(self.pose_source, poses, depth, valid, intr, dict(self.problems))
