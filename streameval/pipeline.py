@@ -252,7 +252,7 @@ class _Episode:
             self.track.meta["trajectory"] = trajectory_of(info)
             problems = info.extra.get("sidecar_problems")
             self.track.worldatlas = WorldAtlasTrack(
-                problems=dict(problems) if isinstance(problems, dict) else {}
+                fps=info.fps, problems=dict(problems) if isinstance(problems, dict) else {}
             )
         self.live = LiveScores(self.track, info.fps)
         for error in self.start_errors:
