@@ -79,7 +79,7 @@ class WorldAtlasTrack:
     def add_frame(self, event: FrameEvent, from_sidecar: bool) -> None:
         """Record one frame. The pose source is fixed by the first frame: poses the model sent
         (or a ViPE sidecar on replay), else our CPU estimator on every frame (it needs them in
-        order; it runs on the caller's thread, about 5 ms a frame at 320 px)."""
+        order; it runs on the caller's thread, 8-14 ms of CPU a frame at 320 px)."""
         pose = event.pose
         # Poses that were given but unusable are not replaced by an estimate: the pose
         # metrics say so instead of scoring something the user did not ask for.
