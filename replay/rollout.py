@@ -98,6 +98,7 @@ class Rollout:
                 "layout": self.layout,
                 "sidecars": sidecars,
                 "depth_source": "sidecar",
+                "sidecar_problems": self.sidecars.problems_by_kind() if self.sidecars else {},
             },
         )
 

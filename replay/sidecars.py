@@ -51,14 +51,40 @@ class DepthSpec:
     mask_member: str | None = None
 
 
+POSES_KIND = "poses"
+DEPTH_KIND = "depth"
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarProblem:
+    """A sidecar that is present but unusable: the file, what is wrong, and what it spoils
+    (``poses``: every pose-track metric; ``depth``: the ones that back-project depth)."""
+
+    path: Path
+    problem: str
+    spoils: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Sidecars:
-    """Validated geometry for ``frames`` frames; every part optional."""
+    """Validated geometry for ``frames`` frames; every part optional. A part whose file is
+    unusable is None and its defect is in ``problems``: the episode is still replayed."""
 
     frames: int
     poses: FloatArray | None = None
     intrinsics: FloatArray | None = None
     depth: DepthSpec | None = None
+    problems: tuple[SidecarProblem, ...] = ()
+
+    def problems_by_kind(self) -> dict[str, str]:
+        """``{"poses" | "depth": "<file>: <what is wrong>; ..."}`` for the episode's metadata."""
+        kinds: dict[str, list[str]] = {}
+        for p in self.problems:
+            kinds.setdefault(p.spoils, []).append(f"{p.path.name}: {p.problem}")
+        return {kind: "; ".join(messages) for kind, messages in kinds.items()}
 
     def pose_at(self, index: int) -> FloatArray | None:
         return None if self.poses is None else self.poses[index]
@@ -194,20 +220,37 @@ def check_depth(path: Path, frames: int, mask: Path | None) -> DepthSpec:
 def load_sidecars(directory: Path, frames: int) -> Sidecars:
     """Whatever of the ViPE-layout sidecars ``directory`` holds, validated for ``frames`` frames.
 
-    A mask without a depth map is ignored (there is nothing for it to qualify). A sidecar
-    name that is present but unreadable (a folder, a broken or looping link) is an error, never
-    silently absent: the user meant to give it.
+    A mask without a depth map is ignored (there is nothing for it to qualify). A sidecar name
+    that is present but unusable (wrong shape, NaN poses, non-finite intrinsics, a folder, a
+    broken link) is never silently absent, nor a reason to refuse the whole episode: it is left
+    out, and its defect is kept in ``problems`` so the metrics that need it say ``missing``
+    with the reason, the others are scored, and the command reports it and exits 2.
+    No mask file means every finite depth is valid (how our recordings store depth: +inf where
+    there is none); a mask archive that holds no mask array, or the wrong one, is a problem.
     """
     poses_path, k_path, depth_path = directory / POSES, directory / INTRINSICS, directory / DEPTH
     mask_path = directory / DEPTH_MASK
-    return Sidecars(
-        frames=frames,
-        poses=load_poses(poses_path, frames) if present(poses_path) else None,
-        intrinsics=load_intrinsics(k_path, frames) if present(k_path) else None,
-        depth=check_depth(depth_path, frames, mask_path if present(mask_path) else None)
-        if present(depth_path)
-        else None,
-    )
+    problems: list[SidecarProblem] = []
+
+    def attempt(path: Path, spoils: str, load: Any) -> Any:
+        if not present(path):
+            return None
+        try:
+            return load()
+        except BadInputError as exc:
+            problems.append(SidecarProblem(path, exc.problem, spoils))
+            return None
+
+    poses = attempt(poses_path, POSES_KIND, lambda: load_poses(poses_path, frames))
+    intrinsics = attempt(k_path, DEPTH_KIND, lambda: load_intrinsics(k_path, frames))
+    depth = None
+    if present(depth_path):
+        depth = attempt(depth_path, DEPTH_KIND, lambda: check_depth(depth_path, frames, None))
+        if depth is not None and present(mask_path):
+            depth = attempt(
+                mask_path, DEPTH_KIND, lambda: check_depth(depth_path, frames, mask_path)
+            )
+    return Sidecars(frames, poses, intrinsics, depth, tuple(problems))
 
 
 class DepthReader:

@@ -346,6 +346,8 @@ def _replay_jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJo
     report.bad_input.extend(str(e) for e in errors)
     jobs: list[EpisodeJob] = []
     for rollout in rollouts:
+        if rollout.sidecars is not None:  # scored without them; the metrics say why
+            report.input_problems.extend(str(p) for p in rollout.sidecars.problems)
         pace = rollout.fps if args.realtime else args.fps
 
         def open_source(rollout: Rollout = rollout, pace: float | None = pace) -> ReplaySource:
@@ -376,7 +378,7 @@ def _run_episodes(args: argparse.Namespace) -> int:
         jobs = _replay_jobs(args, report)
     jobs, skipped, kept = apply_existing_policy(jobs, existing_policy(args))
     report.bad_input.extend(kept)
-    for message in report.bad_input:
+    for message in [*report.bad_input, *report.input_problems]:
         print(f"error: {message}", file=sys.stderr)
     for message in skipped:
         print(message, file=sys.stderr)
@@ -393,7 +395,8 @@ def _run_episodes(args: argparse.Namespace) -> int:
 
         if getattr(args, "publish_mqtt", None):
             raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
-        return run_ray_replay(args, jobs, config, [results_log], len(report.bad_input))
+        bad = len(report.bad_input) + len(report.input_problems)
+        return run_ray_replay(args, jobs, config, [results_log], bad)
     extra: list[EpisodeObserver] = []
     publisher = None
     if args.publish_mqtt:
@@ -457,6 +460,8 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
     parts = [f"{complete} complete", f"{len(incomplete)} incomplete"]
     parts += [f"{skipped} skipped"] if skipped else []
     parts += [f"{failed} not run (bad input)"] if failed else []
+    if report.input_problems:
+        parts += [f"{len(report.input_problems)} unusable sidecar(s) left out"]
     print(
         f"{', '.join(parts)}; results in {args.out}/ (open {args.out / 'index.html'}, "
         f"or: streameval table {args.out} --include-all)",
@@ -464,7 +469,7 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
     )
     if run.stopped:
         return EXIT_INTERRUPTED
-    if report.bad_input or run.bad_input or incomplete:
+    if report.bad_input or report.input_problems or run.bad_input or incomplete:
         return EXIT_BAD_INPUT
     return EXIT_OK
 

@@ -53,6 +53,8 @@ class _LastOutcome(EpisodeObserver):
 class JobsReport:
     outcomes: list[EpisodeOutcome] = field(default_factory=list)
     bad_input: list[str] = field(default_factory=list)
+    # input defects of episodes that still ran (an unusable sidecar): reported, exit 2
+    input_problems: list[str] = field(default_factory=list)
     stopped: bool = False  # the user stopped the run (``q``, Ctrl-C): not a bad input
 
     @property

@@ -7,6 +7,8 @@ which values are exact on the prefix and which are provisional), motion-type fit
 segments are computed once, and fit samples are indexed as they arrive. Other metrics
 registered as ``live`` (``metrics/registry.py``) still run their kernel on a cache of the
 prefix: correct, but O(episode) per update, until they get an incremental form of their own.
+On memory_loop episodes the return gate's provisional state ('departure reached', 'returned',
+with the frames where they happened) comes from ``metrics/worldatlas/gate_online.py``.
 
 Final scores never come from here: ``score_episode`` runs the kernels over the finished cache,
 so live == rescore == replay whatever the provisional values were.
@@ -25,6 +27,7 @@ from streameval.metrics.control import MotionType
 from streameval.metrics.control_online import IncrementalControl
 from streameval.metrics.registry import metric_specs, resolve_target
 from streameval.metrics.segments import SegmentSpan
+from streameval.metrics.worldatlas.gate_online import GATE_METRIC
 from streameval.results import MetricResult
 from streameval.track import EpisodeTrack
 
@@ -78,4 +81,8 @@ class LiveScores:
             out = outputs[spec.kernel]
             if spec.name in out:
                 metrics[spec.name] = out[spec.name]
+        atlas = track.worldatlas
+        if atlas is not None and atlas.gate is not None:
+            # memory_loop: the gate's 'departure reached' / 'returned' as they happen
+            metrics[GATE_METRIC] = atlas.gate.progress().result()
         return metrics

@@ -22,6 +22,7 @@ from streameval.layout import episode_dir
 from streameval.observers import EpisodeObserver
 from streameval.protocol.memory_loop import (
     MEMORY_LOOP_FPS,
+    MEMORY_LOOP_SECONDS,
     MEMORY_LOOP_SUITE,
     TOKEN_KEY,
     MemoryLoop,
@@ -89,6 +90,10 @@ def demo_loop_jobs(
             yaw_rate_deg=loop.yaw_rate_deg,
             forward_speed=loop.speed(LOOP_STEP_M),
         )
+        if config.forget_scene_at_s is not None:
+            # the amnesia preset's 30 s is the turnaround of a 60 s loop: keep the share
+            at = config.forget_scene_at_s * loop.seconds / MEMORY_LOOP_SECONDS
+            config = replace(config, forget_scene_at_s=at)
 
         def open_loop(loop: MemoryLoop = loop, config: Any = config) -> InProcessSource:
             world = ProceduralWorld(config)

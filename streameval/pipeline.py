@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import math
 import time
-from collections import deque
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +27,7 @@ from streameval import __version__
 from streameval.cache import MemoryCache
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, EQUAL_SPLIT_KEYS
 from streameval.episode_scores import episode_document, score_episode
+from streameval.episode_stats import EpisodeStats
 from streameval.events import (
     EndOfStream,
     EpisodeEnd,
@@ -98,33 +98,11 @@ class PipelineConfig:
     quality_frames: bool = True
 
 
-class _Stats:
-    """Counters for the interactivity block and the progress display."""
-
-    def __init__(self) -> None:
-        self.received = 0
-        self.dropped = 0
-        self.rejected = 0
-        self.errors: list[ErrorEvent] = []
-        self.t_first: float | None = None
-        self.t_last: float | None = None
-        self.key_times: dict[int, float] = {}
-        self.step_latencies: list[float] = []
-        self.recent: deque[float] = deque(maxlen=32)
-        self.perceive_s = 0.0
-        # wall-time interactivity (streameval/interactivity.py)
-        self.arrivals: dict[int, float] = {}
-        self.key_changes: list[tuple[float, str]] = []
-        # frames not perceived: those the live run dropped, when replaying its recording
-        self.drop: frozenset[int] = frozenset()
-        self.dropped_frames: list[int] = []
-
-
 async def _read(
     source: Source,
     worker: PerceptionWorker,
     observers: list[EpisodeObserver],
-    stats: _Stats,
+    stats: EpisodeStats,
 ) -> None:
     """Pull events from the source into the perception queue; observers see every frame
     received, dropped or not."""
@@ -185,7 +163,7 @@ class _Episode:
         flow: FlowBackend,
         embedder: EmbeddingBackend | None,
         observers: list[EpisodeObserver],
-        stats: _Stats,
+        stats: EpisodeStats,
     ) -> None:
         self.config = config
         self.flow = flow
@@ -257,7 +235,10 @@ class _Episode:
             self.track.meta[EQUAL_SPLIT_KEYS] = split
         if info.suite == MEMORY_LOOP_SUITE:
             self.track.meta["trajectory"] = trajectory_of(info)
-            self.track.worldatlas = WorldAtlasTrack()
+            problems = info.extra.get("sidecar_problems")
+            self.track.worldatlas = WorldAtlasTrack(
+                fps=info.fps, problems=dict(problems) if isinstance(problems, dict) else {}
+            )
         self.live = LiveScores(self.track, info.fps)
         for error in self.start_errors:
             self.error(error)
@@ -413,7 +394,7 @@ async def run_episode(
     """
     config = config or PipelineConfig()
     observers = observers or []
-    stats = _Stats()
+    stats = EpisodeStats()
     if config.opencv_threads is not None:
         import cv2
 

@@ -8,8 +8,9 @@ depth): the kernels turn unusable values into a per-metric ``missing`` with the 
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,14 @@ class WorldAtlasCache:
     depth: npt.NDArray[np.float16] | None
     valid: npt.NDArray[np.bool_] | None
     intrinsics: npt.NDArray[np.float64] | None
+    problems: dict[str, str] = field(default_factory=dict)
+    """Unusable sidecars by what they spoil (``poses``, ``depth``), kept so that ``rescore``
+    gives the same ``missing`` statuses and reasons as the run."""
 
     def save(self, path: Path) -> None:
         arrays: dict[str, Any] = {"pose_source": np.array(self.pose_source)}
+        if self.problems:
+            arrays["problems"] = np.array(json.dumps(self.problems, sort_keys=True))
         for name in ("poses", "depth", "valid", "intrinsics"):
             value = getattr(self, name)
             if value is not None:
@@ -68,4 +74,16 @@ class WorldAtlasCache:
                     f"depth {depth.shape}, valid {valid.shape}, intrinsics "
                     f"{intrinsics.shape} for {frames} frames",
                 )
-        return cls(str(source), poses, depth, valid, intrinsics)
+        problems: dict[str, str] = {}
+        if "problems" in data:
+            text = str(member(data, "problems", path, ndim=0, kind="U"))
+            try:
+                loaded = json.loads(text)
+            except ValueError:
+                loaded = None
+            if not isinstance(loaded, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+            ):
+                raise BadInputError(path, "problems: not a JSON object of strings")
+            problems = loaded
+        return cls(str(source), poses, depth, valid, intrinsics, problems)

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from streameval.events import EpisodeInfo, FrameEvent
 from streameval.fits.geometry import intrinsics_for_depth
+from streameval.metrics.worldatlas.gate_online import OnlineReturnGate
 from streameval.perception.pose_estimator import CpuPoseEstimator
 from streameval.protocol.memory_loop import TRAJECTORIES
 from streameval.worldatlas_cache import WorldAtlasCache
@@ -64,13 +65,26 @@ class WorldAtlasTrack:
     ] = field(default_factory=dict)
 
     estimator: CpuPoseEstimator | None = None
+    fps: float | None = None
+    """The episode's frame rate: given, the provisional return gate follows the poses."""
+    gate: OnlineReturnGate | None = None
+    problems: dict[str, str] = field(default_factory=dict)
+    """Unusable sidecars of a replay (``poses`` / ``depth``: "<file>: <what is wrong>"): the
+    metrics that need them are ``missing`` with that reason (``scores.worldatlas_metrics``)."""
+
+    def __post_init__(self) -> None:
+        if self.gate is None and self.fps is not None:
+            self.gate = OnlineReturnGate(self.fps)
 
     def add_frame(self, event: FrameEvent, from_sidecar: bool) -> None:
         """Record one frame. The pose source is fixed by the first frame: poses the model sent
         (or a ViPE sidecar on replay), else our CPU estimator on every frame (it needs them in
-        order; it runs on the caller's thread, about 5 ms a frame at 320 px)."""
+        order; it runs on the caller's thread, 8-14 ms of CPU a frame at 320 px)."""
         pose = event.pose
-        if pose is None and (self.estimator is not None or not self.poses):
+        # Poses that were given but unusable are not replaced by an estimate: the pose
+        # metrics say so instead of scoring something the user did not ask for.
+        estimate = "poses" not in self.problems
+        if pose is None and estimate and (self.estimator is not None or not self.poses):
             if self.estimator is None:
                 self.estimator = CpuPoseEstimator(intrinsics=event.intrinsics)
             pose = self.estimator.update(event.image)
@@ -92,6 +106,8 @@ class WorldAtlasTrack:
         if pose is not None:
             self.poses[index] = np.asarray(pose, dtype=np.float64).reshape(4, 4)
             self.pose_source = pose_source
+            if self.gate is not None:
+                self.gate.update(index, self.poses[index])
         if depth is not None and intrinsics is not None:
             self.depth[index] = coarse_depth(depth, intrinsics, image_size)
 
@@ -112,4 +128,4 @@ class WorldAtlasTrack:
             for i, (d, v, k) in self.depth.items():
                 if i < frames and d.shape == (h, w):
                     depth[i], valid[i], intr[i] = d, v, k
-        return WorldAtlasCache(self.pose_source, poses, depth, valid, intr)
+        return WorldAtlasCache(self.pose_source, poses, depth, valid, intr, dict(self.problems))

@@ -78,3 +78,17 @@ def test_bad_loop_seconds_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFix
     argv = ["demo", "--no-tui", "--out", str(tmp_path), "--suite", "memory_loop"]
     assert main([*argv, "--loop-seconds", "0"]) == 2
     assert "--loop-seconds" in capsys.readouterr().err
+
+
+def test_amnesia_forgets_at_the_turnaround_of_any_loop_length(tmp_path: Path) -> None:
+    """The preset's 30 s is half a 60 s loop: a 12 s loop forgets at 6 s, its turnaround."""
+    from streameval.worlds.procedural_world import world_config_for_defect
+
+    from streameval.memory_loop_jobs import demo_loop_jobs
+
+    args = argparse.Namespace(
+        suite="memory_loop", trajectory=["dolly_loop"], loop_seconds=12.0, fps=None, out=tmp_path
+    )
+    [job] = demo_loop_jobs(args, world_config_for_defect("amnesia"), "m", lambda _: [])
+    world = job.open_source().model  # type: ignore[attr-defined]
+    assert world.config.forget_scene_at_s == pytest.approx(6.0)

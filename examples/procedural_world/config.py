@@ -87,6 +87,12 @@ class WorldConfig:
     left the view, so coming back to a place shows different content; a regenerated object
     also moves by 0.5–1.5 m and grows or shrinks by 15–35 % (within its block, so streets
     stay clear), so the place's geometry differs too, not only its look."""
+    forget_scene_at_s: float | None = None
+    """At this video time the world forgets the whole scene at once, in view or not (a model
+    whose context is reset, or that makes a new place up after turning around): every object,
+    ground slab and backdrop sector is regenerated as ``forget`` regenerates one (new texture,
+    moved and resized objects, sunken streets), so from then on the depth disagrees with what
+    the same pose showed before (None = never)."""
     blur_sigma: float = 0.0
     """Gaussian blur of the output image, pixels (0 = off)."""
     noise_std: float = 0.0
@@ -120,6 +126,10 @@ class WorldConfig:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be > 0 or None, got {value}")
+        if self.forget_scene_at_s is not None and not self.forget_scene_at_s >= 0:
+            raise ValueError(
+                f"forget_scene_at_s must be >= 0 or None, got {self.forget_scene_at_s}"
+            )
         if self.freeze_after_s is not None and self.freeze_after_s < 0:
             raise ValueError(f"freeze_after_s must be >= 0 or None, got {self.freeze_after_s}")
         if self.hiccup_duration_s < 0:
@@ -165,6 +175,8 @@ DEFECT_PRESETS: dict[str, dict[str, Any]] = {
     "freeze": {"freeze_after_s": 0.0},
     "hard_cut": {"hard_cut_every_s": 5.0},
     "forget": {"forget": True},
+    # the turnaround of a 60 s memory_loop retrace trajectory (yaw_loop_180, dolly_loop)
+    "amnesia": {"forget_scene_at_s": 30.0},
     "blur": {"blur_sigma": 2.5},
     "noise": {"noise_std": 12.0},
     "exposure_ramp": {"exposure_ramp_stops": -1.5, "exposure_ramp_s": 10.0},

@@ -29,6 +29,7 @@ from streameval.worlds.procedural_world.camera import (
     resized_rays,
 )
 from streameval.worlds.procedural_world.looks import CLEAN_LOOK, Look, LookTextures, look_textures
+from streameval.worlds.procedural_world.relief import ground_depth
 from streameval.worlds.procedural_world.scene import (
     BACKDROP_SECTORS,
     CLEARANCE_M,
@@ -198,8 +199,9 @@ class Renderer:
         top_all = (self.camera_height - objects.height)[None, :] / t_hit
         layers = _skyline(t_hit, top_all, float(self.image_rays.dy[0]))
         w = self.width
-        image = self._shade(state, objects, layers, dir_x[:w], dir_z[:w], look)
-        depth = self._depth(layers)
+        slabs = ground_slabs(state.x, state.z, _GROUND_SLAB_WINDOW, self.seed, self.memory)
+        image = self._shade(state, objects, layers, (dir_x[:w], dir_z[:w]), slabs, look)
+        depth = self._depth(state, layers, (dir_x[w:], dir_z[w:]), slabs)
         return Rendered(image=image, depth=depth, objects_in_view=objects_in_view)
 
     def visible_ground_and_sky(self, state: CameraState) -> tuple[set[tuple[int, int]], set[int]]:
@@ -342,14 +344,15 @@ class Renderer:
         state: CameraState,
         objects: ObjectSet,
         layers: _Layers,
-        dir_x: FloatArray,
-        dir_z: FloatArray,
+        directions: tuple[FloatArray, FloatArray],
+        slabs: GroundSlabs,
         look: Look,
     ) -> Image:
         """Texture, shade and fog every pixel: per-pixel layer label → per-layer parameters
         → ground overwrite → two remaps → blend."""
         h, w = self.height, self.width
         dy = self.dy32
+        dir_x, dir_z = directions
         textures = self._textures(look)
         planes = self._surface_params(state, objects, layers, dir_x, dir_z, look).reshape(5, -1)
         label = np.zeros((h, w), dtype=np.uint8)
@@ -366,7 +369,7 @@ class Renderer:
         map_y += planes[1].take(flat).reshape(h, w)
         weight = planes[3].take(flat).reshape(h, w)
         fog = planes[4].take(flat).reshape(h, w)
-        self._ground(state, layers, dir_x, dir_z, (map_x, map_y, weight, fog))
+        self._ground(state, layers, directions, slabs, (map_x, map_y, weight, fog))
         surface = cv2.remap(
             textures.atlas, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
         )
@@ -384,22 +387,33 @@ class Renderer:
         self,
         state: CameraState,
         layers: _Layers,
-        dir_x: FloatArray,
-        dir_z: FloatArray,
+        directions: tuple[FloatArray, FloatArray],
+        slabs: GroundSlabs,
         maps: tuple[Float32Array, Float32Array, Float32Array, Float32Array],
     ) -> None:
         """Overwrite ``maps`` (atlas x, atlas y, weight, fog) at the ground pixels: below the
-        base of each column's nearest object."""
+        base of each column's nearest object. Over a sunken street (``relief``) the texture
+        and fog follow the true hit; the mip level stays the plane's."""
         r0 = self.ground_row0
         if r0 >= self.height:
             return
         w = self.width
-        slabs = ground_slabs(state.x, state.z, _GROUND_SLAB_WINDOW, self.seed, self.memory)
+        dir_x, dir_z = directions
         n = slabs.u.shape[0]
         # slab-window-local coordinates keep float32 exact however far the camera walks
         x0 = slabs.i0 * GROUND_SLAB_M - GROUND_SLAB_ORIGIN_M
         z0 = slabs.j0 * GROUND_SLAB_M - GROUND_SLAB_ORIGIN_M
         t = self.ground_t
+        ground_fog, ground_clear = self.ground_fog, self.ground_clear
+        if slabs.pit.any():
+            camera = (state.x, self.camera_height, state.z)
+            dy_rows = self.image_rays.dy[r0:, None]
+            sunk = ground_depth(
+                t.astype(np.float64), dir_x[None, :], dir_z[None, :], dy_rows, camera, slabs
+            )
+            t = sunk.astype(np.float32)
+            ground_fog = _fog(sunk * self.norm_h[None, :w]).astype(np.float32)
+            ground_clear = (1.0 - ground_fog).astype(np.float32)
         gx = t * dir_x.astype(np.float32)[None, :]
         gx += np.float32(state.x - x0)
         gz = t * dir_z.astype(np.float32)[None, :]
@@ -429,11 +443,11 @@ class Renderer:
             local += origin
             coords.append(local)
         tint = per_slab[2].take(slab).reshape(shape)
-        tint *= self.ground_clear
+        tint *= ground_clear
         t_base = layers.t[0, :w]
         base_dy = np.where(np.isfinite(t_base), self.camera_height / t_base, 0.0)
         select = (self.dy32[r0:] > base_dy.astype(np.float32)[None, :]).astype(np.float32)
-        for dst, src in zip(maps, (coords[0], coords[1], tint, self.ground_fog), strict=True):
+        for dst, src in zip(maps, (coords[0], coords[1], tint, ground_fog), strict=True):
             part = dst[r0:]
             part += select * (src - part)
 
@@ -449,7 +463,7 @@ class Renderer:
         azimuth = state.heading + self.azimuth
         u = azimuth * (BACKDROP_WIDTH / _TWO_PI)
         v = self.backdrop_v
-        if self.memory.enabled:
+        if self.memory.changes:
             du, dv = sector_offsets(self.memory, self.seed)
             sector = np.floor(azimuth / (_TWO_PI / BACKDROP_SECTORS)).astype(np.int64)
             sector %= BACKDROP_SECTORS
@@ -464,8 +478,15 @@ class Renderer:
         )
         return backdrop
 
-    def _depth(self, layers: _Layers) -> Float32Array:
-        """Exact z-depth on the depth grid (inf where the infinitely far backdrop shows)."""
+    def _depth(
+        self,
+        state: CameraState,
+        layers: _Layers,
+        directions: tuple[FloatArray, FloatArray],
+        slabs: GroundSlabs,
+    ) -> Float32Array:
+        """Exact z-depth on the depth grid; inf where the infinitely far backdrop shows,
+        through the sky or through full fog."""
         w = self.width
         dy = self.depth_rays.dy[:, None]
         top = layers.top[: layers.count, w:]
@@ -479,8 +500,24 @@ class Renderer:
         base_dy = np.where(np.isfinite(t_base), self.camera_height / t_base, 0.0)
         with np.errstate(divide="ignore"):
             ground = np.broadcast_to(self.camera_height / dy, depth.shape)
+        if slabs.pit.any():
+            below = dy[:, 0] > 0
+            sunk = ground_depth(
+                ground[below],
+                directions[0][None, :],
+                directions[1][None, :],
+                dy[below],
+                (state.x, self.camera_height, state.z),
+                slabs,
+            )
+            ground = ground.copy()
+            ground[below] = sunk
         depth = np.where(dy > base_dy[None, :], ground, depth)
-        return depth.astype(np.float32)
+        # A surface beyond the fog's end is drawn as pure backdrop: what the pixel shows is
+        # the infinitely far sky, so its depth is too (a finite depth there inflated the scene
+        # diagonal, and so seed 003's distance threshold, by a ground no image shows).
+        hidden = depth * self.norm_h[None, w:] >= FOG_END_M
+        return np.where(hidden, np.inf, depth).astype(np.float32)
 
 
 def _fog(distance: FloatArray) -> FloatArray:

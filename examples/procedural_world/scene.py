@@ -22,7 +22,8 @@ collisions because a collision would make the *clean* world disobey its keys.
 Everything is a hash of the cell coordinates and the seed (see ``hashing``), so the field is
 unbounded and a place looks the same whenever the camera returns, unless the ``forget``
 defect has bumped the cell's generation (``AppearanceMemory``): then its object has a new
-texture and has moved and changed size within its block, its ground slab a new texture.
+texture and has moved and changed size within its block, its ground slab a new texture. When
+the whole scene is forgotten at once (``forget_scene``), the streets also sink (``relief``).
 """
 
 from __future__ import annotations
@@ -80,12 +81,16 @@ FORGET_SHIFT_M = (0.5, 1.5)
 its block allows (see ``objects_in_cells``)."""
 FORGET_SCALE = (0.15, 0.35)
 """... and its footprint and height grow or shrink by this fraction."""
+PIT_DEPTH_M = (3.0, 6.0)
+"""After the whole scene is forgotten (``AppearanceMemory.forget_scene``), a ground slab's
+streets sink this far (drawn per slab; see ``relief``)."""
 
 # hash streams, one per independent property
 _S_PRESENT, _S_KIND, _S_HEIGHT, _S_SIZE_A, _S_SIZE_B = 0, 1, 2, 3, 4
 _S_JITTER_X, _S_JITTER_Z, _S_MATERIAL, _S_U0, _S_V0, _S_AXIS = 5, 6, 7, 8, 9, 10
 _S_MOVE_ANGLE, _S_MOVE_DIST, _S_SCALE_SIZE, _S_SCALE_HEIGHT = 11, 12, 13, 14
 _S_GROUND_U, _S_GROUND_V, _S_GROUND_TINT, _S_SECTOR_U, _S_SECTOR_V = 20, 21, 22, 30, 31
+_S_GROUND_PIT = 23
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +148,8 @@ class AppearanceMemory:
 
     enabled: bool = False
     version: int = 0
+    epoch: int = 0
+    """Generations added to everything, in view or not (``forget_scene``)."""
     objects: dict[tuple[int, int], int] = field(default_factory=dict)
     ground: dict[tuple[int, int], int] = field(default_factory=dict)
     sectors: IntArray = field(default_factory=lambda: np.zeros(BACKDROP_SECTORS, np.int64))
@@ -152,6 +159,7 @@ class AppearanceMemory:
 
     def reset(self) -> None:
         self.version = 0
+        self.epoch = 0
         self.objects.clear()
         self.ground.clear()
         self.sectors[:] = 0
@@ -159,11 +167,23 @@ class AppearanceMemory:
         self._seen_ground.clear()
         self._seen_sectors.clear()
 
+    def forget_scene(self) -> None:
+        """Regenerate everything at once (the ``forget_scene_at_s`` defect)."""
+        self.epoch += 1
+        self.version += 1
+
+    @property
+    def changes(self) -> bool:
+        """Whether anything can differ from the clean world."""
+        return self.enabled or self.epoch > 0
+
     def object_generation(self, i: IntArray, j: IntArray) -> IntArray:
-        return _lookup(self.objects, i, j) if self.enabled else np.zeros(i.shape, np.int64)
+        seen = _lookup(self.objects, i, j) if self.enabled else np.zeros(i.shape, np.int64)
+        return seen + self.epoch
 
     def ground_generation(self, i: IntArray, j: IntArray) -> IntArray:
-        return _lookup(self.ground, i, j) if self.enabled else np.zeros(i.shape, np.int64)
+        seen = _lookup(self.ground, i, j) if self.enabled else np.zeros(i.shape, np.int64)
+        return seen + self.epoch
 
     def observe(
         self,
@@ -366,6 +386,9 @@ class GroundSlabs:
     u: FloatArray
     v: FloatArray
     tint: FloatArray
+    pit: FloatArray
+    """How far the slab's streets sink (m): 0 unless the whole scene was forgotten, see
+    ``relief``."""
 
 
 def ground_slabs(x: float, z: float, half: int, seed: int, memory: AppearanceMemory) -> GroundSlabs:
@@ -378,23 +401,31 @@ def ground_slabs(x: float, z: float, half: int, seed: int, memory: AppearanceMem
         indexing="ij",
     )
     gen = memory.ground_generation(ii, jj)
+    lo, hi = PIT_DEPTH_M
     return GroundSlabs(
         i0=ci - half,
         j0=cj - half,
         u=np.floor(cell_uniform(ii, jj, seed, gen, _S_GROUND_U) * GROUND_TILE),
         v=np.floor(cell_uniform(ii, jj, seed, gen, _S_GROUND_V) * GROUND_TILE),
         tint=0.82 + 0.3 * cell_uniform(ii, jj, seed, gen, _S_GROUND_TINT),
+        pit=np.where(gen > 0, lo + (hi - lo) * cell_uniform(ii, jj, seed, gen, _S_GROUND_PIT), 0.0)
+        if memory.epoch > 0
+        else np.zeros(ii.shape),
     )
 
 
 def sector_offsets(memory: AppearanceMemory, seed: int) -> tuple[FloatArray, FloatArray]:
     """Backdrop texel offsets (u, v) per sector: zero in the clean world (a seamless panorama),
     a hashed jump for every sector the forget defect has regenerated."""
-    if not memory.enabled or not memory.sectors.any():
+    gen = (
+        memory.sectors + memory.epoch
+        if memory.enabled
+        else np.full(BACKDROP_SECTORS, memory.epoch, np.int64)
+    )
+    if not gen.any():
         zeros = np.zeros(BACKDROP_SECTORS)
         return zeros, zeros
     idx = np.arange(BACKDROP_SECTORS, dtype=np.int64)
-    gen = memory.sectors
     du = np.floor(cell_uniform(idx, idx, seed, gen, _S_SECTOR_U) * BACKDROP_WIDTH)
     dv = np.floor((cell_uniform(idx, idx, seed, gen, _S_SECTOR_V) - 0.5) * 40.0)
     return np.where(gen > 0, du, 0.0), np.where(gen > 0, dv, 0.0)

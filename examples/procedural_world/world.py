@@ -32,7 +32,8 @@ class WorldFrame:
     ``key`` is the commanded key (what the evaluator sent), not the key the world obeyed.
     ``depth`` is metric z-depth at (H // d, W // d), pixel (i, j) on the ray through image
     point ((j + 0.5)·W/w − 0.5, (i + 0.5)·H/h − 0.5) (the ``cv2.resize`` convention); the
-    backdrop is infinitely far and has depth ``inf``.
+    backdrop is infinitely far and has depth ``inf``, as has a surface so far that the fog
+    has turned it into pure backdrop (horizontal distance ≥ ``FOG_END_M``).
     """
 
     image: npt.NDArray[np.uint8]
@@ -100,6 +101,13 @@ class ProceduralWorld:
         state = motion.teleport if motion.teleport is not None else self._state
         state = advance(state, motion.forward, motion.right, motion.yaw, 1.0 / self.fps)
         look = motion.look if motion.look is not None else self._look
+        forget_at = self.config.forget_scene_at_s
+        if (
+            forget_at is not None
+            and self._memory.epoch == 0
+            and self._frame / self.fps >= forget_at - 1e-9
+        ):
+            self._memory.forget_scene()
         rendered, reused = self._render(state, look)
         self._state = state
         self._look = look

@@ -493,12 +493,15 @@ def test_forget_is_visible_to_geometry_on_a_revisit() -> None:
     forget = revisit_errors(world_config_for_defect("forget", yaw_rate_deg=360.0))
     # Same pose, yet the reference's floor lookup lands on the neighbouring pixel wherever the
     # projection falls a hair below a whole pixel, so the clean world has its own share of
-    # errors at depth edges (SPEC §9); the forgetting world must add to it.
+    # errors at depth edges (SPEC §9); the forgetting world must add to it. Measured 3143 vs
+    # 3047 points (of ~16,800). It was 3381 vs 3084 while fully fogged surfaces (56-62 m,
+    # drawn as pure backdrop) still had finite depth: a regenerated object there counted
+    # although no image shows it, so the margin is now 50 points, not 200.
     assert clean.size > 10_000
     base = int(np.count_nonzero(clean > 0.05))  # TAU_G
     moved = int(np.count_nonzero(forget > 0.05))
     print(f"\nrevisit after 360°: > 0.05 on {moved} of {forget.size} points (clean {base})")
-    assert moved > base + 200
+    assert moved > base + 50
 
 
 @pytest.mark.parametrize("name", ["blur", "noise"])

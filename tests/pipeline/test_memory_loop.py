@@ -3,16 +3,21 @@ and the CPU estimator taking over when the model sends no pose."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from streameval.protocol.memory_loop import memory_loop
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
 from streameval.driver import InProcessSource
+from streameval.metrics.worldatlas.revisit import return_gate
+from streameval.observers import EpisodeObserver, Progress
+from streameval.pipeline import PipelineConfig
 from streameval.rescore import rescore_dir
 from tests.pipeline.helpers import run
 
@@ -78,3 +83,48 @@ def test_without_poses_the_cpu_estimator_decides_the_gate(tmp_path: Path) -> Non
     assert gate.details["scale_is_degenerate"]  # pure rotation: no spurious translation
     scene = outcome.scores.metrics["memory_scene_f1"]
     assert scene.status == "not_applicable"  # no depth without a depth sidecar or model
+
+
+class _GateStates(EpisodeObserver):
+    """What the live scores say about the gate after every frame."""
+
+    def __init__(self) -> None:
+        self.states: dict[int, tuple[bool, bool]] = {}
+
+    def on_progress(self, progress: Progress) -> None:
+        gate = (progress.provisional or {}).get("memory_return_gate")
+        if gate is not None:
+            d = gate.details
+            self.states[progress.frame] = (bool(d["departure_reached"]), bool(d["returned"]))
+
+
+def _first(states: dict[int, tuple[bool, bool]], which: int) -> int | None:
+    return next((f for f in sorted(states) if states[f][which]), None)
+
+
+@pytest.mark.parametrize("name", ["yaw_loop_180", "dolly_loop"])
+def test_live_scores_flip_departure_and_return_when_they_happen(tmp_path: Path, name: str) -> None:
+    """Procedural world, true poses, provisional scores after every frame: the provisional
+    'departure reached' and 'returned' flip at the first frames where the gate kernel on the
+    prefix of the true track says so, stay true, and the final gate is the kernel's."""
+    observer = _GateStates()
+    config = PipelineConfig(cuts="scenedetect-adaptive", provisional_every_s=0.0)
+    outcome = run(_source(name, send_poses=True), tmp_path / "r", [observer], config)
+    source = _source(name, send_poses=True)
+    world = source.model
+    truth = np.array([world.step(k).pose for k in source.schedule.frame_keys()])
+    expected = []
+    for what in ("departed", "returned"):
+        prefix = (
+            t for t in range(1, len(truth)) if getattr(return_gate(truth[: t + 1], fps=24.0), what)
+        )
+        expected.append(next(prefix, None))
+    assert expected[0] is not None and expected[1] is not None
+    assert _first(observer.states, 0) == expected[0]
+    assert _first(observer.states, 1) == expected[1]
+    flips = [observer.states[f] for f in sorted(observer.states)]
+    for before, after in itertools.pairwise(flips):  # they latch
+        assert after[0] >= before[0] and after[1] >= before[1]
+    gate = outcome.scores.metrics["memory_return_gate"]
+    assert gate.status == "official" and gate.raw == 1.0 and "provisional" not in gate.details
+    assert rescore_dir(tmp_path / "r").changed == []

@@ -57,7 +57,24 @@ def worldatlas_metrics(
         depth_problem=depth_problem,
         translation_scale_known=atlas.pose_source not in SCALE_FREE_SOURCES,
     )
-    return score_memory_loop(inputs)
+    results = score_memory_loop(inputs)
+    return _spoiled_by_bad_sidecars(results, atlas.problems)
+
+
+# Which metrics an unusable sidecar leaves without input: poses feed all four, the depth,
+# its mask and the intrinsics only the back-projection of scene F1.
+_NEEDS = {"poses": WORLDATLAS_METRICS, "depth": ("memory_scene_f1",)}
+
+
+def _spoiled_by_bad_sidecars(
+    results: dict[str, MetricResult], problems: dict[str, str]
+) -> dict[str, MetricResult]:
+    out = dict(results)
+    for kind in ("depth", "poses"):  # a bad pose file is the reason that matters most
+        if kind in problems:
+            for name in _NEEDS[kind]:
+                out[name] = MetricResult.missing(f"unusable sidecar: {problems[kind]}")
+    return out
 
 
 def worldatlas_scores(inp: ScoringInput) -> dict[str, MetricResult]:

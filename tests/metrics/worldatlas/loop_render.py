@@ -31,13 +31,18 @@ def render_loop(
     height: int = 128,
     keep_frames: bool = False,
     replace_scene_after: float | None = None,
+    forget_scene_after: float | None = None,
 ) -> RenderedLoop:
     """``replace_scene_after``: from that fraction of the episode on, frames and depth come
     from a town of another seed seen from the same camera path, i.e. a model that forgets the
-    scene and makes a new one up on the way back (the golden ``_forget`` assets do the same)."""
+    scene and makes a new one up on the way back (the golden ``_forget`` assets do the same).
+    ``forget_scene_after``: the world's own ``forget_scene_at_s`` defect at that fraction."""
     loop = memory_loop(name, fps=fps, seconds=seconds)
+    overrides = {}
+    if forget_scene_after is not None:
+        overrides["forget_scene_at_s"] = seconds * forget_scene_after
     config = replace(
-        world_config_for_defect(defect),
+        world_config_for_defect(defect, **overrides),
         width=width,
         height=height,
         fps=fps,

@@ -1,10 +1,20 @@
 """Validity on the procedural world with its true poses and depth (seed 003).
 
-Measured (12 s loops, 192x128, scene F1): clean dolly 1.000, yaw_loop_180 0.999; a model
-that replaces the town after the turnaround (another seed, same camera path) 0.977 and 0.964;
-the world's own ``forget`` defect 0.999 and 0.996. The drop is small because 88 % of the valid
-depth points lie on the flat ground every town shares, and tau_d = 0.02 x diag is 2.4 m in
-a 120 m scene (the forget defect moves objects by 0.5-1.5 m, under tau_d).
+Measured (12 s loops, 192x128, scene F1; clean / scene forgotten at the turnaround / view-by-view
+``forget`` defect): dolly_loop 1.000 / 0.396 / 0.998, yaw_loop_180 0.999 / 0.777 / 0.997.
+
+The forgetting model is the world's ``forget_scene_at_s`` defect at half time (the turnaround of a
+retrace loop): from then on every object, ground slab and sky sector is regenerated, blocks
+moved and resized, streets sunk by 3-6 m (``procedural_world.relief``), so the return renders
+geometry the outbound never had, as a model that makes a new place up on the way back does.
+The view-by-view ``forget`` defect stays near 1 and is not asserted here: it only regenerates
+what has left the view and moves blocks by 0.5-1.5 m (under tau_d = 0.02 x diag, about 1.5 m for
+dolly, 2.6 m for yaw); on these short loops most of the return view never left it.
+
+Two fixes made this test able to fail: the ground was one flat plane in every town (88 % of the
+depth points), so a replaced town still overlapped (0.977 / 0.964 before); and the world gave
+finite depth to ground the fog turns into pure backdrop (up to 180 m away), which inflated the
+diagonal to 120 / 210 m and tau_d to 2.4 / 4.2 m. Such pixels now have infinite depth, like the sky.
 """
 
 from __future__ import annotations
@@ -27,9 +37,12 @@ def _f1(r: RenderedLoop) -> tuple[float, dict[str, object]]:
 
 
 @pytest.mark.parametrize("name", ["dolly_loop", "yaw_loop_180"])
-def test_clean_is_near_one_and_a_forgetting_model_lower(name: str) -> None:
+def test_clean_is_near_one_and_a_forgetting_model_clearly_lower(name: str) -> None:
     clean, details = _f1(render_loop(name))
     assert details["split_source"] == "longest_supported_revisit_episode"
-    assert clean > 0.995
-    replaced, _ = _f1(render_loop(name, replace_scene_after=0.5))
-    assert replaced < clean - 0.02
+    assert clean >= 0.99
+    forgetting, forgot_details = _f1(render_loop(name, forget_scene_after=0.5))
+    assert forgot_details["split_source"] == "longest_supported_revisit_episode"
+    print(f"\n{name}: clean {clean:.3f}, scene forgotten at the turnaround {forgetting:.3f}")
+    assert forgetting <= 0.8
+    assert forgetting < clean - 0.15

@@ -1,0 +1,111 @@
+"""Replaying a memory_loop rollout whose sidecars are unusable (issue 12): the episode is still
+replayed and scored, the WorldAtlas metrics that need the bad file are ``missing`` with a reason
+naming the file and the defect, one ``error: <path>: <what>`` line is printed, the exit status
+is 2, and ``rescore`` gives the same statuses (the reasons live in the episode cache)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streameval.cli import main
+
+MODEL = "procedural-world[clean]"
+POSE_METRICS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("loop")
+    argv = ["demo", "--no-tui", "--out", str(out), "--suite", "memory_loop"]
+    assert main([*argv, "--trajectory", "dolly_loop", "--loop-seconds", "4"]) == 0
+    return out / MODEL / "dolly_loop" / "recording"
+
+
+def _nan_pose(d: Path) -> None:
+    poses = np.load(d / "poses.npy")
+    poses[12, 0, 3] = np.nan
+    np.save(d / "poses.npy", poses)
+
+
+def _pose_shape(d: Path) -> None:
+    np.save(d / "poses.npy", np.load(d / "poses.npy")[:, :3, :])
+
+
+def _nan_intrinsics(d: Path) -> None:
+    k = np.load(d / "intrinsics.npy")
+    k[0, 0] = np.inf
+    np.save(d / "intrinsics.npy", k)
+
+
+def _depth_shape(d: Path) -> None:
+    np.save(d / "depth_metric.npy", np.load(d / "depth_metric.npy")[:, 0, :])
+
+
+def _mask_without_mask(d: Path) -> None:
+    with zipfile.ZipFile(d / "depth_valid_mask.npz", "w"):
+        pass  # an archive that holds no mask array
+
+
+def _mask_shape(d: Path) -> None:
+    depth = np.load(d / "depth_metric.npy")
+    np.savez_compressed(d / "depth_valid_mask.npz", mask=np.ones(depth.shape[:2], bool))
+
+
+CASES: list[tuple[str, Callable[[Path], None], str, str, tuple[str, ...]]] = [
+    ("nan_pose", _nan_pose, "poses.npy", "non-finite pose at frame 12", POSE_METRICS),
+    ("pose_shape", _pose_shape, "poses.npy", "shape (96, 3, 4)", POSE_METRICS),
+    ("intrinsics", _nan_intrinsics, "intrinsics.npy", "non-finite values", ("memory_scene_f1",)),
+    ("depth_shape", _depth_shape, "depth_metric.npy", "shape (96, 160)", ("memory_scene_f1",)),
+    ("no_mask", _mask_without_mask, "depth_valid_mask.npz", "which array is the mask",
+     ("memory_scene_f1",)),
+    ("mask_shape", _mask_shape, "depth_valid_mask.npz", "mask shape", ("memory_scene_f1",)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "spoil", "file", "says", "needs"), CASES, ids=[c[0] for c in CASES]
+)
+def test_bad_sidecar_gives_missing_metrics_not_a_refusal(
+    recording: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    spoil: Callable[[Path], None],
+    file: str,
+    says: str,
+    needs: tuple[str, ...],
+) -> None:
+    rollout = tmp_path / "dolly_loop"
+    shutil.copytree(recording, rollout)
+    spoil(rollout)
+    out = tmp_path / "out"
+    capsys.readouterr()
+    code = main(["replay", str(rollout), "--out", str(out), "--no-tui"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert code == 2
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {rollout / file}: "), errors
+    assert says in errors[0], errors
+    scores = out / MODEL / "dolly_loop" / "scores.json"
+    doc = json.loads(scores.read_text())
+    metrics = doc["metrics"]
+    for name in POSE_METRICS:
+        if name in needs:
+            assert metrics[name]["status"] == "missing", name
+            assert file in metrics[name]["reason"] and says in metrics[name]["reason"], name
+        else:
+            assert metrics[name]["status"] == "official", (name, metrics[name])
+    # control and memory metrics of the same episode are scored as usual
+    assert metrics["direction_accuracy_trans"]["status"] == "official"
+    # rescore reads the reasons back from the cache: bit-identical
+    before = scores.read_bytes()
+    assert main(["rescore", str(out / MODEL / "dolly_loop")]) == 0
+    assert json.loads(scores.read_text())["metrics"] == json.loads(before)["metrics"]
