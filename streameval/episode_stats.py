@@ -29,3 +29,4 @@ class EpisodeStats:
         # frames not perceived: those the live run dropped, when replaying its recording
         self.drop: frozenset[int] = frozenset()
         self.dropped_frames: list[int] = []
+        self.dropped_keys: dict[int, str] = {}  # their keys: a gap's keys are the frames' own

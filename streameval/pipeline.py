@@ -138,6 +138,7 @@ async def _read(
             if (source.droppable and worker.full()) or event.index in stats.drop:
                 stats.dropped += 1
                 stats.dropped_frames.append(event.index)
+                stats.dropped_keys[event.index] = event.key
                 continue
         elif isinstance(event, KeySent):
             stats.key_times[event.frame] = event.t_wall
@@ -264,10 +265,10 @@ class _Episode:
             )
             return
         out = done.output
-        fill = self.info.schedule.key_for_frame(len(self.track.frame_keys))
         self.stats.perceive_s += done.seconds
         self.stats.recent.append(time.perf_counter())
-        if self.track.set_frame_key(event.index, event.key, fill) and self.live is not None:
+        changed = self.track.set_frame_key(event.index, event.key, self._key_of)
+        if changed and self.live is not None:
             self.live.key_changed(event.index)
         self.track.sx.extend(np.asarray(out.sx, dtype=np.float64))
         self.track.srad.extend(np.asarray(out.srad, dtype=np.float64))
@@ -290,6 +291,12 @@ class _Episode:
             )
             self.depth_sources.add(str(source or (self.config.depth or "network")))
         self._progress(event)
+
+    def _key_of(self, index: int) -> str:
+        """The key of a frame perception never saw: its own when it was received and dropped
+        (the recording has it too), else the schedule's (a rejected or missing frame)."""
+        assert self.info is not None
+        return self.stats.dropped_keys.get(index) or self.info.schedule.key_for_frame(index)
 
     def _progress(self, event: FrameEvent) -> None:
         assert self.track is not None and self.info is not None

@@ -8,6 +8,7 @@ bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,11 +69,12 @@ class EpisodeTrack:
     quality_frames: dict[int, npt.NDArray[np.uint8]] = field(default_factory=dict)
     worldatlas: WorldAtlasTrack | None = None  # memory_loop episodes only
 
-    def set_frame_key(self, index: int, key: str, fill: str) -> bool:
-        """Record the key of frame ``index``; frames skipped before it get ``fill``. True when
-        a key already recorded (a gap's fill) changed: incremental state built on it is stale."""
+    def set_frame_key(self, index: int, key: str, fill: Callable[[int], str]) -> bool:
+        """Record the key of frame ``index``; a frame skipped before it (dropped or rejected)
+        gets ``fill(its index)``. True when a key already recorded (a gap's fill) changed:
+        incremental state built on it is stale."""
         while len(self.frame_keys) < index:
-            self.frame_keys.append(fill)
+            self.frame_keys.append(fill(len(self.frame_keys)))
         if len(self.frame_keys) == index:
             self.frame_keys.append(key)
             return False

@@ -13,6 +13,7 @@ from typing import Any
 from streameval.protocol.schedule import Schedule
 from streameval.replay.rollout import read_rollout_dir
 
+from streameval.cache import EpisodeCache
 from streameval.events import EpisodeStart, FrameEvent
 from streameval.perception_plan import PLAN_KEY, plan_for, recorded_plan
 from streameval.pipeline import PipelineConfig
@@ -48,6 +49,11 @@ def test_replay_of_a_recording_with_drops_is_bit_identical(tmp_path: Path) -> No
     )
     dropped = live.interactivity["frames_dropped"]
     assert isinstance(dropped, int) and dropped > 0  # perception fell behind a live stream
+    # a dropped frame keeps its own key, not the nominal schedule's (which says D from frame
+    # 64: filled from it, A-D-A flips became spurious reversals in Revisit Memory)
+    sent = [e.key for e in _live_events() if isinstance(e, FrameEvent)]
+    keys = EpisodeCache.load(tmp_path / "live" / "cache").frame_keys  # up to the last perceived
+    assert keys == sent[: len(keys)]
     meta = json.loads((recording / "meta.json").read_text())
     plan = recorded_plan(meta)
     assert plan is not None and len(plan.dropped) == dropped
@@ -93,3 +99,20 @@ def test_frames_of_the_recording_are_all_kept(tmp_path: Path) -> None:
     )
     rollout = read_rollout_dir(recording)
     assert rollout.frame_count == sum(isinstance(e, FrameEvent) for e in events)
+
+
+def test_a_dropped_frame_keeps_its_own_key(tmp_path: Path) -> None:
+    """Frames 66-79 dropped (deterministically, through a plan's drop list) where the nominal
+    schedule already says D but the frames were conditioned on A: the cache keeps A. Filled
+    from the schedule, each such gap made A→D→A flips, i.e. spurious Revisit reversals."""
+    events = _live_events()
+    start = events[0]
+    assert isinstance(start, EpisodeStart)
+    plan = {"fit_frames": [], "views": [], "dropped_frames": list(range(66, 80))}
+    events[0] = EpisodeStart(replace(start.info, extra={PLAN_KEY: plan}))
+    outcome = run(ListSource(events), tmp_path, config=CONFIG)
+    assert outcome.interactivity["frames_dropped"] == 14
+    keys = EpisodeCache.load(tmp_path / "cache").frame_keys
+    assert keys == ["A"] * 90 + ["D"] * 90
+    revisit = _metrics(tmp_path)["revisit_memory"]
+    assert revisit["details"]["n_reversals"] == 1
