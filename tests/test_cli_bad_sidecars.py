@@ -16,6 +16,9 @@ import pytest
 
 from streameval.cli import main
 
+# one worker runs the whole module: its fixture renders and replays once, not per worker
+pytestmark = pytest.mark.xdist_group("bad-sidecars")
+
 MODEL = "procedural-world[clean]"
 POSE_METRICS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
 

@@ -13,6 +13,9 @@ from streameval.cli import main
 from streameval.transport_cli import network_episodes
 from streameval.transports.urls import AttachOptions
 
+# one worker runs the whole module: its fixture renders and replays once, not per worker
+pytestmark = pytest.mark.xdist_group("cli-memory-loop")
+
 NAMES = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
 MODEL = "procedural-world[clean]"
 

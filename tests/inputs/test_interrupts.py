@@ -161,6 +161,7 @@ def _command(command: str, rollout: Path, out: Path, done: Path) -> list[str]:
     return _attach_args(out, "good")
 
 
+@pytest.mark.long  # `make test-long`: nine runs and kills of whole commands
 @pytest.mark.parametrize("command", ["replay", "rescore", "attach"])
 def test_sigkill_at_random_moments_leaves_complete_files(tmp_path: Path, command: str) -> None:
     rng = random.Random(f"sigkill-{command}")

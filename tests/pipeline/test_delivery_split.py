@@ -23,6 +23,9 @@ from streameval.metrics.control import MotionType, control_metrics, control_metr
 from streameval.metrics.segments import equal_split_spans
 from tests.replay.replay_synth import write_video
 
+# one worker runs the whole module: its fixture renders and replays once, not per worker
+pytestmark = pytest.mark.xdist_group("delivery")
+
 FPS = 16
 KEYS = ["A", "D", "A"]  # worldmark action 14
 

@@ -18,6 +18,9 @@ import pytest
 
 from streameval.cli import main
 
+# one worker runs the whole module: its fixture renders and replays once, not per worker
+pytestmark = pytest.mark.xdist_group("report-browser")
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium not installed (.ci/run installs it from Debian)"

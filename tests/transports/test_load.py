@@ -24,6 +24,8 @@ from streameval.transports.mqtt import MqttSource
 from streameval.transports.webrtc import WebRTCSource
 from tests.transports.conftest import Broker
 
+pytestmark = pytest.mark.long  # `make test-long`
+
 SESSIONS = 4
 SECONDS = 4.0
 ROOT = Path(__file__).resolve().parents[2]
