@@ -44,6 +44,11 @@ class LiveScores:
         self._samples: dict[int, FitSample] = {}
         self._n_samples = 0
 
+    def fit_samples_replaced(self) -> None:
+        """The track's fit samples were pruned (an adaptive plan): read them afresh."""
+        self._samples = {}
+        self._n_samples = 0
+
     def key_changed(self, frame: int) -> None:
         """The key of an already recorded ``frame`` was overwritten."""
         self.control.invalidate(frame)

@@ -55,8 +55,10 @@ from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.perception_plan import (
     PerceptionPlan,
     equal_split_keys,
+    keep_fit_samples,
     plan_for,
     recorded_plan,
+    settled,
     with_dropped,
 )
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
@@ -208,10 +210,11 @@ class _Episode:
             self.config.analysis_width,
             self.config.analysis_height,
             self.memory,
-            self.depth_backend,
+            self.depth_backend if self.plan.fit_depth_network else None,
             fps=info.fps,
             imaging=self.config.imaging,
             keep_quality_frames=self.config.quality_frames or bool(self.config.quality),
+            fit_every_frame=self.plan.adaptive,
         )
 
     def start(self, info: EpisodeInfo) -> None:
@@ -281,16 +284,33 @@ class _Episode:
         if self.track.worldatlas is not None:
             from_sidecar = self.info.extra.get("depth_source") == "sidecar"
             self.track.worldatlas.add_frame(event, from_sidecar)
-        if out.fit_sample is not None:
+        if out.fit_sample is not None and self.plan.keeps(out.fit_sample, self.track.frame_keys):
             self.track.fit_samples.append(out.fit_sample)
             if out.depth_used:
                 self.track.depth_frames_used += 1
+        keys = self.track.frame_keys
+        if self.plan.adaptive and len(keys) > 1 and keys[-1] != keys[-2]:
+            self._prune_fit_samples(final=False)  # a segment closed: keep its picks
         if out.depth_used:
             source = (
                 self.info.extra.get("depth_source", "model") if event.depth is not None else None
             )
             self.depth_sources.add(str(source or (self.config.depth or "network")))
         self._progress(event)
+
+    def _prune_fit_samples(self, *, final: bool) -> None:
+        assert self.track is not None and self.info is not None
+        track = self.track
+        kept = keep_fit_samples(track.fit_samples, track.frame_keys, self.info.fps, final=final)
+        if track.replace_fit_samples(kept) and self.live is not None:
+            self.live.fit_samples_replaced()
+
+    def settle_plan(self) -> None:
+        """At the end: an adaptive plan becomes the picks of the frames that arrived (what
+        scoring reads and the recording keeps), and only their samples stay."""
+        if self.plan.adaptive and self.track is not None and self.info is not None:
+            self._prune_fit_samples(final=True)
+            self.plan = settled(self.plan, self.track.frame_keys, self.info.fps)
 
     def _key_of(self, index: int) -> str:
         """The key of a frame perception never saw: its own when it was received and dropped
@@ -326,51 +346,7 @@ class _Episode:
             o.on_progress(progress)
 
     def interactivity(self) -> dict[str, Any]:
-        s = self.stats
-        info = self.info
-        live = self._wall_time_interactivity()
-        wall = (s.t_last - s.t_first) if s.t_first is not None and s.t_last is not None else None
-        video_s = (s.received / info.fps) if info else None
-        lat = sorted(s.step_latencies)
-        return {
-            "frames_received": s.received,
-            "frames_dropped": s.dropped,
-            "frames_rejected": s.rejected,
-            "wall_seconds": wall,
-            "video_seconds": video_s,
-            "realtime_factor": (video_s / wall) if wall and video_s else None,
-            "perception_ms_per_frame": (1000 * s.perceive_s / s.received) if s.received else None,
-            "step_latency_ms_median": 1000 * lat[len(lat) // 2] if lat else None,
-            "step_latency_ms_p95": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))]
-            if lat
-            else None,
-            **live,
-        }
-
-    def _wall_time_interactivity(self) -> dict[str, Any]:
-        """Arrival-time statistics and key-to-response latency, plus what a live transport
-        put in ``info.extra["interactivity"]`` (clock, alignment, transport counters)."""
-        from streameval.interactivity import arrival_stats, key_response_latencies, latency_summary
-
-        info, track, s = self.info, self.track, self.stats
-        if info is None or track is None:
-            return {}
-        n = len(track.frame_keys)
-        arrivals = [s.arrivals.get(i, math.nan) for i in range(n)]
-        finite = [t for t in arrivals if math.isfinite(t)]
-        out: dict[str, Any] = {**arrival_stats(finite, info.fps)}
-        if info.extra.get("live") and s.key_changes:
-            sx, srad = track.sx.view(), track.srad.view()
-            latencies = key_response_latencies(
-                [t for t, _ in s.key_changes],
-                [k for _, k in s.key_changes],
-                arrivals,
-                np.asarray(sx, dtype=np.float64),
-                np.asarray(srad, dtype=np.float64),
-            )
-            out.update(latency_summary(latencies))
-        out.update(info.extra.get("interactivity", {}))
-        return out
+        return self.stats.interactivity(self.info, self.track)
 
 
 def provenance(
@@ -570,6 +546,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
             "embedding_calibration": memory_meta.get("embedding_calibration"),
         },
     }
+    episode.settle_plan()
     cache = track.to_cache(meta, memory_cache)
     cache.quality = quality_cache
     scores = score_episode(cache)

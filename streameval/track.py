@@ -82,6 +82,17 @@ class EpisodeTrack:
         self.frame_keys[index] = key
         return changed
 
+    def replace_fit_samples(self, kept: list[FitSample]) -> bool:
+        """Keep only ``kept`` (a subset of the fit samples); True when any went."""
+        if len(kept) == len(self.fit_samples):
+            return False
+        went = {s.frame for s in self.fit_samples} - {s.frame for s in kept}
+        self.depth_frames_used -= sum(
+            1 for s in self.fit_samples if s.frame in went and s.invz is not None
+        )
+        self.fit_samples = kept
+        return True
+
     def to_cache(
         self, extra_meta: dict[str, Any] | None = None, memory: MemoryCache | None = None
     ) -> EpisodeCache:

@@ -63,6 +63,13 @@ def fit_frames(start: int, end: int, fps: float, n_frames: int) -> list[int]:
     )
 
 
+def fit_limit_settled(start: int, end: int, n_frames: int) -> bool:
+    """Whether ``fit_frames(start, end, fps, n)`` is the same for every ``n >= n_frames``:
+    the ``n - 3`` clamp no longer reaches the segment's 90 % point (a live episode still
+    growing can then forget the segment's other samples)."""
+    return int(start + FIT_TO_FRAC * (end - start)) <= n_frames - 3
+
+
 def fit_frames_equal_split(j: int, n_keys: int, n_frames: int, fps: float) -> list[int]:
     """Fit frames of segment j of a delivery without an action log, as the reference picks
     them: ``lo = int(((j + 0.25)·N)/n)``, ``hi = int(((j + 0.9)·N)/n)``."""

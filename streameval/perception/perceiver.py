@@ -66,7 +66,9 @@ def check_image(image: object, where: str) -> npt.NDArray[np.uint8]:
 class Perceiver:
     """Turns the frames of one episode, in index order, into signals.
 
-    ``fit_frames``: frames whose flow is sampled for the motion-type fit (from the plan).
+    ``fit_frames``: frames whose flow is sampled for the motion-type fit (from the plan);
+    ``fit_every_frame``: every frame is (a wall-clock episode, whose segments' ends are known
+    only when they close: the pipeline keeps the picks).
     """
 
     flow: FlowBackend
@@ -78,12 +80,16 @@ class Perceiver:
     fps: float = 16.0  # the episode's frame rate: which frames are Q-Align's 1-fps frames
     imaging: bool = True  # CPU imaging statistics (metrics.imaging)
     keep_quality_frames: bool = True  # the 1-fps frames, so quality needs no video later
+    fit_every_frame: bool = False
     _estimated: set[int] = field(default_factory=set)  # fit frames with network depth
     _recent: dict[int, Gray] = field(default_factory=dict)  # grey, or RGB for an RGB backend
     _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _next_signal: int = 0
     _last_index: int = -1
     _scratch: npt.NDArray[np.float32] | None = None
+
+    def _fits(self, frame: int) -> bool:
+        return self.fit_every_frame or frame in self.fit_frames
 
     def process(self, event: FrameEvent) -> PerceptionOutput:
         i = event.index
@@ -95,7 +101,7 @@ class Perceiver:
         gray = rgb_to_gray(rgb)
         flow_frame = rgb if flow_input(self.flow) == "rgb" else gray
         self._recent[i] = flow_frame
-        if i in self.fit_frames:
+        if self._fits(i):
             if event.depth is not None:
                 self._depth[i] = np.asarray(event.depth, dtype=np.float32)
             elif self.depth_backend is not None:
@@ -125,7 +131,7 @@ class Perceiver:
                 s_x, s_rad = flow_signals(flow, self._scratch)
                 sx.append(s_x)
                 srad.append(s_rad)
-                if target in self.fit_frames:
+                if self._fits(target):
                     depth = self._depth.pop(target, None)
                     depth_used = depth is not None
                     sample = sample_fit(target, flow, depth)
