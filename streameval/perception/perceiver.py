@@ -24,6 +24,7 @@ from streameval.perception.flow import FlowBackend, flow_input
 from streameval.perception.memory import MemoryPerception
 from streameval.perception.motion_type import sample_fit
 from streameval.perception.signals import flow_signals
+from streameval.protocol.keys import FAMILY
 from streameval.quality_cache import shrink_for_quality
 
 
@@ -83,13 +84,16 @@ class Perceiver:
     fit_every_frame: bool = False
     _estimated: set[int] = field(default_factory=set)  # fit frames with network depth
     _recent: dict[int, Gray] = field(default_factory=dict)  # grey, or RGB for an RGB backend
+    _keys: dict[int, str] = field(default_factory=dict)  # of the frames in _recent
     _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _next_signal: int = 0
     _last_index: int = -1
     _scratch: npt.NDArray[np.float32] | None = None
 
     def _fits(self, frame: int) -> bool:
-        return self.fit_every_frame or frame in self.fit_frames
+        if self.fit_every_frame:  # every lateral or yaw frame (the only ones fitted)
+            return FAMILY.get(self._keys.get(frame, "")) in ("lat", "yaw")
+        return frame in self.fit_frames
 
     def process(self, event: FrameEvent) -> PerceptionOutput:
         i = event.index
@@ -101,6 +105,7 @@ class Perceiver:
         gray = rgb_to_gray(rgb)
         flow_frame = rgb if flow_input(self.flow) == "rgb" else gray
         self._recent[i] = flow_frame
+        self._keys[i] = event.key
         if self._fits(i):
             if event.depth is not None:
                 self._depth[i] = np.asarray(event.depth, dtype=np.float32)
@@ -138,6 +143,7 @@ class Perceiver:
             self._next_signal = target + 1
         for old in [k for k in self._recent if k <= target]:
             del self._recent[old]
+            del self._keys[old]
         for old in [k for k in self._depth if k < target]:
             del self._depth[old]
         embedding = self.memory.observe(event, image) if self.memory is not None else None
