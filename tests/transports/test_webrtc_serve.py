@@ -54,17 +54,18 @@ def test_public_style_video_track_scores_like_in_process() -> None:
     assert served.complete, served.errors
     assert inter["alignment"] == "inferred" and inter["clock"] == "wall"
     assert served.frames > 20
-    # Tolerance over VP8 + wall clock: direction accuracy within 5 points of in-process
-    # (measured 99.99 vs 99.87). Purity and memory are NOT within a codec tolerance here:
-    # the world renders at ~10 fps on this machine, so wall-clock segments hold fewer frames
-    # than the schedule the motion-type fit frames were planned on (measured purity 49.6 vs
-    # 99.4, revisit 93.8 vs 99.2); the lossless test above is the exact comparison.
+    # Tolerance over VP8 + wall clock: direction accuracy and purity within 5 points of
+    # in-process (measured accuracy 99.84 vs 99.95, purity 99.13 vs 99.25 at 16 fps delivered;
+    # a world rendering slower than 16 fps used to lose purity, 49.6 vs 99.4, before the fit
+    # followed the segments that arrived). Memory and quality are not within a codec
+    # tolerance (revisit 95.1 vs 100, imaging drift 90.7 vs 95.6: VP8 artefacts and arrival
+    # alignment); the lossless test above is the exact comparison.
     dropped, received = inter["frames_dropped"], inter["frames_received"]
     if dropped > 0.1 * received or (inter["delivered_fps"] or 0) < 8:
         pytest.skip(
             f"machine too loaded to compare scores: perception dropped {dropped} of "
             f"{received} frames, {inter['delivered_fps']} fps delivered"
         )
-    for name in ("direction_accuracy_trans",):
+    for name in ("direction_accuracy_trans", "direction_purity_trans"):
         a, b = normalized(served)[name], normalized(local)[name]
         assert a is not None and b is not None and abs(a - b) <= 5.0, (name, a, b)
