@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import shutil
 import socket
 import time
@@ -51,10 +52,19 @@ class TaskReport:
     results_dir: Path
     worker: str
     seconds: float
-    cpu_seconds: float = 0.0  # CPU time of the worker process (all its threads) on the task
+    # CPU time of the worker process (all its threads) and of the children it reaped (the
+    # TransNetV2 worker) on the task
+    cpu_seconds: float = 0.0
     outcome: EpisodeOutcome | None = None
     rescore: RescoreOutcome | None = None
     bad_input: str | None = None
+
+
+def cpu_time() -> float:
+    """CPU seconds of this process and of its reaped children (a per-episode TransNetV2
+    worker is a child process: without it an episode's cost was under-counted ~2×)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def worker_id() -> str:
@@ -96,7 +106,7 @@ def run_replay_task(task: ReplayTask, config: PipelineConfig) -> TaskReport:
     """Score one rollout exactly as ``streameval replay`` does, in this process."""
     from streameval.replay import ReplaySource, read_rollout
 
-    start, cpu_start = time.perf_counter(), time.process_time()
+    start, cpu_start = time.perf_counter(), cpu_time()
     try:
         rollout = read_rollout(task.rollout)
     except (BadInputError, OSError) as exc:
@@ -113,7 +123,7 @@ def run_replay_task(task: ReplayTask, config: PipelineConfig) -> TaskReport:
         )
     except (BadInputError, UnknownBackendError, BackendUnavailableError) as exc:
         return TaskReport(task.episode, task.results_dir, worker_id(), 0.0, bad_input=str(exc))
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    seconds, cpu = time.perf_counter() - start, cpu_time() - cpu_start
     return TaskReport(task.episode, task.results_dir, worker_id(), seconds, cpu, outcome=outcome)
 
 
