@@ -14,15 +14,12 @@ worker's entry point, and the pipe protocol (length-prefixed frames in, JSON lin
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
 import queue
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -36,6 +33,7 @@ import numpy.typing as npt
 from streameval.errors import BackendUnavailableError
 from streameval.perception.cuts import _IndexLog
 from streameval.perception.hf import as_rgb_uint8
+from streameval.perception.transnet_pool import POOL
 
 # --- TransNetV2 ---------------------------------------------------------------------------
 
@@ -169,20 +167,18 @@ def scenes_to_cuts(predictions: npt.ArrayLike, threshold: float = TRANSNET_THRES
 
 
 _END = struct.pack("<I", 0)
-_WORKER_CODE = (
-    "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
-    "from streameval.perception.transnet import transnet_worker_main; transnet_worker_main()"
-)
 
 
 def transnet_worker_main() -> None:
     """Entry point of the worker process (``python -c``; argv: sys.path JSON, config JSON).
 
-    In: length-prefixed uint8 (27, 48, 3) frames on stdin, a zero length at the end. Out: JSON
-    lines on the original stdout: ``{"ready": s}``, then ``{"cuts": [...], "stats": {...}}`` or
-    ``{"error": text}``. Everything else that writes to stdout (library prints) is sent to
-    stderr, so the protocol stream stays clean. TransNetV2's global seeding and
-    deterministic-algorithm switch happen here, in this process only.
+    In: episodes one after the other, each as length-prefixed uint8 (27, 48, 3) frames on
+    stdin and a zero length at its end; end of input between episodes ends the worker. Out:
+    JSON lines on the original stdout: ``{"ready": s}`` once, then per episode
+    ``{"cuts": [...], "stats": {...}}``, or ``{"error": text}`` (and the worker exits).
+    Everything else that writes to stdout (library prints) is sent to stderr, so the protocol
+    stream stays clean. TransNetV2's global seeding and deterministic-algorithm switch happen
+    here, in this process only.
     """
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
@@ -209,34 +205,47 @@ def transnet_worker_main() -> None:
             out: npt.NDArray[np.float64] = single[0, :, 0].cpu().double().numpy()
             return out
 
-        stream = WindowedTransNet(predict_window)
         send({"ready": time.perf_counter() - t0})
-        w, h = TRANSNET_SIZE
-        size = w * h * 3
+        size = TRANSNET_SIZE[0] * TRANSNET_SIZE[1] * 3
         source = sys.stdin.buffer
-        while True:
-            header = source.read(4)
-            if len(header) < 4:
-                raise EOFError("the evaluator closed the frame pipe before the end marker")
-            (n,) = struct.unpack("<I", header)
-            if n == 0:
-                break
-            if n != size:
-                raise ValueError(f"frame message of {n} bytes, expected {size}")
-            stream.push(np.frombuffer(source.read(n), dtype=np.uint8).reshape(h, w, 3))
-        t_end = time.perf_counter()
-        probs = stream.finish()
-        stats = {
-            "frames": len(probs),
-            "windows": stream.windows_run,
-            "seconds_in_model": stream.seconds_in_model,
-            "tail_seconds": time.perf_counter() - t_end,
-        }
-        send({"cuts": scenes_to_cuts(probs, float(config["threshold"])), "stats": stats})
+        while _serve_episode(source, WindowedTransNet(predict_window), size, config, send):
+            pass  # the next episode, on the same loaded model (transnet_pool.py)
     except BaseException as err:  # reported to the caller, whose finish() returns None
         send({"error": f"{type(err).__name__}: {err}"})
     finally:
         proto.close()
+
+
+def _serve_episode(
+    source: Any, stream: WindowedTransNet, size: int, config: dict[str, Any], send: Any
+) -> bool:
+    """One episode's frames through ``stream`` and its cuts sent; False at end of input
+    before the episode's first frame (the pool let the worker go)."""
+    w, h = TRANSNET_SIZE
+    first = True
+    while True:
+        header = source.read(4)
+        if len(header) < 4:
+            if first and not header:
+                return False
+            raise EOFError("the evaluator closed the frame pipe before the end marker")
+        first = False
+        (n,) = struct.unpack("<I", header)
+        if n == 0:
+            break
+        if n != size:
+            raise ValueError(f"frame message of {n} bytes, expected {size}")
+        stream.push(np.frombuffer(source.read(n), dtype=np.uint8).reshape(h, w, 3))
+    t_end = time.perf_counter()
+    probs = stream.finish()
+    stats = {
+        "frames": len(probs),
+        "windows": stream.windows_run,
+        "seconds_in_model": stream.seconds_in_model,
+        "tail_seconds": time.perf_counter() - t_end,
+    }
+    send({"cuts": scenes_to_cuts(probs, float(config["threshold"])), "stats": stats})
+    return True
 
 
 @dataclass
@@ -252,13 +261,16 @@ class WorkerStats:
     tail_seconds: float = 0.0
     load_seconds: float = 0.0
     finish_wait_seconds: float = 0.0
+    reused: bool = False  # a worker of the run's pool that had served an earlier episode
 
 
 class TransNetV2Detector:
-    """TransNetV2 (seed 000's cut detector) in a worker process of its own.
+    """TransNetV2 (seed 000's cut detector) for one episode, in a worker process.
 
-    The worker is a fresh interpreter (``sys.executable -c``, i.e. a spawn, not a fork: no
-    copied threads or torch state) that talks over pipes. Not ``multiprocessing``'s spawn
+    The worker is a separate interpreter (``sys.executable -c``, i.e. a spawn, not a fork: no
+    copied threads or torch state) that talks over pipes, taken from the run's pool
+    (``transnet_pool.py``: a worker serves episode after episode, so the ~2 s start is paid once
+    per run and concurrent episode). Not ``multiprocessing``'s spawn
     context: that re-runs the caller's ``__main__`` script in the child, which breaks (or
     re-executes) any script without an ``if __name__ == "__main__"`` guard.
 
@@ -293,28 +305,18 @@ class TransNetV2Detector:
         self._done = False
         self._closed = False
         self.failure: str | None = None
-        self.stats = WorkerStats()
-        config = {"device": device, "threshold": float(threshold), "num_threads": num_threads}
-        paths = [p for p in sys.path if p and os.path.isdir(p)]
-        # lives as long as the detector (the worker's stderr, for failure messages); close()
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", _WORKER_CODE, json.dumps(paths), json.dumps(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-        )
+        self._config = {"device": device, "threshold": float(threshold), "num_threads": num_threads}
+        self._worker, reused = POOL.acquire(self._config)
+        self.stats = WorkerStats(reused=reused)
+        self._process = self._worker.process
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._inbox: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write_frames, daemon=True)
-        self._reader = threading.Thread(target=self._read_messages, daemon=True)
         self._writer.start()
-        self._reader.start()
 
     @property
     def pid(self) -> int:
         """The worker's process id."""
-        return int(self._process.pid)
+        return self._worker.pid
 
     def _write_frames(self) -> None:
         pipe = self._process.stdin
@@ -329,20 +331,7 @@ class TransNetV2Detector:
                 pipe.write(struct.pack("<I", len(payload)))
                 pipe.write(payload)
         except (BrokenPipeError, OSError, ValueError):
-            return  # the worker is gone; the reader sees EOF and finish() reports it
-
-    def _read_messages(self) -> None:
-        pipe = self._process.stdout
-        assert pipe is not None
-        try:
-            for line in pipe:
-                try:
-                    self._inbox.put(json.loads(line))
-                except ValueError:
-                    continue
-        except (OSError, ValueError):
-            pass
-        self._inbox.put(None)  # EOF: the worker exited (or was killed)
+            return  # the worker is gone; its reader sees EOF and finish() reports it
 
     def push(self, index: int, image: npt.NDArray[np.uint8]) -> None:
         if self._done:
@@ -351,14 +340,6 @@ class TransNetV2Detector:
         if not self._writer.is_alive():
             return  # the worker is gone: finish() returns None; do not pile up frames
         self._outbox.put(shrink_for_transnet(as_rgb_uint8(image, self.name)).tobytes())
-
-    def _worker_error_tail(self) -> str:
-        try:
-            self._stderr.seek(0)
-            lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
-        except (OSError, ValueError):
-            return ""
-        return f"; stderr: {lines[-1]}" if lines else ""
 
     def finish(self) -> list[int] | None:
         if self._done:
@@ -369,7 +350,7 @@ class TransNetV2Detector:
         self._outbox.put(None)
         while True:
             try:
-                msg = self._inbox.get(timeout=max(0.0, deadline - time.perf_counter()))
+                msg = self._worker.inbox.get(timeout=max(0.0, deadline - time.perf_counter()))
             except queue.Empty:
                 self.failure = f"TransNetV2 worker did not finish within {self._timeout:g} s"
                 break
@@ -377,7 +358,7 @@ class TransNetV2Detector:
                 code = self._process.wait(timeout=5.0)
                 self.failure = (
                     f"TransNetV2 worker exited (code {code}) without a result"
-                    f"{self._worker_error_tail()}"
+                    f"{self._worker.error_tail()}"
                 )
                 break
             if "ready" in msg:
@@ -387,7 +368,9 @@ class TransNetV2Detector:
                 break
             else:
                 stats = {k: v for k, v in msg["stats"].items() if k in _STAT_FIELDS}
-                self.stats = WorkerStats(**{**stats, "load_seconds": self.stats.load_seconds})
+                self.stats = WorkerStats(
+                    **stats, load_seconds=self.stats.load_seconds, reused=self.stats.reused
+                )
                 self._result = self._log.to_frames([int(p) for p in msg["cuts"]])
                 break
         self.stats.finish_wait_seconds = time.perf_counter() - t0
@@ -395,6 +378,8 @@ class TransNetV2Detector:
         return self._result
 
     def close(self) -> None:
+        """A worker that delivered its episode's cuts goes back to the run's pool; one that
+        failed, timed out or is left mid-episode is stopped."""
         if self._closed:
             return
         self._closed = True
@@ -402,19 +387,11 @@ class TransNetV2Detector:
             self._done = True
             self.failure = "closed before finish"
         self._outbox.put(None)  # lets a waiting writer thread end
-        proc = self._process
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5.0)
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    pipe.close()
-        self._stderr.close()
+        if self._result is not None:
+            self._writer.join(timeout=5.0)
+            POOL.release(self._config, self._worker)
+        else:
+            self._worker.stop()
 
     def __enter__(self) -> TransNetV2Detector:
         return self

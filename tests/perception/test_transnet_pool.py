@@ -1,0 +1,91 @@
+"""TransNetV2 workers shared by a run's episodes (``transnet_pool.py``): a worker serves
+episode after episode with the cuts a fresh worker finds; only a worker that finished cleanly
+is reused; concurrent episodes get workers of their own; an abandoned one is stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from streameval.perception.transnet_pool import POOL
+from tests.perception.test_cuts import SPLICE, clip, run, spliced, transnet_or_skip
+
+
+@pytest.fixture(autouse=True)
+def clean_pool() -> Iterator[None]:
+    POOL.shutdown()
+    yield
+    POOL.shutdown()
+
+
+def _cut_clip() -> list:  # type: ignore[type-arg]
+    return clip("clean", "L" * 20 + "W" * 20) + spliced()[SPLICE:]
+
+
+def _teleport_clip() -> list:  # type: ignore[type-arg]
+    return clip("hard_cut", "W" * 48, cut_every_s=2.0)  # teleport at frame 32
+
+
+def test_a_worker_serves_episode_after_episode_with_a_fresh_workers_cuts() -> None:
+    first = transnet_or_skip()
+    assert not first.stats.reused
+    pid = first.pid
+    assert run(first, _cut_clip()) == [SPLICE], first.failure
+    assert first.stats.load_seconds > 0
+    assert POOL.idle_count() == 1
+
+    second = transnet_or_skip()
+    assert second.pid == pid and second.stats.reused
+    assert run(second, _teleport_clip()) == [32], second.failure
+    assert second.stats.load_seconds == 0.0  # no second start-up
+    third = transnet_or_skip()
+    assert third.pid == pid
+    assert run(third, _cut_clip()) == [SPLICE], third.failure
+
+    # a fresh worker on the same clip: the same verdict and the same windows
+    POOL.shutdown()
+    fresh = transnet_or_skip()
+    assert fresh.pid != pid and not fresh.stats.reused
+    assert run(fresh, _teleport_clip()) == [32], fresh.failure
+    assert (fresh.stats.frames, fresh.stats.windows) == (second.stats.frames, second.stats.windows)
+
+
+def test_an_empty_episode_leaves_the_worker_usable() -> None:
+    empty = transnet_or_skip()
+    assert empty.finish() == []
+    again = transnet_or_skip()
+    assert again.pid == empty.pid
+    assert run(again, _teleport_clip()) == [32], again.failure
+
+
+def test_a_killed_worker_is_not_reused() -> None:
+    det = transnet_or_skip()
+    frames = _cut_clip()
+    for i in range(5):
+        det.push(i, frames[i])
+    os.kill(det.pid, signal.SIGKILL)
+    assert det.finish() is None and det.failure is not None
+    assert POOL.idle_count() == 0
+    nxt = transnet_or_skip()
+    assert nxt.pid != det.pid and not nxt.stats.reused
+    assert run(nxt, _teleport_clip()) == [32], nxt.failure
+
+
+def test_concurrent_episodes_get_workers_of_their_own_and_an_abandoned_one_is_stopped() -> None:
+    a, b = transnet_or_skip(), transnet_or_skip()
+    assert a.pid != b.pid
+    frames = _teleport_clip()
+    for i, frame in enumerate(frames):
+        a.push(i, frame)
+        b.push(i, frame)
+    assert a.finish() == b.finish() == [32]
+    assert POOL.idle_count() == 2
+    c = transnet_or_skip()
+    assert c.pid in (a.pid, b.pid) and c.stats.reused
+    c.push(0, frames[0])
+    c.close()  # mid-episode: its worker cannot be handed on
+    assert c._process.wait(timeout=10) is not None
+    assert POOL.idle_count() == 1
