@@ -195,10 +195,16 @@ def transnet_worker_main() -> None:
 
         if config["num_threads"] is not None:
             torch.set_num_threads(int(config["num_threads"]))
+        streaming_threads = torch.get_num_threads()
+        tail_threads = int(config.get("tail_threads") or streaming_threads)
         model = TransNetV2(device=config["device"])
         model.eval()
+        feed = _FrameFeed(sys.stdin.buffer, TRANSNET_SIZE[0] * TRANSNET_SIZE[1] * 3)
 
         def predict_window(window: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
+            threads = tail_threads if feed.tail else streaming_threads
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
             with torch.no_grad():
                 batch = torch.from_numpy(window[np.newaxis]).to(model.device)
                 single, _ = model.predict_raw(batch)
@@ -206,9 +212,7 @@ def transnet_worker_main() -> None:
             return out
 
         send({"ready": time.perf_counter() - t0})
-        size = TRANSNET_SIZE[0] * TRANSNET_SIZE[1] * 3
-        source = sys.stdin.buffer
-        while _serve_episode(source, WindowedTransNet(predict_window), size, config, send):
+        while _serve_episode(feed, WindowedTransNet(predict_window), config, send):
             pass  # the next episode, on the same loaded model (transnet_pool.py)
     except BaseException as err:  # reported to the caller, whose finish() returns None
         send({"error": f"{type(err).__name__}: {err}"})
@@ -216,26 +220,67 @@ def transnet_worker_main() -> None:
         proto.close()
 
 
+class _FrameFeed:
+    """The worker's stdin, read ahead by a thread: frames, episode ends, end of input.
+
+    Reading ahead is what lets the worker know early that the evaluator has pushed the
+    episode's last frame (``tail``): its perception thread is then idle, and the windows still
+    to run (TransNetV2 lags a flat-out replay by seconds) may use every core instead of one.
+    """
+
+    def __init__(self, source: Any, size: int) -> None:
+        self._source = source
+        self._size = size
+        self._items: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.tail = False  # the current episode's end marker has been read
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                header = self._source.read(4)
+                if len(header) < 4:
+                    self._items.put(("eof", len(header)))
+                    return
+                (n,) = struct.unpack("<I", header)
+                if n == 0:
+                    self.tail = True
+                    self._items.put(("end", None))
+                    continue
+                if n != self._size:
+                    self._items.put(("error", f"frame message of {n} bytes, expected {self._size}"))
+                    return
+                data = self._source.read(n)
+                if len(data) < n:
+                    self._items.put(("eof", 1))
+                    return
+                self._items.put(("frame", data))
+        except Exception as err:  # reported by the episode loop
+            self._items.put(("error", f"{type(err).__name__}: {err}"))
+
+    def get(self) -> tuple[str, Any]:
+        return self._items.get()
+
+
 def _serve_episode(
-    source: Any, stream: WindowedTransNet, size: int, config: dict[str, Any], send: Any
+    feed: _FrameFeed, stream: WindowedTransNet, config: dict[str, Any], send: Any
 ) -> bool:
     """One episode's frames through ``stream`` and its cuts sent; False at end of input
     before the episode's first frame (the pool let the worker go)."""
     w, h = TRANSNET_SIZE
     first = True
     while True:
-        header = source.read(4)
-        if len(header) < 4:
-            if first and not header:
+        kind, value = feed.get()
+        if kind == "eof":
+            if first and value == 0:
                 return False
             raise EOFError("the evaluator closed the frame pipe before the end marker")
+        if kind == "error":
+            raise ValueError(value)
         first = False
-        (n,) = struct.unpack("<I", header)
-        if n == 0:
+        if kind == "end":
             break
-        if n != size:
-            raise ValueError(f"frame message of {n} bytes, expected {size}")
-        stream.push(np.frombuffer(source.read(n), dtype=np.uint8).reshape(h, w, 3))
+        stream.push(np.frombuffer(value, dtype=np.uint8).reshape(h, w, 3))
     t_end = time.perf_counter()
     probs = stream.finish()
     stats = {
@@ -244,6 +289,7 @@ def _serve_episode(
         "seconds_in_model": stream.seconds_in_model,
         "tail_seconds": time.perf_counter() - t_end,
     }
+    feed.tail = False  # before the result: the next episode's frames come after it
     send({"cuts": scenes_to_cuts(probs, float(config["threshold"])), "stats": stats})
     return True
 
@@ -279,8 +325,11 @@ class TransNetV2Detector:
     most ``finish_timeout_s`` (the backlog of a worker slower than the stream, plus the padded
     tail windows); a crash, an error or a timeout returns None and ``failure`` says why.
     Threshold 0.5 on the single-frame head, as the package's ``predictions_to_scenes``.
-    ``num_threads`` caps torch's threads in the worker (default 1: the evaluator keeps the
-    other cores; None = torch's default).
+    ``num_threads`` caps torch's threads in the worker while frames stream (default 1: the
+    evaluator keeps the other cores; None = torch's default); once the episode's last frame
+    is pushed, the windows still to run use ``tail_threads`` (default: every core — the
+    evaluator's perception is idle then). Flat out, TransNetV2 lags the stream (one core does
+    ~60 frames/s, two windows per frame), so this shortens the wait for final scores.
 
     Measured on the procedural world: a teleport to a town of the same colours reached only
     p ≈ 0.41–0.47 (the towns share sky and ground at 48×27); its ``hard_cut`` defect now also
@@ -296,6 +345,7 @@ class TransNetV2Detector:
         *,
         threshold: float = TRANSNET_THRESHOLD,
         num_threads: int | None = 1,
+        tail_threads: int | None = None,
         finish_timeout_s: float = 120.0,
     ) -> None:
         self.weights = transnet_weights_path()
@@ -305,7 +355,12 @@ class TransNetV2Detector:
         self._done = False
         self._closed = False
         self.failure: str | None = None
-        self._config = {"device": device, "threshold": float(threshold), "num_threads": num_threads}
+        self._config = {
+            "device": device,
+            "threshold": float(threshold),
+            "num_threads": num_threads,
+            "tail_threads": tail_threads or os.cpu_count() or 1,
+        }
         self._worker, reused = POOL.acquire(self._config)
         self.stats = WorkerStats(reused=reused)
         self._process = self._worker.process
