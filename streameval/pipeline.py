@@ -305,6 +305,13 @@ class _Episode:
         if track.replace_fit_samples(kept) and self.live is not None:
             self.live.fit_samples_replaced()
 
+    def pad_dropped_tail(self) -> None:
+        """Frames dropped after the last one perceived still belong to the episode."""
+        assert self.track is not None
+        tail = [i for i in self.stats.dropped_frames if i >= len(self.track.frame_keys)]
+        if tail:
+            self.track.pad_to(max(tail) + 1, self._key_of)
+
     def settle_plan(self) -> None:
         """At the end: an adaptive plan becomes the picks of the frames that arrived (what
         scoring reads and the recording keeps), and only their samples stay."""
@@ -519,6 +526,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
     """Flush is done: build the cache, score it with the shared kernels, write results."""
     assert episode.track is not None and episode.info is not None
     track = episode.track
+    episode.pad_dropped_tail()
     memory_cache, memory_meta = await _memory_cache(episode)
     quality_cache = await _quality_cache(episode)
     depth_source = ",".join(sorted(episode.depth_sources)) if track.depth_frames_used else "none"

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.cache import EpisodeCache, MemoryCache
+from streameval.constants import FLOW_STRIDE
 from streameval.fits.motion_type import FitSample
 from streameval.growable import GrowableArray
 from streameval.worldatlas_track import WorldAtlasTrack
@@ -81,6 +82,17 @@ class EpisodeTrack:
         changed = self.frame_keys[index] != key
         self.frame_keys[index] = key
         return changed
+
+    def pad_to(self, n_frames: int, fill: Callable[[int], str]) -> None:
+        """Extend the episode to ``n_frames`` frames received, the ones never perceived at its
+        end (a live source's trailing drops) keyed by ``fill`` and their signals missing (NaN),
+        as a dropped frame inside the episode is: its segments keep their real ends."""
+        while len(self.frame_keys) < n_frames:
+            self.frame_keys.append(fill(len(self.frame_keys)))
+        n_signals = max(0, len(self.frame_keys) - FLOW_STRIDE)
+        for signal in (self.sx, self.srad):
+            if len(signal) < n_signals:
+                signal.extend(np.full(n_signals - len(signal), np.nan))
 
     def replace_fit_samples(self, kept: list[FitSample]) -> bool:
         """Keep only ``kept`` (a subset of the fit samples); True when any went."""

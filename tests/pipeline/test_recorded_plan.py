@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from streameval.protocol.schedule import Schedule
 from streameval.replay.rollout import read_rollout_dir
 
@@ -116,3 +117,23 @@ def test_a_dropped_frame_keeps_its_own_key(tmp_path: Path) -> None:
     assert keys == ["A"] * 90 + ["D"] * 90
     revisit = _metrics(tmp_path)["revisit_memory"]
     assert revisit["details"]["n_reversals"] == 1
+
+
+def test_frames_dropped_at_the_end_still_belong_to_the_episode(tmp_path: Path) -> None:
+    """The last 12 frames received but never perceived (a live source's trailing drops): the
+    episode keeps its 180 frames, those keep their own keys and their signals are missing
+    (NaN), as a gap inside the episode is; it used to end at the last perceived frame, so its
+    last segment was 12 frames short."""
+    events = _live_events()
+    start = events[0]
+    assert isinstance(start, EpisodeStart)
+    plan = {"fit_frames": [], "views": [], "dropped_frames": list(range(168, 180))}
+    events[0] = EpisodeStart(replace(start.info, extra={PLAN_KEY: plan}))
+    outcome = run(ListSource(events), tmp_path, config=CONFIG)
+    assert outcome.frames == 180 and outcome.interactivity["frames_dropped"] == 12
+    cache = EpisodeCache.load(tmp_path / "cache")
+    assert cache.frame_keys == ["A"] * 90 + ["D"] * 90
+    assert len(cache.sx) == 178
+    assert np.isnan(cache.sx[166:]).all() and np.isfinite(cache.sx[:166]).all()
+    accuracy = _metrics(tmp_path)["direction_accuracy_trans"]["details"]["segments"]
+    assert accuracy[-1]["end_frame"] == 180
