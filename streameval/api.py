@@ -32,12 +32,18 @@ DEFAULT_ACTIONS = tuple(range(1, 16))  # the whole WorldMark suite
 
 @dataclass
 class Evaluation:
-    """What an evaluation produced: one outcome per episode run, and what was not run."""
+    """What an evaluation produced: one outcome per episode run, and what was not run.
+
+    ``bad_input``: inputs refused (not run), one line each, as the command line prints them;
+    ``input_problems``: defects of inputs that still ran (an unusable sidecar: the metrics
+    that need it are ``missing`` with the reason) — the command line exits 2 for either.
+    """
 
     out: Path
     outcomes: list[EpisodeOutcome] = field(default_factory=list)
     bad_input: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    input_problems: list[str] = field(default_factory=list)
 
     @property
     def scores(self) -> dict[str, dict[str, MetricResult]]:
@@ -216,11 +222,17 @@ def _rollout_jobs(
     result.bad_input += [str(e) for e in errors]
     jobs = []
     for rollout in rollouts:
+        if rollout.sidecars is not None:  # scored without them; the metrics say why
+            result.input_problems += [str(p) for p in rollout.sidecars.problems]
 
         def open_source(rollout: Rollout = rollout) -> ReplaySource:
             return ReplaySource(rollout, pace=pace)
 
-        results_dir = episode_dir(out, rollout.model, rollout.episode)
+        try:
+            results_dir = episode_dir(out, rollout.model, rollout.episode)
+        except BadInputError as exc:  # a link inside ``out`` leads elsewhere: this one only
+            result.bad_input.append(str(exc))
+            continue
         jobs.append(EpisodeJob(rollout.episode, open_source, results_dir))
     return jobs
 

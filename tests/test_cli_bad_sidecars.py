@@ -112,3 +112,37 @@ def test_bad_sidecar_gives_missing_metrics_not_a_refusal(
     before = scores.read_bytes()
     assert main(["rescore", str(out / MODEL / "dolly_loop")]) == 0
     assert json.loads(scores.read_text())["metrics"] == json.loads(before)["metrics"]
+
+
+def test_the_python_api_lists_the_bad_sidecar_and_a_link_out_of_out(
+    recording: Path, tmp_path: Path
+) -> None:
+    """``streameval.evaluate`` says what the command line says: the unusable sidecar in
+    ``input_problems`` (the episode still scored), and an episode whose results folder would
+    lie outside ``out`` through a planted link in ``bad_input`` — the others still run."""
+    import streameval
+
+    spoiled, other = tmp_path / "dolly_loop", tmp_path / "other" / "dolly_loop"
+    shutil.copytree(recording, spoiled)
+    _nan_pose(spoiled)
+    out = tmp_path / "out"
+    result = streameval.evaluate(rollouts=[spoiled], out=out, reports=False)
+    assert result.bad_input == []
+    assert len(result.input_problems) == 1 and "poses.npy" in result.input_problems[0]
+    assert "non-finite pose at frame 12" in result.input_problems[0]
+    (outcome,) = result.outcomes
+    assert outcome.scores.metrics["memory_return_gate"].status == "missing"
+
+    # a second output folder whose model folder is a link to elsewhere: refused, not written
+    shutil.copytree(recording, other)
+    meta = json.loads((other / "meta.json").read_text())
+    meta["model"] = "linked"
+    (other / "meta.json").write_text(json.dumps(meta))
+    out2, elsewhere = tmp_path / "out2", tmp_path / "elsewhere"
+    out2.mkdir()
+    elsewhere.mkdir()
+    (out2 / "linked").symlink_to(elsewhere)
+    result = streameval.evaluate(rollouts=[other, spoiled], out=out2, reports=False)
+    assert len(result.bad_input) == 1 and "outside the output folder" in result.bad_input[0]
+    assert [o.info.model for o in result.outcomes] == [MODEL]
+    assert list(elsewhere.iterdir()) == []
