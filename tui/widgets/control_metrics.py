@@ -3,7 +3,9 @@
 While the episode runs the values come from the pipeline's provisional scoring (every
 ``provisional_every_s``): the panel's border and title are yellow, the values italic, and the
 subtitle says they become final at episode end. At the end the same panel turns green with the
-final values (or red-bordered "final · incomplete" when the episode was cut short).
+final values (or red-bordered "final · incomplete" when the episode was cut short). On a
+memory_loop episode the subtitle follows the return gate instead: departed at which frame,
+returned at which (``gate_state``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from streameval.tui.format import metric_value_text
 from textual.widgets import Static
 
 from streameval.metrics.registry import metric_names
+from streameval.metrics.worldatlas.gate_online import GATE_METRIC
 from streameval.results import MetricResult
 
 ROWS: tuple[tuple[str, str], ...] = (
@@ -34,6 +37,22 @@ def _note(results: list[MetricResult | None]) -> str:
         if r is not None and r.status != "official" and r.reason and r.reason not in reasons:
             reasons.append(r.reason)
     return "; ".join(reasons)
+
+
+def gate_state(metrics: dict[str, MetricResult] | None) -> str | None:
+    """The memory_loop return gate's provisional state as it happens (the pipeline's online
+    gate, ``metrics/worldatlas/gate_online.py``), for the panel's subtitle; None otherwise."""
+    result = metrics.get(GATE_METRIC) if metrics else None
+    if result is None or not result.details.get("provisional"):
+        return None
+    d = result.details
+    if not d.get("departure_reached"):
+        return (
+            f"return gate: not departed yet (d {float(d['max_departure']):.2g} of "
+            f"{float(d['required_departure']):.2g})"
+        )
+    back = f"returned at frame {d['return_frame']}" if d.get("returned") else "no return yet"
+    return f"return gate: departed at frame {d['departure_frame']}, {back}"
 
 
 def control_table(metrics: dict[str, MetricResult], provisional: bool) -> Table:
@@ -69,6 +88,7 @@ class ControlMetrics(Static):
         if metrics is self._source and (final, complete) == self._flags:
             return
         self._source, self._flags = metrics, (final, complete)
+        gate = gate_state(metrics)
         metrics = {
             name: metrics[name]
             for name in metric_names(family="control")
@@ -79,7 +99,7 @@ class ControlMetrics(Static):
         self.set_class(final and not complete, INCOMPLETE_CLASS)
         if not final:
             self.border_title = "Control · PROVISIONAL"
-            self.border_subtitle = "updating · final at episode end"
+            self.border_subtitle = f"{gate or 'updating'} · final at episode end"
         elif complete:
             self.border_title = "Control · final"
             self.border_subtitle = None
