@@ -116,6 +116,8 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
         )
     elif mem.views:
         glob = global_memory(views_from_frames(mem.views))
+    elif info.get("global_missing"):  # pose/depth sidecars present but unusable
+        glob = MetricResult.missing(str(info["global_missing"]))
     else:
         glob = global_memory(
             None, unavailable_reason=info.get("global_reason") or REASON_NO_BACKEND

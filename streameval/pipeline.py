@@ -493,6 +493,10 @@ async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str
         "cut_failure": failure,
         "geometry_source": geometry_source,
     }
+    problems = info.extra.get("sidecar_problems")
+    if not views and isinstance(problems, dict) and problems:
+        # the geometry was there but unusable: Global Memory is missing, not inapplicable
+        meta["global_missing"] = "unusable sidecar: " + "; ".join(map(str, problems.values()))
     return MemoryCache(embeddings, cuts, views), meta
 
 

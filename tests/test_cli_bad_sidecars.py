@@ -106,6 +106,10 @@ def test_bad_sidecar_gives_missing_metrics_not_a_refusal(
             assert file in metrics[name]["reason"] and says in metrics[name]["reason"], name
         else:
             assert metrics[name]["status"] == "official", (name, metrics[name])
+    # Global Memory needs pose, depth (its mask with it) and intrinsics of its views: missing,
+    # naming the file, when one of them was unusable (it said "no reconstruction backend")
+    glob = metrics["global_memory"]
+    assert glob["status"] == "missing" and file in glob["reason"] and says in glob["reason"]
     # control and memory metrics of the same episode are scored as usual
     assert metrics["direction_accuracy_trans"]["status"] == "official"
     # rescore reads the reasons back from the cache: bit-identical
