@@ -310,6 +310,18 @@ class WorkerStats:
     reused: bool = False  # a worker of the run's pool that had served an earlier episode
 
 
+MAX_TAIL_THREADS = 8  # a 100-frame window of a small network: more threads only add overhead
+
+
+def _usable_cores() -> int:
+    """Cores this process may run on (its affinity: a container's share), at most 8."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_TAIL_THREADS, cores))
+
+
 class TransNetV2Detector:
     """TransNetV2 (seed 000's cut detector) for one episode, in a worker process.
 
@@ -327,7 +339,7 @@ class TransNetV2Detector:
     Threshold 0.5 on the single-frame head, as the package's ``predictions_to_scenes``.
     ``num_threads`` caps torch's threads in the worker while frames stream (default 1: the
     evaluator keeps the other cores; None = torch's default); once the episode's last frame
-    is pushed, the windows still to run use ``tail_threads`` (default: every core — the
+    is pushed, the windows still to run use ``tail_threads`` (default: every core, up to 8 — the
     evaluator's perception is idle then). Flat out, TransNetV2 lags the stream (one core does
     ~60 frames/s, two windows per frame), so this shortens the wait for final scores.
 
@@ -359,7 +371,7 @@ class TransNetV2Detector:
             "device": device,
             "threshold": float(threshold),
             "num_threads": num_threads,
-            "tail_threads": tail_threads or os.cpu_count() or 1,
+            "tail_threads": tail_threads or _usable_cores(),
         }
         self._worker, reused = POOL.acquire(self._config)
         self.stats = WorkerStats(reused=reused)
