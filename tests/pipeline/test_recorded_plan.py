@@ -102,15 +102,21 @@ def test_frames_of_the_recording_are_all_kept(tmp_path: Path) -> None:
     assert rollout.frame_count == sum(isinstance(e, FrameEvent) for e in events)
 
 
+def _events_dropping(frames: range) -> list[Any]:
+    """The live events with a recorded plan that drops ``frames`` (deterministic drops)."""
+    events = _live_events()
+    start = events[0]
+    assert isinstance(start, EpisodeStart)
+    plan = {"fit_frames": [], "views": [], "dropped_frames": list(frames)}
+    events[0] = EpisodeStart(replace(start.info, extra={PLAN_KEY: plan}))
+    return events
+
+
 def test_a_dropped_frame_keeps_its_own_key(tmp_path: Path) -> None:
     """Frames 66-79 dropped (deterministically, through a plan's drop list) where the nominal
     schedule already says D but the frames were conditioned on A: the cache keeps A. Filled
     from the schedule, each such gap made A→D→A flips, i.e. spurious Revisit reversals."""
-    events = _live_events()
-    start = events[0]
-    assert isinstance(start, EpisodeStart)
-    plan = {"fit_frames": [], "views": [], "dropped_frames": list(range(66, 80))}
-    events[0] = EpisodeStart(replace(start.info, extra={PLAN_KEY: plan}))
+    events = _events_dropping(range(66, 80))
     outcome = run(ListSource(events), tmp_path, config=CONFIG)
     assert outcome.interactivity["frames_dropped"] == 14
     keys = EpisodeCache.load(tmp_path / "cache").frame_keys
@@ -124,11 +130,7 @@ def test_frames_dropped_at_the_end_still_belong_to_the_episode(tmp_path: Path) -
     episode keeps its 180 frames, those keep their own keys and their signals are missing
     (NaN), as a gap inside the episode is; it used to end at the last perceived frame, so its
     last segment was 12 frames short."""
-    events = _live_events()
-    start = events[0]
-    assert isinstance(start, EpisodeStart)
-    plan = {"fit_frames": [], "views": [], "dropped_frames": list(range(168, 180))}
-    events[0] = EpisodeStart(replace(start.info, extra={PLAN_KEY: plan}))
+    events = _events_dropping(range(168, 180))
     outcome = run(ListSource(events), tmp_path, config=CONFIG)
     assert outcome.frames == 180 and outcome.interactivity["frames_dropped"] == 12
     cache = EpisodeCache.load(tmp_path / "cache")

@@ -46,13 +46,13 @@ def statistics_line(outcome: EpisodeOutcome) -> Text | None:
     ]
     if not found:
         return None
-    text = Text("imaging ", style="dim")
-    for k, (name, m) in enumerate(found):
-        if k:
-            text.append(" · ", style="dim")
-        text.append(f"{statistic_label(name)} ")
-        text.append(metric_value_text(m), style="bold" if m.status == "official" else "dim")
-    return text
+    return _figures_line(
+        "imaging",
+        [
+            (statistic_label(name), metric_value_text(m), m.status == "official")
+            for name, m in found
+        ],
+    )
 
 
 def interactivity_line(outcome: EpisodeOutcome) -> Text | None:
@@ -66,12 +66,21 @@ def interactivity_line(outcome: EpisodeOutcome) -> Text | None:
     figures = registered_figures(block)
     if not figures:
         return None
-    text = Text("interactivity ", style="dim")
-    for k, (spec, value) in enumerate(figures):
+    return _figures_line(
+        "interactivity",
+        [(spec.header, format_figure(spec, value), True) for spec, value in figures],
+    )
+
+
+def _figures_line(title: str, figures: list[tuple[str, str, bool]]) -> Text:
+    """``title label value · label value …`` on one line; a value in bold when it is
+    official (the third element), dim otherwise."""
+    text = Text(f"{title} ", style="dim")
+    for k, (label, value, official) in enumerate(figures):
         if k:
             text.append(" · ", style="dim")
-        text.append(f"{spec.header} ")
-        text.append(format_figure(spec, value), style="bold")
+        text.append(f"{label} ")
+        text.append(value, style="bold" if official else "dim")
     return text
 
 
