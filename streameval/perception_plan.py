@@ -16,9 +16,9 @@ A live ``--clock wall`` episode cannot plan its fit frames at the start at all: 
 plays slower or faster than its nominal rate makes every segment shorter or longer than
 ``seconds per key × nominal fps``, and the reference's picks (25 %–90 % of the segment) follow
 the segment's real ends. Its plan is *adaptive*: perception samples the fit grid at every
-frame, the pipeline keeps a closed segment's samples only at its picks (``keep_fit_samples``:
-memory stays bounded by one segment), and the picks of the frames that arrived are what the
-recording keeps. A depth network is not consulted for those fits (it would have to run on every
+lateral or yaw frame, the pipeline keeps a closed segment's samples only at its picks
+(``keep_fit_samples``: memory stays bounded by one segment), and the picks of the frames that
+arrived are what the recording keeps. A depth network is not consulted for those fits (it would have to run on every
 frame; depth the frames carry is used), and the recording says so (``fit_depth_network``), so
 its replay does the same.
 """
@@ -46,8 +46,8 @@ class PerceptionPlan:
     """``fit_frames``: frames sampled for the motion-type fit; ``views``: Global Memory's
     views; ``dropped``: frames received but not perceived (a replay drops them too).
 
-    ``adaptive``: the fit frames are not known in advance (a wall-clock episode): every frame
-    is sampled and ``fit_frames`` is filled in from the frames' own keys when it ends
+    ``adaptive``: the fit frames are not known in advance (a wall-clock episode): every lateral
+    or yaw frame is sampled and ``fit_frames`` is filled in from the frames' own keys when it ends
     (``settled``). ``fit_depth_network``: whether a depth network may supply the fit's depth.
     """
 
@@ -57,18 +57,6 @@ class PerceptionPlan:
     recorded: bool = False  # read from a recording rather than planned from the schedule
     adaptive: bool = False
     fit_depth_network: bool = True
-
-    def samples(self, frame: int) -> bool:
-        """Whether perception samples the fit grid at ``frame``."""
-        return self.adaptive or frame in self.fit_frames
-
-    def keeps(self, sample: FitSample, frame_keys: list[str]) -> bool:
-        """Whether the track keeps ``sample``: all a fixed plan sampled; of an adaptive one's
-        (every frame), those of lateral and yaw frames."""
-        if not self.adaptive:
-            return True
-        frame = sample.frame
-        return frame < len(frame_keys) and FAMILY.get(frame_keys[frame]) in ("lat", "yaw")
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {

@@ -284,7 +284,7 @@ class _Episode:
         if self.track.worldatlas is not None:
             from_sidecar = self.info.extra.get("depth_source") == "sidecar"
             self.track.worldatlas.add_frame(event, from_sidecar)
-        if out.fit_sample is not None and self.plan.keeps(out.fit_sample, self.track.frame_keys):
+        if out.fit_sample is not None:  # an adaptive plan: the perceiver samples lat/yaw only
             self.track.fit_samples.append(out.fit_sample)
             if out.depth_used:
                 self.track.depth_frames_used += 1
