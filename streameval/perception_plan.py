@@ -18,9 +18,9 @@ plays slower or faster than its nominal rate makes every segment shorter or long
 the segment's real ends. Its plan is *adaptive*: perception samples the fit grid at every
 lateral or yaw frame, the pipeline keeps a closed segment's samples only at its picks
 (``keep_fit_samples``: memory stays bounded by one segment), and the picks of the frames that
-arrived are what the recording keeps. A depth network is not consulted for those fits (it would have to run on every
-frame; depth the frames carry is used), and the recording says so (``fit_depth_network``), so
-its replay does the same.
+arrived are what the recording keeps. A depth network is not consulted for those fits (it
+would have to run on every frame; depth the frames carry is used), and the recording says so
+(``fit_depth_network``), so its replay does the same.
 """
 
 from __future__ import annotations
