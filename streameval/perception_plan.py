@@ -34,11 +34,11 @@ from streameval.episode_scores import fit_plan
 from streameval.events import EpisodeInfo
 from streameval.fits.geometry import select_views
 from streameval.fits.motion_type import FitSample, fit_frames, fit_limit_settled
+from streameval.inputs.numbers import MAX_EPISODE_FRAMES
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 
 PLAN_KEY = "perception"  # meta.json of a recording; EpisodeInfo.extra of its replay
-_MAX_FRAME = 10_000_000  # a frame index beyond any episode (inputs.numbers caps frame counts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +78,11 @@ def equal_split_keys(info: EpisodeInfo) -> list[str] | None:
 def _frames(value: object) -> frozenset[int] | None:
     """A list of frame indices, or None when ``value`` is not one (then the entry is ignored
     as a whole: half a plan would perceive neither run's frames)."""
-    if not isinstance(value, list) or len(value) > _MAX_FRAME:
+    if not isinstance(value, list) or len(value) > MAX_EPISODE_FRAMES:
         return None
     if not all(isinstance(f, int) and not isinstance(f, bool) for f in value):
         return None
-    if not all(0 <= f < _MAX_FRAME for f in value):
+    if not all(0 <= f < MAX_EPISODE_FRAMES for f in value):
         return None
     return frozenset(value)
 
