@@ -8,7 +8,7 @@ from streameval.protocol.schedule import Schedule
 from streameval.replay.recorder import Recorder
 from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig
 
-from streameval.events import FrameEvent
+from streameval.core.events import FrameEvent
 
 KEYS_120S = ["W", "A", "L", "R", "D", "S"]  # 20 s each: every family, five switches
 

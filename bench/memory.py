@@ -25,10 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from streameval.replay import ReplaySource, read_rollout
 
 from bench.common import KEYS_120S, write_rollout
-from streameval.cache import EpisodeCache
-from streameval.episode_scores import memory_metrics
-from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
-from streameval.pipeline import PipelineConfig, run_episode
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.engine.config import PipelineConfig
+from streameval.engine.pipeline import run_episode
+from streameval.engine.scoring import memory_metrics
+from streameval.results.cache.episode import EpisodeCache
 
 
 class Timing(EpisodeObserver):

@@ -2,7 +2,7 @@
 
 A 30-minute episode at 16 FPS is fed frame by frame into the pipeline's own state (an
 ``EpisodeTrack``: signals, keys, motion-type samples) with the provisional update every 0.5 s
-of video, exactly as the pipeline does (``streameval/live_scores.py``). Signals are synthetic
+of video, exactly as the pipeline does (``streameval/engine/provisional.py``). Signals are synthetic
 (perception is not what is measured); fit samples have the size perception produces at
 640×432. Printed, measured side by side in one run:
 
@@ -26,10 +26,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from streameval.episode_scores import score_episode
-from streameval.fits.motion_type import FitSample, fit_frames
-from streameval.live_scores import LiveScores
-from streameval.track import EpisodeTrack
+from streameval.engine.provisional import LiveScores
+from streameval.engine.scoring import score_episode
+from streameval.engine.track import EpisodeTrack
+from streameval.metrics.fits.motion_type import FitSample, fit_frames
 
 KEYS = "WADLRS"
 SECONDS_PER_KEY = 4.0

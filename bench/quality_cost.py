@@ -27,10 +27,10 @@ import numpy as np
 
 from bench.common import write_rollout
 from bench.throughput import pipeline_fps
-from streameval.metrics.imaging import detail_stride, frame_statistics
+from streameval.engine.config import PipelineConfig
+from streameval.metrics.quality.imaging import detail_stride, frame_statistics
 from streameval.perception.analysis import to_analysis_gray
-from streameval.pipeline import PipelineConfig
-from streameval.quality_cache import shrink_for_quality
+from streameval.results.cache.quality import shrink_for_quality
 
 
 def decoded_frames(rollout_dir: Path) -> list[np.ndarray]:

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import write_rollout
-from streameval.pipeline import PipelineConfig
+from streameval.engine.config import PipelineConfig
 from streameval.scale.tasks import ReplayTask, run_replay_task
 
 KEYS = ["W", "A", "L"]  # one family each: translation, strafe, turn

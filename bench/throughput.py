@@ -28,10 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from streameval.replay import ReplaySource, read_rollout
 
 from bench.common import KEYS_120S, write_rollout
-from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.engine.config import PipelineConfig
+from streameval.engine.pipeline import run_episode
 from streameval.perception.analysis import to_analysis_gray
 from streameval.perception.flow import create_flow_backend
-from streameval.pipeline import PipelineConfig, run_episode
 
 
 class Timing(EpisodeObserver):
@@ -89,7 +90,7 @@ def child_peak_rss(rollout_dir: Path, out: Path, config: str) -> float:
     code = (
         "import asyncio, resource, sys;"
         "from streameval.replay import ReplaySource, read_rollout;"
-        "from streameval.pipeline import run_episode, PipelineConfig;"
+        "from streameval.engine.pipeline import run_episode, PipelineConfig;"
         "from pathlib import Path;"
         f"asyncio.run(run_episode(ReplaySource(read_rollout(Path({str(rollout_dir)!r}))),"
         f" results_dir=Path({str(out)!r}), config={config}));"

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from streameval.protocol.wire import Frame, decode, encode
 
-from streameval.events import EndOfStream, FrameEvent, KeySent
+from streameval.core.events import EndOfStream, FrameEvent, KeySent
 from streameval.transports.live import LiveConfig, LiveSource
 from streameval.transports.mqtt import MqttSource
 from streameval.transports.mqtt_serve import serve_mqtt

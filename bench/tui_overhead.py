@@ -5,7 +5,7 @@
 Generates a rollout (``--seconds`` of 640×432 video at 16 fps from the procedural world,
 recorded with ``replay.Recorder``) in a temp dir, then replays it as fast as possible:
 
-- plain: ``streameval.jobs.run_jobs`` with no observer (what ``--no-tui`` runs, minus prints);
+- plain: ``streameval.runs.jobs.run_jobs`` with no observer (what ``--no-tui`` runs, minus prints);
 - dashboard: ``tui.run_dashboard`` with the App headless (it still lays out and renders every
   update; only the terminal writes are skipped), exiting after the episode.
 
@@ -38,10 +38,10 @@ from streameval.replay import Recorder, ReplaySource, read_rollout_dir  # noqa: 
 from streameval.tui import DashboardOptions, run_dashboard  # noqa: E402
 from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig  # noqa: E402
 
-from streameval.events import FrameEvent  # noqa: E402
-from streameval.jobs import EpisodeJob, JobsReport, run_jobs  # noqa: E402
-from streameval.pipeline import PipelineConfig  # noqa: E402
-from streameval.source import Source  # noqa: E402
+from streameval.core.events import FrameEvent  # noqa: E402
+from streameval.core.source import Source  # noqa: E402
+from streameval.engine.config import PipelineConfig  # noqa: E402
+from streameval.runs.jobs import EpisodeJob, JobsReport, run_jobs  # noqa: E402
 
 KEYS = ("W", "A", "D", "L", "R", "S")
 

@@ -16,8 +16,8 @@ import numpy as np
 from streameval.protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
 from streameval.replay.layout import read_json
 
+from streameval.core.events import KeySent
 from streameval.errors import BadInputError
-from streameval.events import KeySent
 from streameval.inputs.arrays import load_npy
 from streameval.inputs.jsonfile import parse_json_text, read_text_bounded
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import av
 
-from streameval.events import Image
+from streameval.core.events import Image
 
 CODEC = "libx264rgb"
 PIX_FMT = "rgb24"

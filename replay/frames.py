@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 from streameval.replay.layout import FRAME_NAME_DIGITS, one_line
 
+from streameval.core.events import Image
 from streameval.errors import BadInputError
-from streameval.events import Image
 
 _FRAME_NAME = re.compile(rf"^(\d{{{FRAME_NAME_DIGITS}}})\.png$")
 

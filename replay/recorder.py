@@ -40,8 +40,8 @@ from streameval.replay.layout import (
 )
 from streameval.replay.npyappend import NpyAppender
 
+from streameval.core.events import EpisodeInfo, FloatArray, FrameEvent, KeySent
 from streameval.errors import BadInputError
-from streameval.events import EpisodeInfo, FloatArray, FrameEvent, KeySent
 
 
 def _remove_previous_recording(out_dir: Path) -> None:

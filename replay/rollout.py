@@ -45,8 +45,8 @@ from streameval.replay.layout import (
 )
 from streameval.replay.sidecars import Sidecars, load_sidecars
 
+from streameval.core.events import EpisodeInfo, KeySent
 from streameval.errors import BadInputError
-from streameval.events import EpisodeInfo, KeySent
 from streameval.inputs.numbers import FPS, check_frame_count
 from streameval.inputs.schema import META_SCHEMA, validate
 

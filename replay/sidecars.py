@@ -23,8 +23,8 @@ import numpy as np
 import numpy.typing as npt
 from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, one_line, present
 
+from streameval.core.events import FloatArray
 from streameval.errors import BadInputError
-from streameval.events import FloatArray
 from streameval.inputs.arrays import (
     check_real_dtype,
     first_bad,

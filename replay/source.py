@@ -23,8 +23,7 @@ from streameval.replay.pump import DEFAULT_CAPACITY, ThreadPump
 from streameval.replay.rollout import Rollout
 from streameval.replay.sidecars import DepthFrameError
 
-from streameval.errors import BadInputError
-from streameval.events import (
+from streameval.core.events import (
     EndOfStream,
     EpisodeEnd,
     EpisodeStart,
@@ -33,6 +32,7 @@ from streameval.events import (
     KeySent,
     SourceError,
 )
+from streameval.errors import BadInputError
 from streameval.inputs.frames import frame_problem
 
 
@@ -90,7 +90,7 @@ def produce_frames(rollout: Rollout) -> Iterator[FrameEvent | _Finish]:
 
 
 class ReplaySource:
-    """A ``streameval.source.Source`` over a ``Rollout``. Frames are never dropped: it waits.
+    """A ``streameval.core.source.Source`` over a ``Rollout``. Frames are never dropped: it waits.
 
     ``pace`` is frames per second of wall time (``None``: as fast as the consumer takes them).
     """

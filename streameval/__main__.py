@@ -1,5 +1,5 @@
 import sys
 
-from streameval.cli import main
+from streameval.cli.main import main
 
 sys.exit(main())

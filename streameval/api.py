@@ -1,9 +1,14 @@
 """The Python API: ``streameval.evaluate(...)`` and ``await streameval.aevaluate(...)``.
 
-For notebooks and scripts: the same jobs, pipeline, results layout, results.jsonl and reports
-as the command line, returned as an ``Evaluation`` instead of printed. ``evaluate`` works
-inside a running event loop too (Jupyter runs one): the evaluation then runs on its own loop
-in a helper thread, because ``asyncio.run`` refuses to nest.
+For notebooks and scripts: the same jobs (``streameval.runs.builders``), pipeline, results
+layout, results.jsonl and reports as the command line, returned as an ``Evaluation`` instead of
+printed. Every source the command line attaches to is accepted here: an in-process model, a
+``python:MODULE:FACTORY`` string, a network URL (webrtc+http://, mjpeg+http://, mqtt://) and
+recorded rollouts; both suites (worldmark actions, memory_loop trajectories). ``evaluate``
+works inside a running event loop too (Jupyter runs one): the evaluation then runs on its own
+loop in a helper thread, because ``asyncio.run`` refuses to nest.
+
+Importing this module is cheap (no OpenCV, no torch): the pipeline loads when an episode runs.
 """
 
 from __future__ import annotations
@@ -15,19 +20,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streameval.errors import BadInputError
-from streameval.jobs import EpisodeJob, JobsReport, run_jobs
-from streameval.layout import ExistingPolicy, episode_dir
-from streameval.observers import EpisodeObserver, EpisodeOutcome
-from streameval.pipeline import PipelineConfig
-from streameval.results import MetricResult
-from streameval.results_log import RESULTS_LOG, ResultsLog
-from streameval.run_options import RecordMode, apply_existing_policy
+from streameval.core.metric_result import MetricResult
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.engine.config import PipelineConfig
+from streameval.results.layout import ExistingPolicy
+from streameval.results.results_log import RESULTS_LOG, ResultsLog
+from streameval.runs.builders import (
+    ALL_ACTIONS,
+    DEFAULT_SECONDS_PER_KEY,
+    WORLDMARK_SUITE,
+    RecordMode,
+    model_jobs,
+    network_jobs,
+    rollout_jobs,
+)
+from streameval.runs.existing import apply_existing_policy
+from streameval.runs.jobs import EpisodeJob, JobsReport, run_jobs
+from streameval.runs.memory_loop import LoopPlan
 
 if TYPE_CHECKING:
     from streameval.leaderboard import MasterTable
+    from streameval.transports.urls import AttachOptions
 
-DEFAULT_ACTIONS = tuple(range(1, 16))  # the whole WorldMark suite
+DEFAULT_ACTIONS = ALL_ACTIONS
 
 
 @dataclass
@@ -63,104 +78,40 @@ class Evaluation:
         return tabulate([self.out], **options)
 
 
-def _recorders(results_dir: Path, record: RecordMode) -> list[EpisodeObserver]:
-    if record == "off":
-        return []
-    from streameval.recording import RecordingObserver
-
-    return [RecordingObserver(results_dir / "recording", lossy=record == "lossy")]
-
-
-def model_jobs(
-    model: Any,
-    name: str,
-    out: Path,
-    *,
-    actions: Sequence[int] = DEFAULT_ACTIONS,
-    seconds_per_key: float = 20.0,
-    fps: float | None = None,
-    record: RecordMode = "lossless",
-    suite: str = "worldmark",
-    step_timeout: float | None = None,
-    origin: str | None = None,
-) -> list[EpisodeJob]:
-    """One job per WorldMark action for an in-process ``model`` (``step(key) -> frame``;
-    optional ``reset()``, ``fps``, ``width``, ``height``: docs/evaluate-your-model.md).
-    Model calls run in the model's own thread, bounded by ``step_timeout`` seconds; a model
-    that hung once is not driven again (its thread may still be inside it). Bad input is
-    named by ``origin`` (the URL the model came from), else by ``name``."""
-    from streameval.attach import model_fps
-    from streameval.driver import InProcessSource
-    from streameval.inputs.numbers import check_frame_count
-    from streameval.model_thread import DEFAULT_STEP_TIMEOUT_S, ModelHealth
-    from streameval.protocol.schedule import Schedule
-    from streameval.protocol.suites import WORLDMARK, worldmark_keys
-
-    if not callable(getattr(model, "step", None)):
-        raise BadInputError(origin or name, f"{type(model).__name__} has no step(key)")
-    bad = [a for a in actions if a not in WORLDMARK]
-    if bad:
-        raise BadInputError("actions", f"worldmark action ids are 1–15, got {bad}")
-    rate = model_fps(model, fps, origin or name)
-    timeout = DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout
-    health = ModelHealth()
-    jobs: list[EpisodeJob] = []
-    for action in actions:
-        keys = worldmark_keys(action)
-        episode = f"{action:03d}_{''.join(keys)}"
-        schedule = Schedule.per_key(keys, seconds_per_key, rate)
-        check_frame_count(schedule.total_frames, "fps × seconds per key")
-
-        def open_source(schedule: Schedule = schedule, episode: str = episode) -> InProcessSource:
-            if health.hung is not None:  # its thread may still be inside the model
-                raise BadInputError(name, f"not driven again: {health.hung}")
-            return InProcessSource(
-                model,
-                schedule,
-                episode=episode,
-                model_name=name,
-                suite=suite,
-                width=model_size(model, "width"),
-                height=model_size(model, "height"),
-                step_timeout=timeout,
-                reset=callable(getattr(model, "reset", None)),
-                health=health,
-            )
-
-        results_dir = episode_dir(out, name, episode)
-        jobs.append(EpisodeJob(episode, open_source, results_dir, _recorders(results_dir, record)))
-    return jobs
-
-
-def model_size(model: object, name: str) -> int | None:
-    """``model.width``/``height`` when it is a plausible frame side; otherwise the first frame
-    sets the size (a declared size is only a hint, the frames are checked either way)."""
-    from streameval.inputs.numbers import FRAME_SIDE
-
-    value = getattr(model, name, None)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value if FRAME_SIDE.low <= value <= FRAME_SIDE.high else None
-    return None
-
-
 async def aevaluate(
     model: Any = None,
     *,
     rollouts: Sequence[Path | str] = (),
     out: Path | str = Path("results"),
     model_name: str | None = None,
+    suite: str = WORLDMARK_SUITE,
     actions: Sequence[int] = DEFAULT_ACTIONS,
-    seconds_per_key: float = 20.0,
+    trajectories: Sequence[str] | None = None,
+    loop_seconds: float = 60.0,
+    seconds_per_key: float = DEFAULT_SECONDS_PER_KEY,
     fps: float | None = None,
+    realtime: bool = False,
     config: PipelineConfig | None = None,
     existing: ExistingPolicy = "keep",
     record: RecordMode = "lossless",
     reports: bool = True,
     observers: Sequence[EpisodeObserver] = (),
+    step_timeout: float | None = None,
+    attach: AttachOptions | None = None,
 ) -> Evaluation:
-    """Evaluate an in-process ``model`` (an object with ``step(key)``, or a
-    ``"python:MODULE:FACTORY"`` string), and/or replay ``rollouts``; results go to
+    """Evaluate ``model`` and/or replay ``rollouts``; results go to
     ``out/<model>/<episode>/`` as with the command line.
+
+    ``model``: an object with ``step(key) -> frame`` (docs/evaluate-your-model.md), a
+    ``"python:MODULE:FACTORY"`` string, or a network URL (``webrtc+http://``,
+    ``mjpeg+http://``, ``mqtt://``; ``attach`` holds the transport options the command line's
+    ``attach`` takes: clock, key map, keys URL, ...). It is named ``model_name``, else its own
+    ``name`` attribute, else its class name.
+
+    ``suite``: ``"worldmark"`` (``actions``, ``seconds_per_key``) or ``"memory_loop"``
+    (``trajectories``, default all six, ``loop_seconds`` each). ``fps``: the model's rate
+    (default ``model.fps``), and the replay pace of ``rollouts`` (default: flat out;
+    ``realtime`` paces each at its own rate).
 
     ``existing``: ``"keep"`` (default: an episode already under ``out`` is not run again and
     is listed in ``bad_input``), ``"overwrite"`` or ``"resume"``. ``reports``: write
@@ -170,33 +121,42 @@ async def aevaluate(
     """
     out = Path(out)
     result = Evaluation(out)
+    loops = LoopPlan(tuple(trajectories) if trajectories else None, loop_seconds)
     jobs: list[EpisodeJob] = []
     if isinstance(model, str):
-        from streameval.attach import load_python_model
-
-        model, default_name = load_python_model(model)
-        jobs += model_jobs(
+        jobs += _string_jobs(
             model,
-            model_name or default_name,
             out,
+            model_name=model_name,
+            suite=suite,
             actions=actions,
+            loops=loops,
             seconds_per_key=seconds_per_key,
             fps=fps,
             record=record,
+            step_timeout=step_timeout,
+            attach=attach,
         )
     elif model is not None:
-        name = model_name or type(model).__name__
+        from streameval.runs.python_model import model_name as own_name
+
         jobs += model_jobs(
             model,
-            name,
+            model_name or own_name(model),
             out,
             actions=actions,
             seconds_per_key=seconds_per_key,
             fps=fps,
             record=record,
+            suite=suite,
+            loops=loops,
+            step_timeout=step_timeout,
         )
     if rollouts:
-        jobs += _rollout_jobs([Path(p) for p in rollouts], out, fps, result)
+        found = JobsReport()
+        jobs += rollout_jobs([Path(p) for p in rollouts], out, found, fps=fps, realtime=realtime)
+        result.bad_input += found.bad_input
+        result.input_problems += found.input_problems
     jobs, result.skipped, kept = apply_existing_policy(jobs, existing)
     result.bad_input += kept
     report: JobsReport = await run_jobs(
@@ -205,44 +165,112 @@ async def aevaluate(
     result.outcomes = report.outcomes
     result.bad_input += report.bad_input
     if reports and result.outcomes:
-        from streameval.report.cli import write_reports
+        from streameval.report.writer import write_reports
 
         dirs = [o.results_dir for o in result.outcomes if o.results_dir is not None]
         await asyncio.to_thread(write_reports, dirs, out)
     return result
 
 
-def _rollout_jobs(
-    paths: list[Path], out: Path, pace: float | None, result: Evaluation
+def _string_jobs(
+    url: str,
+    out: Path,
+    *,
+    model_name: str | None,
+    suite: str,
+    actions: Sequence[int],
+    loops: LoopPlan,
+    seconds_per_key: float,
+    fps: float | None,
+    record: RecordMode,
+    step_timeout: float | None,
+    attach: AttachOptions | None,
 ) -> list[EpisodeJob]:
-    from streameval.replay import ReplaySource, open_rollouts
-    from streameval.replay.rollout import Rollout
+    """A model named by a string: ``python:MODULE:FACTORY`` or a network URL."""
+    from streameval.transports.urls import AttachOptions, is_network_url
 
-    rollouts, errors = open_rollouts(paths)
-    result.bad_input += [str(e) for e in errors]
-    jobs = []
-    for rollout in rollouts:
-        if rollout.sidecars is not None:  # scored without them; the metrics say why
-            result.input_problems += [str(p) for p in rollout.sidecars.problems]
+    if is_network_url(url):
+        options = attach or AttachOptions(clock=None, seconds_per_key=seconds_per_key, fps=fps)
+        return network_jobs(
+            url,
+            out,
+            options,
+            actions=actions,
+            suite=suite,
+            loops=loops,
+            fps=fps,
+            model_name=model_name,
+            record=record,
+        )
+    from streameval.runs.python_model import load_python_model
 
-        def open_source(rollout: Rollout = rollout) -> ReplaySource:
-            return ReplaySource(rollout, pace=pace)
+    loaded, name = (
+        load_python_model(url)
+        if step_timeout is None
+        else load_python_model(url, timeout=step_timeout)
+    )
+    return model_jobs(
+        loaded,
+        model_name or name,
+        out,
+        actions=actions,
+        seconds_per_key=seconds_per_key,
+        fps=fps,
+        record=record,
+        suite=suite,
+        loops=loops,
+        step_timeout=step_timeout,
+        origin=url,
+    )
 
-        try:
-            results_dir = episode_dir(out, rollout.model, rollout.episode)
-        except BadInputError as exc:  # a link inside ``out`` leads elsewhere: this one only
-            result.bad_input.append(str(exc))
-            continue
-        jobs.append(EpisodeJob(rollout.episode, open_source, results_dir))
-    return jobs
 
-
-def evaluate(model: Any = None, **options: Any) -> Evaluation:
-    """``aevaluate`` for code without ``await``; safe inside a running event loop (Jupyter):
-    the evaluation then gets its own loop in a helper thread and this call waits for it."""
+def evaluate(
+    model: Any = None,
+    *,
+    rollouts: Sequence[Path | str] = (),
+    out: Path | str = Path("results"),
+    model_name: str | None = None,
+    suite: str = WORLDMARK_SUITE,
+    actions: Sequence[int] = DEFAULT_ACTIONS,
+    trajectories: Sequence[str] | None = None,
+    loop_seconds: float = 60.0,
+    seconds_per_key: float = DEFAULT_SECONDS_PER_KEY,
+    fps: float | None = None,
+    realtime: bool = False,
+    config: PipelineConfig | None = None,
+    existing: ExistingPolicy = "keep",
+    record: RecordMode = "lossless",
+    reports: bool = True,
+    observers: Sequence[EpisodeObserver] = (),
+    step_timeout: float | None = None,
+    attach: AttachOptions | None = None,
+) -> Evaluation:
+    """``aevaluate`` for code without ``await`` (same arguments); safe inside a running event
+    loop (Jupyter): the evaluation then gets its own loop in a helper thread and this call
+    waits for it."""
+    run = aevaluate(
+        model,
+        rollouts=rollouts,
+        out=out,
+        model_name=model_name,
+        suite=suite,
+        actions=actions,
+        trajectories=trajectories,
+        loop_seconds=loop_seconds,
+        seconds_per_key=seconds_per_key,
+        fps=fps,
+        realtime=realtime,
+        config=config,
+        existing=existing,
+        record=record,
+        reports=reports,
+        observers=observers,
+        step_timeout=step_timeout,
+        attach=attach,
+    )
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(aevaluate(model, **options))
+        return asyncio.run(run)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="streameval") as pool:
-        return pool.submit(asyncio.run, aevaluate(model, **options)).result()
+        return pool.submit(asyncio.run, run).result()

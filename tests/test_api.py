@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import streameval
+from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
-from streameval.pipeline import PipelineConfig
 
 CONFIG = PipelineConfig(cuts="scenedetect-content")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streameval.cli import main
+from streameval.cli.main import main
 
 # one worker runs the whole module: its fixture renders and replays once, not per worker
 pytestmark = pytest.mark.xdist_group("bad-sidecars")

@@ -3,14 +3,14 @@ in ``table``, the replay of the recording reading the pose sidecar, and network 
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
-from streameval.cli import main
-from streameval.transport_cli import network_episodes
+from streameval.cli.main import main
+from streameval.runs.builders import network_episodes
+from streameval.runs.memory_loop import LoopPlan
 from streameval.transports.urls import AttachOptions
 
 # one worker runs the whole module: its fixture renders and replays once, not per worker
@@ -67,11 +67,9 @@ def test_worldmark_results_carry_no_worldatlas_metric(tmp_path: Path) -> None:
 
 
 def test_network_attach_drives_the_loop_tokens() -> None:
-    args = argparse.Namespace(
-        suite="memory_loop", trajectory=["square_loop"], loop_seconds=48.0, fps=None
-    )
     options = AttachOptions(clock=None, seconds_per_key=20.0)
-    [(episode, keys, opts)] = network_episodes(args, options)
+    loops = LoopPlan(("square_loop",), 48.0)
+    [(episode, keys, opts)] = network_episodes(options, suite="memory_loop", loops=loops)
     assert episode == "square_loop"
     assert keys == ("W", "W", "W", "R", "R", "R") * 4
     assert opts.seconds_per_key == pytest.approx(2.0)  # 48 s over 24 tokens
@@ -87,11 +85,9 @@ def test_amnesia_forgets_at_the_turnaround_of_any_loop_length(tmp_path: Path) ->
     """The preset's 30 s is half a 60 s loop: a 12 s loop forgets at 6 s, its turnaround."""
     from streameval.worlds.procedural_world import world_config_for_defect
 
-    from streameval.memory_loop_jobs import demo_loop_jobs
+    from streameval.runs.memory_loop import demo_loop_jobs
 
-    args = argparse.Namespace(
-        suite="memory_loop", trajectory=["dolly_loop"], loop_seconds=12.0, fps=None, out=tmp_path
-    )
-    [job] = demo_loop_jobs(args, world_config_for_defect("amnesia"), "m", lambda _: [])
+    plan = LoopPlan(("dolly_loop",), 12.0)
+    [job] = demo_loop_jobs(plan, tmp_path, world_config_for_defect("amnesia"), "m", lambda _: [])
     world = job.open_source().model  # type: ignore[attr-defined]
     assert world.config.forget_scene_at_s == pytest.approx(6.0)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli import build_parser
+from streameval.cli.main import build_parser
 
 
 def _actions(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, argparse.Action]]:
@@ -64,13 +64,13 @@ def test_ctrl_c_exits_130_finalizes_the_episode_and_names_the_results(tmp_path: 
 def test_verbose_logs_debug_through_logging(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from streameval.cli import main
+    from streameval.cli.main import main
 
     short = ["--no-tui", "--actions", "8", "--seconds-per-key", "1", "--record", "off"]
     short += ["--cuts", "scenedetect-content"]
     assert main(["demo", "-v", "--out", str(tmp_path), *short]) == 0
     err = capsys.readouterr().err
-    assert "DEBUG streameval.jobs: job 008_AD: complete" in err
+    assert "DEBUG streameval.runs.jobs: job 008_AD: complete" in err
     assert main(["demo", "-q", "--out", str(tmp_path / "q"), *short]) == 0
     captured = capsys.readouterr()
     assert captured.out == "" and "DEBUG" not in captured.err and "1 complete" in captured.err

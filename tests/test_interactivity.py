@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streameval.interactivity import arrival_stats, key_response_latencies, latency_summary
+from streameval.metrics.interactivity import arrival_stats, key_response_latencies, latency_summary
 from streameval.metrics.registry import metric_names, metric_specs
 from streameval.transports.arrivals import ArrivalLog
 

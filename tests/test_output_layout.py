@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, main
-from streameval.layout import decide, episode_dir, path_component
+from streameval.cli.main import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, main
+from streameval.results.layout import decide, episode_dir, path_component
 
 SHORT = ["--actions", "8", "--seconds-per-key", "2", "--no-tui", "--cuts", "scenedetect-content"]
 
@@ -144,7 +144,7 @@ def test_ctrl_c_is_not_bad_input(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("streameval.cli._run_episodes", interrupted)
+    monkeypatch.setattr("streameval.cli.main._run_episodes", interrupted)
     assert _demo(tmp_path) == EXIT_INTERRUPTED == 130
     assert "interrupted" in capsys.readouterr().err
 

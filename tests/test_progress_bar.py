@@ -9,10 +9,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from streameval.api import model_jobs
-from streameval.jobs import run_jobs
-from streameval.pipeline import PipelineConfig
-from streameval.progress_bar import ProgressBars
+from streameval.cli.progress_bars import ProgressBars
+from streameval.engine.config import PipelineConfig
+from streameval.runs.builders import model_jobs
+from streameval.runs.jobs import run_jobs
 from tests.test_api import Slider
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

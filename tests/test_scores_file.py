@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from streameval.core.metric_result import MetricResult
 from streameval.errors import BadInputError
-from streameval.results import MetricResult
-from streameval.scores_file import (
+from streameval.results.scores_file import (
     SCORES_FORMAT,
     load_episode,
     load_results,
@@ -20,7 +20,7 @@ from streameval.scores_file import (
     write_scores,
 )
 
-HEAVY = ("cv2", "av", "streameval.pipeline", "streameval.perception", "torch", "textual")
+HEAVY = ("cv2", "av", "streameval.engine.pipeline", "streameval.perception", "torch", "textual")
 
 
 def _doc(episode: str = "e1", **metrics: MetricResult) -> dict[str, object]:
@@ -71,7 +71,7 @@ def test_reader_names_the_file_and_keeps_the_others(tmp_path: Path) -> None:
         load_episode(bad)
 
 
-@pytest.mark.parametrize("module", ["streameval.scores_file", "streameval.leaderboard"])
+@pytest.mark.parametrize("module", ["streameval.results.scores_file", "streameval.leaderboard"])
 def test_results_modules_import_without_opencv_pyav_or_pipeline(module: str) -> None:
     code = (
         f"import sys, {module}\n"
@@ -85,7 +85,7 @@ def test_results_modules_import_without_opencv_pyav_or_pipeline(module: str) -> 
 
 
 def test_a_statistic_reads_back_as_official_without_a_normalized_value(tmp_path: Path) -> None:
-    from streameval.scores_file import _metric_result
+    from streameval.results.scores_file import _metric_result
 
     stat = MetricResult.statistic(0.16, "Laplacian RMS / mean luma")
     back = _metric_result("imaging_sharpness", stat.to_json(), tmp_path / "scores.json")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streameval.table_cli import add_table_parser, run_table
+from streameval.cli.table import add_table_parser, run_table
 
 
 def write_episode(root: Path, model: str, episode: str, metrics: dict[str, Any]) -> Path:

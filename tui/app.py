@@ -35,10 +35,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
-from streameval.jobs import EpisodeJob, JobsReport
+from streameval.core.observers import EpisodeObserver
+from streameval.engine.config import PipelineConfig
 from streameval.leaderboard import ExclusionRule
-from streameval.observers import EpisodeObserver
-from streameval.pipeline import PipelineConfig
+from streameval.runs.jobs import EpisodeJob, JobsReport
 
 PIPELINE_WORKER = "pipeline"
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from streameval.tui.state import SignalTrace
 from textual.message import Message
 
-from streameval.events import EpisodeInfo
-from streameval.jobs import JobsReport
-from streameval.observers import EpisodeOutcome, Progress
+from streameval.core.events import EpisodeInfo
+from streameval.core.observers import EpisodeOutcome, Progress
+from streameval.runs.jobs import JobsReport
 
 
 class EpisodeStarted(Message):

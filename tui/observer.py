@@ -13,8 +13,8 @@ from streameval.tui.messages import EpisodeEnded, EpisodeErrored, EpisodeProgres
 from streameval.tui.state import SignalTrace
 from textual.message import Message
 
-from streameval.events import EpisodeInfo, ErrorEvent, FrameEvent, KeySent
-from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.core.events import EpisodeInfo, ErrorEvent, FrameEvent, KeySent
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 
 Post = Callable[[Message], object]
 

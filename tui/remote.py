@@ -18,10 +18,10 @@ from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.observer import DashboardObserver
 from streameval.tui.state import EpisodeState
 
+from streameval.core.events import EpisodeInfo, ErrorEvent
+from streameval.core.metric_result import MetricResult
+from streameval.core.observers import Progress
 from streameval.errors import redact_url
-from streameval.events import EpisodeInfo, ErrorEvent
-from streameval.observers import Progress
-from streameval.results import MetricResult
 from streameval.transports.remote_watch import watch_scores
 
 

@@ -1,6 +1,6 @@
 """Runs the command's jobs inside the dashboard's event loop, one after the other.
 
-The same ``streameval.jobs.run_job`` as the headless path, so the dashboard shows exactly what
+The same ``streameval.runs.jobs.run_job`` as the headless path, so the dashboard shows exactly what
 ``--no-tui`` would write. Stopping (``q``) cancels the running episode: ``run_episode``
 finalizes it as incomplete, writes its scores.json, calls ``on_end`` and re-raises
 ``CancelledError``; the outcome is then taken from the job's ``DashboardObserver`` so the
@@ -13,10 +13,10 @@ import asyncio
 
 from streameval.tui.observer import DashboardObserver, Post
 
-from streameval.events import EpisodeNotStarted
-from streameval.jobs import EpisodeJob, JobsReport, run_job
-from streameval.observers import EpisodeObserver
-from streameval.pipeline import PipelineConfig
+from streameval.core.events import EpisodeNotStarted
+from streameval.core.observers import EpisodeObserver
+from streameval.engine.config import PipelineConfig
+from streameval.runs.jobs import EpisodeJob, JobsReport, run_job
 
 
 class JobRunner:

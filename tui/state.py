@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from streameval.events import EpisodeInfo
-from streameval.observers import EpisodeOutcome, Progress
-from streameval.results import MetricResult
+from streameval.core.events import EpisodeInfo
+from streameval.core.metric_result import MetricResult
+from streameval.core.observers import EpisodeOutcome, Progress
 
 
 class JobStatus(StrEnum):

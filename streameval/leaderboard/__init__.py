@@ -1,7 +1,7 @@
 """The master table of seed 000, shared by ``streameval table``, the dashboard and the report.
 
 Pure logic, no printing and no OpenCV / PyAV / pipeline import: ``scores.json`` files are read
-by ``streameval.scores_file``; columns and their aggregations come from the metric registry
+by ``streameval.results.scores_file``; columns and their aggregations come from the metric registry
 (``streameval.metrics.registry``). One module per concern:
 
 - ``columns``: the registered column metrics and their aggregation;
@@ -62,7 +62,7 @@ from streameval.leaderboard.table import (
     sort_rows,
     tabulate,
 )
-from streameval.scores_file import EpisodeRecord, LoadedResults, load_episode, load_results
+from streameval.results.scores_file import EpisodeRecord, LoadedResults, load_episode, load_results
 
 __all__ = [
     "DEFAULT_MIN_EPISODES",

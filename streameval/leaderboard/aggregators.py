@@ -43,8 +43,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from streameval.constants import TAU_G
-from streameval.results import MetricResult
-from streameval.scores_file import finite_float
+from streameval.core.metric_result import MetricResult
+from streameval.results.scores_file import finite_float
 
 PERCENT = 100.0  # master-table scale (seed 000: columns normalised to [0, 100])
 

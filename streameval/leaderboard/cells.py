@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from streameval.core.metric_result import MetricResult
 from streameval.leaderboard.aggregators import PERCENT, Aggregator
 from streameval.leaderboard.columns import aggregator_for, metric_suites, unmeasured_is_missing
 from streameval.leaderboard.display import Rank, round_display
-from streameval.results import MetricResult
-from streameval.scores_file import EpisodeRecord
+from streameval.results.scores_file import EpisodeRecord
 
 CellStatus = Literal["official", "partial", "not_applicable", "missing"]
 

@@ -13,6 +13,11 @@ Rank = Literal["best", "second", "worst"]
 RANK_COLOURS: dict[Rank, str] = {"best": "green", "second": "yellow", "worst": "red"}
 
 
+# How a rank is marked: Markdown (``table --markdown``) and Rich styles (terminal, dashboard)
+MARKDOWN_MARKS: dict[Rank, str] = {"best": "🟢", "second": "🟡", "worst": "🔴"}
+RICH_STYLES: dict[Rank, str] = {"best": "bold green", "second": "yellow", "worst": "red"}
+
+
 def round_display(value: float) -> float:
     """The value exactly as displayed with two decimals (``-0.00`` shown as ``0.00``)."""
     return float(f"{value:.2f}") + 0.0

@@ -10,7 +10,7 @@ from typing import Any
 from streameval.leaderboard.cells import Cell, episode_cell
 from streameval.leaderboard.table import MasterTable
 from streameval.metrics.registry import metric_names
-from streameval.scores_file import EpisodeRecord, finite_float
+from streameval.results.scores_file import EpisodeRecord, finite_float
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from streameval.errors import BadInputError
 from streameval.leaderboard.cells import Cell, effective_result, model_cell
 from streameval.leaderboard.columns import Column, column_by_name, table_columns
 from streameval.leaderboard.display import Rank, format_value, round_display
-from streameval.scores_file import EpisodeRecord, load_results
+from streameval.results.scores_file import EpisodeRecord, load_results
 
 DEFAULT_MIN_EPISODES = 10  # seed 000 excluded Genie3 with 5 videos; full-suite models have more
 UNIFORM_FAILURE_MAX = 1.0  # direction accuracy (0–100) at or below this in every episode = fails

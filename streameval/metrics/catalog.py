@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from streameval.metrics.registry import MetricSpec, register_metric
 
-_CONTROL_KERNEL = "streameval.episode_scores:control_scores"  # = episode_scores.CONTROL_KERNEL
-_MEMORY_KERNEL = "streameval.episode_scores:memory_scores"
-_QUALITY_KERNEL = "streameval.episode_scores:quality_scores"
+_CONTROL_KERNEL = "streameval.engine.scoring:control_scores"  # = episode_scores.CONTROL_KERNEL
+_MEMORY_KERNEL = "streameval.engine.scoring:memory_scores"
+_QUALITY_KERNEL = "streameval.engine.scoring:quality_scores"
 _WORLDATLAS_KERNEL = "streameval.metrics.worldatlas.scores:worldatlas_scores"
 _LOOPS = ("memory_loop",)  # = protocol.memory_loop.MEMORY_LOOP_SUITE (kept import-free here)
 _AGG = "streameval.leaderboard.aggregators"
@@ -205,7 +205,7 @@ register_metric(
     )
 )
 
-# Wall-time interactivity (streameval/interactivity.py, issue 11): measured by the pipeline from
+# Wall-time interactivity (metrics/interactivity.py, issue 11): measured by the pipeline from
 # arrival times and key sends and written in scores.json's own ``interactivity`` block (not under
 # ``metrics``: they describe the session, not the world, and no seed normalises them). Registered
 # here so the dashboard and report take labels, units and direction from one place.

@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from streameval.growable import GrowableArray
-from streameval.metrics.control import MotionType, control_metrics
+from streameval.core.growable import GrowableArray
+from streameval.core.metric_result import MetricResult
+from streameval.metrics.control.kernels import MotionType, control_metrics
 from streameval.metrics.segments import check_fps
 from streameval.protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
-from streameval.results import MetricResult
 
 _KEY_CODES: tuple[str, ...] = (NO_KEY, *KEYS)
 _CODE_OF: dict[str, int] = {key: code for code, key in enumerate(_KEY_CODES)}

@@ -48,7 +48,7 @@ eight control columns at once): it runs once per episode and each spec takes its
 
 Contracts a registration promises:
 
-- ``kernel(inp: ScoringInput) -> Mapping[str, MetricResult]`` (``streameval.episode_scores``):
+- ``kernel(inp: ScoringInput) -> Mapping[str, MetricResult]`` (``streameval.engine.scoring``):
   a pure function of the episode cache; a metric it cannot compute is ``not_applicable`` or
   ``missing`` with a reason, never a made-up number. A kernel that leaves a registered name out
   makes that metric ``missing`` (naming the kernel). ``kernel=None`` registers metadata only:

@@ -21,9 +21,9 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.registry import Registry
 from streameval.errors import BackendUnavailableError
 from streameval.perception.hf import as_rgb_uint8
-from streameval.registry import Registry
 
 
 class CutDetector(Protocol):

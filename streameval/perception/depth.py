@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.registry import Registry
 from streameval.perception.hf import (
     as_rgb_uint8,
     import_heavy,
@@ -36,7 +37,6 @@ from streameval.perception.hf import (
     resize_rgb,
     resolve_pretrained,
 )
-from streameval.registry import Registry
 
 DepthMap = npt.NDArray[np.float32]  # (h, w) z-depth up to scale; +inf = infinitely far
 

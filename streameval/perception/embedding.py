@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import TAU_MUT
+from streameval.core.registry import Registry
 from streameval.perception.hf import (
     as_rgb_uint8,
     import_heavy,
@@ -35,7 +36,6 @@ from streameval.perception.hf import (
     resize_rgb,
     resolve_pretrained,
 )
-from streameval.registry import Registry
 
 Embeddings = npt.NDArray[np.float32]  # (B, dim), every row L2-normalised
 

@@ -22,8 +22,8 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.registry import Registry, split_spec
 from streameval.errors import BadInputError
-from streameval.registry import Registry, split_spec
 
 Flow = npt.NDArray[np.float32]  # (H, W, 2): u (x), v (y) in analysis pixels
 

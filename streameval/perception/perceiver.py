@@ -14,18 +14,18 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FLOW_STRIDE
-from streameval.events import FrameEvent
-from streameval.fits.motion_type import FitSample
-from streameval.metrics.imaging import detail_stride, frame_statistics
-from streameval.metrics.quality import is_one_fps_frame
+from streameval.core.events import FrameEvent
+from streameval.metrics.fits.motion_type import FitSample
+from streameval.metrics.quality.imaging import detail_stride, frame_statistics
+from streameval.metrics.quality.kernels import is_one_fps_frame
 from streameval.perception.analysis import Gray, rgb_to_gray, to_analysis_rgb
 from streameval.perception.depth import DepthBackend
 from streameval.perception.flow import FlowBackend, flow_input
 from streameval.perception.memory import MemoryPerception
-from streameval.perception.motion_type import sample_fit
+from streameval.perception.motion_samples import sample_fit
 from streameval.perception.signals import flow_signals
 from streameval.protocol.keys import FAMILY
-from streameval.quality_cache import shrink_for_quality
+from streameval.results.cache.quality import shrink_for_quality
 
 
 class FrameRejectedError(ValueError):

@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.registry import Registry, split_spec
 from streameval.errors import BackendUnavailableError
-from streameval.metrics.quality import (
+from streameval.metrics.quality.kernels import (
     DRIFT_METRICS,
     QUALITY_TASKS,
     RATING_WORDS,
     drift_segments,
 )
 from streameval.perception.hf import as_rgb_uint8, import_heavy, resolve_pretrained
-from streameval.registry import Registry, split_spec
 
 QALIGN_DEFAULT = "q-future/one-align"
 OWL_IMAGE_TOKEN = "<|image|>"

@@ -3,7 +3,7 @@ and intrinsics for that depth map (``GlobalView``).
 
 Two ways to get views:
 
-- ``views_from_frames`` (``streameval.fits.geometry``) — pose + depth sent by the model with
+- ``views_from_frames`` (``streameval.metrics.fits.geometry``) — pose + depth sent by the model with
   each frame, or read from a sidecar. No network, so the numbers only depend on what the
   model said about itself.
 - A :class:`ReconstructionBackend` that reconstructs from the images alone. The seed uses
@@ -23,9 +23,9 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.registry import Registry
 from streameval.errors import BackendUnavailableError
-from streameval.metrics.memory_global import GlobalView
-from streameval.registry import Registry
+from streameval.metrics.memory.global_memory import GlobalView
 
 FloatArray = npt.NDArray[np.float64]
 

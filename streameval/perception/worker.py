@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from streameval.events import EpisodeStart, Event, FrameEvent
+from streameval.core.events import EpisodeStart, Event, FrameEvent
 from streameval.perception.perceiver import FrameRejectedError, Perceiver, PerceptionOutput
 
 

@@ -45,7 +45,7 @@ def _interactivity_rows(block: dict[str, Any]) -> list[list[str]]:
     """The registered figures first (label and unit from the registry, family
     ``interactivity``), then whatever else the block holds (clock, transport counters) by
     its key: an older or newer file shows everything it has."""
-    from streameval.interactivity import format_figure, registered_figures
+    from streameval.metrics.interactivity import format_figure, registered_figures
 
     rows: list[list[str]] = []
     shown: set[str] = set()

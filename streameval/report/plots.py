@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streameval.constants import STABILITY_LOW, STABILITY_SMOOTH_S
-from streameval.metrics.smoothing import moving_average
+from streameval.metrics.control.smoothing import moving_average
 from streameval.protocol.keys import KEYS, channel_of, expected_sign
 from streameval.report.data import EpisodeData, Image
 

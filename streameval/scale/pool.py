@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streameval.core.observers import EpisodeOutcome
+from streameval.engine.config import PipelineConfig
+from streameval.engine.pipeline import run_episode
 from streameval.errors import BadInputError
-from streameval.observers import EpisodeOutcome
-from streameval.pipeline import PipelineConfig, run_episode
-from streameval.results_log import RESULTS_LOG, ResultsLog
+from streameval.results.results_log import RESULTS_LOG, ResultsLog
 from streameval.scale.pool_messages import (
     OPEN_STATES,
     POOL_ROOT,

@@ -29,9 +29,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from streameval.core.observers import EpisodeObserver
+from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
-from streameval.observers import EpisodeObserver
-from streameval.pipeline import PipelineConfig
 from streameval.scale.tasks import ReplayTask, TaskReport, run_replay_task, run_rescore_task
 
 # Ray retries a task whose worker died this many times (its default); an exception raised by

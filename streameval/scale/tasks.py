@@ -23,11 +23,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from streameval.core.observers import EpisodeOutcome
+from streameval.core.registry import UnknownBackendError
+from streameval.engine.config import PipelineConfig
+from streameval.engine.pipeline import run_episode
+from streameval.engine.rescore import RescoreOutcome, rescore_dir
 from streameval.errors import BackendUnavailableError, BadInputError
-from streameval.observers import EpisodeOutcome
-from streameval.pipeline import PipelineConfig, run_episode
-from streameval.registry import UnknownBackendError
-from streameval.rescore import RescoreOutcome, rescore_dir
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from streameval.errors import BadInputError
-from streameval.events import (
+from streameval.core.events import (
     EndOfStream,
     EpisodeEnd,
     EpisodeInfo,
@@ -38,6 +37,7 @@ from streameval.events import (
     KeySent,
     SourceError,
 )
+from streameval.errors import BadInputError
 from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import ArrivalLog

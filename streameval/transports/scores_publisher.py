@@ -12,8 +12,8 @@ import contextlib
 import math
 from typing import Any
 
-from streameval.events import EpisodeInfo, ErrorEvent
-from streameval.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.core.events import EpisodeInfo, ErrorEvent
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.protocol.wire import ScoresUpdate, encode
 from streameval.transports.mqtt_url import client_kwargs, connect_problem, parse_mqtt_url
 

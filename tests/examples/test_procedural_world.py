@@ -43,8 +43,8 @@ from streameval.worlds.procedural_world.scene import (
     objects_in_cells,
 )
 
-from streameval.fits.geometry import FrameGeometry, views_from_frames
-from streameval.metrics.memory_global import covisibility_errors
+from streameval.metrics.fits.geometry import FrameGeometry, views_from_frames
+from streameval.metrics.memory.global_memory import covisibility_errors
 
 FloatArray = npt.NDArray[np.float64]
 FPS = 16.0

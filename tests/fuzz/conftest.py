@@ -94,7 +94,7 @@ def scored_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real results dir (scores.json + cache with views) to mutate: one replay, 40 frames."""
     import numpy as np
 
-    from streameval.cli import main
+    from streameval.cli.main import main
     from tests.replay.replay_synth import make_rollout_dir, moving_texture, write_video
 
     root = tmp_path_factory.mktemp("fuzz-scored")

@@ -1,6 +1,6 @@
 """Property-based fuzzing of the command line and the in-process ``attach`` path (issue 10).
 
-Every case runs ``streameval.cli.main`` in this process, or drives ``InProcessSource`` with a
+Every case runs ``streameval.cli.main.main`` in this process, or drives ``InProcessSource`` with a
 model that returns generated objects. Properties: exit status 0, 1 or 2 (argparse: 0 or 2);
 no traceback; bad input is one line per problem; nothing is written outside the case's
 folder; an accepted replay wrote a complete scores.json inside ``--out``.
@@ -25,11 +25,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streameval.protocol.schedule import Schedule
 
-from streameval.cli import main
-from streameval.driver import InProcessSource
-from streameval.events import EndOfStream, EpisodeEnd, FrameEvent, SourceError
+from streameval.cli.main import main
+from streameval.core.events import EndOfStream, EpisodeEnd, FrameEvent, SourceError
 from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
 from streameval.inputs.frames import frame_problem
+from streameval.transports.inprocess.driver import InProcessSource
 from tests.fuzz.conftest import CASES_PER_TEST, FUZZ, bounded
 from tests.fuzz.strategies import ARRAYS, NASTY_STRINGS, SCALARS, dumps, mangled_text
 from tests.fuzz.test_fuzz_readers import META_FIELDS

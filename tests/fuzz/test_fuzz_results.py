@@ -16,10 +16,10 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streameval.cache import EpisodeCache
-from streameval.episode_scores import episode_document, score_episode
+from streameval.engine.scoring import episode_document, score_episode
 from streameval.leaderboard import INCLUDE_ALL, build_table
-from streameval.scores_file import load_episode
+from streameval.results.cache.episode import EpisodeCache
+from streameval.results.scores_file import load_episode
 from tests.fuzz.conftest import FUZZ, bounded, only_bad_input
 from tests.fuzz.strategies import ARRAYS, JSON_VALUES, SCALARS, dumps, mangled_text
 

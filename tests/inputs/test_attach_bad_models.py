@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli import main
+from streameval.cli.main import main
 
 FAST = ["--no-tui", "--cuts", "scenedetect-content", "--actions", "8", "--seconds-per-key", "1"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streameval.cli import main
+from streameval.cli.main import main
 from tests.replay.replay_synth import make_rollout_dir, write_meta
 
 FAST = ["--no-tui", "--cuts", "scenedetect-content"]

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streameval.cli import main
+from streameval.cli.main import main
+from streameval.core.metric_result import MetricResult
 from streameval.leaderboard import Aggregate, model_cell
-from streameval.results import MetricResult
-from streameval.scores_file import EpisodeRecord, load_episode
+from streameval.results.scores_file import EpisodeRecord, load_episode
 from tests.replay.replay_synth import make_rollout_dir
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from streameval.cli.table import run_table
 from streameval.leaderboard import INCLUDE_ALL, build_table
 from streameval.leaderboard.diagnostics import diagnostics
 from streameval.metrics.registry import metric_names
-from streameval.scores_file import load_results
-from streameval.table_cli import run_table
+from streameval.results.scores_file import load_results
 from tests.test_table_cli import official, parse, write_episode
 
 

@@ -13,7 +13,7 @@ from streameval.leaderboard import (
     load_episode,
     load_results,
 )
-from streameval.scores_file import find_scores_files
+from streameval.results.scores_file import find_scores_files
 from tests.leaderboard.helpers import (
     official,
     table_of,

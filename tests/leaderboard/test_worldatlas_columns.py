@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from streameval.core.metric_result import MetricResult
 from streameval.leaderboard import cell_text, episode_cell, model_episodes, table_columns
 from streameval.leaderboard.aggregators import scene_task_score
-from streameval.results import MetricResult
 from tests.leaderboard.helpers import (
     cell,
     missing,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from streameval.core.metric_result import MetricResult
 from streameval.leaderboard import aggregators
-from streameval.results import MetricResult
 
 
 def model_value(aggregation: str, details: list[dict[str, Any]]) -> float:

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streameval.metrics import control
-from streameval.metrics.control import (
+from streameval.metrics.control import kernels as control
+from streameval.metrics.control.kernels import (
     CONTROL_METRIC_NAMES,
     LatencyScore,
     MotionType,

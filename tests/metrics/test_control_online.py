@@ -9,8 +9,8 @@ import random
 import numpy as np
 import pytest
 
-from streameval.metrics.control import MotionType, control_metrics
-from streameval.metrics.control_online import IncrementalControl
+from streameval.metrics.control.kernels import MotionType, control_metrics
+from streameval.metrics.control.online import IncrementalControl
 from streameval.metrics.segments import SegmentSpan
 from tests.metrics.test_online import make_episode
 

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from streameval.metrics.imaging import (
+from streameval.metrics.quality.imaging import (
     STAT_FIELDS,
     colourfulness,
     flicker_series,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from streameval.metrics.imaging import frame_statistics, imaging_metrics
+from streameval.metrics.quality.imaging import frame_statistics, imaging_metrics
 from streameval.perception.analysis import to_analysis_gray
 
 KEYS = "W" * 16 + "A" * 16 + "R" * 16

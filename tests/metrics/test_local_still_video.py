@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 import pytest
 
-from streameval.metrics.memory_local import MOTION_FLOOR_PX, local_memory
+from streameval.metrics.memory.local_memory import MOTION_FLOOR_PX, local_memory
 from streameval.perception.analysis import to_analysis_gray
 from streameval.perception.flow import DisFlow
 from streameval.perception.signals import flow_signals

@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pytest
 
-from streameval.fits.geometry import select_views
-from streameval.metrics.memory_global import (
+from streameval.metrics.fits.geometry import select_views
+from streameval.metrics.memory.global_memory import (
     GlobalView,
     covisibility_errors,
     global_memory,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streameval.metrics.memory_local import (
+from streameval.metrics.memory.local_memory import (
     cut_guard_frames,
     local_memory,
     motion_indexed_samples,

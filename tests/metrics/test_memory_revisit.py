@@ -15,13 +15,13 @@ import random
 import numpy as np
 import pytest
 
+from streameval.core.metric_result import MetricResult
 from streameval.leaderboard.columns import aggregator_for
-from streameval.metrics.memory_revisit import (
+from streameval.metrics.memory.revisit_memory import (
     find_reversals,
     revisit_memory,
     revisit_score,
 )
-from streameval.results import MetricResult
 
 PX_PER_DEG = 640 / 70
 CH = {"W": (1, 1.0), "S": (1, -1.0), "A": (0, 1.0), "D": (0, -1.0), "L": (0, 1.0), "R": (0, -1.0)}

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from streameval.metrics.control import MotionType, control_metrics
+from streameval.metrics.control.kernels import MotionType, control_metrics
 from streameval.metrics.online import ControlAccumulator
 
 

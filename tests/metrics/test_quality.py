@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from streameval.metrics.quality import (
+from streameval.metrics.quality.kernels import (
     DRIFT_SEGMENTS,
     drift_segments,
     is_one_fps_frame,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from streameval.metrics.smoothing import moving_average
+from streameval.metrics.control.smoothing import moving_average
 
 
 def naive_moving_average(x: list[float], k: int) -> list[float]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streameval.metrics.streaming_stats import StreamingPercentile, ValidPositions
+from streameval.metrics.control.streaming_stats import StreamingPercentile, ValidPositions
 
 
 @pytest.mark.parametrize("q", [0.0, 25.0, 50.0, 75.0, 90.0, 100.0])

@@ -13,10 +13,14 @@ import numpy as np
 import pytest
 from streameval.protocol.suites import worldmark_keys
 
+from streameval.core.metric_result import MetricResult
 from streameval.leaderboard.columns import aggregator_for
-from streameval.metrics.control import MotionType, control_metrics, control_metrics_for_spans
+from streameval.metrics.control.kernels import (
+    MotionType,
+    control_metrics,
+    control_metrics_for_spans,
+)
 from streameval.metrics.segments import equal_split_spans
-from streameval.results import MetricResult
 from tests.parity.golden import close, load, packed
 
 COLUMNS = {

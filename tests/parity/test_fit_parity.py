@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from streameval.protocol.suites import worldmark_keys
 
-from streameval.fits.motion_type import fit_frames_equal_split, fit_parallax_points
-from streameval.perception.motion_type import raster_sample
+from streameval.metrics.fits.motion_type import fit_frames_equal_split, fit_parallax_points
+from streameval.perception.motion_samples import raster_sample
 from tests.parity.golden import close, load, packed
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from streameval.fits.geometry import select_views
-from streameval.metrics.memory_global import covisibility_arrays, global_score
+from streameval.metrics.fits.geometry import select_views
+from streameval.metrics.memory.global_memory import covisibility_arrays, global_score
 from tests.parity.golden import close, load, packed
 
 

@@ -7,15 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from streameval.core.metric_result import MetricResult
 from streameval.leaderboard.columns import aggregator_for
 from streameval.metrics.arc import flow_magnitude
-from streameval.metrics.memory_local import (
+from streameval.metrics.memory.local_memory import (
     cut_guard_frames,
     local_memory,
     motion_indexed_samples,
     motion_step,
 )
-from streameval.results import MetricResult
 from tests.parity.golden import close, load, packed
 
 

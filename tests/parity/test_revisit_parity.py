@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from streameval.protocol.suites import worldmark_keys
 
-from streameval.metrics.memory_revisit import equal_split_reversals, revisit_memory_for
-from streameval.results import MetricResult
+from streameval.core.metric_result import MetricResult
+from streameval.metrics.memory.revisit_memory import equal_split_reversals, revisit_memory_for
 from tests.parity.golden import close, load, packed
 
 IN_SCOPE = {6, 7, 8, 11, 12, 14}

@@ -15,6 +15,7 @@ import numpy.typing as npt
 import pytest
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
+from streameval.core.registry import UnknownBackendError
 from streameval.errors import BackendUnavailableError
 from streameval.perception.cuts import (
     CUT_DETECTORS,
@@ -28,7 +29,6 @@ from streameval.perception.transnet import (
     scenes_to_cuts,
     shrink_for_transnet,
 )
-from streameval.registry import UnknownBackendError
 
 Frames = list[npt.NDArray[np.uint8]]
 SPLICE = 40

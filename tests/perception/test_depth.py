@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from streameval.worlds.procedural_world import ProceduralWorld
 
+from streameval.core.registry import UnknownBackendError
 from streameval.errors import BackendUnavailableError
 from streameval.perception.depth import (
     DEPTH_BACKENDS,
@@ -18,7 +19,6 @@ from streameval.perception.depth import (
     depth_anything_input_size,
     disparity_to_depth,
 )
-from streameval.registry import UnknownBackendError
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import TAU_MUT
-from streameval.metrics.memory_local import local_memory
+from streameval.metrics.memory.local_memory import local_memory
 from streameval.perception.embedding import SEED_CALIBRATION, ColorHistRbf
 from tests.perception.scene_families import (
     FPS,

@@ -15,6 +15,7 @@ import pytest
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
 from streameval.constants import TAU_MUT
+from streameval.core.registry import UnknownBackendError
 from streameval.errors import BackendUnavailableError
 from streameval.perception.embedding import (
     EMBEDDING_BACKENDS,
@@ -22,7 +23,6 @@ from streameval.perception.embedding import (
     Dinov2PatchMean,
     create_embedding_backend,
 )
-from streameval.registry import UnknownBackendError
 
 Frames = list[npt.NDArray[np.uint8]]
 LOOP_FRAMES = 128  # a 360° turn at 45°/s and 16 fps

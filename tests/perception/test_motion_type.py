@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from streameval.fits.motion_type import (
+from streameval.metrics.fits.motion_type import (
     FitSample,
     analysis_focal,
     fit_depth_parallax,
@@ -15,7 +15,7 @@ from streameval.fits.motion_type import (
     fit_frames,
     fit_motion_type,
 )
-from streameval.perception.motion_type import sample_fit
+from streameval.perception.motion_samples import sample_fit
 
 W, H = 640, 432
 F = analysis_focal(W)

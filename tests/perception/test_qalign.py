@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from streameval.errors import BackendUnavailableError
-from streameval.metrics.quality import RATING_WORDS, normalize_rating, rating_score
+from streameval.metrics.quality.kernels import RATING_WORDS, normalize_rating, rating_score
 from streameval.perception.qalign import (
     QAlign,
     create_quality_backend,

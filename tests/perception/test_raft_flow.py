@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streameval.cache import EpisodeCache
+from streameval.engine.config import PipelineConfig
 from streameval.errors import BackendUnavailableError, BadInputError
 from streameval.perception.flow import create_flow_backend, flow_input, flow_provenance
-from streameval.pipeline import PipelineConfig
+from streameval.results.cache.episode import EpisodeCache
 from tests.perception.raft_large_layout import (
     RAFT_LARGE_NUM_PARAMS,
     RAFT_LARGE_STATE,
@@ -194,7 +194,7 @@ def test_tiny_raft_in_the_pipeline_records_backend_and_weights(
 def test_replay_command_with_flow_raft_file(tiny_weights: Path, tmp_path: Path) -> None:
     """``--flow raft:FILE`` through the command line at the full 640×432 analysis size (a
     six-frame rollout: four flow pairs)."""
-    from streameval.cli import main
+    from streameval.cli.main import main
     from tests.replay.replay_synth import make_rollout_dir
 
     rollout = make_rollout_dir(tmp_path / "rollout", ["A"] * 6, size=(64, 48))
@@ -238,7 +238,7 @@ def test_a_file_that_is_not_raft_weights_is_refused(tmp_path: Path) -> None:
 def test_missing_weights_fail_the_command_before_any_episode(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from streameval.cli import main
+    from streameval.cli.main import main
 
     missing = tmp_path / "raft_large.pth"
     args = ["demo", "--no-tui", "--out", str(tmp_path / "out"), "--flow", f"raft:{missing}"]
@@ -251,7 +251,7 @@ def test_choosing_dis_does_not_import_torch() -> None:
     code = (
         "import sys\n"
         "from streameval.perception.flow import create_flow_backend\n"
-        "import streameval.pipeline\n"
+        "import streameval.engine.pipeline\n"
         "create_flow_backend('dis-fast')\n"
         "print('torch' in sys.modules)\n"
     )

@@ -11,13 +11,13 @@ import pytest
 from streameval.worlds.procedural_world import ProceduralWorld, WorldFrame, world_config_for_defect
 
 from streameval.errors import BackendUnavailableError
-from streameval.fits.geometry import (
+from streameval.metrics.fits.geometry import (
     FrameGeometry,
     intrinsics_for_depth,
     select_views,
     views_from_frames,
 )
-from streameval.metrics.memory_global import global_memory
+from streameval.metrics.memory.global_memory import global_memory
 from streameval.perception.reconstruction import (
     RECONSTRUCTION_BACKENDS,
     create_reconstruction_backend,

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from streameval.engine.config import PipelineConfig
 from streameval.errors import BackendUnavailableError
 from streameval.perception.flow import create_flow_backend, flow_input, flow_provenance
-from streameval.pipeline import PipelineConfig
 from tests.pipeline.helpers import run, textured, world_source
 
 sea_raft_flow = pytest.importorskip("streameval.perception.sea_raft_flow")

@@ -11,8 +11,7 @@ import numpy as np
 from streameval.protocol.schedule import Schedule
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from streameval.driver import InProcessSource
-from streameval.events import (
+from streameval.core.events import (
     EndOfStream,
     EpisodeEnd,
     EpisodeInfo,
@@ -20,8 +19,10 @@ from streameval.events import (
     Event,
     FrameEvent,
 )
-from streameval.observers import EpisodeObserver, EpisodeOutcome
-from streameval.pipeline import PipelineConfig, run_episode
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.engine.config import PipelineConfig
+from streameval.engine.pipeline import run_episode
+from streameval.transports.inprocess.driver import InProcessSource
 
 
 def world_source(

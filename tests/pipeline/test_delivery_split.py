@@ -15,12 +15,16 @@ import pytest
 from streameval.protocol.schedule import Schedule
 from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig
 
-from streameval.cache import EpisodeCache
-from streameval.cli import main
-from streameval.episode_scores import motion_fits
-from streameval.fits.motion_type import fit_frames_equal_split
-from streameval.metrics.control import MotionType, control_metrics, control_metrics_for_spans
+from streameval.cli.main import main
+from streameval.engine.scoring import motion_fits
+from streameval.metrics.control.kernels import (
+    MotionType,
+    control_metrics,
+    control_metrics_for_spans,
+)
+from streameval.metrics.fits.motion_type import fit_frames_equal_split
 from streameval.metrics.segments import equal_split_spans
+from streameval.results.cache.episode import EpisodeCache
 from tests.replay.replay_synth import write_video
 
 # one worker runs the whole module: its fixture renders and replays once, not per worker

@@ -9,7 +9,7 @@ import numpy as np
 from streameval.protocol.schedule import Schedule
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from streameval.driver import InProcessSource
+from streameval.transports.inprocess.driver import InProcessSource
 from tests.pipeline.helpers import run
 
 

@@ -11,9 +11,9 @@ import pytest
 from streameval.protocol.schedule import Schedule
 from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig
 
-from streameval.driver import InProcessSource
+from streameval.engine.config import PipelineConfig
 from streameval.errors import BackendUnavailableError
-from streameval.pipeline import PipelineConfig
+from streameval.transports.inprocess.driver import InProcessSource
 from tests.pipeline.helpers import run
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from streameval.replay import ReplaySource, read_rollout
 
-from streameval.recording import RecordingObserver
-from streameval.rescore import rescore_dir
+from streameval.engine.recording import RecordingObserver
+from streameval.engine.rescore import rescore_dir
 from tests.pipeline.helpers import run, world_source
 
 

@@ -14,11 +14,11 @@ import pytest
 from streameval.protocol.memory_loop import memory_loop
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from streameval.driver import InProcessSource
+from streameval.core.observers import EpisodeObserver, Progress
+from streameval.engine.config import PipelineConfig
+from streameval.engine.rescore import rescore_dir
 from streameval.metrics.worldatlas.revisit import return_gate
-from streameval.observers import EpisodeObserver, Progress
-from streameval.pipeline import PipelineConfig
-from streameval.rescore import rescore_dir
+from streameval.transports.inprocess.driver import InProcessSource
 from tests.pipeline.helpers import run
 
 NAMES = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from streameval.results import MetricResult
+from streameval.core.metric_result import MetricResult
 from tests.pipeline.helpers import run, world_source
 
 MEMORY = ("local_memory", "revisit_memory", "global_memory")
@@ -57,7 +57,7 @@ def test_frozen_world_is_not_applicable_not_100() -> None:
 
 def test_transnetv2_default_detector_through_the_pipeline() -> None:
     """The default cut detector (TransNetV2 in its own process) end to end."""
-    from streameval.pipeline import PipelineConfig
+    from streameval.engine.config import PipelineConfig
 
     outcome = run(world_source("AD", 10.0, "hard_cut"), config=PipelineConfig(cuts="transnetv2"))
     local = outcome.scores.metrics["local_memory"]

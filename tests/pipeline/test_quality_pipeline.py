@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cache import EpisodeCache
-from streameval.cli import main
-from streameval.metrics.quality import normalize_rating, rating_score
+from streameval.cli.main import main
+from streameval.engine.config import PipelineConfig
+from streameval.engine.rescore import rescore_dir
+from streameval.metrics.quality.kernels import normalize_rating, rating_score
 from streameval.perception.qalign import QAlign
-from streameval.pipeline import PipelineConfig
-from streameval.rescore import rescore_dir
+from streameval.results.cache.episode import EpisodeCache
 from tests.pipeline.helpers import run, world_source
 
 KEYS = "WA"

@@ -14,11 +14,11 @@ import numpy as np
 from streameval.protocol.schedule import Schedule
 from streameval.replay.rollout import read_rollout_dir
 
-from streameval.cache import EpisodeCache
-from streameval.events import EpisodeStart, FrameEvent
-from streameval.perception_plan import PLAN_KEY, plan_for, recorded_plan
-from streameval.pipeline import PipelineConfig
-from streameval.recording import RecordingObserver
+from streameval.core.events import EpisodeStart, FrameEvent
+from streameval.engine.config import PipelineConfig
+from streameval.engine.perception_plan import PLAN_KEY, plan_for, recorded_plan
+from streameval.engine.recording import RecordingObserver
+from streameval.results.cache.episode import EpisodeCache
 from tests.pipeline.helpers import ListSource, run, shifting_events
 
 CONFIG = PipelineConfig(queue_size=2, cuts="scenedetect-adaptive")

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from streameval.protocol.schedule import Schedule
 
-from streameval.driver import InProcessSource
-from streameval.events import ErrorEvent, FrameEvent
-from streameval.observers import EpisodeObserver
-from streameval.pipeline import PipelineConfig, run_episode
+from streameval.core.events import ErrorEvent, FrameEvent
+from streameval.core.observers import EpisodeObserver
+from streameval.engine.config import PipelineConfig
+from streameval.engine.pipeline import run_episode
+from streameval.transports.inprocess.driver import InProcessSource
 from tests.pipeline.helpers import ListSource, run, shifting_events, textured
 
 
@@ -116,7 +117,7 @@ def test_recording_keeps_every_frame_of_a_fast_source(tmp_path: Path) -> None:
     """The recorder hears of the episode before its first frame, however fast frames come."""
     from streameval.replay import read_rollout
 
-    from streameval.recording import RecordingObserver
+    from streameval.engine.recording import RecordingObserver
 
     recording = RecordingObserver(tmp_path / "recording")
     outcome = run(ListSource(shifting_events("AD", 40)), tmp_path / "out", [recording])
@@ -130,7 +131,7 @@ def test_recorder_failure_is_reported_to_the_other_observers(
     """A recording that cannot start is one ErrorEvent on the episode's channel: every observer
     hears it (the dashboard's log, the console printer), the outcome and scores.json keep it,
     nothing is printed over the screen, and the evaluation goes on."""
-    from streameval.recording import RecordingObserver
+    from streameval.engine.recording import RecordingObserver
 
     class Errors(EpisodeObserver):
         def __init__(self) -> None:

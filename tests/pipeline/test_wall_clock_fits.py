@@ -20,13 +20,13 @@ import pytest
 from streameval.protocol.schedule import Schedule
 from streameval.replay.rollout import read_rollout_dir
 
-from streameval.cache import EpisodeCache
-from streameval.episode_scores import fit_plan
-from streameval.events import EpisodeStart
-from streameval.fits.motion_type import FitSample, fit_frames
-from streameval.perception_plan import PLAN_KEY, keep_fit_samples, plan_for, recorded_plan
-from streameval.pipeline import PipelineConfig
-from streameval.recording import RecordingObserver
+from streameval.core.events import EpisodeStart
+from streameval.engine.config import PipelineConfig
+from streameval.engine.perception_plan import PLAN_KEY, keep_fit_samples, plan_for, recorded_plan
+from streameval.engine.recording import RecordingObserver
+from streameval.engine.scoring import fit_plan
+from streameval.metrics.fits.motion_type import FitSample, fit_frames
+from streameval.results.cache.episode import EpisodeCache
 from tests.pipeline.helpers import ListSource, run, shifting_events
 
 CONFIG = PipelineConfig(queue_size=64, cuts="scenedetect-adaptive")

@@ -13,8 +13,8 @@ import av
 import numpy as np
 import numpy.typing as npt
 
-from streameval.events import EndOfStream, Event
-from streameval.source import Source
+from streameval.core.events import EndOfStream, Event
+from streameval.core.source import Source
 
 
 def moving_texture(n: int, height: int, width: int, seed: int = 0) -> list[npt.NDArray[np.uint8]]:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from streameval.replay import open_rollouts, read_rollout
 
+from streameval.core.events import EpisodeEnd, FrameEvent
 from streameval.errors import BadInputError
-from streameval.events import EpisodeEnd, FrameEvent
 from tests.replay.replay_synth import collect, write_video
 
 

@@ -13,8 +13,8 @@ import numpy.typing as npt
 import pytest
 from streameval.replay import Recorder, open_rollouts, read_rollout_dir
 
+from streameval.core.events import EpisodeEnd, FrameEvent, KeySent, SourceError
 from streameval.errors import BadInputError
-from streameval.events import EpisodeEnd, FrameEvent, KeySent, SourceError
 from tests.replay.replay_synth import (
     collect,
     make_rollout_dir,

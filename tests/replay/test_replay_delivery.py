@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from streameval.replay import open_rollouts, parse_delivery_name, read_delivery
 
+from streameval.core.events import EpisodeEnd, EpisodeStart, FrameEvent
 from streameval.errors import BadInputError
-from streameval.events import EpisodeEnd, EpisodeStart, FrameEvent
 from tests.replay.replay_synth import collect, write_video
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from streameval.replay import Pacer, ReplaySource, pace_for, read_rollout_dir
 
+from streameval.core.events import EndOfStream, EpisodeStart, FrameEvent
 from streameval.errors import BadInputError
-from streameval.events import EndOfStream, EpisodeStart, FrameEvent
 from tests.replay.replay_synth import drain, make_rollout_dir
 
 

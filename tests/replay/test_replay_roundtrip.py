@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from streameval.replay import Recorder, ReplaySource, open_rollouts, read_rollout_dir
 
-from streameval.errors import BadInputError
-from streameval.events import (
+from streameval.core.events import (
     EpisodeEnd,
     EpisodeStart,
     FrameEvent,
     KeySent,
     SourceError,
 )
+from streameval.errors import BadInputError
 from tests.replay.replay_synth import collect, moving_texture
 
 N = 48

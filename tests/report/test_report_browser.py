@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import pytest
 
-from streameval.cli import main
+from streameval.cli.main import main
 
 # one worker runs the whole module: its fixture renders and replays once, not per worker
 pytestmark = pytest.mark.xdist_group("report-browser")

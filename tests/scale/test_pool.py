@@ -23,8 +23,8 @@ import pytest
 
 pytest.importorskip("aiomqtt")
 
-from streameval.cli import main
-from streameval.results_log import RESULTS_LOG, read_lines
+from streameval.cli.main import main
+from streameval.results.results_log import RESULTS_LOG, read_lines
 from streameval.scale.pool import offer_sessions, read_pool
 from streameval.scale.pool_messages import Claim, SessionOffer, decode
 from tests.transports.conftest import Broker, free_port

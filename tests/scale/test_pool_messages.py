@@ -87,7 +87,7 @@ def test_orphans_are_open_claims_of_gone_evaluators_and_the_leader_is_the_first_
 def test_pool_commands_name_the_broker_they_cannot_reach(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from streameval.cli import main
+    from streameval.cli.main import main
     from tests.transports.conftest import free_port
 
     url = f"mqtt://127.0.0.1:{free_port()}"

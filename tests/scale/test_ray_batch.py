@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from streameval.cli import main
-from streameval.pipeline import PipelineConfig
+from streameval.cli.main import main
+from streameval.engine.config import PipelineConfig
 from tests.replay.replay_synth import moving_texture, write_actions, write_meta, write_video
 
 ray = pytest.importorskip("ray")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli import build_parser, main
-from streameval.scale.commands import looks_like_address, split_ray_flag
+from streameval.cli.main import build_parser, main
+from streameval.cli.ray import looks_like_address, split_ray_flag
 from tests.replay.replay_synth import make_rollout_dir
 
 
@@ -20,7 +20,7 @@ def test_replay_and_rescore_without_ray_never_import_it(tmp_path: Path) -> None:
     # a fresh interpreter: another test of this session may have imported Ray already
     code = (
         "import sys\n"
-        "from streameval.cli import main\n"
+        "from streameval.cli.main import main\n"
         f"a = main(['replay', {str(rollout)!r}, '--out', {str(out)!r}, '--no-tui', "
         "'--cuts', 'scenedetect-adaptive'])\n"
         f"b = main(['rescore', {str(out)!r}])\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli import main
+from streameval.cli.main import main
 from streameval.metrics.registry import metric_names
 from streameval.report.data import load_episode_data
 from streameval.report.episode import render_episode

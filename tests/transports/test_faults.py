@@ -12,10 +12,10 @@ import msgpack
 import pytest
 from streameval.protocol.wire import Bye, encode
 
-from streameval.cli import main
-from streameval.observers import EpisodeObserver, EpisodeOutcome, FrameEvent
-from streameval.pipeline import run_episode
-from streameval.recording import RecordingObserver
+from streameval.cli.main import main
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome, FrameEvent
+from streameval.engine.pipeline import run_episode
+from streameval.engine.recording import RecordingObserver
 from streameval.transports.live import LiveConfig
 from streameval.transports.mqtt import MqttSource
 from tests.transports.conftest import Broker

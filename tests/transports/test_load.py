@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.events import EndOfStream, EpisodeEnd, FrameEvent
+from streameval.core.events import EndOfStream, EpisodeEnd, FrameEvent
 from streameval.transports.live import LiveConfig, LiveSource
 from streameval.transports.mqtt import MqttSource
 from streameval.transports.webrtc import WebRTCSource

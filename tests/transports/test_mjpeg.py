@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from streameval.observers import EpisodeOutcome
-from streameval.pipeline import run_episode
+from streameval.core.observers import EpisodeOutcome
+from streameval.engine.pipeline import run_episode
 from streameval.transports.urls import AttachOptions, open_network_source
 from tests.transports.mjpeg_server import start_mjpeg_server
 from tests.transports.public_server import FPS

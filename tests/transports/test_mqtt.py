@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from streameval.observers import EpisodeOutcome
-from streameval.pipeline import run_episode
+from streameval.core.observers import EpisodeOutcome
+from streameval.engine.pipeline import run_episode
 from streameval.transports.live import LiveConfig
 from streameval.transports.mqtt import MqttSource
 from streameval.transports.mqtt_serve import serve_mqtt

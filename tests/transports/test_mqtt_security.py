@@ -22,7 +22,7 @@ from typing import IO
 import aiomqtt
 import pytest
 
-from streameval.cli import main
+from streameval.cli.main import main
 from streameval.transports.mqtt_url import parse_mqtt_url
 from streameval.transports.remote_watch import check_broker
 from tests.transports.conftest import Broker

@@ -9,7 +9,7 @@ from pathlib import Path
 from streameval.protocol.wire import ScoresUpdate
 from streameval.tui.remote import RemoteDashboardApp
 
-from streameval.pipeline import run_episode
+from streameval.engine.pipeline import run_episode
 from streameval.transports.remote_watch import format_update, watch_scores
 from streameval.transports.scores_publisher import MqttScoresPublisher
 from tests.pipeline.helpers import world_source

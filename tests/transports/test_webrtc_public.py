@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from streameval.observers import EpisodeOutcome
-from streameval.pipeline import run_episode
+from streameval.core.observers import EpisodeOutcome
+from streameval.engine.pipeline import run_episode
 from streameval.transports.live import LiveConfig
 from streameval.transports.webrtc import WebRTCSource
 from tests.transports.public_server import start_public_server

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from streameval.observers import EpisodeOutcome
-from streameval.pipeline import run_episode
+from streameval.core.observers import EpisodeOutcome
+from streameval.engine.pipeline import run_episode
 from streameval.transports.live import LiveConfig
 from streameval.transports.webrtc import WebRTCSource
 from streameval.transports.webrtc_serve import WebRTCServer

@@ -7,9 +7,10 @@ import asyncio
 from streameval.protocol.schedule import Schedule
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from streameval.driver import InProcessSource
-from streameval.observers import EpisodeOutcome
-from streameval.pipeline import PipelineConfig, run_episode
+from streameval.core.observers import EpisodeOutcome
+from streameval.engine.config import PipelineConfig
+from streameval.engine.pipeline import run_episode
+from streameval.transports.inprocess.driver import InProcessSource
 
 CONFIG = PipelineConfig(cuts="scenedetect-adaptive")
 NAME = "procedural-world[clean]"

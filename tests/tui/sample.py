@@ -21,17 +21,17 @@ from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.messages import PipelineFinished
 from streameval.tui.observer import DashboardObserver
 
-from streameval.episode_scores import EpisodeScores
+from streameval.core.events import EpisodeInfo, ErrorEvent
+from streameval.core.metric_result import MetricResult
+from streameval.core.observers import EpisodeOutcome, Progress
+from streameval.core.source import Source
+from streameval.engine.config import PipelineConfig
+from streameval.engine.scoring import EpisodeScores
 from streameval.errors import BadInputError
-from streameval.events import EpisodeInfo, ErrorEvent
-from streameval.jobs import EpisodeJob, JobsReport
 from streameval.leaderboard import INCLUDE_ALL
-from streameval.metrics.control import CONTROL_METRIC_NAMES
-from streameval.observers import EpisodeOutcome, Progress
-from streameval.pipeline import PipelineConfig
-from streameval.results import MetricResult
-from streameval.scores_file import scores_document, write_scores
-from streameval.source import Source
+from streameval.metrics.control.kernels import CONTROL_METRIC_NAMES
+from streameval.results.scores_file import scores_document, write_scores
+from streameval.runs.jobs import EpisodeJob, JobsReport
 
 SAMPLE_MODEL = "procedural-world[delay]"
 SAMPLE_SUITE = "worldmark"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from streameval.tui.screens.model_episodes import ModelEpisodesScreen
 
-from streameval.cli import main
-from streameval.dashboard_cli import browse_app
+from streameval.cli.dashboard import browse_app
+from streameval.cli.main import main
 from tests.tui.sample import LEADERBOARD_MODELS, write_sample_results
 from tests.tui.tui_fakes import async_test, wait_until
 

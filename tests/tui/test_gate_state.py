@@ -6,8 +6,8 @@ from __future__ import annotations
 from streameval.tui.widgets.control_metrics import ControlMetrics, gate_state
 from textual.app import App, ComposeResult
 
+from streameval.core.metric_result import MetricResult
 from streameval.metrics.worldatlas.gate_online import GATE_METRIC, GateProgress
-from streameval.results import MetricResult
 from tests.tui.tui_fakes import async_test
 
 

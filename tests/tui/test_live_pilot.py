@@ -24,10 +24,10 @@ from streameval.tui.widgets.final_metrics import FinalMetrics, statistic_label
 from streameval.tui.widgets.status_line import StatusLine
 from streameval.tui.widgets.throughput import Throughput
 
-from streameval.jobs import EpisodeJob, JobsReport
-from streameval.metrics.imaging import STATISTIC_METRICS
-from streameval.observers import EpisodeObserver, EpisodeOutcome
-from streameval.source import Source
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.core.source import Source
+from streameval.metrics.quality.imaging import STATISTIC_METRICS
+from streameval.runs.jobs import EpisodeJob, JobsReport
 from tests.tui.tui_fakes import (
     FAST_CONFIG,
     ShiftingSource,

@@ -20,10 +20,10 @@ from streameval.tui.widgets.signal_plot import (
     render_bars,
 )
 
-from streameval.jobs import EpisodeJob
-from streameval.observers import Progress
-from streameval.results import MetricResult
-from streameval.source import Source
+from streameval.core.metric_result import MetricResult
+from streameval.core.observers import Progress
+from streameval.core.source import Source
+from streameval.runs.jobs import EpisodeJob
 from tests.tui.sample import feed_episode, sample_info, sample_outcome
 from tests.tui.tui_fakes import async_test
 

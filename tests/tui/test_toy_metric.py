@@ -10,10 +10,10 @@ import pytest
 from streameval.tui import DashboardApp
 from textual.widgets import DataTable
 
-from streameval.cli import main
-from streameval.episode_scores import ScoringInput
+from streameval.cli.main import main
+from streameval.core.metric_result import MetricResult
+from streameval.engine.scoring import ScoringInput
 from streameval.metrics.registry import MetricSpec, registered
-from streameval.results import MetricResult
 from tests.tui.tui_fakes import FAST_CONFIG, ShiftingSource, async_test, shifting_job, wait_until
 
 TOY = MetricSpec(

@@ -26,8 +26,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Static
 
-from streameval.errors import BadInputError
-from streameval.events import (
+from streameval.core.events import (
     EndOfStream,
     EpisodeEnd,
     EpisodeInfo,
@@ -36,9 +35,10 @@ from streameval.events import (
     FrameEvent,
     SourceError,
 )
-from streameval.jobs import EpisodeJob
-from streameval.pipeline import PipelineConfig
-from streameval.source import Source
+from streameval.core.source import Source
+from streameval.engine.config import PipelineConfig
+from streameval.errors import BadInputError
+from streameval.runs.jobs import EpisodeJob
 
 WIDTH, HEIGHT = 96, 64
 SHIFT_PX = 2  # per frame

@@ -16,9 +16,9 @@ from rich.text import Text
 from streameval.tui.format import metric_value_text
 from textual.widgets import Static
 
+from streameval.core.metric_result import MetricResult
 from streameval.metrics.registry import metric_names
 from streameval.metrics.worldatlas.gate_online import GATE_METRIC
-from streameval.results import MetricResult
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("direction_accuracy", "Direction accuracy"),

@@ -13,10 +13,10 @@ from rich.text import Text
 from streameval.tui.format import metric_label, metric_value_text
 from textual.widgets import Static
 
-from streameval.interactivity import format_figure, registered_figures
-from streameval.metrics.imaging import STATISTIC_METRICS
+from streameval.core.observers import EpisodeOutcome
+from streameval.metrics.interactivity import format_figure, registered_figures
+from streameval.metrics.quality.imaging import STATISTIC_METRICS
 from streameval.metrics.registry import metric_names
-from streameval.observers import EpisodeOutcome
 
 
 def outcome_line(outcome: EpisodeOutcome) -> Text:

@@ -1,7 +1,7 @@
 """Master-table cells as styled text, the way ``streameval table`` colours them.
 
 Numbers, statuses, coverage, bounds and ranks all come from ``streameval.leaderboard``; the colours
-are the terminal table's (``streameval.table_cli.RICH_STYLES``: best bold green, second yellow,
+are the terminal table's (``streameval.cli.table.RICH_STYLES``: best bold green, second yellow,
 worst red), so the dashboard and the CLI never disagree on what is best.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from streameval.leaderboard import Cell, cell_text, format_bounds, format_coverage
-from streameval.table_cli import RICH_STYLES
+from streameval.leaderboard.display import RICH_STYLES
 
 
 def cell_renderable(cell: Cell, *, bounds: bool = True) -> Text:

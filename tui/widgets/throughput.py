@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from streameval.observers import Progress
+from streameval.core.observers import Progress
 
 STALE_AFTER_S = 5.0  # no frame for this long: the freshness line turns yellow
 

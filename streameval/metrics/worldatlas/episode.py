@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.metric_result import MetricResult
 from streameval.metrics.worldatlas.constants import MAX_SCORED_PAIRS
 from streameval.metrics.worldatlas.keystroke import KeystrokeInputError, keystroke_errors
 from streameval.metrics.worldatlas.point_cloud import CloudError, IntrinsicsError
@@ -28,7 +29,6 @@ from streameval.metrics.worldatlas.revisit import (
     select_diverse_pairs,
 )
 from streameval.metrics.worldatlas.scene_f1 import DepthInputError, DepthSidecar, scene_f1_on_split
-from streameval.results import MetricResult
 
 WORLDATLAS_METRICS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
 

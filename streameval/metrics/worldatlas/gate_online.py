@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from streameval.core.metric_result import MetricResult
 from streameval.metrics.worldatlas.constants import (
     DEGENERATE_TRANSLATION_EXTENT,
     MAX_PAIR_DISTANCE,
@@ -34,7 +35,6 @@ from streameval.metrics.worldatlas.constants import (
     ROTATION_WEIGHT,
 )
 from streameval.metrics.worldatlas.revisit import min_gap_frames
-from streameval.results import MetricResult
 
 GATE_METRIC = "memory_return_gate"
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from streameval.core.metric_result import MetricResult
 from streameval.metrics.worldatlas.episode import (
     WORLDATLAS_METRICS,
     MemoryLoopInputs,
@@ -18,12 +19,11 @@ from streameval.metrics.worldatlas.episode import (
 )
 from streameval.metrics.worldatlas.scene_f1 import DepthSidecar
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
-from streameval.results import MetricResult
 
 if TYPE_CHECKING:
-    from streameval.cache import EpisodeCache
-    from streameval.episode_scores import ScoringInput
-    from streameval.worldatlas_cache import WorldAtlasCache
+    from streameval.engine.scoring import ScoringInput
+    from streameval.results.cache.episode import EpisodeCache
+    from streameval.results.cache.worldatlas import WorldAtlasCache
 
 # A pose track without metric scale (our CPU estimator's) cannot meet nATEt's activity
 # threshold in units per second: the kernel reports nATEt not_applicable for it.

@@ -1,0 +1,112 @@
+"""Options several commands share: output policy, recording, verbosity, memory_loop
+trajectories, and the argparse types that check numbers and action ids on the way in."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from streameval.protocol.memory_loop import MEMORY_LOOP_SECONDS, MEMORY_LOOP_SUITE
+from streameval.results.layout import ExistingPolicy
+from streameval.runs.builders import RECORD_MODES
+from streameval.runs.memory_loop import LoopPlan
+
+
+def add_output_options(p: argparse.ArgumentParser, *, record: bool) -> None:
+    """``--overwrite``/``--resume`` (and ``--record`` for live runs) on command ``p``."""
+    existing = p.add_mutually_exclusive_group()
+    existing.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace episodes that already have results under --out (default: keep them "
+        "and report each one)",
+    )
+    existing.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip episodes whose results under --out are complete; run the others",
+    )
+    if record:
+        p.add_argument(
+            "--record",
+            choices=RECORD_MODES,
+            default="lossless",
+            help="keep the model's frames as a replayable recording/: lossless (default; "
+            "replays bit-identically, ~4.5 MB per video-second at 640×432), lossy (H.264 "
+            "CRF 18, ~30× smaller; a replay scores close to, not exactly as, the live run) or off",
+        )
+
+
+def add_verbosity_options(p: argparse.ArgumentParser) -> None:
+    """``-v``/``-q`` on the top-level parser."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "-v", "--verbose", action="store_true", help="debug messages from every module"
+    )
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress, only errors and the final summary",
+    )
+
+
+class _ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The one handler the command line puts on the ``streameval`` logger (stderr)."""
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    """``streameval.*`` log records to stderr at the level ``-v``/``-q`` ask for (warnings by
+    default). Only our logger is touched, so an embedding program keeps its own set-up, and
+    records still propagate to the root logger's handlers."""
+    if getattr(args, "verbose", False):
+        level = logging.DEBUG
+    elif getattr(args, "quiet", False):
+        level = logging.ERROR
+    else:
+        level = logging.WARNING
+    logger = logging.getLogger("streameval")
+    logger.setLevel(level)
+    for handler in [h for h in logger.handlers if isinstance(h, _ConsoleHandler)]:
+        logger.removeHandler(handler)
+    handler = _ConsoleHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+
+
+def existing_policy(args: argparse.Namespace) -> ExistingPolicy:
+    if getattr(args, "overwrite", False):
+        return "overwrite"
+    if getattr(args, "resume", False):
+        return "resume"
+    return "keep"
+
+
+def memory_loop_options(p: argparse.ArgumentParser) -> None:
+    """``--suite``, ``--trajectory`` and ``--loop-seconds`` for ``demo`` and ``attach``."""
+    from streameval.protocol.memory_loop import TRAJECTORIES
+
+    p.add_argument(
+        "--suite",
+        default="worldmark",
+        choices=["worldmark", MEMORY_LOOP_SUITE],
+        help="key suite: worldmark (--actions) or memory_loop (--trajectory)",
+    )
+    p.add_argument(
+        "--trajectory",
+        action="append",
+        choices=list(TRAJECTORIES),
+        help="memory_loop trajectory (repeatable; default: all six)",
+    )
+    p.add_argument(
+        "--loop-seconds", type=float, default=60.0, help="memory_loop episode length (default 60)"
+    )
+
+
+def loop_plan(args: argparse.Namespace) -> LoopPlan:
+    """The memory_loop part of a ``demo``/``attach`` command line."""
+    trajectories = getattr(args, "trajectory", None)
+    return LoopPlan(
+        tuple(trajectories) if trajectories else None,
+        getattr(args, "loop_seconds", MEMORY_LOOP_SECONDS),
+    )

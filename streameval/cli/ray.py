@@ -1,0 +1,144 @@
+"""The ``--ray`` side of ``streameval replay`` and ``rescore``: options and the two runs.
+
+Kept free of Ray imports (``ray_batch`` is imported inside the functions) so that building
+the parser, or any command without ``--ray``, never loads Ray: it is an optional extra
+(``pip install 'streameval[ray]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from streameval.core.observers import EpisodeObserver
+from streameval.engine.config import PipelineConfig
+from streameval.errors import BadInputError
+from streameval.runs.jobs import EpisodeJob
+
+if TYPE_CHECKING:
+    from streameval.scale.ray_batch import BatchReport, RayOptions
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+_ADDRESS = re.compile(r"^(auto|local|ray://\S+|[A-Za-z0-9.\-]+:\d+)$")
+
+
+def looks_like_address(text: str) -> bool:
+    """A Ray address (``auto``, ``local``, ``HOST:PORT``, ``ray://…``), not a rollout path."""
+    return bool(_ADDRESS.match(text))
+
+
+def split_ray_flag(argv: Sequence[str]) -> list[str]:
+    """``--ray`` takes an optional ADDRESS before the rollouts: a bare ``--ray`` followed by
+    a rollout (or nothing) becomes ``--ray=local``, so argparse never takes the first rollout
+    for the address."""
+    out: list[str] = []
+    for i, token in enumerate(argv):
+        if token == "--ray" and (i + 1 == len(argv) or not looks_like_address(argv[i + 1])):
+            out.append("--ray=local")
+        else:
+            out.append(token)
+    return out
+
+
+def add_ray_options(p: argparse.ArgumentParser, *, gpus: bool) -> None:
+    """``--ray [ADDRESS]`` (and ``--gpus-per-episode`` for commands that run perception)."""
+    group = p.add_argument_group("past one machine (Ray, optional extra streameval[ray])")
+    group.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="one episode per Ray task: no ADDRESS or 'local' starts Ray on this machine "
+        "(or joins RAY_ADDRESS), 'auto' joins this machine's cluster, HOST:PORT or "
+        "ray://HOST:PORT a given one. Episodes already scored complete are skipped (run the "
+        "same command again to resume); rollouts and --out must be on storage every "
+        "worker sees",
+    )
+    if gpus:
+        group.add_argument(
+            "--gpus-per-episode",
+            type=float,
+            default=0.0,
+            metavar="N",
+            help="GPUs Ray reserves for each episode (e.g. 1, or 0.5 to share one GPU "
+            "between two episodes); only with --ray",
+        )
+
+
+def _ray_options(args: argparse.Namespace) -> RayOptions:
+    from streameval.scale.ray_batch import RayOptions
+
+    gpus = float(getattr(args, "gpus_per_episode", 0.0))
+    if gpus < 0:
+        raise BadInputError("--gpus-per-episode", f"must be ≥ 0, got {gpus:g}")
+    return RayOptions(address=args.ray, gpus_per_episode=gpus)
+
+
+def check_ray_usage(args: argparse.Namespace) -> None:
+    """``--gpus-per-episode`` means nothing without ``--ray``: say so rather than ignore it."""
+    gpus = float(getattr(args, "gpus_per_episode", 0.0))
+    if getattr(args, "ray", None) is None and gpus != 0.0:
+        raise BadInputError("--gpus-per-episode", "only with --ray")
+
+
+def _exit_status(batch: BatchReport, earlier_bad_input: int) -> int:
+    for message in batch.failures:
+        print(f"error: {message}", file=sys.stderr)
+    for message in batch.bad_input:
+        print(f"error: {message}", file=sys.stderr)
+    for r in batch.incomplete:
+        assert r.outcome is not None
+        messages = [e.message for e in r.outcome.errors]
+        for message in messages or [f"{r.name}: episode incomplete"]:
+            print(f"error: {message}", file=sys.stderr)
+    if batch.failures:
+        return EXIT_FAILURE
+    if earlier_bad_input or batch.bad_input or batch.incomplete:
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def run_ray_replay(
+    args: argparse.Namespace,
+    jobs: Sequence[EpisodeJob],
+    config: PipelineConfig,
+    observers: Sequence[EpisodeObserver],
+    earlier_bad_input: int,
+) -> int:
+    """Replay ``jobs`` on Ray; the exit status follows the local run's rules."""
+    from streameval.scale.ray_batch import run_replay_batch
+
+    tasks = [job.task for job in jobs if job.task is not None]
+    options = _ray_options(args)
+    batch = run_replay_batch(tasks, config, options, observers)
+    done = sum(1 for r in batch.reports if r.outcome is not None and r.outcome.complete)
+    print(
+        f"{done} complete, {len(batch.incomplete)} incomplete, {len(batch.skipped)} skipped, "
+        f"{len(batch.failures) + len(batch.bad_input)} failed; results in {args.out}/",
+        file=sys.stderr,
+    )
+    return _exit_status(batch, earlier_bad_input)
+
+
+def run_ray_rescore(args: argparse.Namespace) -> int:
+    """``rescore --ray``: every results folder under the arguments, one task each."""
+    from streameval.engine.rescore import find_results_dirs
+    from streameval.scale.ray_batch import run_rescore_batch
+
+    dirs: list[Path] = []
+    bad = 0
+    for path in args.results:
+        try:
+            dirs.extend(find_results_dirs(path))
+        except BadInputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            bad += 1
+    options = _ray_options(args)
+    batch = run_rescore_batch(dirs, options)
+    return _exit_status(batch, bad)

@@ -1,0 +1,549 @@
+"""The asyncio pipeline of one episode: source → perception → online metrics → observers.
+
+One ``TaskGroup`` per episode: the reader pulls events from the source (decode or network
+happen there) into the bounded queue of the perception thread (``perception/worker.py``),
+which runs flow and the memory backends; the other task applies its results to the track
+and the observers. Decoding and perception overlap on the two cores. When perception falls
+behind, a live source's frames are dropped (counted, shown, kept as NaN gaps); replay and
+in-process sources wait instead.
+End of stream = flush the queue, then finalize: the cache is written and the same kernels
+that ``rescore`` runs produce the final scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streameval import __version__
+from streameval.constants import EQUAL_SPLIT_KEYS
+from streameval.core.events import (
+    EndOfStream,
+    EpisodeEnd,
+    EpisodeInfo,
+    EpisodeNotStarted,
+    EpisodeStart,
+    ErrorEvent,
+    FrameEvent,
+    KeySent,
+)
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.core.registry import split_spec
+from streameval.core.source import Source
+from streameval.engine.config import PipelineConfig
+from streameval.engine.episode_stats import EpisodeStats
+from streameval.engine.perception_plan import (
+    PerceptionPlan,
+    equal_split_keys,
+    keep_fit_samples,
+    plan_for,
+    recorded_plan,
+    settled,
+    with_dropped,
+)
+from streameval.engine.provisional import LiveScores
+from streameval.engine.scoring import episode_document, score_episode
+from streameval.engine.track import EpisodeTrack
+from streameval.engine.worldatlas_track import WorldAtlasTrack, trajectory_of
+from streameval.metrics.quality.kernels import one_fps_frames
+from streameval.perception.depth import DepthBackend, create_depth_backend
+from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
+from streameval.perception.flow import FlowBackend, create_flow_backend, flow_provenance
+from streameval.perception.memory import (
+    MemoryPerception,
+    create_episode_cut_detector,
+    resolve_cut_detector_name,
+)
+from streameval.perception.perceiver import Perceiver
+from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
+from streameval.perception.worker import Perceived, PerceptionWorker
+from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
+from streameval.results.cache.episode import MemoryCache
+from streameval.results.cache.quality import QualityCache, QualityRatings
+from streameval.results.provenance import library_versions
+from streameval.results.scores_file import write_scores
+
+
+async def _read(
+    source: Source,
+    worker: PerceptionWorker,
+    observers: list[EpisodeObserver],
+    stats: EpisodeStats,
+) -> None:
+    """Pull events from the source into the perception queue; observers see every frame
+    received, dropped or not."""
+    while True:
+        try:
+            event = await source.recv()
+        except EndOfStream:
+            break
+        except Exception as exc:  # a broken source ends its episode, never the process
+            message = f"{source!r}: source failed: {exc}"
+            await worker.put(ErrorEvent(message, fatal=True, source="source"))
+            await worker.put(EpisodeEnd(frames=stats.received, complete=False, reason=message))
+            break
+        if isinstance(event, EpisodeStart):
+            # here, not when perception has caught up: observers (the recorder) must hear of
+            # the episode before its first frame
+            for o in observers:
+                o.on_start(event.info)
+            recorded = recorded_plan(event.info.extra)
+            stats.drop = recorded.dropped if recorded is not None else frozenset()
+        elif isinstance(event, FrameEvent):
+            stats.received += 1
+            now = time.perf_counter()
+            stats.t_first = stats.t_first if stats.t_first is not None else now
+            stats.t_last = now
+            if event.t_wall is not None:
+                stats.arrivals[event.index] = event.t_wall
+            sent = stats.key_times.pop(event.index, None)
+            if sent is not None and event.t_wall is not None:
+                stats.step_latencies.append(event.t_wall - sent)
+            for o in observers:
+                o.on_frame(event)
+            if (source.droppable and worker.full()) or event.index in stats.drop:
+                stats.dropped += 1
+                stats.dropped_frames.append(event.index)
+                stats.dropped_keys[event.index] = event.key
+                continue
+        elif isinstance(event, KeySent):
+            stats.key_times[event.frame] = event.t_wall
+            if not stats.key_changes or stats.key_changes[-1][1] != event.key:
+                stats.key_changes.append((event.t_wall, event.key))
+            for o in observers:
+                o.on_key(event)
+            continue
+        await worker.put(event)
+        if isinstance(event, EpisodeEnd):
+            break
+    # Not in a ``finally``: when cancelled, the worker is stopped instead, and a full queue
+    # would block this put forever.
+    await worker.put(None)
+
+
+class _Episode:
+    """The perceiving side of one episode."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        flow: FlowBackend,
+        embedder: EmbeddingBackend | None,
+        observers: list[EpisodeObserver],
+        stats: EpisodeStats,
+    ) -> None:
+        self.config = config
+        self.flow = flow
+        self.embedder = embedder
+        self.depth_backend: DepthBackend | None = None
+        self.quality_backend: QAlign | None = None
+        self.memory: MemoryPerception | None = None
+        self.observers = observers
+        self.stats = stats
+        self.worker: PerceptionWorker | None = None
+        self.start_errors: list[ErrorEvent] = []
+        self.info: EpisodeInfo | None = None
+        self.track: EpisodeTrack | None = None
+        self.end: EpisodeEnd | None = None
+        self.last_provisional = 0.0
+        self.live: LiveScores | None = None
+        self.plan = PerceptionPlan(frozenset(), frozenset())  # set by make_perceiver
+        self.depth_sources: set[str] = set()
+
+    def make_perceiver(self, start: EpisodeStart) -> Perceiver:
+        """Build the episode's perceiver (runs in the perception thread, which owns it)."""
+        info = start.info
+        detector = None
+        if self.config.cuts:
+            try:
+                detector = create_episode_cut_detector(self.config.cuts, info.fps)
+            except Exception as exc:  # local memory becomes `missing`, with this reason
+                self.start_errors.append(
+                    ErrorEvent(
+                        f"cut detector {self.config.cuts!r} unavailable: {exc}",
+                        source="cut_detector",
+                    )
+                )
+        self.plan = plan_for(info)
+        self.memory = MemoryPerception(self.embedder, detector, self.plan.views)
+        if self.config.cuts and detector is None:
+            self.memory.failure = f"{self.config.cuts} could not start"
+        return Perceiver(
+            self.flow,
+            self.plan.fit_frames,
+            self.config.analysis_width,
+            self.config.analysis_height,
+            self.memory,
+            self.depth_backend if self.plan.fit_depth_network else None,
+            fps=info.fps,
+            imaging=self.config.imaging,
+            keep_quality_frames=self.config.quality_frames or bool(self.config.quality),
+            fit_every_frame=self.plan.adaptive,
+        )
+
+    def start(self, info: EpisodeInfo) -> None:
+        self.info = info
+        flow = self.flow
+        self.track = EpisodeTrack(
+            meta={
+                "episode": info.episode,
+                "model": info.model,
+                "suite": info.suite,
+                "fps": info.fps,
+                "source": info.source,
+                "width": info.width,
+                "height": info.height,
+                "analysis_width": self.config.analysis_width,
+                "analysis_height": self.config.analysis_height,
+                "backends": flow_provenance(flow),
+            }
+        )
+        split = equal_split_keys(info)
+        if split is not None:
+            self.track.meta[EQUAL_SPLIT_KEYS] = split
+        if info.suite == MEMORY_LOOP_SUITE:
+            self.track.meta["trajectory"] = trajectory_of(info)
+            problems = info.extra.get("sidecar_problems")
+            self.track.worldatlas = WorldAtlasTrack(
+                fps=info.fps, problems=dict(problems) if isinstance(problems, dict) else {}
+            )
+        self.live = LiveScores(self.track, info.fps)
+        for error in self.start_errors:
+            self.error(error)
+
+    def error(self, error: ErrorEvent) -> None:
+        """The episode's one error channel: every observer hears it, the outcome and
+        scores.json keep it (observers report their own problems here through ``bind``)."""
+        self.stats.errors.append(error)
+        for o in self.observers:
+            o.on_error(error)
+
+    def frame(self, done: Perceived) -> None:
+        """Apply one perceived frame to the track and tell the observers (event loop)."""
+        assert self.track is not None and self.info is not None
+        event = done.event
+        assert isinstance(event, FrameEvent)
+        if done.output is None:
+            self.stats.rejected += 1
+            self.error(
+                ErrorEvent(
+                    f"{self.info.source}: {done.rejected}", source="perception", frame=event.index
+                )
+            )
+            return
+        out = done.output
+        self.stats.perceive_s += done.seconds
+        self.stats.recent.append(time.perf_counter())
+        changed = self.track.set_frame_key(event.index, event.key, self._key_of)
+        if changed and self.live is not None:
+            self.live.key_changed(event.index)
+        self.track.sx.extend(np.asarray(out.sx, dtype=np.float64))
+        self.track.srad.extend(np.asarray(out.srad, dtype=np.float64))
+        if out.embedding is not None:
+            self.track.embeddings.set(event.index, out.embedding)
+        if out.statistics is not None:
+            self.track.statistics.set(event.index, out.statistics)
+        if out.quality_frame is not None:
+            self.track.quality_frames[event.index] = out.quality_frame
+        if self.track.worldatlas is not None:
+            from_sidecar = self.info.extra.get("depth_source") == "sidecar"
+            self.track.worldatlas.add_frame(event, from_sidecar)
+        if out.fit_sample is not None:  # an adaptive plan: the perceiver samples lat/yaw only
+            self.track.fit_samples.append(out.fit_sample)
+            if out.depth_used:
+                self.track.depth_frames_used += 1
+        keys = self.track.frame_keys
+        if self.plan.adaptive and len(keys) > 1 and keys[-1] != keys[-2]:
+            self._prune_fit_samples(final=False)  # a segment closed: keep its picks
+        if out.depth_used:
+            source = (
+                self.info.extra.get("depth_source", "model") if event.depth is not None else None
+            )
+            self.depth_sources.add(str(source or (self.config.depth or "network")))
+        self._progress(event)
+
+    def _prune_fit_samples(self, *, final: bool) -> None:
+        assert self.track is not None and self.info is not None
+        track = self.track
+        kept = keep_fit_samples(track.fit_samples, track.frame_keys, self.info.fps, final=final)
+        if track.replace_fit_samples(kept) and self.live is not None:
+            self.live.fit_samples_replaced()
+
+    def pad_dropped_tail(self) -> None:
+        """Frames dropped after the last one perceived still belong to the episode."""
+        assert self.track is not None
+        tail = [i for i in self.stats.dropped_frames if i >= len(self.track.frame_keys)]
+        if tail:
+            self.track.pad_to(max(tail) + 1, self._key_of)
+
+    def settle_plan(self) -> None:
+        """At the end: an adaptive plan becomes the picks of the frames that arrived (what
+        scoring reads and the recording keeps), and only their samples stay."""
+        if self.plan.adaptive and self.track is not None and self.info is not None:
+            self._prune_fit_samples(final=True)
+            self.plan = settled(self.plan, self.track.frame_keys, self.info.fps)
+
+    def _key_of(self, index: int) -> str:
+        """The key of a frame perception never saw: its own when it was received and dropped
+        (the recording has it too), else the schedule's (a rejected or missing frame)."""
+        assert self.info is not None
+        return self.stats.dropped_keys.get(index) or self.info.schedule.key_for_frame(index)
+
+    def _progress(self, event: FrameEvent) -> None:
+        assert self.track is not None and self.info is not None
+        now = time.perf_counter()
+        provisional = None
+        if now - self.last_provisional >= self.config.provisional_every_s:
+            self.last_provisional = now
+            # incremental: the cost of an update does not grow with the episode
+            provisional = self.live.compute() if self.live is not None else None
+        recent = self.stats.recent
+        fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 else 0.0
+        sx, srad = self.track.sx.last(), self.track.srad.last()
+        progress = Progress(
+            info=self.info,
+            frame=event.index,
+            key=event.key,
+            sx=None if sx is None or math.isnan(sx) else sx,
+            srad=None if srad is None or math.isnan(srad) else srad,
+            frames_done=len(self.track.frame_keys),
+            frames_total=self.info.schedule.total_frames,
+            fps=fps,
+            queue_depth=self.worker.qsize() if self.worker is not None else 0,
+            dropped=self.stats.dropped,
+            provisional=provisional,
+        )
+        for o in self.observers:
+            o.on_progress(progress)
+
+    def interactivity(self) -> dict[str, Any]:
+        return self.stats.interactivity(self.info, self.track)
+
+
+def provenance(
+    config: PipelineConfig, backends: dict[str, str], source: str | None = None
+) -> dict[str, Any]:
+    """Backends, versions, config, the source and when: written into every results file."""
+    return {
+        "streameval": __version__,
+        "backends": backends,
+        "versions": library_versions(),
+        "config": asdict(config),
+        "source": source,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+async def run_episode(
+    source: Source,
+    *,
+    config: PipelineConfig | None = None,
+    results_dir: Path | None = None,
+    observers: list[EpisodeObserver] | None = None,
+) -> EpisodeOutcome:
+    """Evaluate one episode from ``source``; write ``results_dir`` if given.
+
+    Cancellation (Ctrl-C, ``q`` in the dashboard) still finalizes what was received, marked
+    incomplete: an episode in progress is never lost.
+    """
+    config = config or PipelineConfig()
+    observers = observers or []
+    stats = EpisodeStats()
+    if config.opencv_threads is not None:
+        import cv2
+
+        cv2.setNumThreads(config.opencv_threads)
+    # Backends are created before anything runs: an unknown or unavailable backend is the
+    # caller's error to report, not a crash inside the task group.
+    flow = create_flow_backend(config.flow)
+    embedder = None
+    if config.embedding:
+        embedding_name, embedding_kwargs = split_spec(config.embedding)
+        embedder = create_embedding_backend(embedding_name, **embedding_kwargs)
+    if config.cuts:
+        from streameval.perception.cuts import CUT_DETECTORS
+
+        CUT_DETECTORS.resolve(resolve_cut_detector_name(config.cuts))
+    episode = _Episode(config, flow, embedder, observers, stats)
+    for o in observers:
+        o.bind(episode.error)
+    if config.depth:
+        depth_name, depth_kwargs = split_spec(config.depth)
+        episode.depth_backend = create_depth_backend(depth_name, **depth_kwargs)
+    if config.quality:
+        episode.quality_backend = load_quality_backend(config.quality)
+    worker = PerceptionWorker(asyncio.get_running_loop(), episode.make_perceiver, config.queue_size)
+    episode.worker = worker
+    cancelled = False
+
+    async def apply_results() -> None:
+        while True:
+            done = await worker.results.get()
+            if done is None:
+                return
+            event = done.event
+            if isinstance(event, EpisodeStart):
+                episode.start(event.info)
+            elif isinstance(event, FrameEvent):
+                if episode.info is None:
+                    raise RuntimeError("source sent a frame before EpisodeStart")
+                episode.frame(done)
+            elif isinstance(event, ErrorEvent):
+                episode.error(event)
+            elif isinstance(event, EpisodeEnd):
+                episode.end = event
+
+    try:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(_read(source, worker, observers, stats))
+            tg.create_task(apply_results())
+    except asyncio.CancelledError:
+        cancelled = True
+        worker.stop()
+    finally:
+        with contextlib.suppress(Exception):
+            await source.close()
+    # the thread has posted its last result (or was stopped): nobody else touches the episode
+    await asyncio.to_thread(worker.join, 5.0)
+    if episode.info is None or episode.track is None:
+        if cancelled:  # nothing was received: nothing to finalize
+            raise asyncio.CancelledError
+        raise EpisodeNotStarted(f"source {source!r} ended before EpisodeStart")
+    complete = (
+        not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
+    )
+    outcome = await finalize(episode, complete, results_dir)
+    for o in observers:
+        o.on_end(outcome)
+    if cancelled:
+        raise asyncio.CancelledError
+    return outcome
+
+
+async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str, Any]]:
+    """Wait for the cut detector (off the loop: TransNetV2 finishes its last windows) and
+    gather what the memory metrics need."""
+    memory, track, info = episode.memory, episode.track, episode.info
+    assert track is not None and info is not None
+    if memory is None:
+        return None, {}
+    cuts: list[int] | None = None
+    failure = memory.failure
+    detector = memory.cut_detector
+    if detector is not None:
+        try:
+            if failure is None:
+                cuts = await asyncio.to_thread(detector.finish)
+                if cuts is None:
+                    failure = getattr(detector, "failure", None) or f"{detector.name} failed"
+                    # the metric says why it is missing; the error channel says it happened
+                    episode.error(
+                        ErrorEvent(
+                            f"cut detector {detector.name}: {failure}", source="cut_detector"
+                        )
+                    )
+        finally:
+            detector.close()
+    n_frames = len(track.frame_keys)
+    embeddings = track.embeddings.view(n_frames)
+    views = [memory.geometries[f] for f in sorted(memory.geometries) if f < n_frames]
+    geometry_source = str(info.extra.get("depth_source", "model")) if views else None
+    meta = {
+        "embedding": memory.embedder.name if memory.embedder else None,
+        "embedding_calibration": (
+            memory.embedder.calibration.to_json() if memory.embedder else None
+        ),
+        "cut_detector": detector.name if detector else None,
+        "cut_failure": failure,
+        "geometry_source": geometry_source,
+    }
+    problems = info.extra.get("sidecar_problems")
+    if not views and isinstance(problems, dict) and problems:
+        # the geometry was there but unusable: Global Memory is missing, not inapplicable
+        meta["global_missing"] = "unusable sidecar: " + "; ".join(map(str, problems.values()))
+    return MemoryCache(embeddings, cuts, views), meta
+
+
+async def _quality_cache(episode: _Episode) -> QualityCache:
+    """The 1-fps frames (trimmed as Q-Align samples them), the imaging statistics, and, with
+    a quality backend, its answers (off the loop: a model forward pass per task and segment)."""
+    track, info = episode.track, episode.info
+    assert track is not None and info is not None
+    n_frames = len(track.frame_keys)
+    wanted = one_fps_frames(n_frames, info.fps)
+    frames = {i: track.quality_frames[i] for i in wanted if i in track.quality_frames}
+    quality = QualityCache(frames, track.statistics.view(n_frames))
+    backend = episode.quality_backend
+    if backend is None:
+        return quality
+    if len(frames) < len(wanted) or not frames:
+        quality.failure = f"{len(frames)} of {len(wanted)} 1-fps frames received"
+        return quality
+    ordered = [frames[i] for i in sorted(frames)]
+    try:
+        logits, segments = await asyncio.to_thread(rate_episode, backend, ordered)
+    except Exception as exc:  # the quality columns become `missing`, with this reason
+        quality.failure = f"{backend.name}: {type(exc).__name__}: {exc}"
+        episode.error(ErrorEvent(f"quality backend failed: {quality.failure}", source="quality"))
+        return quality
+    quality.ratings = QualityRatings(backend.name, logits, segments)
+    return quality
+
+
+async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) -> EpisodeOutcome:
+    """Flush is done: build the cache, score it with the shared kernels, write results."""
+    assert episode.track is not None and episode.info is not None
+    track = episode.track
+    episode.pad_dropped_tail()
+    memory_cache, memory_meta = await _memory_cache(episode)
+    quality_cache = await _quality_cache(episode)
+    depth_source = ",".join(sorted(episode.depth_sources)) if track.depth_frames_used else "none"
+    backends = {
+        **track.meta["backends"],
+        "motion_type": "depth_parallax" if track.depth_frames_used else "flow_vertical_rotation",
+        "embedding": memory_meta.get("embedding"),
+        "cut_detector": memory_meta.get("cut_detector"),
+        "global_geometry": memory_meta.get("geometry_source"),
+        "quality": episode.quality_backend.name if episode.quality_backend else None,
+        "imaging": "cpu-opencv" if episode.config.imaging else None,
+    }
+    interactivity = episode.interactivity()
+    end_reason = episode.end.reason if episode.end else "source stopped"
+    meta = {
+        "complete": complete,
+        "end_reason": None if complete else (end_reason or "incomplete"),
+        "depth_source": depth_source,
+        "memory": memory_meta,
+        "interactivity": interactivity,
+        "errors": [e.to_json() for e in episode.stats.errors],
+        "provenance": {
+            **provenance(episode.config, backends, episode.info.source),
+            "depth_source": depth_source,
+            "embedding_calibration": memory_meta.get("embedding_calibration"),
+        },
+    }
+    episode.settle_plan()
+    cache = track.to_cache(meta, memory_cache)
+    cache.quality = quality_cache
+    scores = score_episode(cache)
+    if results_dir is not None:
+        cache.save(results_dir / "cache")
+        write_scores(results_dir, episode_document(cache.meta, scores, len(track.frame_keys)))
+    return EpisodeOutcome(
+        info=episode.info,
+        scores=scores,
+        results_dir=results_dir,
+        complete=complete,
+        frames=len(track.frame_keys),
+        errors=list(episode.stats.errors),
+        interactivity=interactivity,
+        perception=with_dropped(episode.plan, episode.stats.dropped_frames).to_json(),
+    )

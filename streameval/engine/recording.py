@@ -1,0 +1,81 @@
+"""Records a live episode as a replayable rollout directory (DESIGN §5 ``recording/``).
+
+Hooked in before perception (``on_frame``), so every frame received is kept even when the
+perceiver falls behind or rejects it. A recorder failure (disk full, a frame whose size
+changes) stops the recording and becomes an ``ErrorEvent`` on the episode's error channel
+(``bind``): every observer hears it (the dashboard's event log, the console printer) and it is
+written to scores.json's ``errors``; stderr only when unbound. It is also kept in ``errors``
+and (once the recording has started) in the recording's meta.json, and never stops the
+evaluation.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from streameval.core.events import EpisodeInfo, ErrorEvent, FrameEvent, KeySent
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.replay.recorder import Recorder
+
+
+class RecordingObserver(EpisodeObserver):
+    def __init__(self, out_dir: Path, *, lossy: bool = False) -> None:
+        self.out_dir = out_dir
+        self.lossy = lossy
+        self.recorder: Recorder | None = None
+        self.errors: list[str] = []
+        self._report: Callable[[ErrorEvent], None] | None = None
+
+    def bind(self, report: Callable[[ErrorEvent], None]) -> None:
+        self._report = report
+
+    def _fail(self, exc: Exception) -> None:
+        message = f"recording stopped: {exc}"
+        self.errors.append(message)
+        if self._report is not None:
+            self._report(ErrorEvent(message, source="recorder"))
+        else:
+            print(f"  ! {message}", file=sys.stderr)
+        if self.recorder is not None:
+            try:
+                self.recorder.close(False, message)
+            except Exception as close_exc:  # already failing; keep the first error
+                self.errors.append(f"recording close failed: {close_exc}")
+        self.recorder = None
+
+    def on_start(self, info: EpisodeInfo) -> None:
+        try:
+            self.recorder = Recorder.for_episode(self.out_dir, info, lossy=self.lossy)
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_frame(self, event: FrameEvent) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.add_frame(event)
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_key(self, event: KeySent) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.add_key(event)
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_end(self, outcome: EpisodeOutcome) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.close(
+                outcome.complete,
+                None if outcome.complete else "incomplete",
+                perception=outcome.perception or None,
+            )
+        except Exception as exc:
+            self._fail(exc)
+        self.recorder = None

@@ -1,0 +1,230 @@
+"""Scores of one episode from its cache: the single path shared by live, replay and rescore.
+
+Bit-identity between a live run, a replay of its recording and ``rescore`` holds because all
+three call :func:`score_episode` on the same cache arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streameval.constants import ANALYSIS_WIDTH, EQUAL_SPLIT_KEYS
+from streameval.core.metric_result import MetricResult
+from streameval.engine.quality_scoring import quality_metrics
+from streameval.metrics.control.kernels import (
+    MotionType,
+    control_metrics,
+    control_metrics_for_spans,
+)
+from streameval.metrics.fits.geometry import views_from_frames
+from streameval.metrics.fits.motion_type import (
+    MotionFit,
+    analysis_focal,
+    fit_frames,
+    fit_frames_equal_split,
+    fit_motion_type,
+)
+from streameval.metrics.memory.global_memory import REASON_NO_BACKEND, global_memory
+from streameval.metrics.memory.local_memory import local_memory
+from streameval.metrics.memory.revisit_memory import (
+    equal_split_reversals,
+    revisit_memory,
+    revisit_memory_for,
+)
+from streameval.metrics.registry import metric_specs, resolve_target
+from streameval.metrics.segments import equal_split_spans
+from streameval.protocol.keys import FAMILY
+from streameval.protocol.schedule import segments_from_keys
+from streameval.results.cache.episode import EpisodeCache
+from streameval.results.scores_file import scores_document
+
+MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
+# The control columns' kernel, as registered (``live_scores`` updates it incrementally).
+CONTROL_KERNEL = "streameval.engine.scoring:control_scores"
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeScores:
+    metrics: dict[str, MetricResult]
+    motion_fits: dict[int, MotionFit | None]
+
+    def motion_types_json(self) -> list[dict[str, Any]]:
+        return [
+            {"segment": j, **(fit.to_json() if fit else {"status": "no_fit"})}
+            for j, fit in sorted(self.motion_fits.items())
+        ]
+
+
+def equal_split_keys(cache: EpisodeCache) -> list[str] | None:
+    """The keys of a delivery without an action log (its segments are the reference's equal
+    split of the signal time, SPEC §9), None for an episode with per-frame keys."""
+    keys = cache.meta.get(EQUAL_SPLIT_KEYS)
+    return [str(k) for k in keys] if keys else None
+
+
+def fit_plan(keys: list[str] | None, frame_keys: list[str], fps: float) -> dict[int, list[int]]:
+    """The fit frames of every lateral and yaw segment, keyed by segment index: the per-frame
+    keys' runs, or, for a delivery without an action log (``keys``), the reference's picks on
+    its equal split (``fit_frames_equal_split``). Perception samples exactly these frames."""
+    n_frames = len(frame_keys)
+    if keys is not None:
+        return {
+            j: fit_frames_equal_split(j, len(keys), n_frames, fps)
+            for j, key in enumerate(keys)
+            if FAMILY.get(key) in ("lat", "yaw")
+        }
+    return {
+        j: fit_frames(seg.start, seg.end, fps, n_frames)
+        for j, seg in enumerate(segments_from_keys(frame_keys))
+        if FAMILY.get(seg.key) in ("lat", "yaw")
+    }
+
+
+def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
+    """Motion-type fit of every lateral and yaw segment (SPEC §3), keyed by segment index."""
+    by_frame = {s.frame: s for s in cache.fit_samples}
+    focal = analysis_focal(int(cache.meta.get("analysis_width", ANALYSIS_WIDTH)))
+    plan = fit_plan(equal_split_keys(cache), cache.frame_keys, cache.fps)
+    return {
+        j: fit_motion_type([by_frame[f] for f in wanted if f in by_frame], focal)
+        for j, wanted in plan.items()
+    }
+
+
+def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
+    """Local, Revisit and Global Memory (SPEC §5) from what perception kept."""
+    mem = cache.memory
+    info: dict[str, Any] = cache.meta.get("memory", {})
+    if mem is None:
+        reason = "memory perception was off for this episode"
+        return {name: MetricResult.missing(reason) for name in MEMORY_METRICS}
+    local = local_memory(
+        cache.sx, cache.srad, mem.embeddings, mem.cuts, cache.fps, distance_scale=_scale(info)
+    )
+    if mem.cuts is None and info.get("cut_failure"):
+        # the kernel says "missing"; say why, naming the detector (SPEC §5 FIX: never "no cut")
+        local = MetricResult.missing(f"cut detector failed: {info['cut_failure']}", local.details)
+    split = equal_split_keys(cache)
+    if split is not None:  # the reference's split of a delivery without an action log
+        reversals = equal_split_reversals(split, cache.sx.size)
+        revisit = revisit_memory_for(cache.sx, cache.srad, reversals, mem.embeddings, cache.fps)
+    else:
+        revisit = revisit_memory(cache.sx, cache.srad, cache.frame_keys, mem.embeddings, cache.fps)
+    if local.details.get("frozen"):
+        # A world that never moves is trivially self-consistent: 100 would reward the freeze
+        # (seed 000 excludes frozen videos from memory; Local Memory's frozen rule decides).
+        glob = MetricResult.not_applicable(
+            "frozen", {"frozen": True, "views": [v.frame for v in mem.views]}
+        )
+    elif mem.views:
+        glob = global_memory(views_from_frames(mem.views))
+    elif info.get("global_missing"):  # pose/depth sidecars present but unusable
+        glob = MetricResult.missing(str(info["global_missing"]))
+    else:
+        glob = global_memory(
+            None, unavailable_reason=info.get("global_reason") or REASON_NO_BACKEND
+        )
+    return {"local_memory": local, "revisit_memory": revisit, "global_memory": glob}
+
+
+def _scale(info: dict[str, Any]) -> float:
+    """The distance scale the embeddings were calibrated with, as the cache recorded it; a
+    cache from before calibrations were recorded was scored unscaled, and still is, so that
+    ``rescore`` reproduces it."""
+    calibration = info.get("embedding_calibration") or {}
+    return float(calibration.get("distance_scale", 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringInput:
+    """What an episode kernel registered in ``metrics/registry.py`` receives.
+
+    ``cache``: the episode cache (signals, samples, memory); ``motion_fits``: the motion-type
+    fit of every lat/yaw segment, computed once and shared (control needs it, ``scores.json``
+    reports it); ``final``: False while the episode runs (provisional scores of ``live``
+    metrics on the prefix).
+    """
+
+    cache: EpisodeCache
+    motion_fits: Mapping[int, MotionFit | None]
+    final: bool
+
+
+def control_scores(inp: ScoringInput) -> dict[str, MetricResult]:
+    """The eight control columns (SPEC §4), provisional unless ``inp.final``."""
+    cache = inp.cache
+    types = {
+        j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in inp.motion_fits.items() if f
+    }
+    split = equal_split_keys(cache)
+    if split is not None and cache.sx.size:
+        # a delivery without an action log: the reference's equal split of the last signal
+        # sample's time (SPEC §9), so the windows equal the published benchmark's
+        spans = equal_split_spans(split, cache.sx.size, cache.fps)
+        return control_metrics_for_spans(
+            cache.sx, cache.srad, spans, cache.fps, types, provisional=not inp.final
+        )
+    return control_metrics(
+        cache.sx, cache.srad, cache.frame_keys, cache.fps, types, provisional=not inp.final
+    )
+
+
+def memory_scores(inp: ScoringInput) -> dict[str, MetricResult]:
+    """Local, Revisit and Global Memory (SPEC §5)."""
+    return memory_metrics(inp.cache)
+
+
+def quality_scores(inp: ScoringInput) -> dict[str, MetricResult]:
+    """Q-Align columns, seed-004 drift and the CPU imaging statistics (``quality_scores``)."""
+    return quality_metrics(inp.cache.quality, inp.cache.fps)
+
+
+def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
+    """Every registered metric of the episode that its cache supports, in registry order.
+
+    Provisional scores (``final=False``, while the episode runs) are the ``live`` metrics
+    only (the control columns): memory is measured once, at episode end, from everything
+    perception kept. Each registered kernel runs once, however many metrics it scores; a
+    metric registered for other suites (``MetricSpec.suites``) is left out, not reported
+    not_applicable in every worldmark file.
+    """
+    # depth_source stays in provenance, not in metric details: a live run (depth from the
+    # model) and the replay of its recording (depth from the sidecar) score bit-identically.
+    inp = ScoringInput(cache, motion_fits(cache), final)
+    outputs: dict[str, Mapping[str, MetricResult]] = {}
+    metrics: dict[str, MetricResult] = {}
+    suite = str(cache.meta.get("suite", ""))
+    for spec in metric_specs():
+        if spec.kernel is None or not (final or spec.live) or not spec.applies_to(suite):
+            continue
+        if spec.kernel not in outputs:
+            outputs[spec.kernel] = resolve_target(spec.kernel)(inp)
+        out = outputs[spec.kernel]
+        metrics[spec.name] = (
+            out[spec.name]
+            if spec.name in out
+            else MetricResult.missing(f"kernel {spec.kernel} did not score {spec.name}")
+        )
+    return EpisodeScores(metrics, dict(inp.motion_fits))
+
+
+def episode_document(
+    cache_meta: dict[str, Any], scores: EpisodeScores, frames: int
+) -> dict[str, Any]:
+    """The ``scores.json`` payload of an episode from its cache metadata and its scores: the
+    one mapping from cache to results file, shared by the pipeline and ``rescore``."""
+    return scores_document(
+        model=cache_meta["model"],
+        suite=cache_meta["suite"],
+        episode=cache_meta["episode"],
+        fps=cache_meta["fps"],
+        frames=frames,
+        complete=cache_meta.get("complete", True),
+        metrics=scores.metrics,
+        motion_types=scores.motion_types_json(),
+        interactivity=cache_meta.get("interactivity", {}),
+        provenance=cache_meta.get("provenance", {}),
+        errors=cache_meta.get("errors", []),
+    )

@@ -1,0 +1,131 @@
+"""What a memory_loop episode keeps for WorldAtlas scoring, and its cache file.
+
+Per frame: the camera-to-world pose (NaN rows where none came) and a coarse z-depth map with
+its own intrinsics. Depth is thinned by an integer stride to at most ``DEPTH_WIDTH`` columns
+(about 2,300 points a frame, under seed 003's 4,096 per frame, so every kept pixel is used)
+and stored as float16: 1,440 frames fit in a few MB, and ``rescore`` reads exactly the arrays
+the live run scored, so scores are bit-identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from streameval.core.events import EpisodeInfo, FrameEvent
+from streameval.metrics.fits.geometry import intrinsics_for_depth
+from streameval.metrics.worldatlas.gate_online import OnlineReturnGate
+from streameval.perception.pose_estimator import CpuPoseEstimator
+from streameval.protocol.memory_loop import TRAJECTORIES
+from streameval.results.cache.worldatlas import WorldAtlasCache
+
+DEPTH_WIDTH = 64
+
+
+def trajectory_of(info: EpisodeInfo) -> str | None:
+    """The memory_loop trajectory of an episode: what the source says (the driver, a
+    rollout's meta.json), else the episode name when it is one (network transports name the
+    episode after the trajectory but carry no extra fields)."""
+    named = info.extra.get("trajectory")
+    if isinstance(named, str) and named:
+        return named
+    return info.episode if info.episode in TRAJECTORIES else None
+
+
+def coarse_depth(
+    depth: npt.ArrayLike, intrinsics: npt.ArrayLike, image_size: tuple[int, int]
+) -> tuple[npt.NDArray[np.float16], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    """Depth thinned by an integer stride, its validity, and the intrinsics of the thinned map.
+
+    Keeping pixel (s u', s v') means x = (s u' - cx) z / fx = (u' - cx/s) z / (fx/s).
+    """
+    d = np.asarray(depth, dtype=np.float64)
+    k = intrinsics_for_depth(intrinsics, image_size, (d.shape[0], d.shape[1]))
+    stride = max(1, -(-d.shape[1] // DEPTH_WIDTH))
+    thin = d[::stride, ::stride]
+    k = k.copy()
+    k[0, 0] /= stride
+    k[1, 1] /= stride
+    k[0, 2] /= stride
+    k[1, 2] /= stride
+    valid = np.isfinite(thin) & (thin > 0) & (thin < 65000.0)  # float16 range
+    return np.where(valid, thin, 0.0).astype(np.float16), valid, k
+
+
+@dataclass
+class WorldAtlasTrack:
+    """Accumulates poses and coarse depth frame by frame (pipeline thread)."""
+
+    pose_source: str = "none"
+    poses: dict[int, npt.NDArray[np.float64]] = field(default_factory=dict)
+    depth: dict[
+        int, tuple[npt.NDArray[np.float16], npt.NDArray[np.bool_], npt.NDArray[np.float64]]
+    ] = field(default_factory=dict)
+
+    estimator: CpuPoseEstimator | None = None
+    fps: float | None = None
+    """The episode's frame rate: given, the provisional return gate follows the poses."""
+    gate: OnlineReturnGate | None = None
+    problems: dict[str, str] = field(default_factory=dict)
+    """Unusable sidecars of a replay (``poses`` / ``depth``: "<file>: <what is wrong>"): the
+    metrics that need them are ``missing`` with that reason (``scores.worldatlas_metrics``)."""
+
+    def __post_init__(self) -> None:
+        if self.gate is None and self.fps is not None:
+            self.gate = OnlineReturnGate(self.fps)
+
+    def add_frame(self, event: FrameEvent, from_sidecar: bool) -> None:
+        """Record one frame. The pose source is fixed by the first frame: poses the model sent
+        (or a ViPE sidecar on replay), else our CPU estimator on every frame (it needs them in
+        order; it runs on the caller's thread, 8-14 ms of CPU a frame at 320 px)."""
+        pose = event.pose
+        # Poses that were given but unusable are not replaced by an estimate: the pose
+        # metrics say so instead of scoring something the user did not ask for.
+        estimate = "poses" not in self.problems
+        if pose is None and estimate and (self.estimator is not None or not self.poses):
+            if self.estimator is None:
+                self.estimator = CpuPoseEstimator(intrinsics=event.intrinsics)
+            pose = self.estimator.update(event.image)
+            source = self.estimator.name
+        else:
+            source = "vipe_sidecar" if from_sidecar else "model"
+        size = (int(event.image.shape[0]), int(event.image.shape[1]))
+        self.add(event.index, pose, event.depth, event.intrinsics, size, source)
+
+    def add(
+        self,
+        index: int,
+        pose: npt.ArrayLike | None,
+        depth: npt.ArrayLike | None,
+        intrinsics: npt.ArrayLike | None,
+        image_size: tuple[int, int],
+        pose_source: str,
+    ) -> None:
+        if pose is not None:
+            self.poses[index] = np.asarray(pose, dtype=np.float64).reshape(4, 4)
+            self.pose_source = pose_source
+            if self.gate is not None:
+                self.gate.update(index, self.poses[index])
+        if depth is not None and intrinsics is not None:
+            self.depth[index] = coarse_depth(depth, intrinsics, image_size)
+
+    def to_cache(self, frames: int) -> WorldAtlasCache:
+        poses = None
+        if self.poses:
+            poses = np.full((frames, 4, 4), np.nan)
+            for i, p in self.poses.items():
+                if i < frames:
+                    poses[i] = p
+        depth = valid = intr = None
+        if self.depth:
+            shapes = {d.shape for d, _, _ in self.depth.values()}
+            h, w = max(shapes)
+            depth = np.zeros((frames, h, w), np.float16)
+            valid = np.zeros((frames, h, w), bool)
+            intr = np.full((frames, 3, 3), np.nan)
+            for i, (d, v, k) in self.depth.items():
+                if i < frames and d.shape == (h, w):
+                    depth[i], valid[i], intr[i] = d, v, k
+        return WorldAtlasCache(self.pose_source, poses, depth, valid, intr, dict(self.problems))

@@ -1,0 +1,129 @@
+"""Interactivity in wall time: what a served model feels like to play (scores.json
+``interactivity``, the dashboard). Pure numpy kernels over arrival times and the flow signals.
+
+Not master-table metrics (no seed defines them): they describe the *session*, so they live in
+their own block under their own names.
+
+- delivered fps: frames over the wall span of their arrivals;
+- jitter: |Δt − 1/fps| of consecutive arrivals, p50 and p95 in ms (0 for a perfect clock);
+- stalls: gaps longer than ``STALL_INTERVALS`` nominal intervals, with their total time;
+- key-to-response latency: from a keydown to the first frame that *moves the commanded way*
+  (its flow channel, signed for the key, reaches half the episode's reference speed, the
+  same threshold as the seed's response latency), in wall ms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streameval.constants import FLOW_STRIDE, LATENCY_THRESHOLD
+from streameval.metrics.control.kernels import reference_speed
+from streameval.metrics.registry import MetricSpec, metric_specs
+from streameval.protocol.keys import NO_KEY, channel_of, expected_sign
+
+STALL_INTERVALS = 3.0
+FAMILY = "interactivity"
+"""The registry family of the figures below (``metrics/catalog.py``): labels, units and
+direction come from there, values from ``scores.json``'s ``interactivity`` block."""
+
+F64 = npt.NDArray[np.float64]
+
+
+def _ms(x: float) -> float:
+    return round(1000.0 * x, 3)
+
+
+def arrival_stats(arrivals: Sequence[float], fps: float) -> dict[str, float | int | None]:
+    """Delivered fps, jitter p50/p95 and stalls from frame arrival times (seconds)."""
+    t = np.asarray(arrivals, dtype=np.float64)
+    if t.size < 2:
+        return {
+            "delivered_fps": None,
+            "jitter_ms_p50": None,
+            "jitter_ms_p95": None,
+            "stalls": 0,
+            "stall_seconds": 0.0,
+        }
+    dt = np.diff(t)
+    period = 1.0 / fps
+    jitter = np.abs(dt - period)
+    stalled = dt > STALL_INTERVALS * period
+    span = float(t[-1] - t[0])
+    return {
+        "delivered_fps": round((t.size - 1) / span, 3) if span > 0 else None,
+        "jitter_ms_p50": _ms(float(np.percentile(jitter, 50))),
+        "jitter_ms_p95": _ms(float(np.percentile(jitter, 95))),
+        "stalls": int(stalled.sum()),
+        "stall_seconds": round(float(dt[stalled].sum()), 3),
+    }
+
+
+def key_response_latencies(
+    key_times: Sequence[float],
+    key_names: Sequence[str],
+    arrivals: Sequence[float],
+    sx: F64,
+    srad: F64,
+) -> list[float | None]:
+    """Per keydown: seconds until the first frame moving the commanded way (None: never,
+    before the next key). Signal sample i is the flow from frame i to i + FLOW_STRIDE, so it
+    shows the motion once frame i + FLOW_STRIDE has arrived."""
+    t = np.asarray(arrivals, dtype=np.float64)
+    n = min(sx.size, srad.size, max(0, t.size - FLOW_STRIDE))
+    if n == 0:
+        return [None for _ in key_names]
+    sample_t = t[FLOW_STRIDE : FLOW_STRIDE + n]
+    refs: dict[str, float] = {}
+    for channel, values in (("sx", sx[:n]), ("srad", srad[:n])):
+        finite = np.abs(values[np.isfinite(values)])
+        refs[channel] = reference_speed(finite) if finite.size else math.inf
+    out: list[float | None] = []
+    for j, (t_key, key) in enumerate(zip(key_times, key_names, strict=True)):
+        if key == NO_KEY:
+            out.append(None)
+            continue
+        t_end = key_times[j + 1] if j + 1 < len(key_times) else math.inf
+        channel = channel_of(key)
+        v = expected_sign(key) * (sx[:n] if channel == "sx" else srad[:n])
+        window = (sample_t >= t_key) & (sample_t < t_end)
+        hits = np.flatnonzero(window & (v >= LATENCY_THRESHOLD * refs[channel]))
+        out.append(float(sample_t[hits[0]] - t_key) if hits.size else None)
+    return out
+
+
+def latency_summary(latencies: Sequence[float | None]) -> dict[str, float | int | None]:
+    measured = [x for x in latencies if x is not None]
+    return {
+        "key_switches": len(latencies),
+        "key_responses": len(measured),
+        "key_to_response_ms_median": _ms(float(np.median(measured))) if measured else None,
+        "key_to_response_ms_max": _ms(max(measured)) if measured else None,
+    }
+
+
+def registered_figures(block: Mapping[str, Any]) -> list[tuple[MetricSpec, float]]:
+    """The registered interactivity figures of a ``scores.json`` ``interactivity`` block, in
+    registry order, each with its value (a figure the block lacks or holds as null is left
+    out: an in-process run has no key response, an old file no ``frames_missing``)."""
+    out: list[tuple[MetricSpec, float]] = []
+    for spec in metric_specs(family=FAMILY):
+        value = block.get(spec.name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out.append((spec, float(value)))
+    return out
+
+
+def format_figure(spec: MetricSpec, value: float) -> str:
+    """``15.9 fps``, ``212 ms``, ``0 frames``: the value in its own unit."""
+    if spec.unit in ("frames", "count"):
+        shown = f"{value:.0f}"
+    elif spec.unit == "ms":
+        shown = f"{value:.0f}" if abs(value) >= 10 else f"{value:.1f}"
+    else:
+        shown = f"{value:.1f}"
+    return shown if spec.unit == "count" else f"{shown} {spec.unit}"

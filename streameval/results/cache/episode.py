@@ -1,0 +1,281 @@
+"""The episode cache: what perception produced, and all that ``rescore`` needs.
+
+Perceive once, score many: every score is a kernel over this cache. Arrays are stored
+uncompressed in ``.npz`` (bit-exact round trip); ``episode.json`` holds the rest. The only
+frames are Q-Align's, at 1 fps (``quality_cache``): about 210 KiB per second as PNG at
+640×432 (25 MB for a two-minute episode); everything else is a few hundred kB.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streameval.constants import EQUAL_SPLIT_KEYS
+from streameval.errors import BadInputError
+from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
+from streameval.inputs.jsonfile import read_json_object
+from streameval.inputs.npz import load_npz, member, scalar_flag
+from streameval.inputs.numbers import FPS
+from streameval.inputs.paths import present
+from streameval.metrics.fits.geometry import FrameGeometry
+from streameval.metrics.fits.motion_type import FitSample
+from streameval.protocol.keys import KEYS, NO_KEY
+from streameval.results.cache.quality import QualityCache
+from streameval.results.cache.worldatlas import CACHE_FILE as WORLDATLAS_FILE
+from streameval.results.cache.worldatlas import WorldAtlasCache
+from streameval.results.scores_file import write_json
+
+CACHE_FORMAT = "streameval.results.cache.episode/1"
+
+_CACHE_KEYS = frozenset((*KEYS, NO_KEY))
+_MAX_FLOW_PX = 1e6
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass
+class MemoryCache:
+    """What the memory metrics need (issue 3): per-frame embeddings, the cut detector's cuts,
+    and the geometry of the Global Memory views — never frames.
+
+    ``embeddings`` (T, D) float32, NaN rows for frames not embedded, None without an
+    embedding backend; ``cuts`` None when the detector failed (``cut_failure`` says why) or
+    none ran; ``views`` pose + depth + intrinsics at the selected view frames.
+    """
+
+    embeddings: npt.NDArray[np.float32] | None
+    cuts: list[int] | None
+    views: list[FrameGeometry] = field(default_factory=list)
+
+    def save(self, path: Path) -> None:
+        k = len(self.views)
+        arrays: dict[str, Any] = {
+            "has_embeddings": np.array(self.embeddings is not None),
+            "embeddings": (
+                self.embeddings if self.embeddings is not None else np.zeros((0, 0), np.float32)
+            ),
+            "has_cuts": np.array(self.cuts is not None),
+            "cuts": np.array(self.cuts or [], dtype=np.int64),
+            "view_frames": np.array([v.frame for v in self.views], dtype=np.int64),
+            "view_poses": np.array([v.pose for v in self.views], dtype=np.float64).reshape(k, 4, 4),
+            "view_intrinsics": np.array(
+                [v.intrinsics for v in self.views], dtype=np.float64
+            ).reshape(k, 3, 3),
+            "view_image_sizes": np.array(
+                [v.image_size for v in self.views], dtype=np.int64
+            ).reshape(k, 2),
+        }
+        for j, v in enumerate(self.views):  # depth maps may differ in size between views
+            arrays[f"view_depth_{j}"] = np.asarray(v.depth, dtype=np.float32)
+        tmp = path.with_name(path.stem + ".tmp.npz")
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path, frames: int) -> MemoryCache:
+        """Read and check ``memory.npz`` of an episode of ``frames`` frames."""
+        data = load_npz(path)
+        view_frames = member(data, "view_frames", path, ndim=1, kind="iu")
+        k = len(view_frames)
+        poses = member(data, "view_poses", path, ndim=3, kind="f", trailing=(4, 4))
+        intrinsics = member(data, "view_intrinsics", path, ndim=3, kind="f", trailing=(3, 3))
+        sizes = member(data, "view_image_sizes", path, ndim=2, kind="iu", trailing=(2,))
+        if not len(poses) == len(intrinsics) == len(sizes) == k:
+            raise BadInputError(path, f"view arrays disagree on the number of views ({k})")
+        if k and not (view_frames.min() >= 0 and view_frames.max() < frames):
+            raise BadInputError(path, f"view frames outside 0..{frames - 1}")
+        if k and sizes.min() < 1:
+            raise BadInputError(path, "view image sizes must be positive")
+        for j in range(k):
+            why = pose_problem(poses[j]) or intrinsics_problem(intrinsics[j])
+            if why is not None:
+                raise BadInputError(path, f"view {j}: {why}")
+        depths = [member(data, f"view_depth_{j}", path, ndim=2, kind="fiu") for j in range(k)]
+        for j, depth in enumerate(depths):
+            why = depth_problem(depth)
+            if why is not None:
+                raise BadInputError(path, f"view {j}: depth {why}")
+        views = [
+            FrameGeometry(
+                int(view_frames[j]),
+                poses[j],
+                depths[j],
+                intrinsics[j],
+                (int(sizes[j][0]), int(sizes[j][1])),
+            )
+            for j in range(k)
+        ]
+        embeddings = member(data, "embeddings", path, ndim=2, kind="f")
+        has_embeddings = scalar_flag(data, "has_embeddings", path)
+        if has_embeddings and (embeddings.shape[0] != frames or embeddings.shape[1] < 1):
+            raise BadInputError(
+                path, f"embeddings shape {embeddings.shape}, expected ({frames}, dim)"
+            )
+        cuts = member(data, "cuts", path, ndim=1, kind="iu")
+        has_cuts = scalar_flag(data, "has_cuts", path)
+        if has_cuts and cuts.size:
+            ordered = bool(np.all(np.diff(cuts) > 0))
+            if not ordered or cuts.min() < 0 or cuts.max() > frames:
+                raise BadInputError(path, f"cut indices must rise strictly within 0..{frames}")
+        return cls(
+            embeddings=embeddings if has_embeddings else None,
+            cuts=[int(c) for c in cuts] if has_cuts else None,
+            views=views,
+        )
+
+
+@dataclass
+class EpisodeCache:
+    """Per-frame signals and motion-type samples of one episode.
+
+    ``sx``/``srad``: signal i = flow from frame i to i + 2 (NaN where a frame was missing).
+    ``frame_keys``: the key that conditioned each frame received (or planned, for a gap).
+    ``meta``: episode identity, fps, sizes, backends and sources (provenance).
+    """
+
+    meta: dict[str, Any]
+    frame_keys: list[str]
+    sx: F64
+    srad: F64
+    fit_samples: list[FitSample] = field(default_factory=list)
+    memory: MemoryCache | None = None
+    worldatlas: WorldAtlasCache | None = None  # memory_loop episodes (seeds 001–004)
+    quality: QualityCache | None = None
+
+    @property
+    def fps(self) -> float:
+        return float(self.meta["fps"])
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        frames = np.array([s.frame for s in self.fit_samples], dtype=np.int64)
+        sizes = np.array([s.u.size for s in self.fit_samples], dtype=np.int64)
+        has_depth = np.array([s.invz is not None for s in self.fit_samples], dtype=bool)
+
+        def cat(parts: list[npt.NDArray[np.float32]]) -> npt.NDArray[np.float32]:
+            return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+        invz = cat(
+            [
+                s.invz if s.invz is not None else np.full(s.u.size, np.nan, np.float32)
+                for s in self.fit_samples
+            ]
+        )
+        arrays: dict[str, Any] = {
+            "sx": self.sx,
+            "srad": self.srad,
+            "frame_keys": np.array(self.frame_keys, dtype="<U1"),
+            "fit_frames": frames,
+            "fit_sizes": sizes,
+            "fit_has_depth": has_depth,
+            "fit_x": cat([s.x for s in self.fit_samples]),
+            "fit_y": cat([s.y for s in self.fit_samples]),
+            "fit_u": cat([s.u for s in self.fit_samples]),
+            "fit_v": cat([s.v for s in self.fit_samples]),
+            "fit_invz": invz,
+        }
+        tmp = directory / "signals.tmp.npz"
+        np.savez(tmp, **arrays)
+        os.replace(tmp, directory / "signals.npz")
+        if self.memory is not None:
+            self.memory.save(directory / "memory.npz")
+        if self.worldatlas is not None:
+            self.worldatlas.save(directory / WORLDATLAS_FILE)
+        if self.quality is not None:
+            self.quality.save(directory)
+        write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
+
+    @classmethod
+    def load(cls, directory: Path) -> EpisodeCache:
+        meta_path = directory / "episode.json"
+        npz_path = directory / "signals.npz"
+        for p in (meta_path, npz_path):
+            if not p.is_file():
+                raise BadInputError(p, "missing episode cache file (was this episode finished?)")
+        meta = check_cache_meta(read_json_object(meta_path), meta_path)
+        data = load_npz(npz_path)
+        sx = member(data, "sx", npz_path, ndim=1, kind="f")
+        srad = member(data, "srad", npz_path, ndim=1, kind="f")
+        keys = member(data, "frame_keys", npz_path, ndim=1, kind="U")
+        if len(sx) != len(srad) or len(sx) > len(keys):
+            raise BadInputError(npz_path, f"{len(sx)} sx, {len(srad)} srad for {len(keys)} frames")
+        for name, signal in (("sx", sx), ("srad", srad)):
+            # NaN marks a gap; a mean flow beyond 1e6 px per frame (or inf) is not a measurement
+            if np.any(np.abs(np.where(np.isnan(signal), 0.0, signal)) > _MAX_FLOW_PX):
+                raise BadInputError(npz_path, f"{name} holds values beyond ±{_MAX_FLOW_PX:g} px")
+        bad_keys = set(keys.tolist()) - _CACHE_KEYS
+        if bad_keys:
+            raise BadInputError(npz_path, f"unknown keys {sorted(bad_keys)[:5]} in frame_keys")
+        fit_frames = member(data, "fit_frames", npz_path, ndim=1, kind="iu")
+        fit_sizes = member(data, "fit_sizes", npz_path, ndim=1, kind="iu")
+        fit_depth = member(data, "fit_has_depth", npz_path, ndim=1, kind="b")
+        points = [member(data, f"fit_{c}", npz_path, ndim=1, kind="f") for c in "xyuv"]
+        invz = member(data, "fit_invz", npz_path, ndim=1, kind="f")
+        n_points = int(fit_sizes.sum()) if fit_sizes.size else 0
+        if not len(fit_frames) == len(fit_sizes) == len(fit_depth):
+            raise BadInputError(npz_path, "fit_frames, fit_sizes, fit_has_depth differ in length")
+        if (fit_sizes.size and fit_sizes.min() < 0) or any(
+            len(a) != n_points for a in (*points, invz)
+        ):
+            raise BadInputError(npz_path, f"fit point arrays do not hold {n_points} points")
+        if fit_frames.size and not (fit_frames.min() >= 0 and fit_frames.max() < len(keys)):
+            raise BadInputError(npz_path, f"fit frames outside 0..{len(keys) - 1}")
+        samples: list[FitSample] = []
+        offset = 0
+        for frame, size, depth in zip(fit_frames, fit_sizes, fit_depth, strict=True):
+            sl = slice(offset, offset + int(size))
+            offset += int(size)
+            samples.append(
+                FitSample(
+                    frame=int(frame),
+                    x=data["fit_x"][sl],
+                    y=data["fit_y"][sl],
+                    u=data["fit_u"][sl],
+                    v=data["fit_v"][sl],
+                    invz=data["fit_invz"][sl] if bool(depth) else None,
+                )
+            )
+        memory_path = directory / "memory.npz"
+        atlas_path = directory / WORLDATLAS_FILE
+        return cls(
+            meta=meta,
+            frame_keys=[str(k) for k in keys],
+            sx=sx.astype(np.float64, copy=False),
+            srad=srad.astype(np.float64, copy=False),
+            fit_samples=samples,
+            memory=MemoryCache.load(memory_path, len(keys)) if present(memory_path) else None,
+            worldatlas=WorldAtlasCache.load(atlas_path, len(keys)) if present(atlas_path) else None,
+            quality=QualityCache.load(directory),
+        )
+
+
+def check_cache_meta(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``episode.json`` fields that scoring and ``scores.json`` rely on; returns it without
+    ``format``. ``"complete": "yes"`` is refused, not copied into scores.json."""
+    if meta.pop("format", None) != CACHE_FORMAT:
+        raise BadInputError(path, f"not a {CACHE_FORMAT} episode cache")
+    FPS.check(meta.get("fps"), path)
+    for name in ("model", "suite", "episode"):
+        value = meta.get(name)
+        if not isinstance(value, str) or not value:
+            raise BadInputError(path, f"{name!r} must be a non-empty string, got {value!r}")
+    if not isinstance(meta.get("complete", True), bool):
+        raise BadInputError(path, f"'complete' must be true or false, got {meta['complete']!r}")
+    for name in ("interactivity", "provenance", "memory"):
+        if not isinstance(meta.get(name, {}), dict):
+            raise BadInputError(path, f"{name!r} must be an object")
+    errors = meta.get("errors", [])
+    if not isinstance(errors, list) or not all(isinstance(e, str | dict) for e in errors):
+        raise BadInputError(path, "'errors' must be a list of error records")
+    split = meta.get(EQUAL_SPLIT_KEYS)
+    if split is not None and not (
+        isinstance(split, list) and split and all(isinstance(k, str) and k in KEYS for k in split)
+    ):
+        wanted = "a non-empty list of keys (W S A D L R)"
+        raise BadInputError(path, f"{EQUAL_SPLIT_KEYS!r} must be {wanted}, got {split!r}")
+    return meta

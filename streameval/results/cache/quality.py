@@ -1,0 +1,143 @@
+"""What the quality metrics need from an episode, kept in its cache: so ``rescore`` needs no video.
+
+- the frames Q-Align samples (1 fps, ``metrics.quality.one_fps_frames``), as lossless PNG,
+  shrunk so that their longer side is at most 448 px: Q-Align pads a frame to a square and
+  resizes it to 448 × 448, so nothing it would see is lost (up to resampling order);
+- the CPU imaging statistics, one row per frame (``metrics.imaging.STAT_FIELDS``);
+- what the Q-Align backend answered at episode end: the rating-word logits for the whole
+  video and for each drift segment, per task, and which backend it was (or why it failed).
+
+Scoring is a kernel over these (``episode_scores``); ``rescore --quality`` reruns the model on
+the cached frames.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streameval.errors import BadInputError
+
+QUALITY_FRAME_SIDE = 448  # Q-Align's input side (its CLIP image processor)
+FRAMES_DIR = "quality_frames"
+STATS_FILE = "imaging.npz"
+QUALITY_FILE = "quality.json"
+
+Frame = npt.NDArray[np.uint8]
+
+
+def shrink_for_quality(image: Frame) -> Frame:
+    """The frame with its longer side at most ``QUALITY_FRAME_SIDE`` (INTER_AREA)."""
+    import cv2  # on use: the results layer and the kernels load without OpenCV
+
+    h, w = image.shape[:2]
+    scale = QUALITY_FRAME_SIDE / max(h, w)
+    if scale >= 1.0:
+        return np.ascontiguousarray(image)
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    return np.asarray(cv2.resize(image, size, interpolation=cv2.INTER_AREA), dtype=np.uint8)
+
+
+@dataclass
+class QualityRatings:
+    """The quality backend's answers: ``logits[task]`` (5 floats, ``RATING_WORDS`` order) for
+    the whole video, ``segment_logits[task]`` one such list per drift segment."""
+
+    backend: str
+    logits: dict[str, list[float]] = field(default_factory=dict)
+    segment_logits: dict[str, list[list[float]]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "logits": self.logits,
+            "segment_logits": self.segment_logits,
+        }
+
+
+@dataclass
+class QualityCache:
+    """``frames``: frame index -> RGB frame at 1 fps; ``statistics`` (T, 5) float64 or None;
+    ``ratings`` None when no quality backend ran; ``failure`` why it failed, if it did."""
+
+    frames: dict[int, Frame] = field(default_factory=dict)
+    statistics: npt.NDArray[np.float64] | None = None
+    ratings: QualityRatings | None = None
+    failure: str | None = None
+
+    def save(self, directory: Path) -> None:
+        import cv2  # on use: the results layer and the kernels load without OpenCV
+
+        frames_dir = directory / FRAMES_DIR
+        tmp_dir = directory / (FRAMES_DIR + ".tmp")
+        if tmp_dir.exists():
+            shutil.rmtree(tmp_dir)
+        tmp_dir.mkdir(parents=True)
+        for index, frame in sorted(self.frames.items()):
+            ok, png = cv2.imencode(".png", cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+            if not ok:
+                raise OSError(f"cannot encode quality frame {index} as PNG")
+            (tmp_dir / f"{index:06d}.png").write_bytes(png.tobytes())
+        if frames_dir.exists():
+            shutil.rmtree(frames_dir)
+        os.replace(tmp_dir, frames_dir)
+        stats = self.statistics if self.statistics is not None else np.zeros((0, 0))
+        tmp = directory / ("imaging.tmp.npz")
+        np.savez(tmp, statistics=stats, has_statistics=np.array(self.statistics is not None))
+        os.replace(tmp, directory / STATS_FILE)
+        payload = {
+            "ratings": self.ratings.to_json() if self.ratings is not None else None,
+            "failure": self.failure,
+        }
+        tmp_json = directory / (QUALITY_FILE + ".tmp")
+        tmp_json.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+        os.replace(tmp_json, directory / QUALITY_FILE)
+
+    @classmethod
+    def load(cls, directory: Path) -> QualityCache | None:
+        """The quality part of a cache, None for a cache written before it existed."""
+        import cv2  # on use: the results layer and the kernels load without OpenCV
+
+        json_path = directory / QUALITY_FILE
+        if not json_path.is_file():
+            return None
+        try:
+            payload = json.loads(json_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise BadInputError(json_path, f"not valid JSON ({exc.msg})") from None
+        frames: dict[int, Frame] = {}
+        frames_dir = directory / FRAMES_DIR
+        if frames_dir.is_dir():
+            for png in sorted(frames_dir.glob("*.png")):
+                bgr = cv2.imread(str(png), cv2.IMREAD_COLOR)
+                if bgr is None or not png.stem.isdigit():
+                    raise BadInputError(png, "unreadable quality frame")
+                frames[int(png.stem)] = np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+        statistics = None
+        stats_path = directory / STATS_FILE
+        if stats_path.is_file():
+            try:
+                with np.load(stats_path, allow_pickle=False) as z:
+                    if bool(z["has_statistics"]):
+                        statistics = z["statistics"].astype(np.float64, copy=False)
+            except (OSError, ValueError, KeyError) as exc:
+                raise BadInputError(stats_path, f"unreadable imaging statistics ({exc})") from None
+        ratings = None
+        raw = payload.get("ratings")
+        if raw is not None:
+            ratings = QualityRatings(
+                str(raw["backend"]),
+                {str(k): [float(x) for x in v] for k, v in raw["logits"].items()},
+                {
+                    str(k): [[float(x) for x in seg] for seg in v]
+                    for k, v in raw["segment_logits"].items()
+                },
+            )
+        return cls(frames, statistics, ratings, payload.get("failure"))

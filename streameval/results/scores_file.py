@@ -1,0 +1,278 @@
+"""The results format: the one owner of ``scores.json`` (DESIGN §5) — version, writer, reader
+and validation.
+
+Live runs, ``rescore``, the dashboard's sample data, ``table`` and the leaderboard all go through
+this module, so the format string exists once and a file written by one is read by the others.
+It imports neither OpenCV, PyAV nor the pipeline (``tests/test_scores_file.py`` checks
+``sys.modules``): ``streameval table`` must work on a machine that only holds results.
+
+Reading is strict about structure and ranges: every problem is a ``BadInputError`` naming the
+file (one line for the user, the other files still read). The bounds and the published JSON
+Schema come from the input layer (``streameval.inputs``, issue 10); an official entry whose
+``normalized`` is null is read as ``missing`` (seed 004) rather than rejecting the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streameval.core.metric_result import MetricResult
+from streameval.errors import BadInputError
+from streameval.inputs.jsonfile import read_json_file
+from streameval.inputs.schema import SCORES_SCHEMA, validate
+
+SCORES_FORMAT = "streameval.scores/1"
+SCORES_FILE = "scores.json"
+
+_STATUSES = ("official", "not_applicable", "missing")
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def scores_document(
+    *,
+    model: str,
+    suite: str,
+    episode: str,
+    fps: float,
+    frames: int,
+    metrics: Mapping[str, MetricResult],
+    complete: bool = True,
+    motion_types: Sequence[Mapping[str, Any]] = (),
+    interactivity: Mapping[str, Any] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    errors: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """The ``scores.json`` payload (DESIGN §5), keys in the order every writer uses."""
+    return {
+        "format": SCORES_FORMAT,
+        "model": model,
+        "suite": suite,
+        "episode": episode,
+        "fps": fps,
+        "frames": frames,
+        "complete": complete,
+        "metrics": {name: m.to_json() for name, m in metrics.items()},
+        "motion_types": [dict(m) for m in motion_types],
+        "interactivity": dict(interactivity or {}),
+        "provenance": dict(provenance or {}),
+        "errors": list(errors),
+    }
+
+
+def write_json(path: Path, payload: Mapping[str, Any]) -> None:
+    """Write JSON atomically: a crash never leaves half a file behind. NaN is refused
+    (``allow_nan=False``): a non-finite number must have become a status before it gets here."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+def write_scores(results_dir: Path, doc: Mapping[str, Any]) -> Path:
+    """Write ``results_dir/scores.json`` (atomically); returns its path."""
+    if doc.get("format") != SCORES_FORMAT:
+        raise ValueError(f"not a {SCORES_FORMAT} document: format={doc.get('format')!r}")
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / SCORES_FILE
+    write_json(path, doc)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeRecord:
+    """One episode's ``scores.json``, validated. ``path`` is the file itself."""
+
+    path: Path
+    model: str
+    suite: str
+    episode: str
+    complete: bool
+    fps: float | None
+    frames: int | None
+    metrics: Mapping[str, MetricResult]
+    # the numeric figures of the ``interactivity`` block (wall-time session figures, registered
+    # with ``kernel=None``: delivered fps, jitter, stalls, key-to-response latency)
+    interactivity: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def results_dir(self) -> Path:
+        return self.path.parent
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedResults:
+    """Every episode that could be read, and one error per input that could not."""
+
+    episodes: tuple[EpisodeRecord, ...]
+    errors: tuple[BadInputError, ...]
+
+
+def find_scores_files(path: Path) -> list[Path]:
+    """``path`` itself if it is a scores.json, else every ``scores.json`` below it, sorted.
+
+    Raises ``BadInputError`` naming ``path`` when it does not exist or holds no scores.json, so
+    a typo is reported rather than tabulated as an empty model list.
+    """
+    if path.is_file():
+        if path.name == SCORES_FILE:
+            return [path]
+        raise BadInputError(path, "not a results directory or a scores.json file")
+    if not path.is_dir():
+        raise BadInputError(path, "no such results directory")
+    found = sorted(p for p in path.rglob(SCORES_FILE) if p.is_file())
+    if not found:
+        raise BadInputError(path, "no scores.json found below it")
+    return found
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def finite_float(x: object) -> float | None:
+    """``x`` as a float when it is a finite JSON number (not a bool), else None."""
+    if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x):
+        return float(x)
+    return None
+
+
+def _optional_number(doc: Mapping[str, Any], key: str, path: Path, where: str) -> float | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not _is_number(value):
+        raise BadInputError(path, f"{where}{key} must be a number or null, got {value!r}")
+    return float(value)
+
+
+def _metric_result(name: str, entry: object, path: Path) -> MetricResult:
+    """One metric entry of scores.json as a ``MetricResult``.
+
+    An official entry without a finite ``normalized`` value becomes missing (seed 004: failed
+    or non-finite results stay missing) rather than rejecting the whole file — unless it is a
+    statistic (finite ``raw`` and a ``details.unit``, e.g. the imaging statistics).
+    """
+    where = f"metrics.{name}."
+    if not isinstance(entry, dict):
+        raise BadInputError(path, f"metrics.{name} must be an object, got {type(entry).__name__}")
+    status = entry.get("status")
+    if status not in _STATUSES:
+        raise BadInputError(path, f"{where}status must be one of {_STATUSES}, got {status!r}")
+    raw = _optional_number(entry, "raw", path, where)
+    normalized = _optional_number(entry, "normalized", path, where)
+    reason = entry.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise BadInputError(path, f"{where}reason must be a string or null, got {reason!r}")
+    details = entry.get("details") or {}
+    if not isinstance(details, dict):
+        raise BadInputError(path, f"{where}details must be an object, got {details!r}")
+    if status == "official":
+        if normalized is None and raw is not None and math.isfinite(raw) and "unit" in details:
+            # a statistic in its own unit (MetricResult.statistic): no table column
+            return MetricResult(raw, None, "official", None, details)
+        if normalized is None or not math.isfinite(normalized):
+            return MetricResult.missing("official result without a finite normalized value")
+        return MetricResult(raw, normalized, "official", None, details)
+    fallback = "not applicable" if status == "not_applicable" else "missing"
+    return MetricResult(raw, normalized, status, reason or fallback, details)
+
+
+def load_episode(path: Path) -> EpisodeRecord:
+    """Read and validate one ``scores.json`` (format ``streameval.scores/1``).
+
+    Every problem is a ``BadInputError`` naming the file, so the caller can report it in one
+    line and go on with the other files.
+    """
+    doc = read_json_file(path)  # bounded: size, nesting, digits, finite numbers (issue 10)
+    if not isinstance(doc, dict):
+        raise BadInputError(path, f"expected a JSON object, got {type(doc).__name__}")
+    if doc.get("format") != SCORES_FORMAT:
+        raise BadInputError(path, f"format must be {SCORES_FORMAT!r}, got {doc.get('format')!r}")
+    # The published schema (streameval/schemas/scores.schema.json): value ranges (normalized
+    # in [0, 100], every number within 1e12 so sums stay finite), types, lengths.
+    validate(doc, SCORES_SCHEMA, path)
+    model, episode, suite = doc.get("model"), doc.get("episode"), doc.get("suite", "")
+    if not isinstance(model, str) or not model:
+        raise BadInputError(path, f"model must be a non-empty string, got {model!r}")
+    if not isinstance(episode, str) or not episode:
+        raise BadInputError(path, f"episode must be a non-empty string, got {episode!r}")
+    if not isinstance(suite, str):
+        raise BadInputError(path, f"suite must be a string, got {suite!r}")
+    complete = doc.get("complete", True)
+    if not isinstance(complete, bool):
+        raise BadInputError(path, f"complete must be true or false, got {complete!r}")
+    fps = _optional_number(doc, "fps", path, "")
+    frames = doc.get("frames")
+    if frames is not None and (not isinstance(frames, int) or isinstance(frames, bool)):
+        raise BadInputError(path, f"frames must be an integer or null, got {frames!r}")
+    metrics = doc.get("metrics")
+    if not isinstance(metrics, dict):
+        raise BadInputError(path, f"metrics must be an object, got {metrics!r}")
+    results = {str(name): _metric_result(str(name), e, path) for name, e in metrics.items()}
+    block = doc.get("interactivity")
+    figures = {
+        str(k): float(v)
+        for k, v in (block.items() if isinstance(block, dict) else ())
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    }
+    return EpisodeRecord(path, model, suite, episode, complete, fps, frames, results, figures)
+
+
+def load_results(paths: Iterable[Path]) -> LoadedResults:
+    """Every episode below ``paths``; bad inputs are collected, the others still loaded.
+
+    The same file reached twice (overlapping paths) is read once. Two files for the same
+    (model, suite, episode) are a conflict: the first (in path order) is kept and the second
+    reported — counting an episode twice would skew the model's mean, and silently picking one
+    would hide the conflict (seed 004: conflicting scores are never silently overwritten).
+    """
+    episodes: list[EpisodeRecord] = []
+    errors: list[BadInputError] = []
+    seen_files: set[Path] = set()
+    seen_keys: dict[tuple[str, str, str], Path] = {}
+    for path in paths:
+        try:
+            files = find_scores_files(Path(path))
+        except BadInputError as exc:
+            errors.append(exc)
+            continue
+        except OSError as exc:  # a name too long, a link loop: still this input's problem
+            errors.append(BadInputError(path, exc.strerror or str(exc)))
+            continue
+        for file in files:
+            resolved = file.resolve()
+            if resolved in seen_files:
+                continue
+            seen_files.add(resolved)
+            try:
+                record = load_episode(file)
+            except BadInputError as exc:
+                errors.append(exc)
+                continue
+            key = (record.model, record.suite, record.episode)
+            if key in seen_keys:
+                errors.append(
+                    BadInputError(
+                        file,
+                        f"duplicate episode {record.episode!r} of model {record.model!r} "
+                        f"(already read from {seen_keys[key]}); not counted twice",
+                    )
+                )
+                continue
+            seen_keys[key] = file
+            episodes.append(record)
+    return LoadedResults(tuple(episodes), tuple(errors))

@@ -1,0 +1,120 @@
+"""A command's episodes as jobs: how to open each source and where its results go.
+
+The CLI builds jobs; either the plain runner below or the dashboard runs them, with the same
+observers, so what a headless run writes and what the dashboard shows come from one path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from streameval.core.events import ErrorEvent
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.core.source import Source
+from streameval.engine.config import PipelineConfig
+from streameval.errors import BadInputError
+
+log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from streameval.scale.tasks import ReplayTask
+
+
+@dataclass
+class EpisodeJob:
+    """One episode to evaluate.
+
+    ``open_source`` is called when the job starts (not before), so a model or a video file is
+    opened only when its turn comes; it may raise ``BadInputError``. ``task``, when set, is
+    the same episode as a picklable description, for running it in another process (Ray).
+    """
+
+    name: str
+    open_source: Callable[[], Source]
+    results_dir: Path
+    observers: list[EpisodeObserver] = field(default_factory=list)
+    task: ReplayTask | None = None
+
+
+class _LastOutcome(EpisodeObserver):
+    def __init__(self) -> None:
+        self.outcome: EpisodeOutcome | None = None
+
+    def on_end(self, outcome: EpisodeOutcome) -> None:
+        self.outcome = outcome
+
+
+@dataclass
+class JobsReport:
+    outcomes: list[EpisodeOutcome] = field(default_factory=list)
+    bad_input: list[str] = field(default_factory=list)
+    # input defects of episodes that still ran (an unusable sidecar): reported, exit 2
+    input_problems: list[str] = field(default_factory=list)
+    stopped: bool = False  # the user stopped the run (``q``, Ctrl-C): not a bad input
+
+    @property
+    def all_complete(self) -> bool:
+        return not self.bad_input and all(o.complete for o in self.outcomes)
+
+
+async def run_job(
+    job: EpisodeJob,
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    report: JobsReport,
+) -> None:
+    """Run one job; bad input is reported to the observers and the report, never raised."""
+    log.debug("job %s: opening its source (results in %s)", job.name, job.results_dir)
+    source: Source | None = None
+    try:
+        source = job.open_source()
+        connect = getattr(source, "connect", None)
+        if connect is not None:  # a network source: an unreachable server is bad input
+            await connect()
+    except BadInputError as exc:
+        if source is not None:
+            with contextlib.suppress(Exception):
+                await source.close()
+        log.debug("job %s: bad input: %s", job.name, exc)
+        report.bad_input.append(str(exc))
+        for o in observers:
+            o.on_error(ErrorEvent(str(exc), fatal=True, source="input"))
+        return
+    from streameval.engine.pipeline import run_episode  # OpenCV and the backends: on use
+
+    ended = _LastOutcome()
+    try:
+        outcome = await run_episode(
+            source,
+            config=config,
+            results_dir=job.results_dir,
+            observers=[*observers, *job.observers, ended],
+        )
+    except asyncio.CancelledError:
+        # run_episode finalized the episode (incomplete) before re-raising: keep its outcome
+        if ended.outcome is not None:
+            report.outcomes.append(ended.outcome)
+        raise
+    log.debug(
+        "job %s: %s, %d frames, %s",
+        job.name,
+        "complete" if outcome.complete else "incomplete",
+        outcome.frames,
+        outcome.results_dir,
+    )
+    report.outcomes.append(outcome)
+
+
+async def run_jobs(
+    jobs: list[EpisodeJob], config: PipelineConfig, observers: list[EpisodeObserver]
+) -> JobsReport:
+    """Run the jobs one after the other (two cores: one episode already uses both)."""
+    report = JobsReport()
+    for job in jobs:
+        await run_job(job, config, observers, report)
+    return report

@@ -1,0 +1,126 @@
+"""``python:MODULE:FACTORY``: building an in-process model, and what it says about itself.
+
+Importing the module and calling the factory run someone else's code: whatever it raises
+(``SystemExit`` included) or however long it blocks, the user gets one line naming the URL,
+never a traceback and never a hang.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from streameval.errors import BadInputError
+from streameval.inputs.jsonfile import one_line
+from streameval.inputs.numbers import FPS
+
+SUPPORTED_SCHEMES = ("python",)
+
+
+def _import_and_build(module_name: str, attr: str, url: str) -> Any:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise BadInputError(url, f"cannot import {module_name!r}: {one_line(str(exc))}") from None
+    except (Exception, SystemExit) as exc:
+        raise BadInputError(
+            url, f"importing {module_name!r} raised {type(exc).__name__}: {one_line(str(exc))}"
+        ) from None
+    factory = getattr(module, attr, None)
+    if factory is None or not callable(factory):
+        raise BadInputError(url, f"{module_name!r} has no callable {attr!r}")
+    try:
+        return factory()
+    except (Exception, SystemExit) as exc:
+        raise BadInputError(
+            url, f"{attr}() raised {type(exc).__name__}: {one_line(str(exc))}"
+        ) from None
+
+
+def load_python_model(
+    url: str, app_dir: Path | None = Path("."), timeout: float = 300.0
+) -> tuple[Any, str]:
+    """``python:package.module:factory`` → (model, display name).
+
+    The display name is the model's own ``name`` attribute when it is a non-empty string,
+    else its class name — the factory (``make``) names how it is built, not the model.
+
+    The factory is called without arguments; the object must have ``step(key)``. ``app_dir``
+    (default: the working directory, as uvicorn's ``--app-dir``) goes first on ``sys.path``,
+    so ``attach python:mymodel:make`` finds ``./mymodel.py`` without ``PYTHONPATH=.``. Import
+    and factory run in a daemon thread bounded by ``timeout`` seconds (``--step-timeout``).
+    """
+    scheme, _, rest = url.partition(":")
+    if scheme not in SUPPORTED_SCHEMES:
+        raise BadInputError(
+            url,
+            f"unsupported URL scheme {scheme!r} (supported here: {', '.join(SUPPORTED_SCHEMES)})",
+        )
+    module_name, _, attr = rest.partition(":")
+    if not module_name or not attr:
+        raise BadInputError(url, "expected python:MODULE:FACTORY")
+    if app_dir is not None:
+        folder = str(Path(app_dir).resolve())
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        importlib.invalidate_caches()  # a module written since start-up is found too
+    outcome: list[Any] = []
+
+    def build() -> None:
+        try:
+            outcome.append(_import_and_build(module_name, attr, url))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=build, name=f"attach:{attr}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not outcome:
+        raise BadInputError(url, f"{attr}() gave no model within {timeout:g} s")
+    model = outcome[0]
+    if isinstance(model, BadInputError):
+        raise model
+    if isinstance(model, BaseException):
+        raise BadInputError(url, f"{attr}() raised {type(model).__name__}: {model}")
+    if not callable(getattr(model, "step", None)):
+        raise BadInputError(
+            url, f"{attr}() returned {type(model).__name__}, which has no step(key)"
+        )
+    return model, model_name(model)
+
+
+def model_name(model: object) -> str:
+    """How an in-process model is named in results without ``--model-name``: its ``name``
+    attribute when that is a non-empty string, else its class name."""
+    try:
+        name = getattr(model, "name", None)
+    except Exception:  # a property that raises names nothing
+        name = None
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    return type(model).__name__
+
+
+def model_size(model: object, name: str) -> int | None:
+    """``model.width``/``height`` when it is a plausible frame side; otherwise the first frame
+    sets the size (a declared size is only a hint, the frames are checked either way)."""
+    from streameval.inputs.numbers import FRAME_SIDE
+
+    value = getattr(model, name, None)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if FRAME_SIDE.low <= value <= FRAME_SIDE.high else None
+    return None
+
+
+def model_fps(model: Any, override: float | None, url: str) -> float:
+    """The fps to drive ``model`` at: ``--fps``, else ``model.fps``, else 16; in range."""
+    if override is not None:
+        return FPS.check(override, "--fps")
+    try:
+        value = getattr(model, "fps", 16.0)
+    except Exception as exc:
+        raise BadInputError(url, f"model.fps raised {type(exc).__name__}: {exc}") from None
+    return FPS.check(value, f"{url} (model.fps)")
