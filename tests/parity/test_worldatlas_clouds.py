@@ -25,7 +25,7 @@ from streameval.metrics.worldatlas.point_cloud import (
     trimmed_icp,
 )
 from streameval.metrics.worldatlas.scene_f1 import DepthSidecar, scene_f1_on_split
-from tests.parity.worldatlas_golden import arrays, asset, case_names, cases
+from tests.parity.worldatlas_golden import ABSENT, absent_skips, arrays, asset, case_names, cases
 
 TOL = 1e-9
 # Clean dolly clouds: in the first ICP step 5,729 return points tie exactly at the 80 % cut
@@ -36,8 +36,8 @@ ICP_TIES_AT_CUT = {"scene__dolly_clean", "scene__dolly_intrinsics_per_frame"}
 SIGNED_OR_INVALID = {"negative_fy", "negative_fx", "zero_fx", "nan_fy", "inf_fx"}
 
 
-def _kernel_names(prefix: str) -> list[str]:
-    return [n for n in case_names("kernels") if n.startswith(prefix)] or ["golden-absent"]
+def _kernel_names(prefix: str) -> list[Any]:
+    return absent_skips([n for n in case_names("kernels") if n.startswith(prefix)] or [ABSENT])
 
 
 def _assert_details(ours: dict[str, Any], ref: dict[str, Any], tol: float = TOL) -> None:
@@ -212,7 +212,7 @@ def _alignment(case: dict[str, Any]) -> str:
     return "trimmed_icp"
 
 
-@pytest.mark.parametrize("name", case_names("scenes"))
+@pytest.mark.parametrize("name", absent_skips(case_names("scenes")))
 def test_scene_f1_on_the_midpoint_split(name: str) -> None:
     """The reference's kernels on [0, N//2) / [N//2, N) (our temporal-midpoint fallback split)."""
     inputs = _scene_inputs(name)

@@ -12,7 +12,7 @@ import pytest
 
 from streameval.metrics.worldatlas.pose_distance import PoseTrackError
 from streameval.metrics.worldatlas.revisit import min_gap_frames, return_gate, select_diverse_pairs
-from tests.parity.worldatlas_golden import arrays, case_names, cases
+from tests.parity.worldatlas_golden import ABSENT, absent_skips, arrays, case_names, cases
 
 TOL = 1e-9
 
@@ -46,7 +46,7 @@ def _check_gate(
         )
 
 
-@pytest.mark.parametrize("name", case_names("trajectories"))
+@pytest.mark.parametrize("name", absent_skips(case_names("trajectories")))
 def test_trajectory_gate(name: str) -> None:
     case = cases("trajectories")[name]
     data = arrays("trajectories", name)
@@ -68,7 +68,7 @@ def test_trajectory_gate(name: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [n for n in case_names("kernels") if n.startswith("revisit_pairs__")] or ["golden-absent"],
+    absent_skips([n for n in case_names("kernels") if n.startswith("revisit_pairs__")] or [ABSENT]),
 )
 def test_find_revisit_pairs_parameters(name: str) -> None:
     case = cases("kernels")[name]
