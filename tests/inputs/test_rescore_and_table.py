@@ -17,6 +17,7 @@ import pytest
 
 from streameval.cli.main import main
 from streameval.core.metric_result import MetricResult
+from streameval.errors import BadInputError
 from streameval.leaderboard import Aggregate, model_cell
 from streameval.results.scores_file import EpisodeRecord, load_episode
 from tests.replay.replay_synth import make_rollout_dir
@@ -66,6 +67,18 @@ def _edit_episode_json(field: str, value: object) -> Callable[[Path], None]:
     return edit
 
 
+def _fit_sizes(sizes: Callable[[int], list[int]], dtype: type = np.int64) -> Callable[[Path], None]:
+    """Replace the fit sizes by ``sizes(n)``, n = the points stored in fit_x (one frame each)."""
+
+    def change(d: dict[str, np.ndarray]) -> None:
+        values = sizes(len(d["fit_x"]))
+        d["fit_sizes"] = np.array(values, dtype=dtype)
+        d["fit_frames"] = np.zeros(len(values), np.int64)
+        d["fit_has_depth"] = np.zeros(len(values), bool)
+
+    return lambda cache: _rewrite_npz(cache / "signals.npz", change)
+
+
 CASES: dict[str, tuple[Callable[[Path], None], str, str]] = {
     "truncated npz": (lambda c: _truncate(c / "signals.npz"), "signals.npz", "unreadable archive"),
     "garbage npz": (lambda c: (c / "signals.npz").write_bytes(b"PK\x03\x04garbage"),
@@ -91,6 +104,12 @@ CASES: dict[str, tuple[Callable[[Path], None], str, str]] = {
                           "episode.json", "nested"),
     "huge int": (lambda c: (c / "episode.json").write_text('{"fps": ' + "7" * 5000 + "}"),
                  "episode.json", "integer with 5000 digits"),
+    # an independent fuzzer: fit sizes no cache can hold, named as the field they are
+    "fit_sizes 1e9": (_fit_sizes(lambda n: [10**9]), "signals.npz", "fit_sizes[0] is 1000000000"),
+    "fit_sizes negative": (_fit_sizes(lambda n: [-3, n + 3]), "signals.npz",
+                           "fit_sizes[0] is -3 (expected 0 to "),
+    "fit_sizes wrap around": (_fit_sizes(lambda n: [2**64 - 1, n + 1], np.uint64), "signals.npz",
+                              f"fit_sizes[0] is {2**64 - 1}"),
 }  # fmt: skip
 
 
@@ -167,15 +186,16 @@ def test_zip_bomb_sized_member_is_bounded(
     assert code == 2 and len(errors) == 1 and "signals.npz" in errors[0]
 
 
-def test_segment_details_outside_their_range_are_not_pooled(scored: Path) -> None:
-    # found by the fuzz suite: a latency segment value of -1 made the column -100, ranked
+def test_segment_details_outside_their_range_are_refused(scored: Path) -> None:
+    # found by the fuzz suite: a latency segment value of -1 made the column -100, ranked; then
+    # it silently fell back to the episode mean; now the file is refused, naming the segment
     doc = json.loads((scored / "scores.json").read_text())
     entry = doc["metrics"]["response_latency_trans"]
-    scored_segments = [s for s in entry["details"]["segments"] if s["status"] == "scored"]
-    scored_segments[0]["value"] = -1
-    record = load_episode_doc(scored, doc)
-    cell = model_cell([record], "response_latency_trans")
-    assert cell.method == "episode_mean_fallback" and cell.value == entry["normalized"]
+    index = next(i for i, s in enumerate(entry["details"]["segments"]) if s["status"] == "scored")
+    entry["details"]["segments"][index]["value"] = -1
+    field = f"metrics.response_latency_trans.details.segments.{index}.value"
+    with pytest.raises(BadInputError, match=rf"{field}: -1 is less than the minimum of 0$"):
+        load_episode_doc(scored, doc)
 
 
 def test_a_column_outside_0_100_is_missing_never_ranked(scored: Path) -> None:

@@ -216,20 +216,28 @@ class EpisodeCache:
         fit_depth = member(data, "fit_has_depth", npz_path, ndim=1, kind="b")
         points = [member(data, f"fit_{c}", npz_path, ndim=1, kind="f") for c in "xyuv"]
         invz = member(data, "fit_invz", npz_path, ndim=1, kind="f")
-        n_points = int(fit_sizes.sum()) if fit_sizes.size else 0
         if not len(fit_frames) == len(fit_sizes) == len(fit_depth):
             raise BadInputError(npz_path, "fit_frames, fit_sizes, fit_has_depth differ in length")
-        if (fit_sizes.size and fit_sizes.min() < 0) or any(
-            len(a) != n_points for a in (*points, invz)
-        ):
+        n_stored = len(points[0])
+        # each size counts points of fit_x..fit_invz: 0 up to all of them. Checked one by one
+        # and summed as Python ints, so that no size wraps around in int64 / uint64 arithmetic
+        sizes = [int(n) for n in fit_sizes.tolist()]
+        for i, size in enumerate(sizes):
+            if not 0 <= size <= n_stored:
+                raise BadInputError(
+                    npz_path,
+                    f"fit_sizes[{i}] is {size} (expected 0 to {n_stored}, the points in fit_x)",
+                )
+        n_points = sum(sizes)
+        if any(len(a) != n_points for a in (*points, invz)):
             raise BadInputError(npz_path, f"fit point arrays do not hold {n_points} points")
         if fit_frames.size and not (fit_frames.min() >= 0 and fit_frames.max() < len(keys)):
             raise BadInputError(npz_path, f"fit frames outside 0..{len(keys) - 1}")
         samples: list[FitSample] = []
         offset = 0
-        for frame, size, depth in zip(fit_frames, fit_sizes, fit_depth, strict=True):
-            sl = slice(offset, offset + int(size))
-            offset += int(size)
+        for frame, size, depth in zip(fit_frames, sizes, fit_depth, strict=True):
+            sl = slice(offset, offset + size)
+            offset += size
             samples.append(
                 FitSample(
                     frame=int(frame),
