@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -56,12 +57,24 @@ class VideoProbe:
     fps: float | None
     frames: int
     codec: str
+    # the rate when it can be trusted: the measured average (frames over duration) and the
+    # stream's nominal rate agree within 1 % over at least two frames; None otherwise (a
+    # variable frame rate, a container without timing)
+    steady_fps: float | None = None
 
 
 def _error_text(exc: BaseException) -> str:
     # av errors carry "[Errno n] Text: 'file'"; the text alone is the useful part.
     text = getattr(exc, "strerror", None) or str(exc)
     return one_line(str(text))
+
+
+def _steady_rate(average: Fraction | None, nominal: Fraction | None, frames: int) -> float | None:
+    """``average`` as a float when it and ``nominal`` are both known and agree within 1 %."""
+    avg, nom = float(average or 0), float(nominal or 0)
+    if frames < 2 or not (avg > 0 and nom > 0) or abs(avg - nom) > 0.01 * nom:
+        return None
+    return avg
 
 
 def probe_video(path: Path) -> VideoProbe:
@@ -92,7 +105,8 @@ def probe_video(path: Path) -> VideoProbe:
                         frames += 1
             except av.FFmpegError:
                 pass  # a damaged tail: the count so far stands, decoding will report the frame
-        return VideoProbe(width, height, fps, frames, stream.codec_context.name)
+        steady = _steady_rate(stream.average_rate, stream.guessed_rate, frames)
+        return VideoProbe(width, height, fps, frames, stream.codec_context.name, steady)
     finally:
         container.close()
 

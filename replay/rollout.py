@@ -131,6 +131,25 @@ def check_log_covers_video(log_path: Path, log_frames: int, video: Path, video_f
         )
 
 
+# meta.json's fps may differ from the video's own steady rate by this share (rounding in a
+# container's time base, 29.97 written as 30); beyond it the recording's times are not the
+# video's, and scoring at either rate would be wrong.
+FPS_TOLERANCE = 0.05
+
+
+def check_meta_fps(meta_path: Path, fps: float, video: Path, video_fps: float | None) -> None:
+    """Refuse a meta.json ``fps`` that the video's own steady frame rate contradicts.
+
+    ``video_fps`` None (no reliable rate: variable frame rate, no timing) is never refused.
+    """
+    if video_fps is not None and abs(fps - video_fps) > FPS_TOLERANCE * video_fps:
+        raise BadInputError(
+            meta_path,
+            f"fps {fps:g} but {video.name} runs at {video_fps:.4g} fps "
+            f"(more than {FPS_TOLERANCE:.0%} apart)",
+        )
+
+
 def _read_meta(path: Path) -> dict[str, Any]:
     meta = read_json(path)
     if not isinstance(meta, dict):
@@ -150,8 +169,9 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def _frame_store(directory: Path) -> tuple[FrameStore, int, int, int]:
-    """(store, width, height, frame count) of ``video.*`` or ``frames/``."""
+def _frame_store(directory: Path, fps: float) -> tuple[FrameStore, int, int, int]:
+    """(store, width, height, frame count) of ``video.*`` or ``frames/``; a video's own steady
+    frame rate must agree with meta.json's ``fps`` (``check_meta_fps``)."""
     videos = sorted(
         p
         for p in directory.glob(f"{VIDEO_STEM}.*")
@@ -164,6 +184,7 @@ def _frame_store(directory: Path) -> tuple[FrameStore, int, int, int]:
         raise BadInputError(directory, f"both {videos[0].name} and {FRAMES_DIR}/: keep one")
     if videos:
         probe = probe_video(videos[0])
+        check_meta_fps(directory / META, fps, videos[0], probe.steady_fps)
         return VideoFrames(videos[0]), probe.width, probe.height, probe.frames
     if frames_dir.is_dir():
         files = list_frame_files(frames_dir)
@@ -182,7 +203,7 @@ def read_rollout_dir(directory: Path) -> Rollout:
     if not meta_path.is_file():
         raise BadInputError(meta_path, "is not a regular file" if present(meta_path) else "missing")
     meta = _read_meta(meta_path)
-    store, width, height, stored_frames = _frame_store(directory)
+    store, width, height, stored_frames = _frame_store(directory, float(meta["fps"]))
     for name, value in (("width", width), ("height", height)):
         if meta.get(name) is not None and meta[name] != value:
             raise BadInputError(meta_path, f"{name} {meta[name]} but {store.path.name} has {value}")

@@ -98,6 +98,33 @@ def test_fps_out_of_range_is_refused(
     assert "fps" in errors[0] and "outside [1, 1000]" in errors[0]
 
 
+@pytest.mark.parametrize("fps", [240, 8, 17])
+def test_meta_fps_the_video_contradicts_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fps: float
+) -> None:
+    # an independent fuzzer: meta.json said 240 fps over a 16 fps video, scored as if 240
+    good = make_rollout_dir(tmp_path / "good", KEYS)
+    bad = make_rollout_dir(tmp_path / "bad", KEYS)  # video.mp4 at 16 fps
+    write_meta(bad, fps=fps)
+    code, errors = replay([str(good), str(bad), "--out", str(tmp_path / "out")], capsys)
+    assert code == 2
+    assert errors == [
+        f"error: {bad / 'meta.json'}: fps {fps} but video.mp4 runs at 16 fps (more than 5% apart)"
+    ]
+    assert len(list((tmp_path / "out").rglob("scores.json"))) == 1  # the good one still scored
+
+
+def test_meta_fps_within_a_few_percent_of_the_video_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rollout = make_rollout_dir(tmp_path / "r", KEYS, fps=29.97)
+    write_meta(rollout, fps=30)  # the nominal rate of an NTSC video
+    code, errors = replay([str(rollout), "--out", str(tmp_path / "out")], capsys)
+    assert code == 0 and errors == []
+    (scores,) = (tmp_path / "out").rglob("scores.json")
+    assert json.loads(scores.read_text())["fps"] == 30
+
+
 def _save(path: Path, arr: np.ndarray) -> None:
     with path.open("wb") as f:
         np.save(f, arr)
