@@ -1,12 +1,14 @@
 """The six keystrokes of the protocol and what each one should do to the optical flow.
 
-SPEC §2: W +Srad, S −Srad, A +Sx, D −Sx, L +Sx, R −Sx. Positive Sx = content moves right,
-positive Srad = expansion. Families: W/S ``fwd``, A/D ``lat``, L/R ``yaw``.
+Signs (docs/methods.md#keys): W +Srad, S −Srad, A +Sx, D −Sx, L +Sx, R −Sx. Positive Sx = content
+moves right, positive Srad = expansion. Families: W/S ``fwd``, A/D ``lat``, L/R ``yaw``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
+
+from streameval.errors import UnknownNameError
 
 Family = Literal["fwd", "lat", "yaw"]
 Channel = Literal["sx", "srad"]
@@ -27,7 +29,7 @@ _CHANNEL: dict[str, Channel] = {
 _SIGN: dict[str, float] = {"W": 1.0, "S": -1.0, "A": 1.0, "D": -1.0, "L": 1.0, "R": -1.0}
 
 
-class UnknownKeyError(ValueError):
+class UnknownKeyError(UnknownNameError, ValueError):
     """A key outside W S A D L R and '-' (no key)."""
 
 

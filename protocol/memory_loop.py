@@ -1,4 +1,5 @@
-"""The six WorldAtlas memory_loop trajectories (SPEC §1): closed camera loops of camera tokens.
+"""The six WorldAtlas memory_loop trajectories (docs/methods.md#suites): closed camera loops of
+camera tokens.
 
 Each token is an equal share of the episode (60 s at 24 FPS by default): ``pan_right`` /
 ``pan_left`` are a 30 degree yaw (key R / L), ``push_in`` / ``pull_out`` one step forward /
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from streameval.protocol.schedule import Schedule
+
+from streameval.errors import UnknownNameError
 
 MEMORY_LOOP_SUITE = "memory_loop"  # the suite name in meta.json, episode caches, scores.json
 MEMORY_LOOP_SECONDS = 60.0
@@ -42,7 +45,7 @@ TRAJECTORIES: dict[str, tuple[str, ...]] = {
 }
 
 
-class UnknownTrajectoryError(ValueError):
+class UnknownTrajectoryError(UnknownNameError, ValueError):
     """A memory_loop trajectory name that does not exist."""
 
 

@@ -1,6 +1,8 @@
-"""Action suites the evaluator drives (SPEC §1)."""
+"""Action suites the evaluator drives (docs/methods.md#suites)."""
 
 from __future__ import annotations
+
+from streameval.errors import UnknownNameError
 
 # worldmark: 15 action sequences, each key held 20 s at a nominal 16 FPS.
 WORLDMARK: dict[int, str] = {
@@ -22,11 +24,11 @@ WORLDMARK: dict[int, str] = {
 }
 WORLDMARK_SECONDS_PER_KEY = 20.0
 WORLDMARK_FPS = 16.0
-# A delivery is valid when its duration is 20 s x keys within ±10 % (SPEC §1).
+# A delivery is valid when its duration is 20 s x keys within ±10 % (docs/methods.md#suites).
 WORLDMARK_DURATION_TOLERANCE = 0.10
 
 
-class UnknownActionError(ValueError):
+class UnknownActionError(UnknownNameError, ValueError):
     """An action id outside the worldmark suite."""
 
 

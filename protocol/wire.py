@@ -22,6 +22,8 @@ import numpy as np
 import numpy.typing as npt
 from streameval.protocol.keys import KEYS, NO_KEY
 
+from streameval.errors import InvalidDataError
+
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """Largest payload accepted (a raw 4096×4096 RGB frame with depth fits)."""
@@ -32,7 +34,7 @@ IMAGE_ENCODINGS = ("raw", "jpeg", "png")
 ImageEncoding = Literal["raw", "jpeg", "png"]
 
 
-class WireError(ValueError):
+class WireError(InvalidDataError):
     """A message that cannot be accepted; ``str()`` is one line naming the problem."""
 
 

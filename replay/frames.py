@@ -21,12 +21,12 @@ import numpy.typing as npt
 from streameval.replay.layout import FRAME_NAME_DIGITS, one_line
 
 from streameval.core.events import Image
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, InvalidDataError
 
 _FRAME_NAME = re.compile(rf"^(\d{{{FRAME_NAME_DIGITS}}})\.png$")
 
 
-class FrameReadError(Exception):
+class FrameReadError(InvalidDataError):
     """A frame that cannot be read; the message names the file and the frame index."""
 
     def __init__(self, path: Path, problem: str) -> None:

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, one_line, present
 
 from streameval.core.events import FloatArray
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, InvalidDataError
 from streameval.inputs.arrays import (
     check_real_dtype,
     first_bad,
@@ -37,7 +37,7 @@ from streameval.inputs.arrays import (
 _MASK_MEMBERS = ("mask", "valid_mask", "depth_valid_mask", "valid")
 
 
-class DepthFrameError(Exception):
+class DepthFrameError(InvalidDataError):
     """A depth frame that cannot be read (its mask ends early); names the file and frame."""
 
 

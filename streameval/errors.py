@@ -23,18 +23,59 @@ def redact_url(text: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}@{hostport}"))
 
 
-class BadInputError(Exception):
+class StreamevalError(Exception):
+    """The root of every error streameval raises on purpose (httpx's ``HTTPError`` habit).
+
+    Two families hang below it: ``BadInputError`` — the user gave us something we cannot use
+    (the command line prints its one line and exits 2) — and ``InvalidDataError`` — a kernel,
+    decoder or message reader got data it cannot use; its caller turns that into a metric
+    status or a ``BadInputError`` naming the file. An exception outside the tree is a bug.
+    """
+
+
+class BadInputError(StreamevalError):
     """Input the user gave us is wrong (exit status 2).
 
     ``source`` names the file, URL or message at fault; ``str(err)`` is one line:
-    ``"<source>: <what is wrong>"``.
+    ``"<source>: <what is wrong>"``. Given one argument, it is the whole line (subclasses whose
+    messages already name their input).
     """
 
-    def __init__(self, source: object, problem: str) -> None:
+    def __init__(self, source: object, problem: str | None = None) -> None:
+        if problem is None:
+            self.source = ""
+            self.problem = redact_url(str(source))
+            super().__init__(self.problem)
+            return
         self.source = redact_url(str(source))
         self.problem = problem
         super().__init__(f"{self.source}: {problem}")
 
 
-class BackendUnavailableError(Exception):
-    """A perception backend cannot run here (missing weights, missing package)."""
+class UnknownNameError(BadInputError):
+    """A name that is not registered: a backend, a metric, a key, a trajectory, a profile.
+    Its message lists the known names and the closest one ("did you mean")."""
+
+
+class BackendUnavailableError(BadInputError):
+    """A perception backend cannot run here (missing weights, missing package): the message
+    names what is missing and how to get it."""
+
+
+class InvalidDataError(StreamevalError, ValueError):
+    """Data that a kernel, decoder or message reader cannot use (a bad depth map, a pose track
+    that is no rotation, a malformed wire message). A ``ValueError`` too, for callers that
+    guard numeric code with ``except ValueError``."""
+
+
+class ModelCallError(StreamevalError):
+    """A call into an in-process model that did not come back with a frame (timeout, or the
+    model raised): the episode ends incomplete with the reason."""
+
+
+def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:
+    """``"; did you mean 'x'?"`` for the closest known name, or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli.main import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, main
+from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from streameval.cli.main import main
 from streameval.results.layout import decide, episode_dir, path_component
 
 SHORT = ["--actions", "8", "--seconds-per-key", "2", "--no-tui", "--cuts", "scenedetect-content"]
@@ -26,11 +27,30 @@ def _lines(out: Path) -> list[dict[str, object]]:
 
 
 def test_path_component_keeps_names_inside_one_folder() -> None:
-    assert path_component("procedural-world[clean]") == "procedural-world[clean]"
+    assert path_component("procedural-world[clean]") == "procedural-world-clean"
     assert path_component("../etc") == "__etc"
     assert path_component("a/b\\c d") == "a_b_c_d"
     assert path_component("") == "_"
     assert episode_dir(Path("OUT"), "m/x", "001_WS") == Path("OUT/m_x/001_WS")
+
+
+@pytest.mark.parametrize(
+    ("name", "folder"),
+    [
+        ("procedural-world[clean]", "procedural-world-clean"),
+        ("world[a][b]", "world-a-b"),
+        ("my model*v2?", "my_model_v2_"),
+        ("half[open", "half_open"),
+        ("[x]", "_-x"),  # never led by "-" (read as an option)
+        ("-rf", "_-rf"),
+        ("m=1,@v+2", "m=1,@v+2"),
+    ],
+)
+def test_path_component_is_safe_in_a_shell(name: str, folder: str) -> None:
+    """A results folder is typed in a shell: ``ls OUT/procedural-world[clean]`` is a glob that
+    finds nothing, so no ``[ ] * ?``, spaces or leading ``-`` reach the folder name."""
+    assert path_component(name) == folder
+    assert not set(folder) & set("[]*? \t'\"$`!;&|<>(){}~#")
 
 
 def test_two_models_share_an_out_and_a_rerun_keeps_then_overwrites(
@@ -39,8 +59,8 @@ def test_two_models_share_an_out_and_a_rerun_keeps_then_overwrites(
     out = tmp_path / "out"
     assert _demo(out) == EXIT_OK
     assert _demo(out, "--defect", "swap_lr", "--record", "off") == EXIT_OK
-    clean = out / "procedural-world[clean]" / "008_AD"
-    swap = out / "procedural-world[swap_lr]" / "008_AD"
+    clean = out / "procedural-world-clean" / "008_AD"
+    swap = out / "procedural-world-swap_lr" / "008_AD"
     assert (clean / "scores.json").is_file() and (swap / "scores.json").is_file()
     assert (clean / "recording" / "video.mp4").is_file()
     assert not (swap / "recording").exists()  # --record off
@@ -69,8 +89,8 @@ def test_resume_skips_finished_and_reruns_incomplete(
 ) -> None:
     out = tmp_path / "out"
     assert main(["demo", "--out", str(out), *SHORT, "--actions", "8,9", "--record", "off"]) == 0
-    finished = out / "procedural-world[clean]" / "008_AD"
-    unfinished = out / "procedural-world[clean]" / "009_WR"
+    finished = out / "procedural-world-clean" / "008_AD"
+    unfinished = out / "procedural-world-clean" / "009_WR"
     doc = json.loads((unfinished / "scores.json").read_text())
     doc["complete"] = False
     (unfinished / "scores.json").write_text(json.dumps(doc))

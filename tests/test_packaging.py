@@ -219,8 +219,8 @@ def test_imports_go_down_the_layers() -> None:
     assert not problems, "imports against the layering:\n  " + "\n  ".join(problems)
 
 
-def test_core_imports_only_the_protocol() -> None:
-    assert set(import_graph()["streameval.core"]) <= {"streameval.protocol"}
+def test_core_imports_only_the_protocol_and_the_error_tree() -> None:
+    assert set(import_graph()["streameval.core"]) <= {"streameval.protocol", "streameval.errors"}
 
 
 def test_layer_check_finds_a_planted_upward_import() -> None:

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from streameval import __version__
 from streameval.cli.console import ProgressPrinter
+from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
 from streameval.cli.options import (
     add_output_options,
     add_verbosity_options,
@@ -44,8 +45,6 @@ from streameval.runs.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.runs.python_model import load_python_model
 from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
 
-# 130 = 128 + SIGINT, what shells report for Ctrl-C: a stop the user asked for is not bad input
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _parse_actions(text: str) -> list[int]:

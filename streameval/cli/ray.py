@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from streameval.core.observers import EpisodeObserver
 from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
@@ -22,7 +23,6 @@ from streameval.runs.jobs import EpisodeJob
 if TYPE_CHECKING:
     from streameval.scale.ray_batch import BatchReport, RayOptions
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 _ADDRESS = re.compile(r"^(auto|local|ray://\S+|[A-Za-z0-9.\-]+:\d+)$")
 

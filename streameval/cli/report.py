@@ -12,10 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from streameval.errors import BadInputError
 from streameval.report.writer import write_reports
-
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
 def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:

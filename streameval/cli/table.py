@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from streameval.leaderboard import (
     DEFAULT_MIN_EPISODES,
     INCLUDE_ALL,
@@ -42,11 +43,10 @@ from streameval.leaderboard import (
 from streameval.leaderboard.diagnostics import Diagnostics, diagnostics
 from streameval.leaderboard.display import MARKDOWN_MARKS, RICH_STYLES
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2  # DESIGN §6
-
 _LEGEND = (
     "per column: {best} best, {second} second, {worst} worst — ranked on the two-decimal values "
-    "of official cells, needs at least 3 models; (k/N) = measured episodes / episodes, "
+    "of official cells, needs at least 3 models; (k/N) = measured episodes / episodes where "
+    "the metric applies, "
     "[lower, upper] = range if the missing episodes were measured"
 )
 
@@ -280,7 +280,8 @@ def render_rich(table: MasterTable, file: TextIO, width: int | None = None) -> N
     chunks = column_chunks(table, console.width, measure)
     for i, columns in enumerate(chunks):
         part = f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else ""
-        console.print(_rich_grid(table, columns, f"streameval master table{part}"))
+        title = f"streameval master table{part} · {table.summary()}"
+        console.print(_rich_grid(table, columns, title))
     console.print(Text(_LEGEND.format(**RANK_COLOURS)), style="italic")
     console.print(
         Text("Columns: " + ", ".join(f"{c.short} = {c.label}" for c in table.columns)),

@@ -20,7 +20,7 @@ metric defined only for the memory_loop suite (``catalog.py`` registers the real
     # streameval/metrics/catalog.py — one call each
     register_metric(
         MetricSpec(
-            name="sharpness",                       # snake_case, stable (DESIGN §5)
+            name="sharpness",                       # snake_case, stable (docs/methods.md)
             label="Sharpness",                       # table / dashboard header
             short="Sharp",                           # narrow header
             family="quality",                        # control | memory | quality | worldatlas | …
@@ -37,7 +37,7 @@ metric defined only for the memory_loop suite (``catalog.py`` registers the real
             family="worldatlas",
             kernel="streameval.metrics.worldatlas.scores:worldatlas_scores",
             suites=("memory_loop",),                 # scored and shown for loops only
-            description="share of loops whose camera left and came back (seed 001 gate)",
+            description="share of loops whose camera left and came back (WorldAtlas return gate)",
         )
     )
 
@@ -57,15 +57,17 @@ Contracts a registration promises:
   written under ``interactivity``; views read their label, unit and direction here).
 - ``aggregation(measured: Sequence[MetricResult], n_missing: int) -> Aggregate``
   (``streameval.leaderboard.aggregators``): the model-level value over the official episodes
-  and its bounds with ``n_missing`` episodes at their worst / best (seed 003).
+  and its bounds with ``n_missing`` episodes at their worst / best
+  (docs/methods.md#model-aggregation-and-coverage).
 - ``suites=("memory_loop",)``: the kernel runs only for episodes of those suites, and the
   metric is a table column only when the results hold such episodes (coverage counts them
   alone: 479/480 memory_loop episodes, whatever else the model ran).
 - ``live=True``: the kernel is also run on the prefix while the episode runs (provisional
   values, ``ScoringInput.final`` False); otherwise it runs once, at episode end.
-- Columns are in [0, 100], higher is better (seed 000 "Final reporting"); a raw-lower-is-better
-  quantity is normalised before it becomes a column. ``higher_is_better`` is what views read.
-  ``column=False`` metrics keep their own ``unit`` (ms, fps, frames…) and direction.
+- Columns are in [0, 100], higher is better (WorldMark, docs/methods.md#scales-and-rounding); a
+  raw-lower-is-better quantity is normalised before it becomes a column. ``higher_is_better`` is
+  what views read. ``column=False`` metrics keep their own ``unit`` (ms, fps, frames…) and
+  direction.
 
 Order is registration order: it is the order of ``scores.json``'s metrics and of the table's
 columns.
@@ -73,13 +75,15 @@ columns.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+from streameval.core.registry import Registry, load_target
+from streameval.errors import UnknownNameError
 
 EPISODE_MEAN = "streameval.leaderboard.aggregators:episode_mean"
 _CATALOG = "streameval.metrics.catalog"
@@ -95,8 +99,9 @@ class MetricSpec:
     for memory_loop trajectories, so a worldmark episode neither gets them in ``scores.json``
     nor counts against their coverage in the table. ``unmeasured_is_missing``: a
     not_applicable episode counts against the column's coverage and bounds like a missing one
-    (seed 003's task score: its full-suite value is null unless every episode is measured).
-    ``unit``: the unit of a value that is no 0–100 column (``ms``, ``fps``); empty for columns.
+    (WorldAtlas's scene task score, docs/methods.md#model-aggregation-and-coverage: its full-suite
+    value is null unless every episode is measured). ``unit``: the unit of a value that is no 0–100
+    column (``ms``, ``fps``); empty for columns.
     """
 
     name: str
@@ -124,14 +129,15 @@ class MetricSpec:
         return self.short or self.label
 
 
-class UnknownMetricError(KeyError):
+class UnknownMetricError(UnknownNameError, KeyError):
     """A metric name that is not registered."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
 
 
-_specs: dict[str, MetricSpec] = {}
+# The metrics, in registration order: one ``Registry`` like the backends', holding specs.
+METRICS: Registry[MetricSpec] = Registry("metric", error=UnknownMetricError, lazy=False)
 _lock = threading.Lock()
 _catalog_loaded = False
 
@@ -154,21 +160,16 @@ def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
     _ensure_catalog()
     if not spec.name or spec.name != spec.name.strip() or " " in spec.name:
         raise ValueError(f"metric name must be snake_case without spaces, got {spec.name!r}")
-    with _lock:
-        if spec.name in _specs and not replace:
-            raise ValueError(f"metric {spec.name!r} is already registered")
-        _specs[spec.name] = spec
+    METRICS.register(spec.name, spec, replace=replace)
     return spec
 
 
 def unregister_metric(name: str) -> MetricSpec:
     """Remove ``name`` (tests that register a toy metric clean up with this)."""
     _ensure_catalog()
-    with _lock:
-        try:
-            return _specs.pop(name)
-        except KeyError:
-            raise _unknown(name) from None
+    removed = METRICS.unregister(name)
+    assert isinstance(removed, MetricSpec)
+    return removed
 
 
 @contextmanager
@@ -181,19 +182,10 @@ def registered(spec: MetricSpec) -> Iterator[MetricSpec]:
         unregister_metric(spec.name)
 
 
-def _unknown(name: str) -> UnknownMetricError:
-    close = difflib.get_close_matches(name, list(_specs), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return UnknownMetricError(f"unknown metric {name!r} (known: {', '.join(_specs)}){hint}")
-
-
 def metric_spec(name: str) -> MetricSpec:
     """The spec of ``name``; ``UnknownMetricError`` with the known names otherwise."""
     _ensure_catalog()
-    try:
-        return _specs[name]
-    except KeyError:
-        raise _unknown(name) from None
+    return METRICS.get(name)
 
 
 def metric_specs(
@@ -201,11 +193,9 @@ def metric_specs(
 ) -> tuple[MetricSpec, ...]:
     """Registered specs in registration order, optionally filtered."""
     _ensure_catalog()
-    with _lock:
-        specs = tuple(_specs.values())
     return tuple(
         s
-        for s in specs
+        for s in METRICS.values()
         if (family is None or s.family == family)
         and (column is None or s.column == column)
         and (live is None or s.live == live)
@@ -220,9 +210,6 @@ def metric_names(
 
 
 def resolve_target(target: str) -> Callable[..., Any]:
-    """Import and return ``"package.module:attr"``."""
-    module_name, sep, attr = target.partition(":")
-    if not sep or not attr:
-        raise ValueError(f"target must be 'module:attr', got {target!r}")
-    found: Callable[..., Any] = getattr(importlib.import_module(module_name), attr)
+    """Import and return ``"package.module:attr"`` (a kernel or an aggregation)."""
+    found: Callable[..., Any] = load_target(target)
     return found

@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from streameval.core.registry import Registry
+from streameval.core.registry import backend_registry
 from streameval.errors import BackendUnavailableError
 from streameval.perception.hf import as_rgb_uint8
 
@@ -163,7 +163,7 @@ def scenedetect_content(fps: float = 16.0, **options: Any) -> SceneDetectCuts:
 
 # --- registry -----------------------------------------------------------------------------
 
-CUT_DETECTORS = Registry("cut detector")
+CUT_DETECTORS = backend_registry("cut detector")
 CUT_DETECTORS.register("transnetv2", "streameval.perception.transnet:TransNetV2Detector")
 CUT_DETECTORS.register("scenedetect-adaptive", "streameval.perception.cuts:scenedetect_adaptive")
 CUT_DETECTORS.register("scenedetect-content", "streameval.perception.cuts:scenedetect_content")

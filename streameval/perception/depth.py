@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from streameval.core.registry import Registry
+from streameval.core.registry import backend_registry
 from streameval.perception.hf import (
     as_rgb_uint8,
     import_heavy,
@@ -138,7 +138,7 @@ class DepthAnything:
         return disparity_to_depth(raw)
 
 
-DEPTH_BACKENDS = Registry("depth")
+DEPTH_BACKENDS = backend_registry("depth backend")
 DEPTH_BACKENDS.register("depth-anything", "streameval.perception.depth:DepthAnything")
 
 

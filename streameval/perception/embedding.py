@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import TAU_MUT
-from streameval.core.registry import Registry
+from streameval.core.registry import backend_registry
 from streameval.perception.hf import (
     as_rgb_uint8,
     import_heavy,
@@ -265,7 +265,7 @@ class Dinov2PatchMean:
 
 # --- registry -----------------------------------------------------------------------------
 
-EMBEDDING_BACKENDS = Registry("embedding")
+EMBEDDING_BACKENDS = backend_registry("embedding backend")
 EMBEDDING_BACKENDS.register("cpu-colorhist-rbf", "streameval.perception.embedding:ColorHistRbf")
 EMBEDDING_BACKENDS.register("dinov2-base", "streameval.perception.embedding:Dinov2PatchMean")
 DEFAULT_EMBEDDING_BACKEND = "cpu-colorhist-rbf"

@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from streameval.core.registry import Registry, split_spec
+from streameval.core.registry import backend_registry, split_spec
 from streameval.errors import BadInputError
 
 Flow = npt.NDArray[np.float32]  # (H, W, 2): u (x), v (y) in analysis pixels
@@ -64,7 +64,7 @@ class DisFlow:
         return flow
 
 
-FLOW_BACKENDS = Registry("flow")
+FLOW_BACKENDS = backend_registry("flow backend")
 FLOW_BACKENDS.register("dis-fast", "streameval.perception.flow:dis_fast")
 FLOW_BACKENDS.register("dis-medium", "streameval.perception.flow:dis_medium")
 FLOW_BACKENDS.register("dis-ultrafast", "streameval.perception.flow:dis_ultrafast")

@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FLOW_STRIDE
 from streameval.core.events import FrameEvent
+from streameval.errors import InvalidDataError
 from streameval.metrics.fits.motion_type import FitSample
 from streameval.metrics.quality.imaging import detail_stride, frame_statistics
 from streameval.metrics.quality.kernels import is_one_fps_frame
@@ -28,7 +29,7 @@ from streameval.protocol.keys import FAMILY
 from streameval.results.cache.quality import shrink_for_quality
 
 
-class FrameRejectedError(ValueError):
+class FrameRejectedError(InvalidDataError):
     """A frame that cannot be analysed (wrong shape or dtype)."""
 
 

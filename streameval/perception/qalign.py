@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streameval.core.registry import Registry, split_spec
+from streameval.core.registry import backend_registry, split_spec
 from streameval.errors import BackendUnavailableError
 from streameval.metrics.quality.kernels import (
     DRIFT_METRICS,
@@ -189,7 +189,7 @@ def rate_episode(
     return logits, segment_logits
 
 
-QUALITY_BACKENDS = Registry("quality")
+QUALITY_BACKENDS = backend_registry("quality backend")
 QUALITY_BACKENDS.register("qalign", "streameval.perception.qalign:QAlign")
 
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from streameval.core.registry import Registry
+from streameval.core.registry import backend_registry
 from streameval.errors import BackendUnavailableError
 from streameval.metrics.memory.global_memory import GlobalView
 
@@ -71,7 +71,7 @@ class VggtReconstruction:
         raise BackendUnavailableError("vggt reconstruction backend is not available")
 
 
-RECONSTRUCTION_BACKENDS = Registry("reconstruction")
+RECONSTRUCTION_BACKENDS = backend_registry("reconstruction backend")
 RECONSTRUCTION_BACKENDS.register("vggt", "streameval.perception.reconstruction:VggtReconstruction")
 
 

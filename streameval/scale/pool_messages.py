@@ -22,6 +22,8 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, cast, get_args
 
+from streameval.errors import InvalidDataError
+
 POOL_ROOT = "streameval/pool"
 MAX_POOL_MESSAGE_BYTES = 64 * 1024
 
@@ -32,7 +34,7 @@ OPEN_STATES: tuple[ClaimState, ...] = ("queued", "evaluating")
 orphaned and must be offered again."""
 
 
-class PoolMessageError(ValueError):
+class PoolMessageError(InvalidDataError):
     """A pool message that fails validation (one line saying what is wrong)."""
 
 

@@ -1,8 +1,9 @@
-"""Global Memory of seed 000 (SPEC §5, §9): is the whole trajectory geometrically consistent?
+"""Global Memory of WorldMark (docs/methods.md#global_memory): is the whole trajectory geometrically
+consistent?
 
 One reconstruction (pose + depth + confidence per view), then, as the reference's
-``vggt_omega_global_c3`` does (SPEC §9: its lookup, normaliser, point subsample and view
-selection), in float64:
+``vggt_omega_global_c3`` does (docs/methods.md#departures-from-the-reference: its lookup,
+normaliser, point subsample and view selection), in float64:
 
 - **Views** (``select_views``, in ``streameval.metrics.fits.geometry``, where the pipeline
   plans with it): frames ``0, s, 2s, …`` with ``s = max(1, round(fps))`` (one a second,
@@ -44,6 +45,7 @@ from streameval.constants import (
     TAU_G,
 )
 from streameval.core.metric_result import MetricResult
+from streameval.errors import InvalidDataError
 from streameval.metrics.arc import FloatArray, json_float
 
 PERCENT = 100.0
@@ -64,7 +66,7 @@ class GlobalView:
     confidence: ArrayLike | None = None
 
 
-class BadViewError(ValueError):
+class BadViewError(InvalidDataError):
     """A view whose pose, intrinsics or confident depth is not finite."""
 
 
@@ -254,7 +256,7 @@ def covisibility_errors(
 
 
 def global_score(e: float) -> float:
-    """``100 / (1 + e / TAU_G)`` (seed 000, TAU_G = 0.05)."""
+    """``100 / (1 + e / TAU_G)`` (WorldMark, TAU_G = 0.05)."""
     return PERCENT / (1.0 + float(e) / TAU_G)
 
 
@@ -264,7 +266,8 @@ def global_memory(
     unavailable_reason: str | None = None,
     stride: int = GLOBAL_GRID_STRIDE,
 ) -> MetricResult:
-    """Global Memory of one episode (SPEC §5; statuses SPEC §8).
+    """Global Memory of one episode (docs/methods.md#global_memory; statuses
+    docs/methods.md#statuses).
 
     ``views`` are the reconstructed views (normally at ``select_views``); None means there is no
     reconstruction — not_applicable with ``unavailable_reason`` (never a made-up number).

@@ -1,4 +1,5 @@
-"""Keystroke nATEt (seed 002) and its rotational twin nATEr (SPEC §7), on a pose track.
+"""Keystroke nATEt (docs/methods.md#keystroke_natet) and its rotational twin nATEr
+(docs/methods.md#keystroke_nater), on a pose track.
 
 The target path starts at the predicted pose at the start of every constant-action segment
 and follows the commanded camera axis with the predicted amplitude (amplitude_calibrated =
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.errors import InvalidDataError
 from streameval.metrics.worldatlas.constants import (
     MIN_PATH_LENGTH,
     MIN_ROTATION_DEGREES,
@@ -30,11 +32,12 @@ TRANSLATION_AXIS: dict[str, tuple[float, float, float]] = {
     "D": (1.0, 0.0, 0.0),
 }
 # Sign of the yaw about camera y: R turns the optical axis (+z) toward +x (right), as the
-# seeds' pan_right does; the reference's target turns the other way (golden README item 5).
+# WorldAtlas's pan_right does; the reference's target turns the other way
+# (docs/methods.md#other-documented-differences).
 YAW_SIGN: dict[str, float] = {"R": 1.0, "L": -1.0}
 
 
-class KeystrokeInputError(ValueError):
+class KeystrokeInputError(InvalidDataError):
     """Poses and commanded keys that cannot be compared (lengths, shapes)."""
 
 
@@ -98,7 +101,8 @@ class KeystrokeErrors:
 
     @property
     def translation_applicable(self) -> bool:
-        """No translation commanded nor observed: nATEt is not_applicable (seed 002)."""
+        """No translation commanded nor observed: nATEt is not_applicable
+        (docs/methods.md#keystroke_natet)."""
         return self.n_active > 0
 
     @property
@@ -125,7 +129,8 @@ def keystroke_errors(
     move_speed_threshold: float = MOVE_SPEED_THRESHOLD,
     min_path_length: float = MIN_PATH_LENGTH,
 ) -> KeystrokeErrors:
-    """Equations (1)–(4) of seed 002 and the rotational ATE, over frames with both a pose and a key.
+    """The nATEt equations of docs/methods.md#keystroke_natet and the rotational ATE, over frames
+    with both a pose and a key.
 
     ``frame_keys[t]`` is the key that conditioned frame t (``-`` for none). Pose t is where
     the camera is at frame t, so interval (t, t+1) is driven by ``frame_keys[t + 1]``.

@@ -1,4 +1,5 @@
-"""Back-projection, trimmed ICP and the retention/precision F1 of seed 003.
+"""Back-projection, trimmed ICP and the retention/precision F1 of WorldAtlas
+(docs/methods.md#memory_scene_f1).
 
 Clouds are float32 (as ViPE depth is); the ICP solves in float64. Nearest neighbours use
 scipy's cKDTree, as the reference does, so ties between equidistant points break the same way.
@@ -14,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 
+from streameval.errors import InvalidDataError
 from streameval.metrics.worldatlas.constants import (
     DISTANCE_THRESHOLD_FLOOR,
     DISTANCE_THRESHOLD_RATIO,
@@ -30,11 +32,11 @@ F64 = NDArray[np.float64]
 Alignment = Literal["trimmed_icp", "centroid", "identity"]
 
 
-class IntrinsicsError(ValueError):
+class IntrinsicsError(InvalidDataError):
     """Intrinsics that cannot project: an unsupported layout, or a zero/non-finite value."""
 
 
-class CloudError(ValueError):
+class CloudError(InvalidDataError):
     """A point cloud too small to align or score."""
 
 
@@ -165,7 +167,8 @@ def trimmed_icp(
     max_translation_ratio: float = ICP_MAX_TRANSLATION_RATIO,
     max_rotation_degrees: float = ICP_MAX_ROTATION_DEGREES,
 ) -> IcpResult:
-    """Point-to-point ICP on the best ``trim_fraction`` of matches, bounded (SPEC §7).
+    """Point-to-point ICP on the best ``trim_fraction`` of matches, bounded
+    (docs/methods.md#memory_scene_f1).
 
     Pose drift shifts a whole return cloud and would read as forgetting everywhere, so a small
     rigid correction is allowed; a large one would let ICP slide a different room onto the
@@ -229,7 +232,7 @@ def nearest_distances(query: NDArray[np.generic], target: NDArray[np.generic]) -
 
 @dataclass(frozen=True, slots=True)
 class SceneOverlap:
-    """Equations (2)–(4) of seed 003."""
+    """R_mem, P_mem and F1 of docs/methods.md#memory_scene_f1."""
 
     f1: float
     retention: float  # R_mem: outbound points supported by the return cloud

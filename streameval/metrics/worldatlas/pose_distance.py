@@ -1,4 +1,5 @@
-"""Scale-free pose distance of seed 001: d(i, j) = ||p_i - p_j|| / E + lambda * theta(i, j) / 180.
+"""Scale-free pose distance of WorldAtlas (docs/methods.md#memory_return_gate):
+d(i, j) = ||p_i - p_j|| / E + lambda * theta(i, j) / 180.
 
 Monocular pose estimates have arbitrary metric scale, so translation is divided by the
 trajectory's own departure extent E. When E is degenerate (an in-place rotation loop) that
@@ -13,12 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.errors import InvalidDataError
 from streameval.metrics.worldatlas.constants import DEGENERATE_TRANSLATION_EXTENT, ROTATION_WEIGHT
 
 F64 = NDArray[np.float64]
 
 
-class PoseTrackError(ValueError):
+class PoseTrackError(InvalidDataError):
     """A pose track that cannot be measured (wrong shape, too short, non-finite)."""
 
 
@@ -74,7 +76,7 @@ class PoseDistances:
 def pose_distances(
     poses_c2w: NDArray[np.generic], *, rotation_weight: float = ROTATION_WEIGHT
 ) -> PoseDistances:
-    """Equation (1) of seed 001 for every pair of poses."""
+    """The distance d(i, j) of docs/methods.md#memory_return_gate for every pair of poses."""
     poses = as_pose_track(poses_c2w)
     positions = poses[:, :3, 3]
     raw_translation = np.linalg.norm(positions[:, None, :] - positions[None, :, :], axis=2)

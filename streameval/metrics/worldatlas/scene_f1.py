@@ -1,4 +1,5 @@
-"""memory_scene_f1 of one episode (seed 003): outbound vs return clouds from depth and poses.
+"""memory_scene_f1 of one episode (docs/methods.md#memory_scene_f1): outbound vs return clouds from
+depth and poses.
 
 The split comes from ``revisit.choose_split``; this module samples up to 8 frames per side,
 back-projects up to 4096 points per frame, aligns the return cloud with trimmed ICP and scores
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.errors import InvalidDataError
 from streameval.metrics.worldatlas.constants import MAX_FRAMES_PER_SEGMENT, MAX_POINTS_PER_FRAME
 from streameval.metrics.worldatlas.point_cloud import (
     F32,
@@ -24,7 +26,7 @@ from streameval.metrics.worldatlas.point_cloud import (
 )
 
 
-class DepthInputError(ValueError):
+class DepthInputError(InvalidDataError):
     """Depth, mask or intrinsics that cannot give a cloud for this track."""
 
 
