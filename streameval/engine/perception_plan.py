@@ -35,6 +35,7 @@ from streameval.engine.scoring import fit_plan
 from streameval.inputs.numbers import MAX_EPISODE_FRAMES
 from streameval.metrics.fits.geometry import select_views
 from streameval.metrics.fits.motion_type import FitSample, fit_frames, fit_limit_settled
+from streameval.metrics.segments import equal_split_keys
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 
@@ -67,12 +68,6 @@ class PerceptionPlan:
         if not self.fit_depth_network:
             doc["fit_depth_network"] = False
         return doc
-
-
-def equal_split_keys(info: EpisodeInfo) -> list[str] | None:
-    """A delivery without an action log says so (``replay.delivery``): its keys."""
-    keys = info.extra.get(EQUAL_SPLIT_KEYS)
-    return [str(k) for k in keys] if isinstance(keys, list | tuple) and keys else None
 
 
 def _frames(value: object) -> frozenset[int] | None:
@@ -120,7 +115,7 @@ def plan_for(info: EpisodeInfo) -> PerceptionPlan:
             adaptive=True,
             fit_depth_network=False,
         )
-    fits = fit_plan(equal_split_keys(info), info.schedule.frame_keys(), info.fps)
+    fits = fit_plan(equal_split_keys(info.extra), info.schedule.frame_keys(), info.fps)
     return PerceptionPlan(
         fit_frames=frozenset(f for frames in fits.values() for f in frames),
         views=frozenset(select_views(info.schedule.total_frames, info.fps)),

@@ -42,7 +42,6 @@ from streameval.engine.config import PipelineConfig
 from streameval.engine.episode_stats import EpisodeStats
 from streameval.engine.perception_plan import (
     PerceptionPlan,
-    equal_split_keys,
     keep_fit_samples,
     plan_for,
     recorded_plan,
@@ -51,6 +50,7 @@ from streameval.engine.perception_plan import (
 )
 from streameval.engine.provisional import LiveScores
 from streameval.engine.scoring import episode_document, score_episode
+from streameval.metrics.segments import equal_split_keys
 from streameval.engine.track import EpisodeTrack
 from streameval.engine.worldatlas_track import WorldAtlasTrack, trajectory_of
 from streameval.metrics.quality.kernels import one_fps_frames
@@ -206,7 +206,7 @@ class _Episode:
                 "backends": flow_provenance(flow),
             }
         )
-        split = equal_split_keys(info)
+        split = equal_split_keys(info.extra)
         if split is not None:
             self.track.meta[EQUAL_SPLIT_KEYS] = split
         if info.suite == MEMORY_LOOP_SUITE:

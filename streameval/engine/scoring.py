@@ -34,7 +34,7 @@ from streameval.metrics.memory.revisit_memory import (
     revisit_memory_for,
 )
 from streameval.metrics.registry import metric_specs, resolve_target
-from streameval.metrics.segments import equal_split_spans
+from streameval.metrics.segments import equal_split_keys, equal_split_spans
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 from streameval.results.cache.episode import EpisodeCache
@@ -55,13 +55,6 @@ class EpisodeScores:
             {"segment": j, **(fit.to_json() if fit else {"status": "no_fit"})}
             for j, fit in sorted(self.motion_fits.items())
         ]
-
-
-def equal_split_keys(cache: EpisodeCache) -> list[str] | None:
-    """The keys of a delivery without an action log (its segments are the reference's equal
-    split of the signal time, SPEC §9), None for an episode with per-frame keys."""
-    keys = cache.meta.get(EQUAL_SPLIT_KEYS)
-    return [str(k) for k in keys] if keys else None
 
 
 def fit_plan(keys: list[str] | None, frame_keys: list[str], fps: float) -> dict[int, list[int]]:
@@ -86,7 +79,7 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
     """Motion-type fit of every lateral and yaw segment (SPEC §3), keyed by segment index."""
     by_frame = {s.frame: s for s in cache.fit_samples}
     focal = analysis_focal(int(cache.meta.get("analysis_width", ANALYSIS_WIDTH)))
-    plan = fit_plan(equal_split_keys(cache), cache.frame_keys, cache.fps)
+    plan = fit_plan(equal_split_keys(cache.meta), cache.frame_keys, cache.fps)
     return {
         j: fit_motion_type([by_frame[f] for f in wanted if f in by_frame], focal)
         for j, wanted in plan.items()
@@ -106,7 +99,7 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
     if mem.cuts is None and info.get("cut_failure"):
         # the kernel says "missing"; say why, naming the detector (SPEC §5 FIX: never "no cut")
         local = MetricResult.missing(f"cut detector failed: {info['cut_failure']}", local.details)
-    split = equal_split_keys(cache)
+    split = equal_split_keys(cache.meta)
     if split is not None:  # the reference's split of a delivery without an action log
         reversals = equal_split_reversals(split, cache.sx.size)
         revisit = revisit_memory_for(cache.sx, cache.srad, reversals, mem.embeddings, cache.fps)
@@ -158,7 +151,7 @@ def control_scores(inp: ScoringInput) -> dict[str, MetricResult]:
     types = {
         j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in inp.motion_fits.items() if f
     }
-    split = equal_split_keys(cache)
+    split = equal_split_keys(cache.meta)
     if split is not None and cache.sx.size:
         # a delivery without an action log: the reference's equal split of the last signal
         # sample's time (SPEC §9), so the windows equal the published benchmark's

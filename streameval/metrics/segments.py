@@ -1,14 +1,15 @@
-"""Key segments of an episode and the signal samples each one is scored on (SPEC §2, §9).
+"""Key segments of an episode and the signal samples each one is scored on
+(docs/methods.md#control-segments).
 
 Signal i is the flow from frame i to frame i + 2 and belongs to the segment of frame i, at time
 ``t_i = i / fps``. A segment's *stable zone* drops its first 3 s (unless it is the first
 segment) and its last 1 s (unless it is the last), so that the transient after a key switch and
 the run-up to the next one are not scored.
 
-The zone follows the reference's own expressions (SPEC §9): segment j spans ``lo``..``hi``
-seconds, ``a = lo + 3.0`` (j > 0), ``b = hi - 1.0`` (j < n-1), and sample i is in the zone when
-``a <= i/fps <= b`` — inclusive at both ends and compared in float64 exactly as written, so a
-sample sitting on ``lo + 3`` falls whichever side the rounding puts it, as in the reference.
+The zone follows the reference's own expressions (docs/methods.md#control-segments): segment j spans
+``lo``..``hi`` seconds, ``a = lo + 3.0`` (j > 0), ``b = hi - 1.0`` (j < n-1), and sample i is in the
+zone when ``a <= i/fps <= b`` — inclusive at both ends and compared in float64 exactly as written,
+so a sample sitting on ``lo + 3`` falls whichever side the rounding puts it, as in the reference.
 With an action log ``lo``/``hi`` are the segment's first frame and end frame over fps; without
 one (``equal_split_spans``) the time of the *last signal sample* is split equally among the keys.
 """
@@ -16,12 +17,12 @@ one (``equal_split_spans``) the time of the *last signal sample* is split equall
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from streameval.constants import STABLE_SKIP_HEAD_S, STABLE_SKIP_TAIL_S
+from streameval.constants import EQUAL_SPLIT_KEYS, STABLE_SKIP_HEAD_S, STABLE_SKIP_TAIL_S
 from streameval.protocol.keys import FAMILY, NO_KEY, Family, UnknownKeyError, parse_key
 from streameval.protocol.schedule import segments_from_keys
 
@@ -31,10 +32,10 @@ class SegmentSpan:
     """One maximal run of a key, with the signal samples that belong to it.
 
     ``start``/``end`` are frames (end exclusive). ``full`` is every signal index of the segment;
-    ``stable`` is the stable zone (SPEC §2). Both are clipped to the signals that exist.
-    ``lo_s``/``hi_s`` are the segment's span in seconds (``lo_s`` is the switch time t0 of
-    Response Latency) and ``length_s`` its latency window L. ``family`` is None for the no-key
-    run ``"-"``, which is kept for numbering and for the first/last rules but never scored.
+    ``stable`` is the stable zone (docs/methods.md#control-segments). Both are clipped to the
+    signals that exist. ``lo_s``/``hi_s`` are the segment's span in seconds (``lo_s`` is the switch
+    time t0 of Response Latency) and ``length_s`` its latency window L. ``family`` is None for the
+    no-key run ``"-"``, which is kept for numbering and for the first/last rules but never scored.
     """
 
     index: int
@@ -129,10 +130,11 @@ def segment_spans(frame_keys: Sequence[str], n_signals: int, fps: float) -> list
 def segment_span(
     index: int, key: str, start: int, end: int, is_last: bool, n_signals: int, fps: float
 ) -> SegmentSpan:
-    """Segment ``index`` (frames [start, end) of ``key``) with its windows (SPEC §2, §9): the one
-    rule ``segment_spans`` applies to every segment, for callers (the online accumulator) that
-    track segment boundaries themselves. Only the segment's own sample times are computed (the
-    zone lies inside the segment), so the cost is one segment's length."""
+    """Segment ``index`` (frames [start, end) of ``key``) with its windows
+    (docs/methods.md#control-segments): the one rule ``segment_spans`` applies to every segment, for
+    callers (the online accumulator) that track segment boundaries themselves. Only the segment's
+    own sample times are computed (the zone lies inside the segment), so the cost is one segment's
+    length."""
     lo_s, hi_s = start / fps, end / fps
     full = _clip(start, end, n_signals)
     t = np.arange(full.start, full.stop, dtype=np.float64) / fps
@@ -191,3 +193,11 @@ def equal_split_spans(keys: Sequence[str], n_signals: int, fps: float) -> list[S
             )
         )
     return spans
+
+
+def equal_split_keys(meta: Mapping[str, object]) -> list[str] | None:
+    """The keys of a delivery without an action log — its segments are the reference's equal
+    split of the signal time — read from an episode's metadata (``EpisodeInfo.extra`` while it
+    runs, the cache's meta after); None for an episode with per-frame keys."""
+    keys = meta.get(EQUAL_SPLIT_KEYS)
+    return [str(k) for k in keys] if isinstance(keys, list | tuple) and keys else None

@@ -12,7 +12,21 @@ import pytest
 from streameval.metrics.control.kernels import MotionType, control_metrics
 from streameval.metrics.control.online import IncrementalControl
 from streameval.metrics.segments import SegmentSpan
-from tests.metrics.test_online import make_episode
+
+
+def make_episode(seed: int, fps: float) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """A random key run (W S A D L R and no key) with noisy signals and a few NaN samples."""
+    rng = random.Random(seed)
+    keys: list[str] = []
+    for _ in range(rng.randint(1, 5)):
+        keys += [rng.choice("WSADLR-")] * rng.randint(1, int(15 * fps))
+    n = max(0, len(keys) - 2)
+    g = np.random.default_rng(seed)
+    sx = g.normal(0.2, 1.0, size=n)
+    srad = g.normal(-0.1, 1.0, size=n)
+    sx[g.random(n) < 0.02] = np.nan
+    return sx, srad, keys
+
 
 SEGMENT_COLUMNS = [
     f"{m}_{p}"

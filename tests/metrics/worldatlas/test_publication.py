@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
-from streameval.metrics.worldatlas.protocol_state import (
-    anchor_compat_indices,
-    segment_random_indices,
-)
 from streameval.metrics.worldatlas.publication import (
     MEMORY_LOOP_NORMALIZATION,
     EpisodeTask,
@@ -64,18 +58,3 @@ def test_incomplete_coverage_leaves_full_suite_null_with_bounds() -> None:
     assert low == pytest.approx(477 * 0.9 / 480) and high == pytest.approx((477 * 0.9 + 1) / 480)
     complete = task_score(episodes[:-1])
     assert complete.full_suite == pytest.approx(complete.mean)
-
-
-def test_segment_random_is_the_sha256_offset_per_segment() -> None:
-    key, length = "memory-dolly_loop-memory_pool_277", 1440
-    got = segment_random_indices(key, length)
-    for segment, frame in enumerate(got):
-        digest = hashlib.sha256(f"{key}:17:{segment}".encode()).hexdigest()
-        offset = int(digest[:8], 16) / 2**32
-        assert frame == int(segment * 360 + offset * 360)
-    assert got == segment_random_indices(key, length)  # deterministic
-
-
-def test_anchor_compat_positions() -> None:
-    assert anchor_compat_indices(1440) == [0, 480, 959, 1439]
-    assert anchor_compat_indices(1) == [0, 0, 0, 0]
