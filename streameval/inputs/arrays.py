@@ -103,12 +103,45 @@ def first_bad(stack: npt.NDArray[np.float64], problem: Any) -> tuple[int, str] |
     return None
 
 
-def depth_problem(depth: npt.NDArray[Any]) -> str | None:
-    """Why a per-frame depth map is unusable (values may be inf or NaN: sky, no depth)."""
+# A depth map may have any size (docs/evaluate-your-model.md: "resized as needed"), but it is a
+# resize of its frame: one scale for both axes. Rounding each side to a network's multiple
+# (14 for DPT) moves the two scales apart by a few percent; more is another picture's depth.
+DEPTH_ASPECT_TOL = 0.05
+
+
+def _integer_downsample(h: int, w: int, big_h: int, big_w: int) -> bool:
+    """``(h, w)`` is ``(H, W)`` divided by one integer k, each side floored or rounded (the
+    procedural world's ``width // depth_downsample``): small maps, where one pixel of rounding
+    is more than the aspect tolerance."""
+    candidates = {big_h // h, round(big_h / h), big_w // w, round(big_w / w)}
+    for k in {c + d for c in candidates for d in (-1, 0, 1)}:
+        if k >= 1 and (
+            (big_h // k, big_w // k) == (h, w) or (round(big_h / k), round(big_w / k)) == (h, w)
+        ):
+            return True
+    return False
+
+
+def depth_problem(depth: npt.NDArray[Any], image_size: tuple[int, int] | None = None) -> str | None:
+    """Why a per-frame depth map is unusable (values may be inf or NaN: sky, no depth).
+
+    With ``image_size`` = the frame's (H, W): the map must be a resize of the frame — the same
+    scale on both axes within ``DEPTH_ASPECT_TOL``, or an integer downsample of it. A 3×3 map
+    for a 96×128 frame is neither: its pixels would be placed on the wrong image points.
+    """
     if depth.ndim != 2 or min(depth.shape) < 1:
         return f"shape {depth.shape}, expected (h, w)"
     if not (np.issubdtype(depth.dtype, np.floating) or np.issubdtype(depth.dtype, np.integer)):
         return f"dtype {depth.dtype} is not a real number type"
+    if image_size is not None:
+        h, w = (int(n) for n in depth.shape)
+        big_h, big_w = (int(n) for n in image_size)
+        scales = (w / big_w) / (h / big_h)
+        if abs(scales - 1.0) > DEPTH_ASPECT_TOL and not _integer_downsample(h, w, big_h, big_w):
+            return (
+                f"shape {depth.shape} is not a resize of the {big_h}×{big_w} frame "
+                f"(aspect {w / h:.3g}, the frame's {big_w / big_h:.3g})"
+            )
     return None
 
 

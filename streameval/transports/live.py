@@ -38,6 +38,7 @@ from streameval.core.events import (
     SourceError,
 )
 from streameval.errors import BadInputError
+from streameval.inputs.arrays import depth_problem
 from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import ArrivalLog
@@ -159,6 +160,11 @@ class LiveSource:
                 f"{size[0]}x{size[1]} at server frame {frame.index}"
             )
             return
+        if frame.depth is not None:
+            why = depth_problem(frame.depth, (frame.image.shape[0], frame.image.shape[1]))
+            if why is not None:  # as the in-process driver: not scored as if it were fine
+                self.reject(f"frame {frame.index} depth {why}")
+                return
         if self._pending_frames >= self.config.max_pending_frames:
             self.log.count("dropped_transport")
             return

@@ -168,6 +168,29 @@ def bad_depth() -> Sliding:
     return _BadDepth()
 
 
+class _MismatchedDepth(Sliding):
+    """A 96×128 frame with a 3×3 depth map (an independent fuzzer: scored as if fine)."""
+
+    def step(self, key: str) -> Any:
+        image = np.ascontiguousarray(np.tile(super().step(key), (2, 2, 1)))  # 96×128
+        return _Frame(image, depth=np.full((3, 3), 2.0, np.float32))
+
+
+def mismatched_depth() -> Sliding:
+    return _MismatchedDepth()
+
+
+class _QuarterDepth(Sliding):
+    """A valid model with depth at a quarter of the frame's size (resized as needed)."""
+
+    def step(self, key: str) -> Any:
+        return _Frame(super().step(key), depth=np.full((H // 4, W // 4), 2.0, np.float32))
+
+
+def quarter_depth() -> Sliding:
+    return _QuarterDepth()
+
+
 class _FastFps(Sliding):
     fps = 1e9
 

@@ -73,6 +73,11 @@ def test_import_that_raises_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
         ("bad_pose", "frame 0 pose shape (3, 3), expected (4, 4)"),
         ("bad_intrinsics", "frame 0 intrinsics shape (2, 2), expected (3, 3)"),
         ("bad_depth", "frame 0 depth shape (2, 3, 4, 5), expected (h, w)"),
+        (
+            "mismatched_depth",
+            "frame 0 depth shape (3, 3) is not a resize of the 96×128 frame "
+            "(aspect 1, the frame's 1.33)",
+        ),
     ],
 )
 def test_model_failing_mid_episode_ends_it_incomplete_with_one_line(
@@ -84,6 +89,14 @@ def test_model_failing_mid_episode_ends_it_incomplete_with_one_line(
     assert "python:" in errors[0] and "object at 0x" not in errors[0]
     doc = scores(tmp_path)
     assert doc["complete"] is False  # written, and marked: never passed as fine
+
+
+def test_depth_at_another_size_with_the_frames_aspect_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, errors = attach(tmp_path, "quarter_depth", capsys)
+    assert code == 0 and errors == []
+    assert scores(tmp_path)["complete"] is True
 
 
 def test_step_that_never_returns_times_out(

@@ -11,7 +11,12 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from streameval.errors import BadInputError
-from streameval.inputs.arrays import intrinsics_problem, pose_problem, rotation_problem
+from streameval.inputs.arrays import (
+    depth_problem,
+    intrinsics_problem,
+    pose_problem,
+    rotation_problem,
+)
 from streameval.inputs.jsonfile import MAX_JSON_DEPTH, nesting_depth, parse_json_text
 from streameval.inputs.numbers import FPS, NORMALIZED, SCORE_MAGNITUDE
 from streameval.inputs.paths import MAX_COMPONENT, path_under, safe_component, safe_relative
@@ -125,3 +130,25 @@ def test_schema_bounds_are_the_layer_ranges() -> None:
     }
     normalized = scores["$defs"]["metric"]["properties"]["normalized"]
     assert (normalized["minimum"], normalized["maximum"]) == (NORMALIZED.low, NORMALIZED.high)
+
+
+@pytest.mark.parametrize(
+    ("depth", "frame", "ok"),
+    [
+        ((96, 128), (96, 128), True),  # the frame's own size
+        ((24, 32), (96, 128), True),  # a quarter
+        ((36, 62), (144, 250), True),  # 250 // 4: the procedural world's floor
+        ((518, 924), (720, 1280), True),  # DPT's multiples of 14, aspect kept
+        ((3, 4), (96, 128), True),  # a 32× downsample is still this frame's depth
+        ((192, 256), (96, 128), True),  # larger than the frame
+        ((3, 3), (96, 128), False),  # an independent fuzzer: scored as if fine
+        ((128, 96), (96, 128), False),  # transposed
+        ((96, 64), (96, 128), False),
+    ],
+)
+def test_depth_must_be_a_resize_of_its_frame(
+    depth: tuple[int, int], frame: tuple[int, int], ok: bool
+) -> None:
+    why = depth_problem(np.zeros(depth, np.float32), frame)
+    assert (why is None) == ok, why
+    assert depth_problem(np.zeros(depth, np.float32)) is None  # without a frame: shape only

@@ -66,7 +66,7 @@ def _geometry_problem(event: FrameEvent) -> str | None:
         if why is not None:
             return f"intrinsics {why}"
     if event.depth is not None:
-        why = depth_problem(event.depth)
+        why = depth_problem(event.depth, (event.image.shape[0], event.image.shape[1]))
         if why is not None:
             return f"depth {why}"
     return None
