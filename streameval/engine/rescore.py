@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from streameval.engine.scoring import episode_document, score_episode
 from streameval.errors import BadInputError
 from streameval.inputs.jsonfile import one_line, read_json_file
 from streameval.inputs.paths import present
 from streameval.metrics.quality.kernels import one_fps_frames
-from streameval.perception.qalign import QAlign, rate_episode
 from streameval.results.cache.episode import EpisodeCache
 from streameval.results.cache.quality import QualityCache, QualityRatings
 from streameval.results.scores_file import SCORES_FILE, write_scores
+
+if TYPE_CHECKING:  # Q-Align (transformers, OpenCV) loads only when a rerating asks for it
+    from streameval.perception.qalign import QAlign
 
 CACHE_DIR = "cache"
 
@@ -64,6 +67,8 @@ def rerate(cache: EpisodeCache, backend: QAlign, cache_dir: Path) -> None:
             failure=f"{len(wanted) - len(lost)} of {len(wanted)} 1-fps frames received",
         )
     else:
+        from streameval.perception.qalign import rate_episode
+
         logits, segments = rate_episode(backend, [quality.frames[i] for i in wanted])
         cache.quality = QualityCache(
             quality.frames, quality.statistics, QualityRatings(backend.name, logits, segments)
