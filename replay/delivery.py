@@ -1,9 +1,11 @@
-"""The published worldmark delivery layout: ``<MODEL>/<image:03d>_<action:03d>.mp4`` (SPEC §1).
+"""The published worldmark delivery layout: ``<MODEL>/<image:03d>_<action:03d>.mp4``
+(docs/methods.md#suites).
 
 There is no action log: the keys come from the worldmark action id in the file name and the
 video's duration is split equally among them (``Schedule.split_equally``). The frame rate and
-size are the video's own (models keep their native fps, SPEC §2 FIX), the model name is the
-parent directory's name, the suite is ``worldmark``, the episode ``<MODEL>/<image>_<action>``.
+size are the video's own (models keep their native fps, docs/methods.md#real-frame-rate), the model
+name is the parent directory's name, the suite is ``worldmark``, the episode
+``<MODEL>/<image>_<action>``.
 
 A delivery is valid when its duration is 20 s × keys within ±10 %; otherwise the file is refused
 with both durations in the message.
@@ -101,7 +103,8 @@ def read_delivery(path: Path) -> Rollout:
             "image": name.image,
             "action": name.action,
             "keys": "".join(name.keys),
-            # no action log: scored on the reference's equal split of the signal time (SPEC §9)
+            # no action log: scored on the reference's equal split of the signal time
+            # (docs/methods.md#control-segments)
             EQUAL_SPLIT_KEYS: list(name.keys),
             "codec": probe.codec,
             "duration_s": duration,

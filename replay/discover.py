@@ -1,4 +1,4 @@
-"""Turn command-line arguments into rollouts: ``streameval replay ROLLOUT...`` (DESIGN §6).
+"""Turn command-line arguments into rollouts: ``streameval replay ROLLOUT...`` (docs/cli.md#replay).
 
 Each argument may be:
 - a rollout directory (has ``meta.json``), or an adapter directory (``actions.json``/``.npy``);

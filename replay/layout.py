@@ -1,4 +1,5 @@
-"""File names of the rollout directory (DESIGN §4), named once for the reader and the recorder."""
+"""File names of the rollout directory (docs/cli.md#rollout-directory), named once for the reader
+and the recorder."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ ADAPTER_ACTIONS_NPY = "actions.npy"
 # Containers PyAV opens that people actually deliver rollouts in.
 VIDEO_SUFFIXES: frozenset[str] = frozenset({".mp4", ".mkv", ".webm", ".avi", ".mov"})
 
-# frames/000000.png ... : six digits, as in DESIGN §4.
+# frames/000000.png ... : six digits, as in docs/cli.md#rollout-directory.
 FRAME_NAME_DIGITS = 6
 
 
@@ -40,7 +41,7 @@ def is_video_file(path: Path) -> bool:
 
 
 def one_line(text: str) -> str:
-    """Error messages are one line (DESIGN §6): fold whatever a library told us."""
+    """Error messages are one line (docs/cli.md#bad-input): fold whatever a library told us."""
     return " ".join(text.split())
 
 

@@ -1,4 +1,5 @@
-"""Record an episode as a rollout directory (DESIGN §4) that replays bit-identically.
+"""Record an episode as a rollout directory (docs/cli.md#rollout-directory) that replays
+bit-identically.
 
 What a ``ReplaySource`` of the directory yields equals what was recorded: the same pixels
 (lossless ``video.mp4``, ``replay/encoder.py``), keys, wall times, keystrokes, poses, intrinsics

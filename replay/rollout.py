@@ -3,7 +3,7 @@
 ``Rollout`` is what every reader returns (our rollout directory here, deliveries in
 ``replay/delivery.py``, other layouts in ``replay/adapters.py``). It holds what is small (per-frame
 keys, poses, intrinsics) and points at what is large (the video, the depth maps), which are read
-while streaming. ``read_rollout_dir`` reads the layout of DESIGN §4:
+while streaming. ``read_rollout_dir`` reads the layout of docs/cli.md#rollout-directory:
 
     meta.json       {"format": "streameval.rollout/1", "fps", "suite", "model", ...}
     video.*         any container PyAV decodes, or frames/000000.png ...
@@ -92,7 +92,8 @@ class Rollout:
             source=str(self.path),
             width=self.width,
             height=self.height,
-            # Depth on replayed frames always comes from a sidecar file (SPEC §3 order).
+            # Depth on replayed frames always comes from a sidecar file (the depth-source order
+            # of docs/methods.md#motion-type-fit).
             extra={
                 **self.meta,
                 "layout": self.layout,
@@ -198,7 +199,8 @@ def _frame_store(directory: Path, fps: float) -> tuple[FrameStore, int, int, int
 
 
 def read_rollout_dir(directory: Path) -> Rollout:
-    """Read and validate a rollout directory (DESIGN §4); ``BadInputError`` names the bad file."""
+    """Read and validate a rollout directory (docs/cli.md#rollout-directory); ``BadInputError``
+    names the bad file."""
     meta_path = directory / META
     if not meta_path.is_file():
         raise BadInputError(meta_path, "is not a regular file" if present(meta_path) else "missing")

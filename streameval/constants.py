@@ -1,19 +1,19 @@
-"""Seed constants, named once (seed 000 and SPEC.md). Never re-type these elsewhere."""
+"""WorldMark constants (docs/methods.md), named once. Never re-type these elsewhere."""
 
 from __future__ import annotations
 
-# --- analysis frame and signals (SPEC §2) ---
+# --- analysis frame and signals (docs/methods.md#analysis-frame-and-flow-units) ---
 ANALYSIS_WIDTH = 640
 ANALYSIS_HEIGHT = 432
 FLOW_STRIDE = 2  # signal i = flow from frame i to frame i + 2
 FOV_DEG = 70.0  # horizontal field of view assumed for angle <-> flow conversion
 
-# --- segments (SPEC §2) ---
+# --- segments (docs/methods.md#control-segments) ---
 STABLE_SKIP_HEAD_S = 3.0  # dropped from the start of every segment but the first
 STABLE_SKIP_TAIL_S = 1.0  # dropped from the end of every segment but the last
 MIN_WINDOW_SAMPLES = 3  # fewer signal samples in a window -> not_applicable
 
-# --- motion type fit (SPEC §3) ---
+# --- motion type fit (docs/methods.md#motion-type-fit) ---
 FIT_FROM_FRAC = 0.25
 FIT_TO_FRAC = 0.90
 FIT_EVERY_S = 1.0
@@ -24,7 +24,7 @@ FIT_AMP_PCT = (5.0, 95.0)
 MIN_DEPTH = 1e-3
 FIT_EPS = 1e-6
 
-# --- control metrics (SPEC §4) ---
+# --- control metrics (docs/methods.md#control-metrics) ---
 DIR_EPS = 1e-9
 STABILITY_BASELINE_PCT = 70.0
 STABILITY_SMOOTH_S = 0.3
@@ -41,12 +41,13 @@ LATENCY_THRESHOLD = 0.5
 LATENCY_RESPONSE_GATE = 0.1
 LATENCY_MIN_SS_SAMPLES = 2  # steady state is 0 if the stable zone has <= this many samples
 
-# --- memory metrics (SPEC §5) --- (appended for memory_local / memory_revisit / memory_global)
-# Local Memory
-LOCAL_DELTA_S = 0.5  # seed DELTA_FRAC: δ = mean(mag) × (0.5 s × fps), per episode (SPEC FIX)
-LOCAL_MIN_SAMPLES = 5  # seed NMIN: fewer motion-indexed samples -> frozen (not_applicable)
-TAU_MUT = 0.10  # seed: adjacent 1 − cos above this is a mutation
-CUT_GUARD_S = 0.5  # seed CUT_GUARD = 8 frames at 16 fps; frames = round(0.5 s × real fps)
+# --- memory metrics (docs/methods.md#memory-metrics) ---
+# (appended for memory_local / memory_revisit / memory_global)
+# Local Memory; δ is per episode (docs/methods.md#per-episode-motion-step)
+LOCAL_DELTA_S = 0.5  # WorldMark's DELTA_FRAC: δ = mean(mag) × (0.5 s × fps), per episode
+LOCAL_MIN_SAMPLES = 5  # WorldMark's NMIN: fewer motion-indexed samples -> frozen (not_applicable)
+TAU_MUT = 0.10  # WorldMark: adjacent 1 − cos above this is a mutation
+CUT_GUARD_S = 0.5  # WorldMark's CUT_GUARD = 8 frames at 16 fps; frames = round(0.5 s × real fps)
 # Revisit Memory
 N_PAIRS_C2 = 10  # depths (pairs) per reversal
 REACH_SCAN_DEPTHS = 200  # depths scanned for reach_lo
@@ -54,7 +55,8 @@ MIN_GAP_S = 2.0  # a revisit pair is at least this far apart in time
 TAU_C = 1.0  # revisit score scale, shared by trans and rot
 TOL_ARC_PX = 30.0  # translation arc-match tolerance (flow px)
 ROT_TOL_DEG = 3.0  # rotation arc-match tolerance
-ROT_DEPTH_FLOOR_DEG = 5.0  # SPEC "rotation 3° with a 5° lower bound": rotation depths start >= 5°
+# "rotation 3° with a 5° lower bound" (docs/methods.md#revisit_memory): rotation depths start >= 5°
+ROT_DEPTH_FLOOR_DEG = 5.0
 ROT_MAG_GATE_DEG = 15.0  # undershoot gate: outbound rotation below this fails
 DIR_GATE = 0.3  # both legs need sum(v)/sum(|v|) >= this
 GAIN_GATE = 0.5  # min/max of the two legs' arcs
@@ -68,9 +70,9 @@ GLOBAL_MIN_VIEWS = 6
 GLOBAL_MAX_VIEWS = 64
 COVIS_DEPTH_RATIO = (0.7, 1.4)  # open interval: projected z / target depth
 COVIS_MIN_POINTS = 5  # an ordered pair with fewer co-visible points is skipped
-GLOBAL_POINTS_PER_VIEW = 4096  # deterministic subsample of confident pixels (not a seed value)
+GLOBAL_POINTS_PER_VIEW = 4096  # deterministic subsample of confident pixels (not a WorldMark value)
 
 # episode.json / EpisodeInfo.extra: the keys of a delivery without an action log. Its segments
 # are the reference's equal split of the signal time (metrics.segments.equal_split_spans,
-# SPEC §9), not the runs of the per-frame keys the replay streams with.
+# docs/methods.md#control-segments), not the runs of the per-frame keys the replay streams with.
 EQUAL_SPLIT_KEYS = "equal_split_keys"

@@ -20,9 +20,9 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 
-# (forward, right, yaw) in units of forward_speed, strafe_speed, yaw_rate. SPEC §2 signs:
-# A moves the camera left so content flows right (+Sx); L turns left (θ decreases) so content
-# also flows right; W moves forward so content expands (+Srad).
+# (forward, right, yaw) in units of forward_speed, strafe_speed, yaw_rate. Signs
+# (docs/methods.md#keys): A moves the camera left so content flows right (+Sx); L turns left (θ
+# decreases) so content also flows right; W moves forward so content expands (+Srad).
 KEY_MOTION: dict[str, tuple[float, float, float]] = {
     "W": (1.0, 0.0, 0.0),
     "S": (-1.0, 0.0, 0.0),

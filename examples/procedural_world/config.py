@@ -4,14 +4,15 @@ The defaults are a clean, obedient model. Each defect is one field, off by defau
 (or ``streameval demo``) can build a model that fails one metric in a known way:
 ``world_config_for_defect("delay")`` is the clean world with a 1.5 s response delay.
 
-Speeds are chosen for three reasons. At 16 fps the stride-2 optical flow (SPEC §2) is a few
-to ~15 px, the range where DIS flow is accurate. The three families move the flow by similar
-amounts (W/S ≈ 8 px of Srad, A/D ≈ 9.7 px and L/R ≈ 5.2 px of Sx), because response latency
-uses one absolute reference per episode (P75 of |channel|, SPEC §4): a clean model whose turns
-were five times faster than its walk would fail the walk's latency. And 20 s of a key is a
-whole number of 12 m lattice cells or quarter turns (W: 48 m, A/D: 24 m, L/R: 90°), so every
-worldmark sequence keeps the camera on the object-free streets of the scene (see ``scene``);
-10 s of W/S/A/D also ends on a street (24 m, 12 m), which the quicker tests rely on.
+Speeds are chosen for three reasons. At 16 fps the stride-2 optical flow
+(docs/methods.md#analysis-frame-and-flow-units) is a few to ~15 px, the range where DIS flow is
+accurate. The three families move the flow by similar amounts (W/S ≈ 8 px of Srad, A/D ≈ 9.7 px
+and L/R ≈ 5.2 px of Sx), because response latency uses one absolute reference per episode (P75 of
+|channel|, docs/methods.md#response-latency): a clean model whose turns were five times faster
+than its walk would fail the walk's latency. And 20 s of a key is a whole number of 12 m lattice
+cells or quarter turns (W: 48 m, A/D: 24 m, L/R: 90°), so every worldmark sequence keeps the
+camera on the object-free streets of the scene (see ``scene``); 10 s of W/S/A/D also ends on a
+street (24 m, 12 m), which the quicker tests rely on.
 The low eye height (1 m) makes the ground, whose flow is left/right symmetric, fill more of
 the view: the off-axis flow of a clean strafe stays near 10 % of the on-axis flow.
 """
@@ -33,13 +34,15 @@ class WorldConfig:
 
     # --- image and camera -------------------------------------------------------------
     width: int = 640
-    """Image width in pixels (the SPEC analysis width)."""
+    """Image width in pixels (the analysis width, docs/methods.md#analysis-frame-and-flow-units)."""
     height: int = 432
-    """Image height in pixels (the SPEC analysis height)."""
+    """Image height in pixels (the analysis height,
+    docs/methods.md#analysis-frame-and-flow-units)."""
     fps: float = 16.0
     """Frames per second of video time; each ``step`` advances 1/fps s."""
     fov_deg: float = 70.0
-    """Horizontal field of view (SPEC §5 assumes 70°)."""
+    """Horizontal field of view (the memory metrics assume 70°,
+    docs/methods.md#degrees-on-the-analysis-width)."""
     seed: int = 0
     """Scene layout, object appearance, hard-cut destinations and looks, per-frame noise."""
     depth_downsample: int = 4

@@ -3,11 +3,12 @@
 Why: a world model that forgets a place re-generates its *geometry* when the camera comes back,
 not only its texture; in a town of blocks the largest surface is the ground. The clean world's
 ground is one flat plane (88 % of its depth points), so a world that only re-textured the ground
-and nudged the blocks by a metre kept memory_scene_f1 near 1 (seed 003 counts a point as
-supported within 0.02 x the scene diagonal, 1.5-2.7 m here). After the whole scene is forgotten,
-every slab's streets therefore sink by ``PIT_DEPTH_M``, each by its own hashed depth (so no
-single translation of the return cloud undoes it), while the blocks stay on pedestals at ground
-level: objects keep standing on the ground and the streets stay walkable.
+and nudged the blocks by a metre kept memory_scene_f1 near 1 (WorldAtlas,
+docs/methods.md#memory_scene_f1, counts a point as supported within 0.02 x the scene diagonal,
+1.5-2.7 m here). After the whole scene is forgotten, every slab's streets therefore sink by
+``PIT_DEPTH_M``, each by its own hashed depth (so no single translation of the return cloud undoes
+it), while the blocks stay on pedestals at ground level: objects keep standing on the ground and the
+streets stay walkable.
 
 The view-by-view ``forget`` defect does not sink anything: it is the moderate failure that
 Global Memory's co-visibility test is calibrated on (moved objects, kept by its depth-ratio

@@ -515,7 +515,8 @@ class Renderer:
         depth = np.where(dy > base_dy[None, :], ground, depth)
         # A surface beyond the fog's end is drawn as pure backdrop: what the pixel shows is
         # the infinitely far sky, so its depth is too (a finite depth there inflated the scene
-        # diagonal, and so seed 003's distance threshold, by a ground no image shows).
+        # diagonal, and so the distance threshold of docs/methods.md#memory_scene_f1, by a ground no
+        # image shows).
         hidden = depth * self.norm_h[None, w:] >= FOG_END_M
         return np.where(hidden, np.inf, depth).astype(np.float32)
 

@@ -1,4 +1,4 @@
-"""Typed result schema: one metric result, with status and reason (SPEC §8)."""
+"""Typed result schema: one metric result, with status and reason (docs/methods.md#statuses)."""
 
 from __future__ import annotations
 

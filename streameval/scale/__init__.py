@@ -1,4 +1,5 @@
-"""Past one machine (DESIGN §8): batch replay/rescore on Ray, live sessions through the broker.
+"""Past one machine (docs/architecture.md#scale): batch replay/rescore on Ray, live sessions through
+the broker.
 
 Nothing here imports Ray at package import: ``streameval.scale.tasks`` holds the picklable
 per-episode work (plain Python, run the same way by a Ray worker and by a test), and only

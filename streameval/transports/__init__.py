@@ -1,4 +1,4 @@
-"""Network transports: live model servers over MQTT, WebRTC and MJPEG/HTTP (DESIGN §7).
+"""Network transports: live model servers over MQTT, WebRTC and MJPEG/HTTP (docs/serve-formats.md).
 
 ``live`` holds what every network source shares (key plan, admission, end of episode);
 each transport module only connects, sends keys and decodes frames. ``urls`` maps an

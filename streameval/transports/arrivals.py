@@ -1,8 +1,8 @@
 """The arrival log of a live session: which key was held when, and what was counted.
 
-Alignment by arrival (DESIGN §7): a frame that does not say which key conditioned it gets the
-key whose keydown was sent last before the frame arrived. Counters name every frame that did
-not make it into the episode and why.
+Alignment by arrival (docs/serve-formats.md#alignment-and-recordings): a frame that does not say
+which key conditioned it gets the key whose keydown was sent last before the frame arrived. Counters
+name every frame that did not make it into the episode and why.
 """
 
 from __future__ import annotations
