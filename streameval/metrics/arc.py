@@ -1,17 +1,19 @@
-"""Arc-length, angle and appearance helpers shared by the memory metrics (SPEC §5).
+"""Arc-length, angle and appearance helpers shared by the memory metrics
+(docs/methods.md#memory-metrics).
 
 Conventions (decided here once, used by Local and Revisit Memory alike):
 
 - **Signal i is the motion rate at frame i.** Signal i is the stride-2 flow from frame i to
-  frame i + 2 (SPEC §2, ``t_i = i / fps``); for arc length it is attributed to the step from
-  frame i to frame i + 1. The cumulative arc *at frame f* is therefore
-  ``C(f) = sum(a_i for i < f)`` for f = 0..N (``C(0) = 0``), and the arc between frames f < g is
-  ``C(g) − C(f)``. With a constant per-frame displacement this is exact; at a real key switch the
-  one signal that straddles the switch is attributed half a frame early, and the same half-frame
-  shift applies to both legs of a round trip, so pairing is unaffected.
+  frame i + 2 (docs/methods.md#analysis-frame-and-flow-units, ``t_i = i / fps``); for arc length it
+  is attributed to the step from frame i to frame i + 1. The cumulative arc *at frame f* is
+  therefore ``C(f) = sum(a_i for i < f)`` for f = 0..N (``C(0) = 0``), and the arc between
+  frames f < g is ``C(g) − C(f)``. With a constant per-frame displacement this is exact; at a
+  real key switch the one signal that straddles the switch is attributed half a frame early, and
+  the same half-frame shift applies to both legs of a round trip, so pairing is unaffected.
 - **Missing samples add no arc.** A non-finite signal contributes 0 to ``C`` (nothing is made
   up); callers report how many samples were missing.
-- **Degrees ↔ flow** use the analysis width and the seed's FOV (SPEC §5 FIX):
+- **Degrees ↔ flow** use the analysis width and WorldMark's FOV
+  (docs/methods.md#degrees-on-the-analysis-width):
   ``px_per_degree = ANALYSIS_WIDTH / FOV_DEG = 640 / 70``.
 - **Appearance distance** is ``1 − cos`` of the two frames' descriptors, recomputed in float64
   from re-normalised rows (the inputs are meant to be unit already; re-normalising makes the
@@ -35,7 +37,8 @@ BoolArray = NDArray[np.bool_]
 
 
 def px_per_degree() -> float:
-    """Flow pixels per degree of yaw on the analysis frame: 640 / 70 (SPEC §5 FIX)."""
+    """Flow pixels per degree of yaw on the analysis frame: 640 / 70
+    (docs/methods.md#degrees-on-the-analysis-width)."""
     return ANALYSIS_WIDTH / FOV_DEG
 
 
@@ -61,7 +64,8 @@ def signal_pair(sx: ArrayLike, srad: ArrayLike) -> tuple[FloatArray, FloatArray]
 
 
 def flow_magnitude(sx: ArrayLike, srad: ArrayLike) -> FloatArray:
-    """``mag = sqrt(Sx² + Srad²)`` per signal (SPEC §5); NaN where either channel is missing."""
+    """``mag = sqrt(Sx² + Srad²)`` per signal (docs/methods.md#local_memory); NaN where either
+    channel is missing."""
     sx_a, srad_a = signal_pair(sx, srad)
     mag: FloatArray = np.sqrt(sx_a * sx_a + srad_a * srad_a)
     mag[~(np.isfinite(sx_a) & np.isfinite(srad_a))] = np.nan
@@ -123,7 +127,8 @@ class Appearance:
 
 
 def json_float(x: float | None) -> float | None:
-    """A plain float for JSON details; NaN/inf as None (SPEC §8: nothing imputed)."""
+    """A plain float for JSON details; NaN/inf as None (docs/methods.md#statuses: nothing
+    imputed)."""
     if x is None:
         return None
     value = float(x)

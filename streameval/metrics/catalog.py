@@ -1,10 +1,11 @@
 """The built-in metrics, registered once (``registry.py`` explains every field).
 
-One ``register_metric`` call per metric, in the order of the master table of seed 000:
-control (SPEC §4), memory (SPEC §5), quality (SPEC §6); then the WorldAtlas memory_loop
-metrics (seeds 001–004), scored and shown only for memory_loop episodes; last the wall-time
-interactivity figures (no seed defines them: own units, no columns). A new metric adds its
-kernel module and one call here.
+One ``register_metric`` call per metric, in the order of the master table of WorldMark:
+control (docs/methods.md#control-metrics), memory (docs/methods.md#memory-metrics), quality
+(docs/methods.md#quality-metrics); then the WorldAtlas memory_loop metrics
+(docs/methods.md#worldatlas-memory_loop-metrics), scored and shown only for memory_loop episodes;
+last the wall-time interactivity figures (no benchmark defines them: own units, no columns;
+docs/methods.md#interactivity). A new metric adds its kernel module and one call here.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ register_metric(
         family="quality",
         kernel=_QUALITY_KERNEL,
         description="Q-Align (OneAlign) quality score",
-        status_rules="not_applicable without a Q-Align backend (SPEC §6)",
+        status_rules="not_applicable without a Q-Align backend "
+        "(docs/methods.md#perceptual_quality)",
     )
 )
 register_metric(
@@ -121,7 +123,7 @@ register_metric(
         family="quality",
         kernel=_QUALITY_KERNEL,
         description="Q-Align (OneAlign) aesthetic score",
-        status_rules="not_applicable without a Q-Align backend (SPEC §6)",
+        status_rules="not_applicable without a Q-Align backend (docs/methods.md#aesthetic_quality)",
     )
 )
 for _name, _label, _what in (
@@ -134,7 +136,7 @@ for _name, _label, _what in (
             label=_label,
             family="quality",
             kernel=_QUALITY_KERNEL,
-            column=False,  # seed 004, not a master-table column
+            column=False,  # WorldAtlas rollout drift, not a master-table column
             description=f"(best − worst)/|best| over 10 segments of ≤ 300 frames ({_what})",
             status_rules="not_applicable: fewer than 10 frames, or no backend for the task",
         )
@@ -154,7 +156,8 @@ for _name, _label in (
             family="quality",
             kernel=_QUALITY_KERNEL,
             column=False,  # a CPU statistic in its own unit (metrics/imaging.py), no column
-            description="CPU imaging statistic, never under the Q-Align names (SPEC §6)",
+            description="CPU imaging statistic, never under the Q-Align names "
+            "(docs/methods.md#imaging-statistics)",
             status_rules="missing: no frame measured",
         )
     )
@@ -166,7 +169,7 @@ register_metric(
         short="Gate",
         family="worldatlas",
         kernel=_WORLDATLAS_KERNEL,
-        description="did the camera leave and come back (seed 001)? a diagnostic (seed 003)",
+        description="did the camera leave and come back (WorldAtlas return gate)? a diagnostic",
         status_rules="not_applicable: no pose track; missing: poses unusable (NaN, shapes)",
         suites=_LOOPS,
     )
@@ -182,7 +185,7 @@ for _name, _label, _short, _what in (
             short=_short,
             family="worldatlas",
             kernel=_WORLDATLAS_KERNEL,
-            description=f"does the camera's {_what} follow the keys (seed 002)? 100·(1 − raw)",
+            description=f"does the camera's {_what} follow the keys (WorldAtlas)? 100·(1 − raw)",
             status_rules="not_applicable: no translation commanded nor observed (nATEt), a "
             "scale-free pose source (nATEt), no pose track; missing: poses unusable",
             suites=_LOOPS,
@@ -195,9 +198,10 @@ register_metric(
         short="SceneF1",
         family="worldatlas",
         kernel=_WORLDATLAS_KERNEL,
-        # seed 003's task score: 0 for a gate failure, else the cloud F1; coverage k/N
+        # WorldAtlas's task score (docs/methods.md#memory_scene_f1): 0 for a gate failure, else
+        # the cloud F1; coverage k/N
         aggregation=f"{_AGG}:scene_task_score",
-        description="outbound/return point-cloud overlap after a revisit (seed 003)",
+        description="outbound/return point-cloud overlap after a revisit (WorldAtlas)",
         status_rules="not_applicable: no depth or no cloud support; missing: depth or "
         "intrinsics unusable; any unmeasured episode leaves the full-suite score null",
         suites=_LOOPS,
@@ -207,8 +211,8 @@ register_metric(
 
 # Wall-time interactivity (metrics/interactivity.py, issue 11): measured by the pipeline from
 # arrival times and key sends and written in scores.json's own ``interactivity`` block (not under
-# ``metrics``: they describe the session, not the world, and no seed normalises them). Registered
-# here so the dashboard and report take labels, units and direction from one place.
+# ``metrics``: they describe the session, not the world, and no benchmark normalises them).
+# Registered here so the dashboard and report take labels, units and direction from one place.
 for _name, _label, _short, _unit, _higher, _what in (
     ("delivered_fps", "Delivered fps", "fps", "fps", True, "frames over the wall span of arrivals"),
     ("jitter_ms_p50", "Jitter p50", "jitter p50", "ms", False, "median |Δt − 1/fps| of arrivals"),

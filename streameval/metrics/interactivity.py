@@ -1,15 +1,15 @@
 """Interactivity in wall time: what a served model feels like to play (scores.json
 ``interactivity``, the dashboard). Pure numpy kernels over arrival times and the flow signals.
 
-Not master-table metrics (no seed defines them): they describe the *session*, so they live in
-their own block under their own names.
+Not master-table metrics (no benchmark defines them; docs/methods.md#interactivity): they describe
+the *session*, so they live in their own block under their own names.
 
 - delivered fps: frames over the wall span of their arrivals;
 - jitter: |Δt − 1/fps| of consecutive arrivals, p50 and p95 in ms (0 for a perfect clock);
 - stalls: gaps longer than ``STALL_INTERVALS`` nominal intervals, with their total time;
 - key-to-response latency: from a keydown to the first frame that *moves the commanded way*
   (its flow channel, signed for the key, reaches half the episode's reference speed, the
-  same threshold as the seed's response latency), in wall ms.
+  same threshold as WorldMark's response latency), in wall ms.
 """
 
 from __future__ import annotations

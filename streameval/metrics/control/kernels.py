@@ -1,9 +1,10 @@
-"""Control metrics of seed 000 (SPEC §4): Direction Accuracy, Direction Purity, Motion
-Stability and Response Latency, each as a pure per-segment kernel, plus ``control_metrics``,
-which scores a whole episode into the eight trans/rot columns.
+"""Control metrics of WorldMark (docs/methods.md#control-metrics): Direction Accuracy, Direction
+Purity, Motion Stability and Response Latency, each as a pure per-segment kernel, plus
+``control_metrics``, which scores a whole episode into the eight trans/rot columns.
 
 No I/O and no state: the online accumulator (``online.py``), ``rescore`` and replay all call
-``control_metrics`` on the same signals, so the final value is bit-identical everywhere (SPEC §4).
+``control_metrics`` on the same signals, so the final value is bit-identical everywhere
+(docs/methods.md#control-metrics).
 Percentiles and medians are numpy's defaults (linear interpolation), as in the reference.
 """
 
@@ -39,7 +40,9 @@ from streameval.metrics.segments import SegmentSpan, check_fps, segment_spans
 from streameval.protocol.keys import Family, channel_of, expected_sign
 
 # Not in constants.py (reported to the lead):
-PERCENT = 100.0  # master-table scale (seed 000: columns normalised to [0, 100])
+# master-table scale: WorldMark's columns are normalised to [0, 100]
+# (docs/methods.md#scales-and-rounding)
+PERCENT = 100.0
 
 FloatArray = NDArray[np.float64]
 
@@ -62,7 +65,7 @@ _POOLS: dict[str, tuple[frozenset[str], str]] = {
 
 @dataclass(frozen=True, slots=True)
 class MotionType:
-    """Depth-parallax motion-type weights of one lat/yaw segment (SPEC §3).
+    """Depth-parallax motion-type weights of one lat/yaw segment (docs/methods.md#motion-type-fit).
 
     ``p_yaw`` is ``1 - p_trans`` by definition; both are checked to lie in [0, 1] and to sum
     to 1, so accuracy (which uses ``p_yaw``) and purity (``1 - p_trans``) agree.
@@ -83,7 +86,7 @@ class MotionType:
 
     @classmethod
     def from_p_trans(cls, p_trans: float, depth_source: str | None = None) -> MotionType:
-        """The weights as SPEC §3 defines them: ``p_yaw = 1 - p_trans``."""
+        """The weights as docs/methods.md#motion-type-fit defines them: ``p_yaw = 1 - p_trans``."""
         return cls(float(p_trans), 1.0 - float(p_trans), depth_source)
 
 
@@ -176,7 +179,7 @@ class _Tally:
 
 def _tally(col: _Column, in_range: tuple[float, float] | None) -> _Tally:
     """Classify ``col``'s entries: scored values outside ``in_range`` or not finite are
-    dropped (SPEC §4: never clamped), the others kept."""
+    dropped (docs/methods.md#statuses: never clamped), the others kept."""
     kept: list[float] = []
     for entry, value in zip(col.entries, col.values, strict=True):
         if entry["status"] != "scored":
@@ -234,7 +237,8 @@ def _percent(raw: float) -> float:
 
 
 def _percent_of_positive(raw: float) -> float:
-    # SPEC §4: accuracy column = 100 * max(0, mean over segments); raw keeps the sign.
+    # docs/methods.md#direction-accuracy: accuracy column = 100 * max(0, mean over segments); raw
+    # keeps the sign.
     return PERCENT * max(0.0, raw)
 
 
@@ -284,13 +288,14 @@ def _score_segment(
     """Accuracy, purity and stability of one segment over its stable zone, into ``cols``."""
     w = ep.stable[span.index]
     entries = [_entry(span, w) for _ in cols]
-    if w.n < MIN_WINDOW_SAMPLES:  # SPEC §2: the segment is not_applicable
+    if w.n < MIN_WINDOW_SAMPLES:  # the segment is not_applicable (docs/methods.md#control-segments)
         for col, entry in zip(cols, entries, strict=True):
             col.add(entry, math.nan)
         return
     v = ep.v(span, w)
     info = _type_info(family, mt)
-    # SPEC §4: w = p_trans (lat), p_yaw (yaw), 1 (fwd); 1 as well when there is no fit.
+    # docs/methods.md#direction-accuracy: w = p_trans (lat), p_yaw (yaw), 1 (fwd); 1 as well when
+    # there is no fit.
     weight = 1.0
     if mt is not None and family != "fwd":
         weight = mt.p_trans if family == "lat" else mt.p_yaw
@@ -334,7 +339,8 @@ def _latency_column(
 ) -> MetricResult:
     """Response Latency: one score per switch (segment j >= 1) into a segment of this pool.
 
-    Each switch has its own v_ref, from the new key's channel over the whole episode (SPEC §9).
+    Each switch has its own v_ref, from the new key's channel over the whole episode
+    (docs/methods.md#response-latency).
     A switch into a segment with no signal sample at all (the episode ended first) is
     not_applicable; otherwise it is scored, 0 when the stable zone is too short for a steady
     state, as the reference does.
@@ -415,7 +421,8 @@ def control_metrics(
     *,
     provisional: bool = False,
 ) -> dict[str, MetricResult]:
-    """Score one episode with an action log: the eight control columns of seed 000 (SPEC §4, §8).
+    """Score one episode with an action log: the eight control columns of WorldMark
+    (docs/methods.md#control-metrics; statuses docs/methods.md#statuses).
 
     ``sx``/``srad`` hold one sample per signal index (NaN = missing, skipped inside windows: a
     sample is missing when either channel is not finite); ``frame_keys`` has one key per frame,

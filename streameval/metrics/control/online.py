@@ -1,4 +1,5 @@
-"""Incremental control metrics while an episode runs (SPEC §4, STYLE "Metrics").
+"""Incremental control metrics while an episode runs
+(docs/methods.md#control-metrics, STYLE "Metrics").
 
 Rebuilding the whole track and rescoring it at every provisional update costs O(episode) per
 update; this keeps the state that makes each update cost about one segment instead:
@@ -6,15 +7,15 @@ update; this keeps the state that makes each update cost about one segment inste
 - **Segment boundaries** are found by scanning only the frame keys that arrived since the
   last update (``invalidate`` rescans from a frame whose key was overwritten).
 - **Closed segments are scored once.** A segment is *final* when a later segment has begun
-  and every signal of it has arrived: its windows (SPEC §2 first/last rules included), its
-  samples and its motion-type fit can no longer change, so its accuracy, purity and
+  and every signal of it has arrived: its windows (docs/methods.md#control-segments first/last rules
+  included), its samples and its motion-type fit can no longer change, so its accuracy, purity and
   stability entries are computed once, with the kernel's own per-segment code, and kept.
   For those segments the provisional values are exactly the kernel's on the prefix.
 - **The open segment(s)** — the last one, and the one before while its last signals are
   still in flight — are rescored at each update: work bounded by one segment's length.
-- **Latency is provisional until the end** (SPEC §9): each switch's v_ref is the P75 of
-  |new key's channel| over every valid sample of the episode, and its smoothing runs over the
-  whole episode, so both keep moving. The per-channel P75 is kept as samples arrive (a
+- **Latency is provisional until the end** (docs/methods.md#control-metrics): each switch's v_ref is
+  the P75 of |new key's channel| over every valid sample of the episode, and its smoothing runs over
+  the whole episode, so both keep moving. The per-channel P75 is kept as samples arrive (a
   two-heap order statistic, equal to ``np.percentile`` exactly: ``streaming_stats.py``), the
   valid positions in a growing buffer, and a switch reads only the valid samples around its
   window (a smoothing window's margin on each side, so the smoothed values it scans equal the
@@ -233,7 +234,8 @@ class IncrementalControl:
             raise ValueError(f"{n_signals} signal samples but only {n_frames} frame keys")
         self._scan(frame_keys)
         n_seg = len(self._bounds)
-        # SPEC §9: latency's smoothing and per-channel v_ref run over every valid sample so far
+        # docs/methods.md#response-latency: latency's smoothing and per-channel v_ref run over every
+        # valid sample so far
         v_refs = self._take_signals(sx, srad)
         valid = self._valid.view()
         # close what became final since the last update (once per segment)

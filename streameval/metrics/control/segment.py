@@ -1,6 +1,6 @@
-"""Control metrics of seed 000 (SPEC §4) for one segment or one key switch: Direction
-Accuracy, Direction Purity, Motion Stability and Response Latency as pure kernels over numpy
-arrays. ``control.py`` scores a whole episode with them (and re-exports them).
+"""Control metrics of WorldMark (docs/methods.md#control-metrics) for one segment or one key switch:
+Direction Accuracy, Direction Purity, Motion Stability and Response Latency as pure kernels over
+numpy arrays. ``control.py`` scores a whole episode with them (and re-exports them).
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ from streameval.metrics.segments import check_fps
 from streameval.protocol.keys import Family
 
 # Not in constants.py (reported to the lead):
-PURITY_EVEN_SPLIT = 0.5  # SPEC §4: fwd and unfitted lat/yaw segments split |Sx| half/half
-HICCUP_MIN_S = STABILITY_SMOOTH_S  # SPEC §4: a hiccup lasts >= 0.3 s, the smoothing window
+# docs/methods.md#direction-purity: fwd and unfitted lat/yaw segments split |Sx| half/half
+PURITY_EVEN_SPLIT = 0.5
+# docs/methods.md#motion-stability: a hiccup lasts >= 0.3 s, the smoothing window
+HICCUP_MIN_S = STABILITY_SMOOTH_S
 
 FloatArray = NDArray[np.float64]
 LatencyReason = Literal["no_response", "weak_response"]
@@ -101,7 +103,8 @@ def _samples(seconds: float, fps: float) -> int:
 def direction_accuracy_segment(
     v: ArrayLike, channel_abs: ArrayLike, weight: float
 ) -> AccuracyScore:
-    """Direction Accuracy of one segment (SPEC §4): is the motion in the commanded direction?
+    """Direction Accuracy of one segment (docs/methods.md#direction-accuracy): is the motion in the
+    commanded direction?
 
     ``v`` = sign·channel and ``channel_abs`` = |channel| over the stable zone; ``weight`` is the
     motion-type gate (p_trans for lat, p_yaw for yaw, 1 for fwd or when no fit exists).
@@ -116,7 +119,8 @@ def direction_accuracy_segment(
 def direction_purity_segment(
     sx_abs_mean: float, srad_abs_mean: float, family: Family, p_trans: float | None
 ) -> PurityScore:
-    """Direction Purity of one segment (SPEC §4): how much of the motion is on the commanded axis.
+    """Direction Purity of one segment (docs/methods.md#direction-purity): how much of the motion is
+    on the commanded axis.
 
     |Sx| is split between lateral and yaw by the motion-type fit (``p_trans``, and
     ``p_yaw = 1 - p_trans``); fwd segments, and lat/yaw segments without a fit (``p_trans`` is
@@ -134,7 +138,8 @@ def direction_purity_segment(
 
 
 def count_hiccups(vs: FloatArray, low: float, high: float, min_run: int) -> int:
-    """Hysteresis count of dips, as the reference scans them (SPEC §4, §9).
+    """Hysteresis count of dips, as the reference scans them (docs/methods.md#motion-stability,
+    docs/methods.md#departures-from-the-reference).
 
     A dip starts at a sample below ``low`` with length 1; every later sample adds 1 to its
     length, *including the sample that recovers* (the first one above ``high``). On recovery the
@@ -158,7 +163,8 @@ def count_hiccups(vs: FloatArray, low: float, high: float, min_run: int) -> int:
 
 
 def motion_stability_segment(v: ArrayLike, fps: float) -> StabilityScore:
-    """Motion Stability of one segment (SPEC §4): once responding, is the speed steady?
+    """Motion Stability of one segment (docs/methods.md#motion-stability): once responding, is the
+    speed steady?
 
     ``v`` is the stable-zone response with missing samples already skipped; seconds for the
     hiccup rate are ``len(v) / fps``. The smoothed series has ``max(len(v), w)`` values (numpy's
@@ -185,7 +191,8 @@ def motion_stability_segment(v: ArrayLike, fps: float) -> StabilityScore:
 
 
 def reference_speed(channel_abs: ArrayLike) -> float:
-    """``v_ref = P75(|channel|) + 1e-9`` over the whole episode, for one channel (SPEC §4, §9).
+    """``v_ref = P75(|channel|) + 1e-9`` over the whole episode, for one channel
+    (docs/methods.md#response-latency).
 
     The channel is the new segment's key's (Srad for W/S, Sx for A/D/L/R), never pooled across
     channels: in WR, the R switch is judged against Sx alone, as the reference does.
@@ -202,7 +209,8 @@ def response_latency_switch(
     length_s: float,
     fps: float,
 ) -> LatencyScore:
-    """Response Latency at one key switch (SPEC §4, §9): how soon the new key takes effect.
+    """Response Latency at one key switch (docs/methods.md#response-latency): how soon the new key
+    takes effect.
 
     ``v_episode``/``t_episode`` are the new key's response (sign × its channel) and the sample
     times over the *whole episode*: the moving average runs over all of it, so its window reaches
@@ -219,7 +227,8 @@ def response_latency_switch(
     if tall.size != vall.size:
         raise ValueError(f"t_episode has {tall.size} samples, v_episode {vall.size}")
     vst = np.asarray(v_stable, dtype=np.float64)
-    # SPEC §4 (reference behaviour): the steady state is 0 when the stable zone has <= 2 samples.
+    # docs/methods.md#response-latency (reference behaviour): the steady state is 0 when the stable
+    # zone has <= 2 samples.
     ss = float(np.median(_finite(vst, "v_stable"))) if vst.size > LATENCY_MIN_SS_SAMPLES else 0.0
     if ss <= LATENCY_RESPONSE_GATE * v_ref:
         reason: LatencyReason = "no_response" if ss <= 0.0 else "weak_response"

@@ -1,4 +1,5 @@
-"""Moving average used by Motion Stability and Response Latency (SPEC §4)."""
+"""Moving average used by Motion Stability and Response Latency
+(docs/methods.md#motion-stability, docs/methods.md#response-latency)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from numpy.typing import ArrayLike, NDArray
 def moving_average(x: ArrayLike, k: int) -> NDArray[np.float64]:
     """Centered k-sample moving average, zero-padded: ``np.convolve(x, ones(k)/k, "same")``.
 
-    This is the reference's smoothing exactly (SPEC §4, §9): each output is a sum of products
+    This is the reference's smoothing exactly (docs/methods.md#motion-stability,
+    docs/methods.md#departures-from-the-reference): each output is a sum of products
     ``x_j·(1/k)``, the ends are divided by k even though fewer than k real samples fall in the
     window (so they dip), and sample i averages ``x[i - k//2 : i + (k-1)//2 + 1]``.
 

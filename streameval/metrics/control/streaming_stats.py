@@ -1,10 +1,11 @@
 """Order statistics and valid-sample positions kept up to date as samples arrive.
 
 The online control accumulator (``control_online.py``) needs, at every provisional update,
-the P75 of |channel| over every valid sample so far (latency's ``v_ref``, SPEC §4, §9) and
-the positions of the valid samples around one key switch. Recomputing either over the prefix
-is O(episode) per update; here each new sample costs O(log n) (a two-heap order statistic)
-and O(1) amortised (a growing position buffer), and reading them costs O(1) and O(log n).
+the P75 of |channel| over every valid sample so far (latency's ``v_ref``,
+docs/methods.md#response-latency) and the positions of the valid samples around one key switch.
+Recomputing either over the prefix is O(episode) per update; here each new sample costs O(log n) (a
+two-heap order statistic) and O(1) amortised (a growing position buffer), and reading them costs
+O(1) and O(log n).
 
 The percentile is numpy's default ("linear") method computed from the same two order
 statistics with numpy's own interpolation formula, so it equals ``np.percentile`` exactly,

@@ -1,5 +1,5 @@
-"""Scoring-time geometry for Global Memory (SPEC §5): which frames are views, and views from
-the pose + depth a model (or a sidecar) sent.
+"""Scoring-time geometry for Global Memory (docs/methods.md#global_memory): which frames are views,
+and views from the pose + depth a model (or a sidecar) sent.
 
 Pure numpy, no OpenCV: the pipeline plans the frames perception keeps with ``select_views``,
 the cache stores ``FrameGeometry`` records, and scoring turns them into the kernel's

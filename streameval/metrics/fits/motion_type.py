@@ -1,7 +1,8 @@
-"""Motion-type weights for lateral and yaw segments (SPEC §3), at scoring time.
+"""Motion-type weights for lateral and yaw segments (docs/methods.md#motion-type-fit), at scoring
+time.
 
 Strafing and turning both move content sideways; only parallax tells them apart. With depth,
-seed 000 fits ``u = a·invZ + b`` over sampled frames: translation flow scales with inverse
+WorldMark fits ``u = a·invZ + b`` over sampled frames: translation flow scales with inverse
 depth (``a``), rotation flow does not (``b``). Without depth we use our own estimator (below)
 that reads the rotation from the *vertical* flow, which translation along x never produces.
 
@@ -38,7 +39,8 @@ MIN_FIT_POINTS = 10
 
 
 def fit_frame_picks(lo_pos: float, hi_pos: float, n_frames: int, fps: float) -> list[int]:
-    """Frames of one segment for the fit, by the reference's arithmetic (SPEC §3, §9).
+    """Frames of one segment for the fit, by the reference's arithmetic
+    (docs/methods.md#motion-type-fit).
 
     ``lo = int(lo_pos)``, ``hi = int(hi_pos)`` (the 25 % and 90 % points of the segment),
     frames ``lo, lo + s, …`` below ``min(hi, n_frames - 3)`` with ``s = max(1, round(fps))``
@@ -109,7 +111,7 @@ class MotionFit:
     p_yaw: float
     trans_amp: float
     rot_amp: float
-    method: str  # "depth_parallax" (SPEC §3) or "flow_vertical_rotation" (ours, depth-free)
+    method: str  # "depth_parallax" (WorldMark) or "flow_vertical_rotation" (ours, depth-free)
     n_frames: int
     n_points: int
 
@@ -132,7 +134,8 @@ def _weights(trans_amp: float, rot_amp: float) -> tuple[float, float]:
 
 @dataclass(frozen=True, slots=True)
 class ParallaxFit:
-    """The least-squares parallax fit of pooled points: u = a·invZ + b (SPEC §3)."""
+    """The least-squares parallax fit of pooled points: u = a·invZ + b
+    (docs/methods.md#motion-type-fit)."""
 
     a: float
     b: float
@@ -202,13 +205,13 @@ def fit_depth_parallax(samples: list[FitSample]) -> MotionFit | None:
 
 
 def fit_flow_rotation(samples: list[FitSample], focal: float) -> MotionFit | None:
-    """Depth-free motion type (our estimator; SPEC §3 last point).
+    """Depth-free motion type (our estimator; docs/methods.md#motion-type-fit, "Without depth").
 
     A yaw of rate ω gives the depth-independent field u = ω·(f + x²/f), v = ω·x·y/f; a strafe
     gives u = f·Tx/Z and **no vertical flow**. So ω is fitted from v alone (least squares on
     g = x·y/f), the rotation's share of u is removed, and what remains is parallax:
     rot_amp = |ω|·f (rotation flow at the centre), trans_amp = P95 − P5 of the residual u —
-    the same quantity as seed 000's |a|·(P95 − P5 of invZ) when the residual is a·invZ.
+    the same quantity as WorldMark's |a|·(P95 − P5 of invZ) when the residual is a·invZ.
     Validated on the procedural world (tests/perception/test_motion_type.py).
     """
     xs, ys, us, vs = [], [], [], []

@@ -1,34 +1,39 @@
-"""Local Memory of seed 000 (SPEC §5): no abrupt frame-to-frame mutations of the world.
+"""Local Memory of WorldMark (docs/methods.md#local_memory): no abrupt frame-to-frame mutations of
+the world.
 
 Frames are sampled by motion, not by time: ``mag = sqrt(Sx² + Srad²)``, the step
-``δ = mean(mag) × (0.5 s × fps)`` (**FIX**: per episode, not a median over the run), and a frame
-is sampled each time the cumulative magnitude passes the next multiple of δ. Adjacent samples are
-compared by appearance (``1 − cos`` of the patch-mean descriptors); a distance above
-``TAU_MUT = 0.10`` is a mutation. Episode score ``100·(1 − cut)·(1 − mutation_rate)``.
+``δ = mean(mag) × (0.5 s × fps)`` (per episode, not a median over the run:
+docs/methods.md#per-episode-motion-step), and a frame is sampled each time the cumulative magnitude
+passes the next multiple of δ. Adjacent samples are compared by appearance (``1 − cos`` of the
+patch-mean descriptors); a distance above ``TAU_MUT = 0.10`` is a mutation. Episode score
+``100·(1 − cut)·(1 − mutation_rate)``.
 A stand-in descriptor's distances enter the kernel multiplied by its calibrated
-``distance_scale`` (issue 9; 1 for DINOv2, so the seed's numbers are untouched), which puts them
-on the seed's scale: the threshold and the score stay the seed's.
+``distance_scale`` (issue 9; 1 for DINOv2, so WorldMark's numbers are untouched), which puts them
+on WorldMark's scale: the threshold and the score stay WorldMark's.
 
-Decisions (where SPEC §5 leaves room):
+Decisions (where WorldMark leaves room; docs/methods.md#local_memory):
 
-- **Sampled frames** (the reference's sampling, SPEC §9). ``cum`` is the sequential running sum
-  of mag (a missing sample adds 0, FIX 6) and the threshold starts at δ. Signal index i is sampled
-  when ``cum[i] >= threshold``; the threshold then grows by δ (repeated addition, as the
+- **Sampled frames** (the reference's sampling, docs/methods.md#local_memory). ``cum`` is the
+  sequential running sum of mag (a missing sample adds 0,
+  docs/methods.md#missing-samples-are-skipped) and the threshold starts at δ. Signal index i is
+  sampled when ``cum[i] >= threshold``; the threshold then grows by δ (repeated addition, as the
   reference). At most one sample per index: after a step that crosses several multiples, the
-  following indices are sampled one by one until the threshold catches up. Sample i is frame i
-  (the first frame of its flow pair), so the first sample is where the first δ is reached, not
-  frame 0.
-- **Motion floor** (FIX 7). Frozen as well when ``mean(mag) < MOTION_FLOOR_PX``: with a
+  following indices are sampled one by one until the threshold catches up. Sample i is frame i (the
+  first frame of its flow pair), so the first sample is where the first δ is reached, not frame 0.
+- **Motion floor** (docs/methods.md#still-episodes-are-frozen,
+  docs/methods.md#still-video-floor). Frozen as well when ``mean(mag) < MOTION_FLOOR_PX``: with a
   per-episode δ a still, lossy video is otherwise sampled on codec noise and scores 100.
 - **δ** is ``mean`` over the finite samples; missing samples add no arc. δ = 0 (no motion at
   all) is frozen. No signal at all → not_applicable "no flow samples"; signals that are all
   missing → ``missing`` "no finite flow sample" (the flow failed, nothing was measured).
 - **Cut guard** (the reference's final_master rule). ``G = round(0.5 s × fps)`` frames, rounded
-  half up (8 at 16 fps, 9 at 17 fps; SPEC FIX 1, 8). Pair (a, b) is dropped when
+  half up (8 at 16 fps, 9 at 17 fps; docs/methods.md#real-frame-rate,
+  docs/methods.md#full-precision-and-reference-index-rounding). Pair (a, b) is dropped when
   ``|a − c| <= G`` or ``|b − c| <= G`` for some cut c. A pair that straddles a cut with both
   ends farther than G is kept, as the reference keeps it.
 - **Hard cut** = the cut list is non-empty (the detector found more than one scene).
-  ``cuts is None`` = the detector failed/was unavailable → ``missing`` (SPEC FIX: never "no cut").
+  ``cuts is None`` = the detector failed/was unavailable → ``missing`` (never "no cut":
+  docs/methods.md#a-failed-cut-detector-is-missing).
 - **Not embedded.** A pair with a frame whose embedding row is NaN (not embedded) is skipped and
   listed as excluded; the mutation rate is over the remaining (counted) pairs.
 - **Order of statuses.** Frozen (a property of the episode) is decided before the cut detector
@@ -64,9 +69,9 @@ PERCENT = 100.0
 METRIC_NAME = "local_memory"
 REASON_FROZEN = "frozen"
 REASON_CUTS_MISSING = "cut detector failed/unavailable"
-# SPEC §9 FIX 7: a still episode is frozen when its mean flow magnitude per signal sample
-# (stride-2 flow, analysis pixels) is below this floor, whatever δ makes of codec noise.
-# Measured with DIS on still x264 videos (CRF 18 and 28; noise textures, flat colours,
+# docs/methods.md#still-video-floor: a still episode is frozen when its mean flow magnitude per
+# signal sample (stride-2 flow, analysis pixels) is below this floor, whatever δ makes of codec
+# noise. Measured with DIS on still x264 videos (CRF 18 and 28; noise textures, flat colours,
 # high-frequency detail, gradients): mean ≤ 0.0008 px. A pan of 0.05 px per frame measures
 # 0.055–0.11 px and every golden Local case ≥ 0.17 px, so 0.02 sits 25× above the noise and
 # well below the slowest motion anyone would call motion (0.16 px/s at 16 fps).
@@ -74,7 +79,8 @@ MOTION_FLOOR_PX = 0.02
 
 
 def cut_guard_frames(fps: float) -> int:
-    """``round(0.5 s × fps)`` frames, half up: 8 at 16 fps, 12 at 24 fps (SPEC §5, FIX fps)."""
+    """``round(0.5 s × fps)`` frames, half up: 8 at 16 fps, 12 at 24 fps
+    (docs/methods.md#local_memory, docs/methods.md#real-frame-rate)."""
     return math.floor(CUT_GUARD_S * check_fps(fps) + 0.5)
 
 
@@ -90,7 +96,8 @@ def motion_step(mag: ArrayLike, fps: float) -> float | None:
 def motion_indexed_samples(
     mag: ArrayLike, fps: float, delta: float | None = None
 ) -> NDArray[np.intp]:
-    """Signal indices sampled at every δ of cumulative flow magnitude (SPEC §5, §9).
+    """Signal indices sampled at every δ of cumulative flow magnitude
+    (docs/methods.md#local_memory).
 
     The reference's loop, in its float order: ``cum`` is the sequential running sum (numpy's
     cumsum; missing samples add 0), the threshold starts at δ and grows by repeated addition,
@@ -144,14 +151,15 @@ def local_memory(
     *,
     distance_scale: float = 1.0,
 ) -> MetricResult:
-    """Local Memory of one episode (SPEC §5; statuses SPEC §8).
+    """Local Memory of one episode (docs/methods.md#local_memory; statuses
+    docs/methods.md#statuses).
 
     ``sx``/``srad``: the stride-2 flow signals (NaN = missing); ``embeddings``: (T, D) per-frame
     appearance descriptors, NaN rows = not embedded (None = no appearance backend → missing);
     ``cuts``: frame indices of the shot-cut detector's cuts, None when it failed/was unavailable
     (→ missing); ``fps``: the rollout's real frame rate; ``distance_scale``: the embedding
     backend's calibration (``DescriptorCalibration``), applied to ``1 − cos`` before the
-    threshold, so ``pair_distances`` are on the seed's scale.
+    threshold, so ``pair_distances`` are on WorldMark's scale.
 
     ``details["hard_cut"]`` (bool) and ``details["mutation_rate"]`` (float, None only when a hard
     cut left no countable pair) feed ``local_memory_model``.
@@ -177,13 +185,15 @@ def local_memory(
     base.update(delta=json_float(delta), sampled_frames=json_ints(frames))
     mean_mag = float(np.mean(mag[np.isfinite(mag)]))
     base.update(mean_mag=json_float(mean_mag), motion_floor=MOTION_FLOOR_PX)
-    if frames.size < LOCAL_MIN_SAMPLES:  # SPEC §5: fewer than 5 samples -> frozen
+    # Frozen, then the cut detector: docs/methods.md#local_memory, docs/methods.md#still-video-floor
+    # and docs/methods.md#a-failed-cut-detector-is-missing.
+    if frames.size < LOCAL_MIN_SAMPLES:  # fewer than 5 samples -> frozen
         return MetricResult.not_applicable(REASON_FROZEN, {**base, "frozen": True})
-    if mean_mag < MOTION_FLOOR_PX:  # SPEC §9 FIX 7: still, whatever codec noise δ samples
+    if mean_mag < MOTION_FLOOR_PX:  # still, whatever codec noise δ samples
         return MetricResult.not_applicable(
             REASON_FROZEN, {**base, "frozen": True, "below_motion_floor": True}
         )
-    if cuts is None:  # SPEC §5 FIX: a failed detector is missing, never "no cut"
+    if cuts is None:  # a failed detector is missing, never "no cut"
         return MetricResult.missing(REASON_CUTS_MISSING, base)
     if embeddings is None:
         return MetricResult.missing("appearance embeddings unavailable", base)
@@ -195,7 +205,7 @@ def local_memory(
     guard = cut_guard_frames(fps)
     a, b = frames[:-1], frames[1:]
     dist = appearance.distance(a, b)
-    if distance_scale != 1.0:  # the seed's descriptor: its distances exactly as they are
+    if distance_scale != 1.0:  # WorldMark's descriptor: its distances exactly as they are
         dist = dist * distance_scale
     near_cut = guarded_pairs(a, b, cut_list, guard)
     not_embedded = ~np.isfinite(dist)

@@ -1,10 +1,14 @@
-"""Revisit Memory of seed 000 (SPEC §5): leave a pose, come back — is the world remembered?
+"""Revisit Memory of WorldMark (docs/methods.md#revisit_memory): leave a pose, come back — is the
+world remembered?
 
 A *reversal* is a switch between opposite keys (W/S, A/D, L/R). Its window is the segment before
 (outbound leg, ``[seg_lo, t0)``) and the segment after (return leg, ``[t0, seg_hi)``) the switch.
-Everything below follows the reference's ``consistency_v2`` expressions (SPEC §9), with FIX 1
-(real fps), FIX 4 (640 px analysis width for degrees), FIX 5 (arc divided by the stride) and
-FIX 6 (missing samples skipped):
+Everything below follows the reference's ``consistency_v2`` expressions
+(docs/methods.md#departures-from-the-reference), with its departures: real fps
+(docs/methods.md#real-frame-rate), the 640 px analysis width for degrees
+(docs/methods.md#degrees-on-the-analysis-width), the arc divided by the stride
+(docs/methods.md#revisit-arcs-count-each-frame-step-once) and missing samples skipped
+(docs/methods.md#missing-samples-are-skipped):
 
 Gates, in order (the first failure names the reversal's status):
 
@@ -18,16 +22,16 @@ Gates, in order (the first failure names the reversal's status):
    the first key, shared by opposite keys), fails if ``min/max(so, sr, 1e-6) < 0.5``;
 4. ``undershoot`` (rotation) — fails if the outbound arc sum is below 15° (``15·640/70`` px).
 
-Pairing: the per-sample arc is ``mag/2`` (translation) or ``|Sx|/2`` (rotation) — FIX 5 divides
-once by the stride. No pairs when either leg has fewer than 3 samples. The outbound arc at k is
-the arc from ``seg_lo + k`` to t0 (reversed running sum), the return arc at k the running sum
-from t0 (**measured from the switch**, not from t_resp). ``rstart = clip(t_resp − t0)``;
-depths run from ``max(lo, ret[rstart])`` to ``min(tot_out, ret[-1])``. A frame for depth a is
-the first argmin of ``|arc − a|`` on each leg (the return searched from rstart on). 200 depths
-(``np.linspace``) are scanned for the first whose frames are ≥ 2 s apart; from there 10 depths
-to the top: a depth is dropped when either leg misses it by more than the tolerance (30 px;
-rotation 3°), a pair is kept when ``j > i + 1`` and new. ``lo`` is 0 (translation) or 5°
-(rotation). ``partial`` = ``tot_ret < 0.3·tot_out``, informative.
+Pairing: the per-sample arc is ``mag/2`` (translation) or ``|Sx|/2`` (rotation), divided once by the
+stride (docs/methods.md#revisit-arcs-count-each-frame-step-once). No pairs when either leg has fewer
+than 3 samples. The outbound arc at k is the arc from ``seg_lo + k`` to t0 (reversed running sum),
+the return arc at k the running sum from t0 (**measured from the switch**, not from t_resp).
+``rstart = clip(t_resp − t0)``; depths run from ``max(lo, ret[rstart])`` to
+``min(tot_out, ret[-1])``. A frame for depth a is the first argmin of ``|arc − a|`` on each leg (the
+return searched from rstart on). 200 depths (``np.linspace``) are scanned for the first whose frames
+are ≥ 2 s apart; from there 10 depths to the top: a depth is dropped when either leg misses it by
+more than the tolerance (30 px; rotation 3°), a pair is kept when ``j > i + 1`` and new. ``lo`` is 0
+(translation) or 5° (rotation). ``partial`` = ``tot_ret < 0.3·tot_out``, informative.
 
 Score: ``d = 1 − cos`` of the two frames' descriptors, pairs pooled over every reversal, per
 episode ``100 / (1 + mean d)``. A pair whose frame is not embedded is skipped and listed.
@@ -92,7 +96,7 @@ class Reversal:
 
     @property
     def motion(self) -> Motion:
-        """``rot`` for L/R, ``trans`` for W/S and A/D (seed 000: arc = |Sx| vs mag)."""
+        """``rot`` for L/R, ``trans`` for W/S and A/D (WorldMark: arc = |Sx| vs mag)."""
         return "rot" if self.out_key in ("L", "R") else "trans"
 
     @property
@@ -135,7 +139,8 @@ class _Signals:
     fps: float
 
     def channel(self, key: str, lo: int, hi: int) -> FloatArray:
-        """The key's channel over [lo, hi), missing samples skipped (FIX 6)."""
+        """The key's channel over [lo, hi), missing samples skipped
+        (docs/methods.md#missing-samples-are-skipped)."""
         ch = (self.sx if channel_of(key) == "sx" else self.srad)[lo:hi]
         out: FloatArray = ch[np.isfinite(ch)]
         return out
@@ -279,7 +284,8 @@ def revisit_memory(
     embeddings: ArrayLike | None,
     fps: float,
 ) -> MetricResult:
-    """Revisit Memory of one episode with an action log (SPEC §5; statuses SPEC §8).
+    """Revisit Memory of one episode with an action log (docs/methods.md#revisit_memory;
+    statuses docs/methods.md#statuses).
 
     ``sx``/``srad``: stride-2 flow signals (NaN = missing); ``frame_keys``: one key per frame
     (W S A D L R or "-"), at least as many as signals; ``embeddings``: (T, D) per-frame
@@ -371,5 +377,5 @@ def revisit_memory_for(
 
 
 def revisit_score(mean_d: float) -> float:
-    """``100 / (1 + mean(d) / TAU_C)`` (seed 000, TAU_C = 1.0)."""
+    """``100 / (1 + mean(d) / TAU_C)`` (WorldMark, TAU_C = 1.0)."""
     return PERCENT / (1.0 + float(mean_d) / TAU_C)

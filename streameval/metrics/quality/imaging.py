@@ -1,6 +1,7 @@
 """CPU imaging statistics: sharpness, noise, exposure, clipping, colourfulness, flicker.
 
-These are *not* Perceptual or Aesthetic Quality (SPEC §6: only Q-Align carries those names);
+These are *not* Perceptual or Aesthetic Quality (docs/methods.md#imaging-statistics: only Q-Align
+carries those names);
 they are cheap, interpretable statistics reported under their own names, each chosen so that
 it moves with its own defect and stays put under the others (measured on the procedural
 world, ``tests/metrics/test_imaging_defects.py``):

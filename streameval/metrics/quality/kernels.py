@@ -1,17 +1,18 @@
-"""Quality kernels: Q-Align's rating arithmetic (SPEC §6) and rollout drift (seed 004).
+"""Quality kernels: Q-Align's rating arithmetic (docs/methods.md#perceptual_quality) and rollout
+drift (WorldAtlas, docs/methods.md#rollout_imaging_drift).
 
 Pure numpy over what the cache keeps: the logits of the five rating words for the whole
 episode and for each drift segment (computed once, at episode end, by the Q-Align backend),
 and the CPU imaging statistics. ``rescore`` reruns these kernels without the model.
 
-- Q-Align (seed 000): softmax over the logits of {excellent, good, fair, poor, bad}, weighted
+- Q-Align (WorldMark): softmax over the logits of {excellent, good, fair, poor, bad}, weighted
   by {5, 4, 3, 2, 1}: x in [1, 5]; the column is ``100·(x − 1)/4``. (The Q-Align scorer
   weights by {1, 0.75, 0.5, 0.25, 0} instead, which is the same number divided by 100:
   ``tests/metrics/test_quality.py`` checks the two against each other.)
-- Drift (seed 004 ``rollout_imaging_drift`` / ``rollout_aesthetic_drift``): up to 300 frames
+- Drift (WorldAtlas ``rollout_imaging_drift`` / ``rollout_aesthetic_drift``): up to 300 frames
   evenly spread over the rollout, in 10 consecutive segments, one score per segment;
-  ``drift = (best − worst)/|best|``; normalised ``100·(1 − clamp(drift, 0, 1))`` (seed 004:
-  lower is better, bounds 0 and 1).
+  ``drift = (best − worst)/|best|``; normalised ``100·(1 − clamp(drift, 0, 1))`` (WorldAtlas:
+  lower is better, bounds 0 and 1; docs/methods.md#worldatlas-scale).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def rating_score(logits: Sequence[float] | npt.NDArray[np.floating]) -> float:
 
 
 def normalize_rating(score: float) -> float:
-    """Q-Align's 1–5 score -> the master table's 0–100 (seed 000: ``100·(x − 1)/4``)."""
+    """Q-Align's 1–5 score -> the master table's 0–100 (WorldMark: ``100·(x − 1)/4``,
+    docs/methods.md#perceptual_quality)."""
     return 100.0 * (score - 1.0) / 4.0
 
 

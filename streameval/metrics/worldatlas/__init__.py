@@ -1,1 +1,2 @@
-"""WorldAtlas closed-loop memory suite (seeds 001–004): pure kernels over pose tracks and depth."""
+"""WorldAtlas closed-loop memory suite (docs/methods.md#worldatlas-memory_loop-metrics): pure
+kernels over pose tracks and depth."""

@@ -1,21 +1,22 @@
-"""WorldAtlas memory_loop constants (seeds 001–004, SPEC §7), named once.
+"""WorldAtlas memory_loop constants (docs/methods.md#worldatlas-memory_loop-metrics), named once.
 
-The values are the seeds' defaults; where a seed is silent they are the published
-``benchmark.yaml`` memory_loop block the golden vectors were produced with.
+The values are WorldAtlas's documented defaults; where its documentation is silent they are
+the published ``benchmark.yaml`` memory_loop block the golden vectors were produced with.
 """
 
 from __future__ import annotations
 
-# --- return gate (seed 001) ---
+# --- return gate (docs/methods.md#memory_return_gate) ---
 ROTATION_WEIGHT = 1.0  # lambda in d(i, j)
 MAX_PAIR_DISTANCE = 0.15  # tau
 MIN_GAP_SECONDS = 1.0  # Delta t_min
 MIN_DEPARTURE_FACTOR = 3.0  # alpha
 MIN_EXCURSION_FACTOR = 3.0  # beta
-DEGENERATE_TRANSLATION_EXTENT = 1e-6  # E at or below this: rotation-only distance (SPEC §7)
-MAX_SCORED_PAIRS = 24  # pairs kept, spread over time gaps (SPEC §7)
+# E at or below this: rotation-only distance (docs/methods.md#memory_return_gate)
+DEGENERATE_TRANSLATION_EXTENT = 1e-6
+MAX_SCORED_PAIRS = 24  # pairs kept, spread over time gaps (docs/methods.md#memory_return_gate)
 
-# --- memory scene F1 (seed 003, SPEC §7) ---
+# --- memory scene F1 (docs/methods.md#memory_scene_f1) ---
 MAX_FRAMES_PER_SEGMENT = 8
 MAX_POINTS_PER_FRAME = 4096
 DISTANCE_THRESHOLD_RATIO = 0.02  # tau_d = 0.02 * diag
@@ -28,12 +29,12 @@ ICP_MAX_TRANSLATION_RATIO = 0.10
 ICP_MAX_ROTATION_DEGREES = 10.0
 MIN_SEGMENT_POSE_FRAMES = 2  # each side of a split needs at least two pose frames
 
-# --- keystroke nATEt / nATEr (seed 002, SPEC §7) ---
+# --- keystroke nATEt / nATEr (docs/methods.md#keystroke_natet, docs/methods.md#keystroke_nater) ---
 MIN_PATH_LENGTH = 0.5  # l_min, pose units
 MIN_ROTATION_DEGREES = 10.0  # nATEr's normaliser floor
 MOVE_SPEED_THRESHOLD = 0.06  # pose units / second: observed translation activity
 
-# --- protocol state (seed 004) ---
+# --- protocol state (docs/methods.md#suites) ---
 TARGET_FPS = 24.0
 ANCHOR_POSITIONS = (0.0, 0.3333, 0.6667, 1.0)
 MOTION_FRAMES = 12

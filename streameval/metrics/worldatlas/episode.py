@@ -1,9 +1,10 @@
-"""One memory_loop episode's WorldAtlas results, with seed 004's statuses.
+"""One memory_loop episode's WorldAtlas results, with WorldAtlas's statuses
+(docs/methods.md#statuses).
 
 Missing inputs are ``not_applicable`` with the reason (a model that sends no pose, a rollout
 without depth); inputs that exist but cannot be used (NaN poses, wrong shapes, zero focal
 lengths) are ``missing``. Nothing is imputed. Normalized values are on the master table's
-0–100 scale (seed 004's [0, 1] × 100).
+0–100 scale (WorldAtlas's [0, 1] × 100; docs/methods.md#worldatlas-scale).
 """
 
 from __future__ import annotations

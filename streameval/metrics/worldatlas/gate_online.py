@@ -1,8 +1,8 @@
 """The return gate while the episode runs: 'departure reached' and 'returned', as they happen.
 
-The gate itself (seed 001, ``revisit.return_gate``) needs the whole track: the pose distance
-divides translation by the trajectory's departure extent E, known only at the end. While the
-episode runs the dashboard still wants to see the camera leave and come back, so this
+The gate itself (docs/methods.md#memory_return_gate, ``revisit.return_gate``) needs the whole track:
+the pose distance divides translation by the trajectory's departure extent E, known only at the end.
+While the episode runs the dashboard still wants to see the camera leave and come back, so this
 accumulator keeps the poses seen so far and answers, per new frame j, with E so far:
 
 - departure reached: max over t <= j of d(0, t) >= alpha * tau (0.45);

@@ -1,4 +1,5 @@
-"""Seed 004's normalization families and reducers, and seed 003's leaderboard task score.
+"""WorldAtlas's normalization families and reducers (docs/methods.md#worldatlas-scale), and its
+leaderboard task score (docs/methods.md#memory_scene_f1).
 
 Every headline value is a normalized score in [0, 1]; not_applicable and missing results are
 never imputed, and an aggregate says how many episodes it covers.

@@ -1,4 +1,5 @@
-"""Return gate, revisit pairs and the outbound/return split (seeds 001 and 003).
+"""Return gate, revisit pairs and the outbound/return split (WorldAtlas:
+docs/methods.md#memory_return_gate, docs/methods.md#memory_scene_f1).
 
 Pairs are read from the pose track the model actually produced, never from action indices:
 a model that under-executes its return is judged on where it went, and one that never comes
@@ -40,8 +41,9 @@ SplitSource = Literal["longest_supported_revisit_episode", "temporal_midpoint_fa
 def min_gap_frames(fps: float, min_gap_seconds: float = MIN_GAP_SECONDS) -> int:
     """g = ceil(Delta t_min * fps), at least 1.
 
-    Seed 001 writes a ceiling; the reference rounds half to even (golden README item 8).
-    They differ only at a half-frame product (e.g. 12.5 fps), where the seed wins.
+    WorldAtlas writes a ceiling; the reference rounds half to even
+    (docs/methods.md#other-documented-differences). They differ only at a half-frame product
+    (e.g. 12.5 fps), where WorldAtlas's definition wins.
     """
     return max(math.ceil(float(min_gap_seconds) * max(float(fps), 1e-6) - 1e-9), 1)
 
@@ -121,7 +123,7 @@ def return_gate(
     min_departure_factor: float = MIN_DEPARTURE_FACTOR,
     min_excursion_factor: float = MIN_EXCURSION_FACTOR,
 ) -> ReturnGate:
-    """Equations (2)–(3) of seed 001: departure, then strict revisit pairs.
+    """Departure, then strict revisit pairs (docs/methods.md#memory_return_gate).
 
     For each frame j the nearest frame at least g frames earlier is its candidate; it is
     kept when within tau and when the camera went at least beta*tau away from it in
@@ -189,7 +191,8 @@ def nearest_pose_pairs(
 
 
 def scoring_pairs(gate: ReturnGate, poses_c2w: NDArray[np.generic]) -> tuple[F64, PairSource]:
-    """The strict pairs when there are any, else the nearest-pose fallback (seed 001)."""
+    """The strict pairs when there are any, else the nearest-pose fallback
+    (docs/methods.md#memory_return_gate)."""
     if gate.returned:
         return gate.pairs, "strict"
     return nearest_pose_pairs(poses_c2w, fps=gate.fps), "nearest_pose_fallback"
