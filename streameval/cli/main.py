@@ -16,7 +16,13 @@ from typing import Any, NoReturn
 
 from streameval import __version__
 from streameval.cli.console import ProgressPrinter
-from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
+from streameval.cli.exit_codes import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    exit_status,
+)
 from streameval.cli.options import (
     add_output_options,
     add_verbosity_options,
@@ -27,9 +33,9 @@ from streameval.cli.options import (
 )
 from streameval.cli.ray import add_ray_options, check_ray_usage, split_ray_flag
 from streameval.core.observers import EpisodeObserver
-from streameval.core.registry import UnknownBackendError
+from streameval.core.registry import load_target
 from streameval.engine.config import PipelineConfig
-from streameval.errors import BackendUnavailableError, BadInputError
+from streameval.errors import BadInputError
 from streameval.inputs.numbers import (
     FPS,
     SECONDS_PER_KEY,
@@ -44,7 +50,6 @@ from streameval.runs.interrupts import cancel_on_sigterm
 from streameval.runs.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.runs.python_model import load_python_model
 from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
-
 
 
 def _parse_actions(text: str) -> list[int]:
@@ -451,50 +456,67 @@ def _run_rescore(args: argparse.Namespace) -> int:
     return status
 
 
+def _lazy(target: str) -> Callable[[argparse.Namespace], int]:
+    """A command's runner, imported when that command runs (``"module:function"``)."""
+
+    def run(args: argparse.Namespace) -> int:
+        runner: Callable[[argparse.Namespace], int] = load_target(target)
+        return runner(args)
+
+    return run
+
+
+def _run_rescore_command(args: argparse.Namespace) -> int:
+    if args.ray is not None:
+        from streameval.cli.ray import run_ray_rescore
+
+        return run_ray_rescore(args)
+    return _run_rescore(args)
+
+
+def _run_dashboard_command(args: argparse.Namespace) -> int:
+    if args.mqtt is None:
+        from streameval.cli.dashboard import run_browse
+
+        return run_browse(args)
+    from streameval.cli.network import run_dashboard_mqtt
+
+    return run_dashboard_mqtt(args)
+
+
+def _run_demo_command(args: argparse.Namespace) -> int:
+    if args.list_defects:
+        from streameval.worlds.procedural_world import DEFECT_PRESETS
+
+        print("\n".join(DEFECT_PRESETS))
+        return EXIT_OK
+    return _run_episodes(args)
+
+
+# The one dispatch table: command -> runner (each returns its exit status).
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "demo": _run_demo_command,
+    "attach": _run_episodes,
+    "replay": _run_episodes,
+    "rescore": _run_rescore_command,
+    "table": _lazy("streameval.cli.table:run_table"),
+    "report": _lazy("streameval.cli.report:run_report"),
+    "dashboard": _run_dashboard_command,
+    "serve": _lazy("streameval.cli.network:run_serve"),
+    "pool": _lazy("streameval.cli.pool:run_pool"),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, dispatch, and turn the error tree into an exit status — here and only here."""
     args = build_parser().parse_args(split_ray_flag(sys.argv[1:] if argv is None else argv))
     configure_logging(args)
     try:
         check_ray_usage(args)
-        if args.command == "rescore" and args.ray is not None:
-            from streameval.cli.ray import run_ray_rescore
-
-            return run_ray_rescore(args)
-        if args.command == "rescore":
-            return _run_rescore(args)
-        if args.command == "dashboard" and args.mqtt is None:
-            from streameval.cli.dashboard import run_browse
-
-            return run_browse(args)
-        if args.command == "report":
-            from streameval.cli.report import run_report
-
-            return run_report(args)
-        if args.command == "table":
-            from streameval.cli.table import run_table
-
-            return run_table(args)
-        if args.command == "pool":
-            from streameval.cli.pool import run_pool
-
-            return run_pool(args)
-        if args.command == "serve":
-            from streameval.cli.network import run_serve
-
-            return run_serve(args)
-        if args.command == "dashboard":
-            from streameval.cli.network import run_dashboard_mqtt
-
-            return run_dashboard_mqtt(args)
-        if args.command == "demo" and args.list_defects:
-            from streameval.worlds.procedural_world import DEFECT_PRESETS
-
-            print("\n".join(DEFECT_PRESETS))
-            return EXIT_OK
-        return _run_episodes(args)
-    except (BadInputError, UnknownBackendError, BackendUnavailableError) as exc:
+        return COMMANDS[args.command](args)
+    except BadInputError as exc:  # unknown names and unavailable backends included
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_status(exc)
     except OSError as exc:  # the disk, not an input: one line, exit 1, never a traceback
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
