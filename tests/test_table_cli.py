@@ -1,4 +1,4 @@
-"""``streameval table``: Markdown and terminal output, exit statuses (DESIGN §6)."""
+"""``streameval table``: Markdown and terminal output, exit statuses (docs/cli.md#table)."""
 
 from __future__ import annotations
 

@@ -251,7 +251,8 @@ def test_depth_and_pose_reproject_onto_the_next_frames(t: int) -> None:
 
 
 def _dis_signals(frames: list[WorldFrame]) -> tuple[float, float]:
-    """Mean Sx and Srad over stride-2 DIS flow pairs (SPEC §2)."""
+    """Mean Sx and Srad over stride-2 DIS flow pairs
+    (docs/methods.md#analysis-frame-and-flow-units)."""
     dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)  # type: ignore[attr-defined]
     h, w = frames[0].image.shape[:2]
     ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
@@ -272,7 +273,7 @@ def _dis_signals(frames: list[WorldFrame]) -> tuple[float, float]:
     [("W", 1, 1), ("S", 1, -1), ("A", 0, 1), ("D", 0, -1), ("L", 0, 1), ("R", 0, -1)],
 )
 def test_dis_flow_has_the_spec_sign(key: str, channel: int, sign: int) -> None:
-    """SPEC §2: W +Srad, S −Srad, A +Sx, D −Sx, L +Sx, R −Sx, measured by DIS."""
+    """docs/methods.md#keys: W +Srad, S −Srad, A +Sx, D −Sx, L +Sx, R −Sx, measured by DIS."""
     signals = _dis_signals(run(key * 22))
     print(f"{key}: Sx={signals[0]:+.2f} Srad={signals[1]:+.2f}")
     assert sign * signals[channel] > 2.0, signals
@@ -493,9 +494,9 @@ def test_forget_is_visible_to_geometry_on_a_revisit() -> None:
     forget = revisit_errors(world_config_for_defect("forget", yaw_rate_deg=360.0))
     # Same pose, yet the reference's floor lookup lands on the neighbouring pixel wherever the
     # projection falls a hair below a whole pixel, so the clean world has its own share of
-    # errors at depth edges (SPEC §9); the forgetting world must add to it. Measured 3143 vs
-    # 3047 points (of ~16,800). It was 3381 vs 3084 while fully fogged surfaces (56-62 m,
-    # drawn as pure backdrop) still had finite depth: a regenerated object there counted
+    # errors at depth edges (docs/methods.md#global_memory); the forgetting world must add to it.
+    # Measured 3143 vs 3047 points (of ~16,800). It was 3381 vs 3084 while fully fogged surfaces
+    # (56-62 m, drawn as pure backdrop) still had finite depth: a regenerated object there counted
     # although no image shows it, so the margin is now 50 points, not 200.
     assert clean.size > 10_000
     base = int(np.count_nonzero(clean > 0.05))  # TAU_G

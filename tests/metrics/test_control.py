@@ -1,6 +1,7 @@
-"""Control metrics (SPEC §4, statuses §8): kernels and episodes against a naive reference.
+"""Control metrics (docs/methods.md#control-metrics, statuses docs/methods.md#statuses): kernels and
+episodes against a naive reference.
 
-The reference below is written from SPEC.md with plain Python loops over lists; it shares no
+The reference below is written from docs/methods.md with plain Python loops over lists; it shares no
 helper with the implementation (own segmenting, moving average, percentile and hiccup scan).
 """
 
@@ -28,7 +29,8 @@ from streameval.metrics.control.kernels import (
 )
 
 # ------------------------------------------------------------------------------------------
-# Naive reference (SPEC §2 and §4 read literally)
+# Naive reference (docs/methods.md#control-segments and docs/methods.md#control-metrics read
+# literally)
 # ------------------------------------------------------------------------------------------
 
 CHANNEL = {
@@ -127,7 +129,8 @@ def n_episode(
     fps: float,
     types: dict[int, MotionType | None],
 ) -> dict[str, float | None]:
-    """Raw value per column (None = not_applicable), from SPEC §2/§4 read literally."""
+    """Raw value per column (None = not_applicable), from docs/methods.md#control-segments and
+    docs/methods.md#control-metrics read literally."""
     runs: list[list[Any]] = []
     for f, k in enumerate(keys):
         if runs and runs[-1][0] == k:
@@ -377,7 +380,7 @@ def test_same_input_is_bit_identical() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Known answers and SPEC edge cases
+# Known answers and edge cases of docs/methods.md
 # ------------------------------------------------------------------------------------------
 
 
@@ -496,7 +499,8 @@ def test_fewer_than_three_stable_samples() -> None:
         seg = r[name].details["segments"][0]
         assert (seg["status"], seg["n_samples"]) == ("not_applicable", 2)
         assert "value" not in seg
-    # latency's window is the whole new segment (50 samples): scored, steady state 0 (SPEC §4).
+    # latency's window is the whole new segment (50 samples): scored, steady state 0
+    # (docs/methods.md#response-latency).
     lat = r["response_latency_rot"]
     assert lat.status == "official"
     assert lat.details["segments"][0]["response"] == "no_response"

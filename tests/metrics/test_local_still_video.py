@@ -1,4 +1,5 @@
-"""FIX 7 on real video: a still x264 CRF-18 rollout is ``frozen``, whatever the scene.
+"""The still-video floor (docs/methods.md#still-video-floor) on real video: a still x264 CRF-18
+rollout is ``frozen``, whatever the scene.
 
 Real components: PyAV/libx264 encodes the still frames, the decoded frames go through the
 analysis resize, DIS flow and the Sx/Srad means, then Local Memory.

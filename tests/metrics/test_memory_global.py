@@ -1,4 +1,5 @@
-"""Global Memory (SPEC §5, §9; statuses §8): view selection and the co-visibility error.
+"""Global Memory (docs/methods.md#global_memory; statuses docs/methods.md#statuses): view selection
+and the co-visibility error.
 
 Fixtures are rendered by code: posed z-depth maps of a known box room (the camera inside an
 axis-aligned box), seen from a moving, turning camera. The naive reference below follows the

@@ -1,10 +1,12 @@
-"""Local Memory (SPEC §5, statuses §8) against a naive reference written from the SPEC.
+"""Local Memory (docs/methods.md#local_memory, statuses docs/methods.md#statuses) against a naive
+reference written from docs/methods.md.
 
 The reference uses plain Python loops over lists and shares no helper with the implementation.
-Conventions checked (module docstring of ``memory_local``, the reference's rules, SPEC §9):
-signal index i is sampled when the running sum reaches the threshold, which starts at δ and
-grows by δ per sample (one sample per index, catching up after a large step); a missing sample
-adds nothing (FIX 6); a pair is excluded when either end lies within ±G frames of a cut.
+Conventions checked (module docstring of ``memory_local``, the reference's rules,
+docs/methods.md#local_memory): signal index i is sampled when the running sum reaches the threshold,
+which starts at δ and grows by δ per sample (one sample per index, catching up after a large step);
+a missing sample adds nothing (docs/methods.md#missing-samples-are-skipped); a pair is excluded when
+either end lies within ±G frames of a cut.
 """
 
 from __future__ import annotations
@@ -294,7 +296,9 @@ def test_bad_inputs_raise() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# FIX 3, 6, 7 (not covered by the golden data): naive references
+# Departures not covered by the golden data (naive references): a failed cut detector is
+# missing, missing samples are skipped, still episodes are frozen
+# (docs/methods.md#departures-from-the-reference)
 # ------------------------------------------------------------------------------------------
 
 

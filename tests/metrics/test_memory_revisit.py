@@ -1,7 +1,9 @@
-"""Revisit Memory (SPEC §5, §9; statuses §8): gates, equal-arc pairing and scores.
+"""Revisit Memory (docs/methods.md#revisit_memory; statuses docs/methods.md#statuses): gates,
+equal-arc pairing and scores.
 
-The naive reference below transcribes the reference's rules as SPEC §9 and the golden README
-word them (arc from the switch, first argmin, 200-depth scan, FIX 5 stride division), with plain
+The naive reference below transcribes the reference's rules as docs/methods.md#revisit_memory words
+them (arc from the switch, first argmin, 200-depth scan, the stride division of
+docs/methods.md#revisit-arcs-count-each-frame-step-once), with plain
 Python loops; it shares no helper with the implementation. The golden data in tests/parity pins
 the same rules against the reference's own outputs.
 """
@@ -249,7 +251,7 @@ def test_translation_has_no_undershoot_gate() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Statuses, FIX 6, model
+# Statuses, missing samples skipped (docs/methods.md#missing-samples-are-skipped), model
 # ------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""Q-Align arithmetic and rollout drift (seed 000 quality, seed 004 drift) on hand-built input."""
+"""Q-Align arithmetic and rollout drift (WorldMark quality, WorldAtlas drift) on hand-built
+input."""
 
 from __future__ import annotations
 

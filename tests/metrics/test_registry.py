@@ -30,7 +30,7 @@ DESIGN_COLUMNS = (
     "perceptual_quality",
     "aesthetic_quality",
 )
-# Seeds 001–004: columns of memory_loop results only, after seed 000's master table.
+# WorldAtlas: columns of memory_loop results only, after WorldMark's master table.
 WORLDATLAS_COLUMNS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
 
 

@@ -1,4 +1,5 @@
-"""Segment spans and stable zones (SPEC §2, §9) against a naive time-based reference."""
+"""Segment spans and stable zones (docs/methods.md#control-segments) against a naive time-based
+reference."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ SpanTuple = tuple[int, str, int, int, list[int], list[int]]
 
 
 def naive_spans(frame_keys: list[str], n_signals: int, fps: float) -> list[SpanTuple]:
-    """Runs of equal keys; stable zone by *time*, the reference's inclusive edges (SPEC §9)."""
+    """Runs of equal keys; stable zone by *time*, the reference's inclusive edges
+    (docs/methods.md#control-segments)."""
     runs: list[tuple[str, int, int]] = []
     for frame, key in enumerate(frame_keys):
         if runs and runs[-1][0] == key:

@@ -1,4 +1,5 @@
-"""moving_average: centered, zero-padded, divided by k everywhere (SPEC §4)."""
+"""moving_average: centered, zero-padded, divided by k everywhere
+(docs/methods.md#motion-stability)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def test_ends_are_divided_by_k() -> None:
 
 
 def test_short_input_keeps_the_window_length() -> None:
-    # The reference's stability scan runs over these k values when the zone is shorter (SPEC §9).
+    # The reference's stability scan runs over these k values when the zone is shorter
+    # (docs/methods.md#motion-stability).
     got = moving_average(np.array([3.0, 3.0, 3.0]), 5)
     assert got.tolist() == pytest.approx([1.2, 1.8, 1.8, 1.8, 1.2])
 

@@ -1,8 +1,9 @@
-"""Locate and load the reference's golden outputs (``../shared/reference/golden``).
+"""Locate and load the reference's golden outputs: the reference's outputs on generated inputs
+(``$STREAMEVAL_GOLDEN``; not distributed).
 
-The folder sits beside the repository (CI clones with ``../shared`` next to it); the environment
-variable ``STREAMEVAL_GOLDEN`` names another place. Without it, every parity test skips with a
-message saying where it looked: a user's clone has no golden data.
+By default the folder is ``shared/reference/golden`` beside the clone (where CI puts it); the
+environment variable ``STREAMEVAL_GOLDEN`` names another place. Without it, every parity test skips
+with a message saying where it looked: a user's clone has no golden data.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 lengths, trimmed ICP accept/reject, retention/hallucination/F1, frame sampling, and F1 on a
 given split of rendered depth, all to 1e-9 (points bit-identical in float32).
 
-Departures where the seed wins (golden README items 1–3), each with its own test below:
-negative focal lengths stay signed (``test_negative_focal_is_kept_signed``), zero or
+Departures where WorldAtlas's definition wins (docs/methods.md#memory_scene_f1), each with its own
+test below: negative focal lengths stay signed (``test_negative_focal_is_kept_signed``), zero or
 non-finite ones cannot be projected (``test_zero_nan_inf_focal_cannot_project``); the split
 itself (episode vs global turnaround) is exercised in tests/metrics/worldatlas.
 """
@@ -59,7 +59,7 @@ def test_backprojection(name: str) -> None:
     data = arrays("kernels", name)
     spec = case["spec"]
     if name.split("__")[1] in SIGNED_OR_INVALID:
-        pytest.skip("departs from seed 003: see test_negative_focal_is_kept_signed / zero_nan_inf")
+        pytest.skip("WorldAtlas departs: see test_negative_focal_is_kept_signed / zero_nan_inf")
 
     def run() -> np.ndarray:
         return backproject_frame(
@@ -131,7 +131,7 @@ def test_trimmed_icp(name: str) -> None:
     result = trimmed_icp(data["in.source"], data["in.target"], **kwargs)
     # In the 12-degree blob, ICP converges to float32 round-off: at iterations 16-17, 34
     # matches tie at 2.98e-8 across the 80 % cut, and which tied rows np.argpartition keeps
-    # depends on the CPU's SIMD sort (golden README, "Determinism"). The reference's own
+    # depends on the CPU's SIMD sort (noted with the reference's golden data). The reference's own
     # arithmetic run here gives our 12.00000007110707 deg; the golden machine 12.000000064.
     tol = 1e-7 if name in ("icp__blob_rotation_12_rejected", "icp__source_with_nan_rows") else TOL
     _assert_details(result.details(), case["outputs"]["details"], tol)
@@ -154,7 +154,7 @@ RUNTIME_ALIGNMENT = {
 def test_score_point_cloud_memory(name: str) -> None:
     runtime_name = name.split("__")[2]
     if runtime_name not in RUNTIME_ALIGNMENT:
-        pytest.skip("voxel down-sampling is a reference option outside seed 003")
+        pytest.skip("voxel down-sampling is a reference option outside WorldAtlas's scene F1")
     case = cases("kernels")[name]
     data = arrays("kernels", name)
     ref = case["outputs"]["result"]
@@ -224,7 +224,9 @@ def test_scene_f1_on_the_midpoint_split(name: str) -> None:
     if k.shape != (1, 3, 3) and k.shape != (len(poses), 3, 3):
         pytest.skip("the reference's scene path reads (K,3,3) intrinsics only")
     if not (np.isfinite(k).all() and (k[:, 0, 0] > 0).all() and (k[:, 1, 1] > 0).all()):
-        pytest.skip("non-positive or non-finite focal length: seed 003 departs (see kernel tests)")
+        pytest.skip(
+            "non-positive or non-finite focal length: WorldAtlas departs (see kernel tests)"
+        )
     overrides = case["runtime_overrides"]
     n = len(poses)
     kwargs = {

@@ -1,8 +1,8 @@
 """Return gate parity with the WorldAtlas reference (golden trajectories and kernels), to 1e-9.
 
-Where the reference departs from seed 001 (golden README): the minimum gap is a ceiling in
-the seed (``test_min_gap_is_a_ceiling_not_round_half_even``), and the gate's failure reason
-says "no revisit" in our words; every number is compared to the reference's.
+Where the reference departs from WorldAtlas (docs/methods.md#other-documented-differences): the
+minimum gap is a ceiling in WorldAtlas (``test_min_gap_is_a_ceiling_not_round_half_even``), and the
+gate's failure reason says "no revisit" in our words; every number is compared to the reference's.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_diverse_pair_subsample() -> None:
 
 
 def test_min_gap_is_a_ceiling_not_round_half_even() -> None:
-    """Seed 001: g = ceil(1 s x fps). The reference's round() gives 12 at 12.5 fps; the seed 13."""
+    """WorldAtlas: g = ceil(1 s x fps), 13 at 12.5 fps; the reference's round() gives 12."""
     assert min_gap_frames(12.5) == 13
     assert min_gap_frames(24.0) == 24
     assert min_gap_frames(7.5) == 8

@@ -1,7 +1,8 @@
 """Locate and read the WorldAtlas golden vectors (reference outputs on generated inputs).
 
-The folder is ``<repo>/../shared/reference/golden/worldatlas`` or ``$STREAMEVAL_GOLDEN/worldatlas``;
-on a user's clone it is absent and the parity tests skip with a message saying where to put it.
+The folder is ``$STREAMEVAL_GOLDEN/worldatlas`` (by default ``shared/reference/golden/worldatlas``
+beside the clone): the reference's outputs on generated inputs, not distributed. On a user's
+clone it is absent and the parity tests skip with a message saying where to put it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ plain noise textures, large flat colours, high-frequency detail and outdoor-like
 
 Each scene is a horizontally periodic panorama (``PANO_W`` × ``H``, seeded, its palette drawn
 from the seed so that two seeds of one family are two different places); a clip is a camera
-turning across it at a constant rate (``SPEEDS``, degrees per second at 16 fps and the seed's
+turning across it at a constant rate (``SPEEDS``, degrees per second at 16 fps and WorldMark's
 70° field of view), optionally drifting vertically a little. Frames are 640×432 crops with
 sub-pixel offsets (bilinear), so adjacent frames differ the way a smooth turn does.
 """

@@ -1,6 +1,6 @@
 """The CPU descriptor's calibrated mutation threshold (issue 9) on scenes unlike the procedural
 world's: clean turns stay well under it, real mutations land above it, and Local Memory of a
-clean turn stays near 100 where the seed's unscaled τ = 0.10 flagged steady motion.
+clean turn stays near 100 where WorldMark's unscaled τ = 0.10 flagged steady motion.
 
 Measured (bench/descriptor_calibration.py; τ = 0.6, clean p50 / p95 / max in units of τ):
 noise 0.01/0.02/0.03 at every speed; slow (15 °/s) ≤ 0.11/0.22/0.31 on every family; normal

@@ -165,7 +165,8 @@ def test_dinov2_patch_mean_end_to_end(tiny_dinov2: Path) -> None:
     assert np.allclose(np.linalg.norm(e, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(e, backend.embed(frames))
     assert np.array_equal(e[1], backend.embed([frames[1]])[0])
-    # the seed's formula, computed independently from the model's patch tokens
+    # WorldMark's formula (docs/methods.md#memory-metrics), computed independently from the model's
+    # patch tokens
     pixels = backend.preprocess(frames[0])
     assert pixels.shape == (3, 224, 224)
     net = transformers.Dinov2Model.from_pretrained(tiny_dinov2, local_files_only=True).eval()

@@ -1,5 +1,6 @@
 """The CPU pose estimator on the six memory_loop trajectories rendered by the procedural world
-without poses: same gate decisions as the true poses, small rotation error (SPEC §7).
+without poses: same gate decisions as the true poses, small rotation error
+(docs/methods.md#worldatlas-memory_loop-metrics).
 
 Measured on 12 s loops at 256x160 (this test): gates agree on 6 of 6 loops (departed, returned
 and passed alike); the largest rotation error over a loop is 0.10-0.99 degrees (yaw_loop_360

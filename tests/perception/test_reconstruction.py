@@ -86,14 +86,14 @@ def test_global_memory_from_model_pose_and_depth() -> None:
     print("\nglobal_memory (exact, every other depth ×1.3):", scores)
     for (defect, motion), (exact_score, bent_score) in scores.items():
         # exact geometry: the reference's floor lookup moves the target up to a pixel, a
-        # floor the published numbers share (SPEC §9); it grows with the depth gradient
-        # (measured AD 90.8, LR 73.3, WD 55.1: walking forward the ground is seen grazing)
+        # floor the published numbers share (docs/methods.md#global_memory); it grows with the depth
+        # gradient (measured AD 90.8, LR 73.3, WD 55.1: walking forward the ground is seen grazing)
         assert 50.0 < exact_score < 100.0, (defect, motion)
         assert bent_score < exact_score - 30.0, (defect, motion)
         # every other view's depth ×1.3: half the pool errs by ≈ 0.2 (measured 16.7–22.2)
         assert bent_score < 30.0, (defect, motion)
     # forget moves and resizes regenerated objects, but they are a minority of the co-visible
-    # points: the SPEC median barely moves (forgetting shows in Revisit Memory and in the
+    # points: WorldMark's median barely moves (forgetting shows in Revisit Memory and in the
     # share_over_tau_g diagnostic, see memory_global)
     assert abs(scores["forget", "AD"][0] - scores["clean", "AD"][0]) < 5.0
 

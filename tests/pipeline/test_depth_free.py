@@ -1,5 +1,6 @@
 """The depth-free motion-type estimator, validated on scenes with known motion and depth
-variation (SPEC §3 last point): strafes typed as translation, turns as rotation."""
+variation (docs/methods.md#motion-type-fit, "Without depth"): strafes typed as translation, turns as
+rotation."""
 
 from __future__ import annotations
 

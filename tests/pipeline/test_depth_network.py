@@ -1,5 +1,6 @@
-"""The depth-network path of SPEC §3 (frames without depth, ``--depth depth-anything``),
-end to end through the pipeline on a tiny randomly initialised Depth-Anything."""
+"""The depth-network path of docs/methods.md#motion-type-fit (frames without depth,
+``--depth depth-anything``), end to end through the pipeline on a tiny randomly initialised
+Depth-Anything."""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ def test_clean_world_remembers() -> None:
     m = memory("clean", "AD", 20.0)
     assert _value(m["local_memory"]) > 95.0
     assert _value(m["revisit_memory"]) > 95.0
-    # Global: the reference's floor lookup leaves a floor on exact geometry (SPEC §9),
+    # Global: the reference's floor lookup leaves a floor on exact geometry
+    # (docs/methods.md#global_memory),
     # measured 88.45 here (e = 0.0065); it was 100 with the bilinear lookup.
     assert _value(m["global_memory"]) > 80.0
 
@@ -66,11 +67,11 @@ def test_transnetv2_default_detector_through_the_pipeline() -> None:
 
 
 def test_forgetting_shows_in_global_diagnostics_not_in_the_median() -> None:
-    """SPEC §5's e is the median of the pooled co-visibility errors. With the world's exact pose
-    and depth every consistent point has error 0, and what the forgetting world regenerated is
-    a minority of the pool (≈ 21 % on this path, counting every regenerated slab and object),
-    so e stays at the clean world's floor — a known limit of the statistic, not of the world
-    (see memory_global). The diagnostics in the details do see it."""
+    """The e of docs/methods.md#global_memory is the median of the pooled co-visibility errors. With
+    the world's exact pose and depth every consistent point has error 0, and what the forgetting
+    world regenerated is a minority of the pool (≈ 21 % on this path, counting every regenerated
+    slab and object), so e stays at the clean world's floor — a known limit of the statistic, not of
+    the world (see memory_global). The diagnostics in the details do see it."""
     clean = memory("clean", "AD", 20.0)["global_memory"]
     forget = memory("forget", "AD", 20.0)["global_memory"]
     assert abs(_value(clean) - _value(forget)) < 5.0

@@ -74,9 +74,9 @@ def test_response_delay_lowers_latency_only() -> None:
 def test_hiccups_lower_stability_only() -> None:
     for name in STAB:
         assert value("hiccup", KEYS, name) < clean(name) - 40.0, name
-    # Stalls inside the type-fit window (SPEC §3 samples 1 frame/s) mix still frames into the
-    # u = a·invZ + b pool, which biases the intercept: the gated strafe accuracy drops a
-    # little (measured 0.74 for D). Rotation and fwd segments are untouched.
+    # Stalls inside the type-fit window (docs/methods.md#motion-type-fit samples 1 frame/s) mix
+    # still frames into the u = a·invZ + b pool, which biases the intercept: the gated strafe
+    # accuracy drops a little (measured 0.74 for D). Rotation and fwd segments are untouched.
     assert value("hiccup", KEYS, "direction_accuracy_trans") >= 70.0
     assert value("hiccup", KEYS, "direction_accuracy_rot") >= 90.0
 

@@ -1,4 +1,5 @@
-"""The published delivery layout ``<MODEL>/<image>_<action>.mp4`` (SPEC §1)."""
+"""The published delivery layout ``<MODEL>/<image>_<action>.mp4``
+(docs/methods.md#suites)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Recorder → ReplaySource gives back exactly what was recorded (SPEC §4: bit-identical replay)."""
+"""Recorder → ReplaySource gives back exactly what was recorded
+(docs/methods.md#control-metrics: bit-identical replay)."""
 
 from __future__ import annotations
 

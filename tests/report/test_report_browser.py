@@ -87,7 +87,7 @@ def test_report_screenshot_is_not_blank_and_shows_the_plots(results: Path, tmp_p
     page = results / "procedural-world[hiccup]" / "008_AD" / "report.html"
     image = screenshot(page, tmp_path / "report.png")
     assert image.std() > 20  # not a blank page
-    # Local Memory's bars: on the seed's scale since the CPU descriptor's calibration, a clean
+    # Local Memory's bars: on WorldMark's scale since the CPU descriptor's calibration, a clean
     # turn's pair distances are 10-20 % of tau (about 1,400 bar pixels here)
     assert share_of(image, BAR) > 0.0002
     # segment shading of the A/D keys (green and yellow at 15 % on white)

@@ -1,4 +1,5 @@
-"""nATEt / nATEr on hand-built pose tracks with known truth (seed 002, SPEC §7)."""
+"""nATEt / nATEr on hand-built pose tracks with known truth
+(docs/methods.md#keystroke_natet, docs/methods.md#keystroke_nater)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Return gate and split on hand-built pose tracks (seed 001, 003)."""
+"""Return gate and split on hand-built pose tracks
+(docs/methods.md#memory_return_gate, docs/methods.md#memory_scene_f1)."""
 
 from __future__ import annotations
 

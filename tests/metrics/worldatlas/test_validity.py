@@ -1,4 +1,4 @@
-"""Validity on the procedural world with its true poses and depth (seed 003).
+"""Validity on the procedural world with its true poses and depth (docs/methods.md#memory_scene_f1).
 
 Measured (12 s loops, 192x128, scene F1; clean / scene forgotten at the turnaround / view-by-view
 ``forget`` defect): dolly_loop 1.000 / 0.396 / 0.998, yaw_loop_180 0.999 / 0.777 / 0.997.
