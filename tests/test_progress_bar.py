@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from streameval.cli.progress_bars import ProgressBars
+from streameval.cli.console import ProgressBars
 from streameval.engine.config import PipelineConfig
 from streameval.runs.builders import model_jobs
 from streameval.runs.jobs import run_jobs

@@ -379,7 +379,7 @@ def _run_plain(
         return asyncio.run(cancel_on_sigterm(run_all([])))
     if not sys.stdout.isatty():
         return asyncio.run(cancel_on_sigterm(run_all([ProgressPrinter()])))
-    from streameval.cli.progress_bars import ProgressBars
+    from streameval.cli.console import ProgressBars
 
     with ProgressBars(len(jobs)) as bars:
         return asyncio.run(cancel_on_sigterm(run_all([bars])))
