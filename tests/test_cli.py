@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from streameval.cli.main import main
+from streameval.results.layout import episode_dir
 from tests.replay.replay_synth import make_rollout_dir, moving_texture, write_video
 
 
@@ -25,9 +26,10 @@ def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_demo_writes_results_recording_and_log(demo_out: Path) -> None:
-    episode = demo_out / "procedural-world[clean]" / "008_AD"
+    episode = demo_out / "procedural-world-clean" / "008_AD"  # a folder name safe in a shell
+    assert episode == episode_dir(demo_out, "procedural-world[clean]", "008_AD")
     doc = json.loads((episode / "scores.json").read_text())
-    assert doc["model"] == "procedural-world[clean]" and doc["frames"] == 128
+    assert doc["model"] == "procedural-world[clean]" and doc["frames"] == 128  # the display name
     assert doc["metrics"]["direction_accuracy_trans"]["status"] == "official"
     assert doc["metrics"]["direction_accuracy_rot"]["status"] == "not_applicable"
     assert (episode / "recording" / "video.mp4").is_file()
@@ -42,7 +44,7 @@ def test_demo_writes_results_recording_and_log(demo_out: Path) -> None:
 def test_rescore_reproduces_and_replay_matches(
     demo_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    episode = demo_out / "procedural-world[clean]" / "008_AD"
+    episode = episode_dir(demo_out, "procedural-world[clean]", "008_AD")
     before = json.loads((episode / "scores.json").read_text())["metrics"]
     assert main(["rescore", str(demo_out)]) == 0
     assert "unchanged" in capsys.readouterr().out

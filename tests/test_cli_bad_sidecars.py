@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from streameval.cli.main import main
+from streameval.results.layout import episode_dir
 
 # one worker runs the whole module: its fixture renders and replays once, not per worker
 pytestmark = pytest.mark.xdist_group("bad-sidecars")
@@ -28,7 +29,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("loop")
     argv = ["demo", "--no-tui", "--out", str(out), "--suite", "memory_loop"]
     assert main([*argv, "--trajectory", "dolly_loop", "--loop-seconds", "4"]) == 0
-    return out / MODEL / "dolly_loop" / "recording"
+    return episode_dir(out, MODEL, "dolly_loop") / "recording"
 
 
 def _nan_pose(d: Path) -> None:
@@ -97,7 +98,7 @@ def test_bad_sidecar_gives_missing_metrics_not_a_refusal(
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {rollout / file}: "), errors
     assert says in errors[0], errors
-    scores = out / MODEL / "dolly_loop" / "scores.json"
+    scores = episode_dir(out, MODEL, "dolly_loop") / "scores.json"
     doc = json.loads(scores.read_text())
     metrics = doc["metrics"]
     for name in POSE_METRICS:
@@ -114,7 +115,7 @@ def test_bad_sidecar_gives_missing_metrics_not_a_refusal(
     assert metrics["direction_accuracy_trans"]["status"] == "official"
     # rescore reads the reasons back from the cache: bit-identical
     before = scores.read_bytes()
-    assert main(["rescore", str(out / MODEL / "dolly_loop")]) == 0
+    assert main(["rescore", str(episode_dir(out, MODEL, "dolly_loop"))]) == 0
     assert json.loads(scores.read_text())["metrics"] == json.loads(before)["metrics"]
 
 

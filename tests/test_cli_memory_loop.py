@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from streameval.cli.main import main
+from streameval.results.layout import episode_dir
 from streameval.runs.builders import network_episodes
 from streameval.runs.memory_loop import LoopPlan
 from streameval.transports.urls import AttachOptions
@@ -29,7 +30,7 @@ def loop_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_demo_loop_results_and_table(loop_out: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    episode = loop_out / MODEL / "yaw_loop_180"
+    episode = episode_dir(loop_out, MODEL, "yaw_loop_180")
     doc = json.loads((episode / "scores.json").read_text())
     assert doc["suite"] == "memory_loop" and doc["frames"] == 96
     gate = doc["metrics"]["memory_return_gate"]
@@ -46,11 +47,11 @@ def test_demo_loop_results_and_table(loop_out: Path, capsys: pytest.CaptureFixtu
 def test_replay_of_the_recording_scores_the_sidecar_poses_alike(
     loop_out: Path, tmp_path: Path
 ) -> None:
-    recording = loop_out / MODEL / "yaw_loop_180" / "recording"
+    recording = episode_dir(loop_out, MODEL, "yaw_loop_180") / "recording"
     assert json.loads((recording / "meta.json").read_text())["trajectory"] == "yaw_loop_180"
     assert main(["replay", str(recording), "--out", str(tmp_path), "--no-tui"]) == 0
-    live = json.loads((loop_out / MODEL / "yaw_loop_180" / "scores.json").read_text())
-    doc = json.loads((tmp_path / MODEL / "yaw_loop_180" / "scores.json").read_text())
+    live = json.loads((episode_dir(loop_out, MODEL, "yaw_loop_180") / "scores.json").read_text())
+    doc = json.loads((episode_dir(tmp_path, MODEL, "yaw_loop_180") / "scores.json").read_text())
     assert doc["metrics"]["memory_return_gate"]["details"]["pose_source"] == "vipe_sidecar"
     for name in ("memory_return_gate", "keystroke_nater"):
         assert doc["metrics"][name]["raw"] == live["metrics"][name]["raw"], name
@@ -62,7 +63,7 @@ def test_replay_of_the_recording_scores_the_sidecar_poses_alike(
 def test_worldmark_results_carry_no_worldatlas_metric(tmp_path: Path) -> None:
     argv = ["demo", "--no-tui", "--out", str(tmp_path), "--actions", "8", "--seconds-per-key"]
     assert main([*argv, "1", "--record", "off"]) == 0
-    doc = json.loads((tmp_path / MODEL / "008_AD" / "scores.json").read_text())
+    doc = json.loads((episode_dir(tmp_path, MODEL, "008_AD") / "scores.json").read_text())
     assert not set(NAMES) & set(doc["metrics"])
 
 

@@ -43,7 +43,7 @@ def test_ctrl_c_exits_130_finalizes_the_episode_and_names_the_results(tmp_path: 
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     try:
         deadline = time.monotonic() + 120
-        log = out / "procedural-world[clean]" / "009_WR"
+        log = out / "procedural-world-clean" / "009_WR"
         # wait until the episode is under way (its first plain progress line), then Ctrl-C
         assert proc.stdout is not None
         while time.monotonic() < deadline:

@@ -158,6 +158,59 @@ def test_attach_finds_a_module_in_the_working_directory_and_names_the_model(
     assert f"results in {out}" in capsys.readouterr().err
 
 
+_NAMED_MODULE = """
+import numpy as np
+
+class Drawn:
+    fps = 16.0
+
+    def __init__(self):
+        self.canvas = np.random.default_rng(1).integers(0, 256, (48, 320, 3), dtype=np.uint8)
+        self.x = 120
+
+    def step(self, key):
+        self.x += {"A": -2, "D": 2}.get(key, 0)
+        return np.ascontiguousarray(self.canvas[:, self.x : self.x + 64])
+
+class Named(Drawn):
+    name = "toy[v2]"
+
+def make_named():
+    return Named()
+
+def make_plain():
+    return Drawn()
+"""
+
+
+@pytest.mark.parametrize(
+    ("factory", "flag", "model", "folder"),
+    [
+        ("make_named", None, "toy[v2]", "toy-v2"),  # model.name, its folder shell-safe
+        ("make_named", "my-model", "my-model", "my-model"),  # --model-name wins
+        ("make_plain", None, "Drawn", "Drawn"),  # no name: the class, never the factory
+    ],
+)
+def test_attach_python_names_the_model_by_flag_then_name_then_class(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    factory: str,
+    flag: str | None,
+    model: str,
+    folder: str,
+) -> None:
+    module = f"streameval_named_fixture_{factory}_{flag is not None}"
+    (tmp_path / f"{module}.py").write_text(_NAMED_MODULE)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--record", "off", *(["--model-name", flag] if flag else [])]
+    assert main(["attach", f"python:{module}:{factory}", *args, *SHORT]) == EXIT_OK
+    assert [p.name for p in out.iterdir() if p.is_dir()] == [folder]
+    doc = json.loads((out / folder / "008_AD" / "scores.json").read_text())
+    assert doc["model"] == model
+    assert [e["model"] for e in _lines(out)] == [model]
+
+
 def test_ctrl_c_is_not_bad_input(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

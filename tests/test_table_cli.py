@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,27 @@ def test_terminal_table(results: Path, capsys: pytest.CaptureFixture[str]) -> No
     for text in ("streameval master table", "alpha", "beta", "delta", "85.00", "n/a", "(1/2)"):
         assert text in out
     assert "Excluded:" in out and "gamma" in out
+    assert re.search(
+        r"streameval master table( \(\d/\d\))? · 4 models, 8 episodes \(1 excluded\)", out
+    )
+
+
+def test_terminal_title_counts_the_demo_model_the_rule_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``make demo`` then ``streameval table``: one model, three episodes, excluded by the
+    default rule (fewer than 10) — the title says so instead of "0 models, 0 episodes"."""
+    for i in range(3):
+        write_episode(tmp_path, "procedural-world[clean]", f"{i:03d}", {"x": official(1.0)})
+    assert run_table(parse([str(tmp_path)])) == 0
+    out = capsys.readouterr().out
+    # (the terminal's width may stack the columns: "master table (1/2) · ...")
+    assert re.search(r"master table( \(\d/\d\))? · 1 model, 3 episodes \(1 excluded\)", out)
+    assert "procedural-world[clean] (3 episodes): only 3 episodes" in out
+    assert run_table(parse([str(tmp_path), "--include-all"])) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"master table( \(\d/\d\))? · 1 model, 3 episodes\s", out)
+    assert "excluded)" not in out
 
 
 def test_parser_rejects_unknown_sort_column(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,13 +4,16 @@ Statuses (SPEC §8): per column and model, an episode is *measured* (official wi
 value), *not_applicable* or *missing* (status missing, metric absent from its scores.json, an
 official value that is not finite, or — unless ``include_incomplete`` — an episode whose run did
 not complete). not_applicable and missing episodes are never imputed and never averaged in.
-``coverage`` = measured / all episodes of the model, shown as ``k/N`` when k < N; N counts the
-model's scores.json files found (an episode whose file was never written cannot be seen, and two
-files for the same episode are an input error, not two episodes). The cell is:
+``total`` counts the model's scores.json files found (an episode whose file was never written
+cannot be seen, and two files for the same episode are an input error, not two episodes);
+``applicable`` = those where the metric applies (measured + missing: not_applicable ones lie
+outside the metric's domain — a ``W``-only episode has no rot segment). ``coverage`` = measured
+/ applicable, shown as ``k/N`` when k < N: a column is never shown short of episodes it could
+not have measured, so a ``(k/N)`` always means N − k missing measurements. The cell is:
 
 - ``official`` — at least one measured episode and none missing. not_applicable episodes do not
-  make a cell partial: they lie outside the metric's domain (a ``W``-only episode has no rot
-  segment), so a rot cell can be official at 7/15;
+  make a cell partial, and do not show in its coverage: a rot cell over 15 episodes of which 8
+  have no yaw segment is official with no ``(k/N)``;
 - ``partial`` — measured episodes and missing ones; the value is the aggregate over the measured
   episodes (seed 003: the measured denominator is shown, the full-suite score stays unknown) and
   the bounds say where it would lie whatever the missing episodes had scored;
@@ -21,7 +24,8 @@ A metric defined for some suites only (``MetricSpec.suites``) counts the model's
 those suites alone (N = its 480 memory_loop episodes, whatever else it ran); an episode of another
 suite is not_applicable in the drill-down. A metric with ``unmeasured_is_missing`` (seed 003's
 scene-F1 task score) counts its not_applicable episodes as missing once anything is measured:
-the cell is then partial with bounds, its full-suite value unknown, e.g. ``(479/480)``.
+they count as applicable, the cell is then partial with bounds, its full-suite value unknown,
+e.g. ``(479/480)``.
 """
 
 from __future__ import annotations
@@ -65,9 +69,14 @@ class Cell:
     rank: Rank | None = None
 
     @property
+    def applicable(self) -> int:
+        """Episodes where the metric applies: all counted ones but the not_applicable."""
+        return self.total - self.n_not_applicable
+
+    @property
     def coverage(self) -> float:
-        """Measured episodes / all episodes of the model (0 for an empty model)."""
-        return self.measured / self.total if self.total else 0.0
+        """Measured episodes / episodes where the metric applies (0 when none does)."""
+        return self.measured / self.applicable if self.applicable else 0.0
 
     @property
     def display_value(self) -> float | None:
@@ -80,6 +89,7 @@ class Cell:
             "status": self.status,
             "measured": self.measured,
             "total": self.total,
+            "applicable": self.applicable,
             "n_missing": self.n_missing,
             "n_not_applicable": self.n_not_applicable,
             "lower": self.lower,
@@ -162,7 +172,7 @@ def model_cell(
     if not (math.isfinite(agg.value) and 0.0 <= agg.value <= PERCENT):
         # details that contradict the column's range (a hand-edited file): never ranked
         reason = f"details give {agg.value:g}, outside [0, {PERCENT:g}]"
-        return Cell(None, "missing", 0, total, total, n_na, reasons=(*reasons, reason))
+        return Cell(None, "missing", 0, total, total - n_na, n_na, reasons=(*reasons, reason))
     partial = n_missing > 0
     return Cell(
         agg.value,

@@ -29,8 +29,9 @@ def format_value(value: float | None) -> str:
 
 
 def format_coverage(cell: Cell) -> str | None:
-    """``k/N`` when fewer than all of the model's episodes were measured, else None."""
-    return f"{cell.measured}/{cell.total}" if cell.measured < cell.total else None
+    """``k/N`` when fewer than the N episodes where the metric applies were measured (the
+    not_applicable ones are outside its domain, not missing), else None."""
+    return f"{cell.measured}/{cell.applicable}" if cell.measured < cell.applicable else None
 
 
 def format_bounds(cell: Cell) -> str | None:

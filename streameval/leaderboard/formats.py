@@ -49,7 +49,7 @@ def table_csv(table: MasterTable, diag: Diagnostics | None = None) -> str:
         for c in table.columns:
             cell = row.cells[c.name]
             value = "" if cell.value is None else f"{cell.value:.6f}"
-            line += [value, cell.status, f"{cell.measured}/{cell.total}"]
+            line += [value, cell.status, f"{cell.measured}/{cell.applicable}"]
         for s in specs:
             d = by_model[row.model][s.name]
             line += ["" if d.mean is None else f"{d.mean:.6g}", f"{d.measured}/{d.total}"]

@@ -207,6 +207,22 @@ class MasterTable:
                 return row
         raise KeyError(f"no model {model!r} in the table")
 
+    def summary(self) -> str:
+        """What the table holds, for its title: ``1 model, 3 episodes (1 excluded)``.
+
+        Counts every model it shows — the ranked rows and the excluded ones (the dashboard
+        greys them out, ``streameval table`` lists them under the grid) — with their episodes;
+        ``(k excluded)`` says how many of them the exclusion rule (or ``--exclude``) left out
+        of the ranking. The title thus never reads "0 models" above a model's row.
+        """
+        rows = (*self.rows, *(e.row for e in self.excluded))
+        n_models, n_episodes = len(rows), sum(r.n_episodes for r in rows)
+        text = (
+            f"{n_models} model{'s' if n_models != 1 else ''}, "
+            f"{n_episodes} episode{'s' if n_episodes != 1 else ''}"
+        )
+        return f"{text} ({len(self.excluded)} excluded)" if self.excluded else text
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view for the report and the dashboard."""
 

@@ -42,7 +42,7 @@ def master_table_fragment(table: MasterTable, *, with_plot: bool = True) -> list
         "<p class='note'>Columns: "
         + escape(", ".join(f"{c.short} = {c.label}" for c in table.columns))
         + ". Best green, second yellow, worst red (at least 3 models); (k/N) = measured "
-        "episodes / episodes.</p>",
+        "episodes / episodes where the metric applies.</p>",
     ]
     if table.excluded:
         out.append("<p>Excluded:</p><ul>")

@@ -25,20 +25,26 @@ from streameval.errors import BadInputError
 
 ExistingPolicy = Literal["keep", "overwrite", "resume"]
 
-# Anything that could leave the folder or confuse a shell becomes "_" (after folding accents
-# to ASCII, so a name never needs an encoding the file system may lack).
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+\-\[\]=,@]")
+# A variant in brackets, ``name[x]``, becomes ``name-x``; anything else that could leave the
+# folder or that a shell would expand or split (``[ ] * ?``, spaces, quotes, ``$``...) becomes
+# "_" (after folding accents to ASCII, so a name never needs an encoding the file system may
+# lack). ``ls OUT/procedural-world-clean`` then finds the folder without quoting.
+_BRACKETED = re.compile(r"\[([^\[\]]*)\]")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+\-=,@]")
 MAX_COMPONENT = 100
 
 
 def path_component(name: str) -> str:
-    """``name`` as one safe folder name: no separators, control characters or lone
-    surrogates, never ``.``/``..``/empty or hidden, at most ``MAX_COMPONENT`` characters (a
-    longer name keeps a hash of the original, so two long names still get two folders)."""
+    """``name`` as one folder name safe in a shell: no separators, control characters, lone
+    surrogates, glob characters or spaces (``procedural-world[clean]`` →
+    ``procedural-world-clean``), never ``.``/``..``/empty, hidden or led by ``-``, at most
+    ``MAX_COMPONENT`` characters (a longer name keeps a hash of the original, so two long names
+    still get two folders). Only the folder changes: scores.json, the table and the dashboard
+    keep the model's own name."""
     cleaned = name.encode("utf-8", "replace").decode("utf-8")
     folded = unicodedata.normalize("NFKD", cleaned).encode("ascii", "ignore").decode("ascii")
-    safe = _UNSAFE.sub("_", folded).strip()
-    if safe in {"", ".", ".."} or safe.startswith("."):
+    safe = _UNSAFE.sub("_", _BRACKETED.sub(r"-\1", folded.strip()))
+    if safe in {"", ".", ".."} or safe.startswith((".", "-")):  # hidden, or read as an option
         safe = "_" + safe.lstrip(".")
     if len(safe) > MAX_COMPONENT:
         digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]

@@ -146,7 +146,9 @@ def test_not_applicable_is_not_averaged_and_shows_coverage(tmp_path: Path) -> No
     assert pq.status == "official"
     assert (pq.measured, pq.total, pq.n_not_applicable, pq.n_missing) == (2, 3, 1, 0)
     assert pq.lower is None and pq.upper is None
-    assert cell_text(pq) == "70.00 (2/3)"
+    # not applicable is not missing: measured in every episode where it applies, no "(2/3)"
+    assert (pq.applicable, pq.coverage) == (2, 1.0)
+    assert cell_text(pq) == "70.00"
     aq = cell(table, "m", "aesthetic_quality")
     assert aq.status == "not_applicable" and aq.value is None
     assert aq.reasons == ("no qa",)  # deduplicated
@@ -171,7 +173,54 @@ def test_missing_makes_partial_with_seed003_bounds(tmp_path: Path) -> None:
     assert c.lower == pytest.approx(140.0 / 3)
     assert c.upper == pytest.approx(240.0 / 3)
     assert c.reasons == ("backend failed", "frozen")
-    assert cell_text(c) == "70.00 (2/4) [46.67, 80.00]"
+    assert (c.applicable, c.coverage) == (3, pytest.approx(2 / 3))  # the n/a one is left out
+    assert cell_text(c) == "70.00 (2/3) [46.67, 80.00]"
+
+
+def test_pooled_control_coverage_counts_the_episodes_where_the_family_applies(
+    tmp_path: Path,
+) -> None:
+    """The demo's three episodes: the third has no translation segment, so the trans columns
+    are measured in every episode where they apply — official, no "(2/3)" — and the rot
+    column, missing in one of the two episodes with a turn, is "(1/2)" with bounds over 2."""
+    trans = control([1.0, 0.5], signed=True)
+    rot = control([0.6], signed=True)
+    write_model(
+        tmp_path,
+        "m",
+        [
+            {"direction_accuracy_trans": trans, "direction_accuracy_rot": rot},
+            {
+                "direction_accuracy_trans": trans,
+                "direction_accuracy_rot": missing("perception failed"),
+            },
+            {
+                "direction_accuracy_trans": not_applicable("no fwd/lat segments"),
+                "direction_accuracy_rot": not_applicable("no yaw segments"),
+            },
+        ],
+    )
+    table = table_of(tmp_path)
+    t = cell(table, "m", "direction_accuracy_trans")
+    assert (t.status, t.measured, t.applicable, t.total) == ("official", 2, 2, 3)
+    assert cell_text(t) == "75.00"
+    r = cell(table, "m", "direction_accuracy_rot")
+    assert (r.status, r.measured, r.applicable, r.n_missing) == ("partial", 1, 2, 1)
+    # one missing episode assumed to carry one segment at -1 / +1: mean (0.6 ∓ 1) / 2
+    assert r.lower == pytest.approx(0.0) and r.upper == pytest.approx(80.0)
+    assert cell_text(r) == "60.00 (1/2) [0.00, 80.00]"
+    assert r.to_json()["applicable"] == 2
+
+
+def test_title_counts_the_models_it_shows_and_the_excluded(tmp_path: Path) -> None:
+    """Issue: the dashboard said "0 models, 0 episodes" above the demo's one (excluded) row."""
+    write_model(tmp_path, "demo[clean]", [{"perceptual_quality": official(50.0)}] * 3)
+    default = tabulate([tmp_path])  # 3 episodes < 10: excluded by the default rule
+    assert default.rows == () and len(default.excluded) == 1
+    assert default.summary() == "1 model, 3 episodes (1 excluded)"
+    assert tabulate([tmp_path], rule=INCLUDE_ALL).summary() == "1 model, 3 episodes"
+    write_model(tmp_path, "other", [{"perceptual_quality": official(60.0)}])
+    assert table_of(tmp_path, exclude={"other"}).summary() == "2 models, 4 episodes (1 excluded)"
 
 
 def test_nothing_measured_is_missing_or_not_applicable(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from streameval.cli.main import main
+from streameval.results.layout import episode_dir, path_component
 
 # one worker runs the whole module: its fixture renders and replays once, not per worker
 pytestmark = pytest.mark.xdist_group("report-browser")
@@ -71,20 +72,23 @@ def test_run_writes_self_contained_reports_and_index(results: Path) -> None:
     assert len(reports) == 2
     index = (results / "index.html").read_text()
     for model in ("procedural-world[clean]", "procedural-world[hiccup]"):
-        assert model in index
+        assert model in index  # the display name; the link goes to the shell-safe folder
+        assert f"href='{path_component(model)}/008_AD/report.html'" in index
     for page in [results / "index.html", *reports]:
         text = page.read_text()
         assert not re.search(r"""(src|href)=["']?(https?:)?//""", text), page
         assert "<script" not in text
         assert text.count("data:image/png;base64,") >= 1
-    hiccup = (results / "procedural-world[hiccup]" / "008_AD" / "report.html").read_text()
+    hiccup = (
+        episode_dir(results, "procedural-world[hiccup]", "008_AD") / "report.html"
+    ).read_text()
     assert "motion_stability_trans" in hiccup and "official" in hiccup
     assert hiccup.count("data:image/png;base64,") >= 3  # signals, local memory, revisit
 
 
 @needs_chromium
 def test_report_screenshot_is_not_blank_and_shows_the_plots(results: Path, tmp_path: Path) -> None:
-    page = results / "procedural-world[hiccup]" / "008_AD" / "report.html"
+    page = episode_dir(results, "procedural-world[hiccup]", "008_AD") / "report.html"
     image = screenshot(page, tmp_path / "report.png")
     assert image.std() > 20  # not a blank page
     # Local Memory's bars: on WorldMark's scale since the CPU descriptor's calibration, a clean

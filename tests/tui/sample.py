@@ -30,6 +30,7 @@ from streameval.engine.scoring import EpisodeScores
 from streameval.errors import BadInputError
 from streameval.leaderboard import INCLUDE_ALL
 from streameval.metrics.control.kernels import CONTROL_METRIC_NAMES
+from streameval.results.layout import episode_dir
 from streameval.results.scores_file import scores_document, write_scores
 from streameval.runs.jobs import EpisodeJob, JobsReport
 
@@ -251,7 +252,8 @@ def sample_scores_document(
 
 
 def write_sample_results(root: Path) -> Path:
-    """Write ``root/<model>/<episode>/scores.json`` for the sample models; returns ``root``.
+    """Write ``root/<model>/<episode>/scores.json`` for the sample models (the folders as a
+    run names them: ``episode_dir``); returns ``root``.
 
     One model lacks local memory in one episode (a partial cell with its coverage), and the
     perceptual-quality column is measured for three models of four.
@@ -265,7 +267,7 @@ def write_sample_results(root: Path) -> Path:
                 memory=not (model == "yume" and e == 2),
                 quality=None if model.startswith("procedural") else 40 + 40 * level - e,
             )
-            write_scores(root / model / episode, doc)
+            write_scores(episode_dir(root, model, episode), doc)
     return root
 
 

@@ -140,11 +140,10 @@ class LeaderboardScreen(Screen[None]):
                 row=min(cursor.row, len(self._shown) - 1),
                 column=min(cursor.column, len(table.columns) + 1),
             )
-        n_ep = sum(r.n_episodes for r in rows)
         title.update(
             Text.assemble(
                 ("Leaderboard", "bold"),
-                f"  {len(rows)} model{'s' if len(rows) != 1 else ''}, {n_ep} episodes",
+                f"  {table.summary()}",
                 ("  sorted by ", "dim"),
                 (self.sort_column or "model name", "dim"),
             )
@@ -157,7 +156,7 @@ class LeaderboardScreen(Screen[None]):
             text.append(", " if i else "", style="dim")
             text.append(rank, style=style)
         text.append(
-            " per column (official cells, ≥ 3 models) · (k/N) measured/episodes · "
+            " per column (official cells, ≥ 3 models) · (k/N) measured/applicable · "
             "Enter: episodes · s: sort",
             style="dim",
         )
@@ -236,7 +235,9 @@ class LeaderboardScreen(Screen[None]):
         text = Text.assemble((model_row.model, "bold"), " · ", (col.label, "bold"), ": ")
         text.append_text(cell_renderable(cell))
         text.append(f"  {cell.status}", style="dim")
-        text.append(f" · {cell.measured}/{cell.total} episodes measured", style="dim")
+        text.append(f" · {cell.measured}/{cell.applicable} episodes measured", style="dim")
+        if cell.n_not_applicable:
+            text.append(f" ({cell.n_not_applicable} not applicable)", style="dim")
         if cell.method:
             text.append(f" · {cell.method}", style="dim")
         if cell.reasons:
