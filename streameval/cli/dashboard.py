@@ -8,6 +8,7 @@ evaluated: the App runs with no jobs.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,19 +16,7 @@ from typing import Any
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from streameval.errors import BadInputError
 from streameval.results.scores_file import find_scores_files
-
-
-def add_dashboard_parser(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "dashboard",
-        help="browse finished results (leaderboard, drill-down, reports)",
-        description="Browse finished results in the dashboard: the leaderboard, each model's "
-        "episodes and segments, and (key o) an episode's report.html.",
-    )
-    parser.add_argument(
-        "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directories"
-    )
-    return parser
+from streameval.transports.mqtt_url import connect_problem, is_mqtt_error
 
 
 def browse_app(results: list[Path]) -> Any:
@@ -62,3 +51,76 @@ def run_browse(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     browse_app(good).run()
     return EXIT_OK if len(good) == len(args.results) else EXIT_BAD_INPUT
+
+
+def add_parser(sub: Any) -> None:
+    dashboard = sub.add_parser(
+        "dashboard",
+        help="browse finished results (RESULTS_DIR...) or watch an evaluation running "
+        "elsewhere (--mqtt)",
+        description="With RESULTS_DIR...: browse finished results (leaderboard, each model's "
+        "episodes and segments, and key o: an episode's report.html). With --mqtt: watch the "
+        "live scores of an evaluation running elsewhere.",
+    )
+    dashboard.add_argument(
+        "results",
+        nargs="*",
+        type=Path,
+        metavar="RESULTS_DIR",
+        help="results directories to browse (not with --mqtt)",
+    )
+    dashboard.add_argument(
+        "--mqtt",
+        default=None,
+        metavar="URL",
+        help="mqtt[s]://HOST:PORT[/SESSION]: live scores published by the evaluator "
+        "(every session on the broker without SESSION)",
+    )
+    dashboard.add_argument("--no-tui", action="store_true", help="one line per update")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Browse finished results, or watch a remote evaluation (``--mqtt``)."""
+    if args.mqtt is None:
+        return run_browse(args)
+    return run_dashboard_mqtt(args)
+
+
+def run_dashboard_mqtt(args: argparse.Namespace) -> int:
+    from streameval.transports.mqtt_url import parse_mqtt_url
+
+    if getattr(args, "results", None):
+        raise BadInputError("dashboard", "RESULTS_DIR... or --mqtt URL, not both")
+
+    parse_mqtt_url(args.mqtt, session_required=False)  # bad URL: exit 2 before anything
+    if args.no_tui or not (sys.stdout.isatty() and sys.stdin.isatty()):
+        from streameval.transports.remote_watch import format_update, watch_scores
+
+        try:
+            from streameval.errors import redact_url
+
+            def subscribed() -> None:
+                print(f"watching {redact_url(args.mqtt)}", file=sys.stderr, flush=True)
+
+            def show(session: str, update: Any) -> None:
+                print(format_update(session, update), flush=True)
+
+            asyncio.run(watch_scores(args.mqtt, show, subscribed))
+        except KeyboardInterrupt:
+            return 0
+        except Exception as exc:
+            if is_mqtt_error(exc):
+                raise BadInputError(args.mqtt, connect_problem(exc)) from None
+            raise
+        return 0
+    from streameval.transports.remote_watch import check_broker
+    from streameval.tui.remote import RemoteDashboardApp
+
+    try:
+        asyncio.run(check_broker(args.mqtt))
+    except Exception as exc:
+        if is_mqtt_error(exc):
+            raise BadInputError(args.mqtt, connect_problem(exc)) from None
+        raise
+    RemoteDashboardApp(args.mqtt).run()
+    return 0

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
+from typing import NoReturn
 
+from streameval.cli.exit_codes import EXIT_BAD_INPUT
+from streameval.errors import BadInputError
+from streameval.inputs.numbers import Range
 from streameval.protocol.memory_loop import MEMORY_LOOP_SECONDS, MEMORY_LOOP_SUITE
 from streameval.results.layout import ExistingPolicy
 from streameval.runs.builders import RECORD_MODES
@@ -110,3 +115,103 @@ def loop_plan(args: argparse.Namespace) -> LoopPlan:
         tuple(trajectories) if trajectories else None,
         getattr(args, "loop_seconds", MEMORY_LOOP_SECONDS),
     )
+
+
+def parse_actions(text: str) -> list[int]:
+    from streameval.protocol.suites import WORLDMARK
+
+    ids: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                first, last = int(lo), int(hi)
+                if not (min(WORLDMARK) <= first <= last <= max(WORLDMARK)):
+                    raise ValueError(part)  # checked before expanding: "1-10**18" stays cheap
+                ids.extend(range(first, last + 1))
+            elif part:
+                ids.append(int(part))
+    except ValueError:
+        ids = []
+    if not ids or any(i not in WORLDMARK for i in ids):
+        raise argparse.ArgumentTypeError(f"worldmark action ids are 1–15, got {text!r}")
+    return ids
+
+
+def ranged(bound: Range) -> Callable[[str], float]:
+    """An argparse type: a finite number inside ``bound`` (NaN, inf, 0 and -1 are refused)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        try:
+            return bound.check(value, text)
+        except BadInputError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    return parse
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage mistakes are one line naming the argument (DESIGN §6), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {' '.join(message.split())}\n")
+
+
+def quality_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quality",
+        default=None,
+        help="Q-Align (OneAlign) for perceptual/aesthetic quality at episode end: "
+        "qalign[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF cache, default "
+        "q-future/one-align); default: none, the two columns are not_applicable",
+    )
+
+
+def add_evaluation_options(p: argparse.ArgumentParser) -> None:
+    """The options of every command that evaluates episodes: backends, live publishing,
+    dashboard or plain output, verbosity."""
+    p.add_argument(
+        "--no-tui", action="store_true", help="plain progress lines instead of the dashboard"
+    )
+    p.add_argument(
+        "--flow",
+        default="dis-fast",
+        help="optical flow: dis-fast (default, CPU), dis-medium, dis-ultrafast, "
+        "raft[:WEIGHTS.pth] / raft-small[:WEIGHTS.pth] (torchvision's RAFT weights, default "
+        "file from the torch hub cache) or sea-raft:CHECKOUT_DIR (the reference's SEA-RAFT "
+        "from a local checkout and its Spring-M weights); CUDA when available",
+    )
+    p.add_argument(
+        "--embedding",
+        default="cpu-colorhist-rbf",
+        help="appearance backend for memory: cpu-colorhist-rbf (default, no weights) or "
+        "dinov2-base[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF cache)",
+    )
+    p.add_argument(
+        "--depth",
+        default=None,
+        help="depth network for the strafe/turn fit when frames carry no depth: "
+        "depth-anything[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF "
+        "cache); default: none, "
+        "the depth-free estimator",
+    )
+    quality_option(p)
+    p.add_argument(
+        "--publish-mqtt",
+        default=None,
+        metavar="URL",
+        help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
+        "for `streameval dashboard --mqtt` elsewhere",
+    )
+    p.add_argument(
+        "--cuts",
+        default="auto",
+        help="shot-cut detector: auto (TransNetV2 when installed, else "
+        "scenedetect-adaptive), transnetv2, scenedetect-adaptive, scenedetect-content",
+    )
+    add_verbosity_options(p)

@@ -171,3 +171,9 @@ def connect_problem(exc: BaseException, otherwise: str = "cannot connect to the 
     if "SSL" in text or "TLS" in text:
         return f"TLS handshake with the broker failed ({text})"
     return f"{otherwise}: {text}"
+
+
+def is_mqtt_error(exc: BaseException) -> bool:
+    """aiomqtt's errors and their subclasses (a refused CONNACK is ``MqttConnectError``),
+    without importing aiomqtt for the WebRTC server."""
+    return any(t.__name__ == "MqttError" for t in type(exc).__mro__)

@@ -1,0 +1,153 @@
+"""``streameval attach URL``: drive a model — in process (``python:MODULE:FACTORY``) or
+behind a network URL — through the keystroke protocol and score it live."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from streameval.cli.evaluate import run_episodes
+from streameval.cli.options import (
+    add_evaluation_options,
+    add_output_options,
+    loop_plan,
+    memory_loop_options,
+    parse_actions,
+    ranged,
+)
+from streameval.inputs.numbers import FPS, SECONDS_PER_KEY, STEP_TIMEOUT
+from streameval.runs.builders import model_jobs, network_jobs
+from streameval.runs.jobs import EpisodeJob, JobsReport
+from streameval.runs.python_model import load_python_model
+from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
+
+
+def add_parser(sub: Any) -> None:
+    attach = sub.add_parser("attach", help="attach to a model and drive the protocol")
+    attach.add_argument(
+        "url",
+        help="python:MODULE:FACTORY (an in-process model; see docs/evaluate-your-model.md), "
+        "webrtc+http://HOST:PORT/PATH, mjpeg+http://HOST:PORT/PATH, "
+        "mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
+    )
+    attach.add_argument(
+        "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
+    )
+    memory_loop_options(attach)
+    attach.add_argument(
+        "--actions",
+        type=parse_actions,
+        default=list(range(1, 16)),
+        help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: all 15)",
+    )
+    attach.add_argument(
+        "--seconds-per-key",
+        type=ranged(SECONDS_PER_KEY),
+        default=20.0,
+        help="video seconds per key (default 20)",
+    )
+    attach.add_argument(
+        "--fps", type=ranged(FPS), default=None, help="model fps (default: model.fps)"
+    )
+    attach.add_argument(
+        "--model-name",
+        default=None,
+        help="name of the model in results and tables (default: the factory's name)",
+    )
+    attach.add_argument(
+        "--app-dir",
+        type=Path,
+        default=Path("."),
+        help="folder searched first for MODULE (default: the working directory)",
+    )
+    attach.add_argument(
+        "--step-timeout",
+        type=ranged(STEP_TIMEOUT),
+        default=DEFAULT_STEP_TIMEOUT_S,
+        help="seconds a model call (factory, reset, step) may take before the episode is "
+        f"ended as incomplete (default {DEFAULT_STEP_TIMEOUT_S:g})",
+    )
+    add_network_options(attach)
+    add_evaluation_options(attach)
+    add_output_options(attach, record=True)
+
+
+def add_network_options(attach: argparse.ArgumentParser) -> None:
+    attach.add_argument(
+        "--clock",
+        choices=["wall", "video"],
+        default=None,
+        help="wall: hold each key --seconds-per-key of wall time while the server plays at "
+        "its own rate (default for webrtc/mjpeg URLs); video: switch after that many frames "
+        "(default for python: and mqtt: and --lossless)",
+    )
+    attach.add_argument(
+        "--key-map",
+        default=None,
+        help="key names a public-style server expects, e.g. L=j,R=l "
+        "(default: w s a d ArrowLeft ArrowRight)",
+    )
+    attach.add_argument("--keys-url", default=None, help="MJPEG: where keys are POSTed as JSON")
+    attach.add_argument(
+        "--lossless",
+        action="store_true",
+        help="webrtc: our protocol with frames on the data channel (streameval serve)",
+    )
+    attach.add_argument(
+        "--no-frame-timeout",
+        type=float,
+        default=10.0,
+        help="seconds without a frame before the episode is marked stalled (default 10)",
+    )
+
+
+def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
+    from streameval.transports.urls import is_network_url
+
+    if is_network_url(args.url):
+        return network_attach_jobs(args)
+    model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
+    return model_jobs(
+        model,
+        args.model_name or name,
+        args.out,
+        actions=args.actions,
+        seconds_per_key=args.seconds_per_key,
+        fps=args.fps,
+        record=args.record,
+        suite=args.suite,
+        loops=loop_plan(args),
+        step_timeout=args.step_timeout,
+        origin=args.url,
+    )
+
+
+def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
+    """``attach URL`` for a network URL: the command line's options, to the one builder."""
+    from streameval.transports.urls import AttachOptions
+
+    options = AttachOptions(
+        clock=args.clock,
+        seconds_per_key=args.seconds_per_key,
+        fps=args.fps,
+        key_map=args.key_map,
+        keys_url=args.keys_url,
+        lossless=args.lossless,
+        no_frame_timeout_s=args.no_frame_timeout,
+    )
+    return network_jobs(
+        args.url,
+        args.out,
+        options,
+        actions=args.actions,
+        suite=args.suite,
+        loops=loop_plan(args),
+        fps=args.fps,
+        model_name=getattr(args, "model_name", None),
+        record=getattr(args, "record", "lossless"),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_episodes(args, jobs)

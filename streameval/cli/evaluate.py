@@ -1,0 +1,136 @@
+"""What ``demo``, ``attach`` and ``replay`` share: running their jobs with the dashboard or
+plain progress, then the reports, the one-line summary and the exit status.
+
+Several inputs in one command: each is tried; the bad ones are reported and the rest still
+scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from streameval.cli.console import ProgressPrinter
+from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from streameval.cli.options import existing_policy
+from streameval.core.observers import EpisodeObserver
+from streameval.engine.config import PipelineConfig
+from streameval.errors import BadInputError
+from streameval.inputs.paths import check_output_dir
+from streameval.results.results_log import RESULTS_LOG, ResultsLog
+from streameval.runs.existing import apply_existing_policy
+from streameval.runs.interrupts import cancel_on_sigterm
+from streameval.runs.jobs import EpisodeJob, JobsReport, run_jobs
+
+
+def _use_dashboard(args: argparse.Namespace) -> bool:
+    return not args.no_tui and sys.stdout.isatty() and sys.stdin.isatty()
+
+
+def run_episodes(
+    args: argparse.Namespace, build: Callable[[argparse.Namespace, JobsReport], list[EpisodeJob]]
+) -> int:
+    """Build the command's jobs (``build``), apply the existing-results policy, run them, and
+    report. ``args.out`` is checked before a model is built or a video decoded."""
+    check_output_dir(args.out)
+    report = JobsReport()
+    jobs = build(args, report)
+    jobs, skipped, kept = apply_existing_policy(jobs, existing_policy(args))
+    report.bad_input.extend(kept)
+    for message in [*report.bad_input, *report.input_problems]:
+        print(f"error: {message}", file=sys.stderr)
+    for message in skipped:
+        print(message, file=sys.stderr)
+    config = PipelineConfig(
+        flow=args.flow,
+        embedding=args.embedding,
+        cuts=args.cuts,
+        depth=args.depth,
+        quality=args.quality,
+    )
+    results_log = ResultsLog(args.out / RESULTS_LOG)
+    if getattr(args, "ray", None) is not None:
+        from streameval.cli.ray import run_ray_replay
+
+        if getattr(args, "publish_mqtt", None):
+            raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
+        bad = len(report.bad_input) + len(report.input_problems)
+        return run_ray_replay(args, jobs, config, [results_log], bad)
+    extra: list[EpisodeObserver] = []
+    publisher = None
+    if args.publish_mqtt:
+        from streameval.transports.scores_publisher import MqttScoresPublisher
+
+        publisher = MqttScoresPublisher(args.publish_mqtt)
+        extra.append(publisher)
+    if _use_dashboard(args):
+        from streameval.tui import run_dashboard
+
+        run_report = run_dashboard(jobs, config, [results_log, *extra])
+    else:
+        run_report = _run_plain(jobs, config, [results_log, *extra], args.quiet, publisher)
+    return _finish(args, report, run_report, len(skipped))
+
+
+def _run_plain(
+    jobs: list[EpisodeJob],
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    quiet: bool,
+    publisher: Any = None,
+) -> JobsReport:
+    """Without the dashboard: progress bars in a terminal, plain lines otherwise (-q: none)."""
+
+    async def run_all(shown: list[EpisodeObserver]) -> JobsReport:
+        try:
+            return await run_jobs(jobs, config, [*shown, *observers])
+        finally:
+            if publisher is not None:
+                await publisher.close()
+
+    if quiet:
+        return asyncio.run(cancel_on_sigterm(run_all([])))
+    if not sys.stdout.isatty():
+        return asyncio.run(cancel_on_sigterm(run_all([ProgressPrinter()])))
+    from streameval.cli.console import ProgressBars
+
+    with ProgressBars(len(jobs)) as bars:
+        return asyncio.run(cancel_on_sigterm(run_all([bars])))
+
+
+def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
+    """Report what went wrong, a one-line summary with the results path, and the exit code."""
+    from streameval.report.writer import write_reports
+
+    written = [o.results_dir for o in run.outcomes if o.results_dir is not None]
+    if written:
+        for warning in write_reports(written, args.out):
+            print(f"warning: {warning}", file=sys.stderr)
+    for message in run.bad_input:
+        print(f"error: {message}", file=sys.stderr)
+    incomplete = [o for o in run.outcomes if not o.complete]
+    if not run.stopped:
+        for outcome in incomplete:
+            messages = [e.message for e in outcome.errors]
+            for message in messages or [f"{outcome.info.episode}: episode incomplete"]:
+                print(f"error: {message}", file=sys.stderr)
+    complete = len(run.outcomes) - len(incomplete)
+    failed = len(report.bad_input) + len(run.bad_input)
+    parts = [f"{complete} complete", f"{len(incomplete)} incomplete"]
+    parts += [f"{skipped} skipped"] if skipped else []
+    parts += [f"{failed} not run (bad input)"] if failed else []
+    if report.input_problems:
+        parts += [f"{len(report.input_problems)} unusable sidecar(s) left out"]
+    print(
+        f"{', '.join(parts)}; results in {args.out}/ (open {args.out / 'index.html'}, "
+        f"or: streameval table {args.out} --include-all)",
+        file=sys.stderr,
+    )
+    if run.stopped:
+        return EXIT_INTERRUPTED
+    if report.bad_input or report.input_problems or run.bad_input or incomplete:
+        return EXIT_BAD_INPUT
+    return EXIT_OK

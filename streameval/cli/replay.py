@@ -1,0 +1,39 @@
+"""``streameval replay ROLLOUT...``: score recorded rollouts through the live pipeline, at a
+fixed rate or flat out (``--ray``: over a cluster)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from streameval.cli.evaluate import run_episodes
+from streameval.cli.options import add_evaluation_options, add_output_options, ranged
+from streameval.cli.ray import add_ray_options
+from streameval.inputs.numbers import FPS
+from streameval.runs.builders import rollout_jobs
+from streameval.runs.jobs import EpisodeJob, JobsReport
+
+
+def add_parser(sub: Any) -> None:
+    replay = sub.add_parser("replay", help="score recorded rollouts")
+    replay.add_argument(
+        "rollouts", nargs="+", type=Path, help="rollout directories, deliveries or folders of them"
+    )
+    replay.add_argument(
+        "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
+    )
+    pace = replay.add_mutually_exclusive_group()
+    pace.add_argument("--realtime", action="store_true", help="pace at each rollout's fps")
+    pace.add_argument("--fps", type=ranged(FPS), default=None, help="pace at N frames per second")
+    add_evaluation_options(replay)
+    add_output_options(replay, record=False)
+    add_ray_options(replay, gpus=True)
+
+
+def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
+    return rollout_jobs(args.rollouts, args.out, report, fps=args.fps, realtime=args.realtime)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_episodes(args, jobs)
