@@ -3,7 +3,7 @@ and validation.
 
 Live runs, ``rescore``, the dashboard's sample data, ``table`` and the leaderboard all go through
 this module, so the format string exists once and a file written by one is read by the others.
-It imports neither OpenCV, PyAV nor the pipeline (``tests/test_scores_file.py`` checks
+It imports neither OpenCV, PyAV nor the pipeline (``tests/results/test_scores_file.py`` checks
 ``sys.modules``): ``streameval table`` must work on a machine that only holds results.
 
 Reading is strict about structure and ranges: every problem is a ``BadInputError`` naming the

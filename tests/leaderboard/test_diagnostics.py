@@ -15,7 +15,7 @@ from streameval.leaderboard import INCLUDE_ALL, build_table
 from streameval.leaderboard.diagnostics import diagnostics
 from streameval.metrics.registry import metric_names
 from streameval.results.scores_file import load_results
-from tests.test_table_cli import official, parse, write_episode
+from tests.cli.test_table_cli import official, parse, write_episode
 
 
 def statistic(raw: float, unit: str) -> dict[str, Any]:

@@ -225,7 +225,7 @@ def test_ctrl_c_is_not_bad_input(
 def test_the_adapter_guide_example_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    guide = Path(__file__).resolve().parents[1] / "docs" / "evaluate-your-model.md"
+    guide = Path(__file__).resolve().parents[2] / "docs" / "evaluate-your-model.md"
     code = guide.read_text().split("```python\n", 1)[1].split("```", 1)[0]
     module = "streameval_guide_adapter"
     (tmp_path / f"{module}.py").write_text(code)

@@ -120,7 +120,7 @@ class TinyModel:
 
 
 def test_attach_python_model(tmp_path: Path) -> None:
-    url = "python:tests.test_cli:TinyModel"
+    url = "python:tests.cli.test_cli:TinyModel"
     code = main(
         [
             "attach",
