@@ -24,6 +24,15 @@ FIT_AMP_PCT = (5.0, 95.0)
 MIN_DEPTH = 1e-3
 FIT_EPS = 1e-6
 
+# --- still-video floor (docs/methods.md#still-video-floor) ---
+# Mean flow magnitude per signal sample (stride-2 flow, analysis pixels) below which a video
+# does not move: Local Memory's episodes are frozen and control segments score no_motion.
+# Measured with DIS on still x264 videos (CRF 18 and 28; noise textures, flat colours,
+# high-frequency detail, gradients): mean ≤ 0.0008 px. A pan of 0.05 px per frame measures
+# 0.055–0.11 px and every golden Local case ≥ 0.17 px, so 0.02 sits 25× above the noise and
+# well below the slowest motion anyone would call motion (0.16 px/s at 16 fps).
+MOTION_FLOOR_PX = 0.02
+
 # --- control metrics (docs/methods.md#control-metrics) ---
 DIR_EPS = 1e-9
 STABILITY_BASELINE_PCT = 70.0

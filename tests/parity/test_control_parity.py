@@ -22,6 +22,7 @@ from streameval.metrics.control.kernels import (
 )
 from streameval.metrics.segments import equal_split_spans
 from tests.parity.golden import close, load, packed
+from tests.parity.still_floor import with_still_floor
 
 COLUMNS = {
     "DA": "direction_accuracy",
@@ -73,6 +74,9 @@ def _check_segments(case: dict[str, Any], spans: Any, res: dict[str, MetricResul
         close(acc["weight"], seg["M1"]["type_w"], f"{where} type_w")
         close(acc["value"], seg["M1"]["dir_gated"], f"{where} dir_gated")
         close(pur["value"], seg["M2"]["purity"], f"{where} purity")
+        # docs/methods.md#still-control-segments-score-zero (tests/parity/still_floor.py)
+        want_reason = "no_motion" if seg.get("no_motion") else None
+        assert acc["reason"] == pur["reason"] == want_reason, where
         for part in ("lat", "yaw", "fwd"):
             ours = {"lat": "lateral", "yaw": "yaw", "fwd": "fwd"}[part]
             close(pur[ours], seg["M2"][part], f"{where} purity {part}")
@@ -107,8 +111,9 @@ def _column(result: MetricResult) -> float | None:
 
 
 def test_every_case_segment_switch_and_column() -> None:
-    doc, npz = load("control")
-    assert len(doc["cases"]) == 420
+    raw, npz = load("control")
+    assert len(raw["cases"]) == 420
+    doc = with_still_floor(raw, npz)
     for k, case in enumerate(doc["cases"]):
         spans, res = _score_case(doc, npz, k)
         _check_segments(case, spans, res)
@@ -120,7 +125,8 @@ def test_every_case_segment_switch_and_column() -> None:
 
 
 def test_every_model_pooled_over_segments() -> None:
-    doc, npz = load("control")
+    raw, npz = load("control")
+    doc = with_still_floor(raw, npz)
     per_case = [_score_case(doc, npz, k)[1] for k in range(len(doc["cases"]))]
     for group in doc["groups"]:
         for col, want in group["columns"].items():
@@ -130,6 +136,27 @@ def test_every_model_pooled_over_segments() -> None:
             measured = [r for r in measured if r.status == "official"]
             got = aggregator_for(name)(measured, 0).value if measured else None
             close(got, want, f"group {group['group']} {col}")
+
+
+def test_still_floor_pooling_is_the_references() -> None:
+    """Without the floor, recomputing the DA/MP columns from the reference's per-segment values
+    gives the reference's own columns: only the floor changes the expectation."""
+    raw, npz = load("control")
+    re = with_still_floor(raw, npz, floor=False)
+    for case, want in zip(re["cases"], raw["cases"], strict=True):
+        for col in ("DA_t", "DA_r", "MP_t", "MP_r"):
+            close(case["columns"][col], want["columns"][col], f"case {case['case']} {col}")
+    for group, want in zip(re["groups"], raw["groups"], strict=True):
+        for col in ("DA_t", "DA_r", "MP_t", "MP_r"):
+            close(group["columns"][col], want["columns"][col], f"group {group['group']} {col}")
+    assert (
+        sum(
+            s.get("no_motion", False)
+            for c in with_still_floor(raw, npz)["cases"]
+            for s in c["segments"]
+        )
+        == 33
+    )
 
 
 @pytest.mark.parametrize("fps", [16.0])

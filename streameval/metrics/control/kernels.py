@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from streameval.constants import (
     LATENCY_THRESHOLD,
     MIN_WINDOW_SAMPLES,
+    MOTION_FLOOR_PX,
 )
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.arc import json_float as _json_float
@@ -43,6 +44,8 @@ from streameval.protocol.keys import Family, channel_of, expected_sign
 # master-table scale: WorldMark's columns are normalised to [0, 100]
 # (docs/methods.md#scales-and-rounding)
 PERCENT = 100.0
+# docs/methods.md#still-control-segments-score-zero: the reason a segment below the floor carries
+REASON_NO_MOTION = "no_motion"
 
 FloatArray = NDArray[np.float64]
 
@@ -300,13 +303,20 @@ def _score_segment(
     if mt is not None and family != "fwd":
         weight = mt.p_trans if family == "lat" else mt.p_yaw
     acc = direction_accuracy_segment(v, np.abs(ep.channel(span, w)), weight)
-    _scored(entries[0], acc.gated, {"dir": acc.direction, "weight": acc.weight, **info})
     sx_m = float(np.mean(np.abs(ep.sx[w.index])))
     sr_m = float(np.mean(np.abs(ep.srad[w.index])))
     pur = direction_purity_segment(sx_m, sr_m, family, None if mt is None else mt.p_trans)
+    # docs/methods.md#still-control-segments-score-zero: below the still-video floor the signs
+    # are codec noise; score what a noise-free still video gives (0 / (0 + 1e-9)).
+    motion = float(np.mean(np.hypot(ep.sx[w.index], ep.srad[w.index])))
+    still = motion < MOTION_FLOOR_PX
+    floor = {"motion": motion, "motion_floor": MOTION_FLOOR_PX}
+    acc_value = 0.0 if still else acc.gated
+    pur_value = 0.0 if still else pur.score
+    _scored(entries[0], acc_value, {"dir": acc.direction, "weight": acc.weight, **info, **floor})
     _scored(
         entries[1],
-        pur.score,
+        pur_value,
         {
             "sx_abs_mean": sx_m,
             "srad_abs_mean": sr_m,
@@ -315,8 +325,11 @@ def _score_segment(
             "fwd": pur.fwd,
             "split": "fitted" if info["type_gate"] == "fitted" else "even",
             **info,
+            **floor,
         },
     )
+    if still:
+        entries[0]["reason"] = entries[1]["reason"] = REASON_NO_MOTION
     st = motion_stability_segment(v, ep.fps)
     _scored(
         entries[2],
@@ -330,7 +343,7 @@ def _score_segment(
             "decay": st.decay,
         },
     )
-    for col, entry, value in zip(cols, entries, (acc.gated, pur.score, st.score), strict=True):
+    for col, entry, value in zip(cols, entries, (acc_value, pur_value, st.score), strict=True):
         col.add(entry, value)
 
 

@@ -52,7 +52,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from streameval.constants import CUT_GUARD_S, LOCAL_DELTA_S, LOCAL_MIN_SAMPLES, TAU_MUT
+from streameval.constants import (
+    CUT_GUARD_S,
+    LOCAL_DELTA_S,
+    LOCAL_MIN_SAMPLES,
+    MOTION_FLOOR_PX,
+    TAU_MUT,
+)
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.arc import (
     Appearance,
@@ -70,12 +76,7 @@ METRIC_NAME = "local_memory"
 REASON_FROZEN = "frozen"
 REASON_CUTS_MISSING = "cut detector failed/unavailable"
 # docs/methods.md#still-video-floor: a still episode is frozen when its mean flow magnitude per
-# signal sample (stride-2 flow, analysis pixels) is below this floor, whatever δ makes of codec
-# noise. Measured with DIS on still x264 videos (CRF 18 and 28; noise textures, flat colours,
-# high-frequency detail, gradients): mean ≤ 0.0008 px. A pan of 0.05 px per frame measures
-# 0.055–0.11 px and every golden Local case ≥ 0.17 px, so 0.02 sits 25× above the noise and
-# well below the slowest motion anyone would call motion (0.16 px/s at 16 fps).
-MOTION_FLOOR_PX = 0.02
+# signal sample is below MOTION_FLOOR_PX (constants.py), whatever δ makes of codec noise.
 
 
 def cut_guard_frames(fps: float) -> int:
