@@ -1,4 +1,4 @@
-"""Messages the pipeline side posts to the dashboard App (STYLE: the pipeline never touches
+"""Messages the pipeline side posts to the dashboard App (the pipeline never touches
 widgets).
 
 Control messages (start, error, end, finished) are never merged. ``EpisodeProgressed`` arrives

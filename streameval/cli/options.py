@@ -156,7 +156,7 @@ def ranged(bound: Range) -> Callable[[str], float]:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """Usage mistakes are one line naming the argument (DESIGN §6), exit status 2."""
+    """Usage mistakes are one line naming the argument (docs/cli.md#bad-input), exit status 2."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {' '.join(message.split())}\n")

@@ -1,4 +1,4 @@
-"""``streameval table RESULTS_DIR...``: the master table across models (DESIGN §6, seed 000).
+"""``streameval table RESULTS_DIR...``: the master table across models (docs/cli.md#table).
 
 All numbers, statuses, exclusions and ranks come from ``streameval.leaderboard``; this module only
 draws them, as a rich table in the terminal or as Markdown (``--markdown``); ``--json``,
@@ -68,7 +68,7 @@ def add_table_parser(subparsers: Any) -> argparse.ArgumentParser:
         "table",
         help="master table across models",
         description=(
-            "Master table of seed 000 across models, from the scores.json files found below "
+            "WorldMark's master table across models, from the scores.json files found below "
             "each RESULTS_DIR. By default models with fewer than --min-episodes episodes and "
             "models that fail uniformly (direction accuracy ≤ "
             f"{format_value(UNIFORM_FAILURE_MAX)} in every episode) are left out and listed "

@@ -24,7 +24,8 @@ class PipelineConfig:
     # memory perception (issue 3); None switches a job off (its metrics are then `missing`)
     embedding: str | None = "cpu-colorhist-rbf"  # or "dinov2-base" (weights: local/HF cache)
     cuts: str | None = "auto"  # TransNetV2 when installed, else PySceneDetect adaptive
-    # depth network for the motion-type fit when frames come without depth (SPEC §3);
+    # depth network for the motion-type fit when frames come without depth
+    # (docs/methods.md#motion-type-fit);
     # None = the depth-free estimator. e.g. "depth-anything" (weights: local/HF cache)
     depth: str | None = None
     # OpenCV's own thread pool: 1 leaves the second core to the decoder/model thread. Its

@@ -1,8 +1,10 @@
 """Quality results of one episode from its cache: Q-Align columns, drift, imaging statistics.
 
-SPEC §6: ``perceptual_quality`` and ``aesthetic_quality`` come from Q-Align only; without it
+docs/methods.md#perceptual_quality: ``perceptual_quality`` and ``aesthetic_quality`` come from
+Q-Align only; without it
 they are not_applicable with what to download, never a number from a cheaper statistic. The
-drift metrics of seed 004 use whichever backend ran: Q-Align's two tasks when it ran, else the
+drift metrics of WorldAtlas (docs/methods.md#rollout_imaging_drift) use whichever backend ran:
+Q-Align's two tasks when it ran, else the
 CPU sharpness statistic for imaging drift (recorded in ``details.backend``); aesthetic drift
 has no CPU stand-in.
 """

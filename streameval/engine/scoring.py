@@ -76,7 +76,8 @@ def fit_plan(keys: list[str] | None, frame_keys: list[str], fps: float) -> dict[
 
 
 def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
-    """Motion-type fit of every lateral and yaw segment (SPEC §3), keyed by segment index."""
+    """Motion-type fit of every lateral and yaw segment (docs/methods.md#motion-type-fit), keyed by
+    segment index."""
     by_frame = {s.frame: s for s in cache.fit_samples}
     focal = analysis_focal(int(cache.meta.get("analysis_width", ANALYSIS_WIDTH)))
     plan = fit_plan(equal_split_keys(cache.meta), cache.frame_keys, cache.fps)
@@ -87,7 +88,8 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
 
 
 def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
-    """Local, Revisit and Global Memory (SPEC §5) from what perception kept."""
+    """Local, Revisit and Global Memory (docs/methods.md#memory-metrics) from what perception
+    kept."""
     mem = cache.memory
     info: dict[str, Any] = cache.meta.get("memory", {})
     if mem is None:
@@ -97,7 +99,8 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
         cache.sx, cache.srad, mem.embeddings, mem.cuts, cache.fps, distance_scale=_scale(info)
     )
     if mem.cuts is None and info.get("cut_failure"):
-        # the kernel says "missing"; say why, naming the detector (SPEC §5 FIX: never "no cut")
+        # the kernel says "missing"; say why, naming the detector
+        # (docs/methods.md#a-failed-cut-detector-is-missing)
         local = MetricResult.missing(f"cut detector failed: {info['cut_failure']}", local.details)
     split = equal_split_keys(cache.meta)
     if split is not None:  # the reference's split of a delivery without an action log
@@ -107,7 +110,7 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
         revisit = revisit_memory(cache.sx, cache.srad, cache.frame_keys, mem.embeddings, cache.fps)
     if local.details.get("frozen"):
         # A world that never moves is trivially self-consistent: 100 would reward the freeze
-        # (seed 000 excludes frozen videos from memory; Local Memory's frozen rule decides).
+        # (WorldMark excludes frozen videos from memory; Local Memory's frozen rule decides).
         glob = MetricResult.not_applicable(
             "frozen", {"frozen": True, "views": [v.frame for v in mem.views]}
         )
@@ -146,7 +149,8 @@ class ScoringInput:
 
 
 def control_scores(inp: ScoringInput) -> dict[str, MetricResult]:
-    """The eight control columns (SPEC §4), provisional unless ``inp.final``."""
+    """The eight control columns (docs/methods.md#control-metrics), provisional unless
+    ``inp.final``."""
     cache = inp.cache
     types = {
         j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in inp.motion_fits.items() if f
@@ -154,7 +158,8 @@ def control_scores(inp: ScoringInput) -> dict[str, MetricResult]:
     split = equal_split_keys(cache.meta)
     if split is not None and cache.sx.size:
         # a delivery without an action log: the reference's equal split of the last signal
-        # sample's time (SPEC §9), so the windows equal the published benchmark's
+        # sample's time (docs/methods.md#departures-from-the-reference), so the windows equal the
+        # published benchmark's
         spans = equal_split_spans(split, cache.sx.size, cache.fps)
         return control_metrics_for_spans(
             cache.sx, cache.srad, spans, cache.fps, types, provisional=not inp.final
@@ -165,7 +170,7 @@ def control_scores(inp: ScoringInput) -> dict[str, MetricResult]:
 
 
 def memory_scores(inp: ScoringInput) -> dict[str, MetricResult]:
-    """Local, Revisit and Global Memory (SPEC §5)."""
+    """Local, Revisit and Global Memory (docs/methods.md#memory-metrics)."""
     return memory_metrics(inp.cache)
 
 

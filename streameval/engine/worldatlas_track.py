@@ -2,7 +2,7 @@
 
 Per frame: the camera-to-world pose (NaN rows where none came) and a coarse z-depth map with
 its own intrinsics. Depth is thinned by an integer stride to at most ``DEPTH_WIDTH`` columns
-(about 2,300 points a frame, under seed 003's 4,096 per frame, so every kept pixel is used)
+(about 2,300 points a frame, under WorldAtlas's 4,096 per frame, so every kept pixel is used)
 and stored as float16: 1,440 frames fit in a few MB, and ``rescore`` reads exactly the arrays
 the live run scored, so scores are bit-identical.
 """

@@ -30,7 +30,7 @@ _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def one_line(text: str) -> str:
-    """Messages are one line (DESIGN §6): fold whatever a library said."""
+    """Messages are one line (docs/cli.md#bad-input): fold whatever a library said."""
     return " ".join(text.split())
 
 

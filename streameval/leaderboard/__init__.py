@@ -1,12 +1,13 @@
-"""The master table of seed 000, shared by ``streameval table``, the dashboard and the report.
+"""WorldMark's master table, shared by ``streameval table``, the dashboard and the report.
 
 Pure logic, no printing and no OpenCV / PyAV / pipeline import: ``scores.json`` files are read
 by ``streameval.results.scores_file``; columns and their aggregations come from the metric registry
 (``streameval.metrics.registry``). One module per concern:
 
 - ``columns``: the registered column metrics and their aggregation;
-- ``aggregators``: model-level formulas with bounds (seed 000, seed 003);
-- ``cells``: one model × column with status, coverage and bounds (SPEC §8);
+- ``aggregators``: model-level formulas with bounds
+(docs/methods.md#model-aggregation-and-coverage);
+- ``cells``: one model × column with status, coverage and bounds (docs/methods.md#statuses);
 - ``table``: rows, exclusion, ranking, sorting, ``build_table`` / ``tabulate``;
 - ``drilldown``: a model's episodes, an episode's segments;
 - ``display``: two-decimal values, coverage, bounds, rank colours.

@@ -1,6 +1,8 @@
-"""Model-level aggregation of one column over a model's episodes (seed 000, seed 003).
+"""Model-level aggregation of one column over a model's episodes
+(docs/methods.md#model-aggregation-and-coverage).
 
-Aggregation (seed 000 "Final reporting", SPEC §4–§6), one function per column, named
+Aggregation (WorldMark's final reporting, docs/methods.md#model-aggregation-and-coverage), one
+function per column, named
 by the column's ``MetricSpec.aggregation`` (``metrics/registry.py``; default: the episode mean):
 
 - control columns pool the *scored segments of all the model's episodes* (read from
@@ -14,23 +16,25 @@ by the column's ``MetricSpec.aggregation`` (``metrics/registry.py``; default: th
   ``global_memory`` = ``100/(1 + mean(e)/TAU_G)``; quality columns = mean of episode values.
   The memory columns fall back to the episode mean in the same way as the control columns.
 
-Bounds (seed 003, only for partial cells): let M be the measured episodes, X the missing ones,
+Bounds (docs/methods.md#model-aggregation-and-coverage, only for partial cells): let M be the
+measured episodes, X the missing ones,
 N' = |M| + |X| (not_applicable episodes are left out — they are never imputed). Each bound is the
 column's own formula evaluated with every missing episode at its worst / best possible value:
 
-- episode-mean columns: exactly seed 003, ``[Σv/N', (Σv + 100·|X|)/N']``;
+- episode-mean columns: exactly WorldAtlas's, ``[Σv/N', (Σv + 100·|X|)/N']``;
 - pooled control columns: each missing episode is assumed to carry as many scored segments as a
   measured episode does on average (``S/|M|``), scoring 0 / 1 (accuracy −1 / 1, then
-  ``max(0, ·)``); for purity, stability and latency this reduces to the seed 003 formula applied to
+  ``max(0, ·)``); for purity, stability and latency this reduces to WorldAtlas's bounds formula
+  applied to
   the column value;
 - ``local_memory``: missing episodes with a cut and mutation rate 1 / without a cut and rate 0
   (the mean mutation rate skips ``None`` — a cut that left no countable pair — as
   ``memory_local.local_memory_model`` does);
-- ``revisit_memory``: an episode mean, so the seed 003 formula above;
+- ``revisit_memory``: an episode mean, so WorldAtlas's bounds formula above;
 - ``global_memory``: lower bound 0 (``e`` has no upper limit), upper with ``e = 0``;
-- ``memory_scene_f1`` (seed 003's leaderboard task score, memory_loop): the mean of the
+- ``memory_scene_f1`` (WorldAtlas's leaderboard task score, memory_loop): the mean of the
   episodes' task values ``T_i`` — 0 after a valid-input gate failure, else the conditional cloud
-  F1 (``details["task_value"]``, set by the kernel) — with exactly seed 003's bounds
+  F1 (``details["task_value"]``, set by the kernel) — with exactly WorldAtlas's bounds
   ``[ΣT/N, (ΣT + N − |M|)/N]``. Its not_applicable episodes count as missing
   (``MetricSpec.unmeasured_is_missing``), so coverage below N leaves the cell partial: the
   full-suite score stays null.
@@ -46,7 +50,7 @@ from streameval.constants import TAU_G
 from streameval.core.metric_result import MetricResult
 from streameval.results.scores_file import finite_float
 
-PERCENT = 100.0  # master-table scale (seed 000: columns normalised to [0, 100])
+PERCENT = 100.0  # master-table scale (WorldMark: columns normalised to [0, 100])
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +72,7 @@ Aggregator = Callable[[Sequence[MetricResult], int], Aggregate]
 
 
 def episode_mean(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
-    """Mean of the episodes' normalized values; bounds exactly as seed 003."""
+    """Mean of the episodes' normalized values; bounds exactly as WorldAtlas's."""
     values = [float(m.normalized) for m in measured if m.normalized is not None]
     total = math.fsum(values)
     n_all = len(values) + n_missing
@@ -100,7 +104,8 @@ def _scored_segment_values(result: MetricResult, low: float = -1.0) -> list[floa
         if not isinstance(entry, dict):
             return None
         if entry.get("status") != "scored":
-            continue  # not_applicable and dropped segments are never averaged in (SPEC §4, §8)
+            # not_applicable and dropped segments are never averaged in (docs/methods.md#statuses)
+            continue
         value = finite_float(entry.get("value"))
         if value is None or not low <= value <= 1.0:
             return None
@@ -109,7 +114,7 @@ def _scored_segment_values(result: MetricResult, low: float = -1.0) -> list[floa
 
 
 def _pooled_segments(signed: bool) -> Aggregator:
-    """Pool the scored segments of all episodes (seed 000: "pool of W/S/A/D segments").
+    """Pool the scored segments of all episodes (WorldMark: "pool of W/S/A/D segments").
 
     ``signed``: segment values lie in [−1, 1] and the column is ``100·max(0, mean)``
     (direction accuracy); otherwise they lie in [0, 1] and the column is ``100·mean``.
@@ -140,7 +145,8 @@ def _pooled_segments(signed: bool) -> Aggregator:
 
 
 def local_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
-    """``100·(1 − share of episodes with a cut)·(1 − mean mutation rate)`` (SPEC §5).
+    """``100·(1 − share of episodes with a cut)·(1 − mean mutation rate)``
+    (docs/methods.md#memory-metrics).
 
     As ``memory_local.local_memory_model``: the mean mutation rate skips ``None`` (an episode
     whose hard cut left no countable pair) and is 0 when no episode has a rate.
@@ -178,7 +184,8 @@ def local_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
 
 
 def global_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
-    """``100/(1 + mean(e)/TAU_G)`` over the episodes' geometry errors (seed 000, SPEC §5)."""
+    """``100/(1 + mean(e)/TAU_G)`` over the episodes' geometry errors
+    (docs/methods.md#global_memory)."""
     errors: list[float] = []
     for m in measured:
         e = finite_float(m.details.get("e"))
@@ -199,7 +206,8 @@ def global_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate
 def scene_task_score(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
     """Seed 003's task mean over the measured episodes (module docstring), on 0–100.
 
-    Never the conditional F1 in place of ``T_i`` (seed 003: not to be mixed with conditional
+    Never the conditional F1 in place of ``T_i`` (WorldAtlas,
+    docs/methods.md#model-aggregation-and-coverage: not to be mixed with conditional
     means): an official episode without a task value (a file from another version) makes the
     value NaN, which ``cells.model_cell`` reports as missing.
     """

@@ -1,6 +1,7 @@
 """Cells: one model (or episode) × column, with status, coverage and bounds.
 
-Statuses (SPEC §8): per column and model, an episode is *measured* (official with a finite
+Statuses (docs/methods.md#statuses): per column and model, an episode is *measured* (official with a
+finite
 value), *not_applicable* or *missing* (status missing, metric absent from its scores.json, an
 official value that is not finite, or — unless ``include_incomplete`` — an episode whose run did
 not complete). not_applicable and missing episodes are never imputed and never averaged in.
@@ -15,14 +16,15 @@ not have measured, so a ``(k/N)`` always means N − k missing measurements. The
   make a cell partial, and do not show in its coverage: a rot cell over 15 episodes of which 8
   have no yaw segment is official with no ``(k/N)``;
 - ``partial`` — measured episodes and missing ones; the value is the aggregate over the measured
-  episodes (seed 003: the measured denominator is shown, the full-suite score stays unknown) and
+  episodes (WorldAtlas, docs/methods.md#model-aggregation-and-coverage: the measured denominator is
+  shown, the full-suite score stays unknown) and
   the bounds say where it would lie whatever the missing episodes had scored;
 - ``not_applicable`` / ``missing`` — nothing measured; missing if any episode is missing, else
   not_applicable, with the episodes' reasons, deduplicated.
 
 A metric defined for some suites only (``MetricSpec.suites``) counts the model's episodes of
 those suites alone (N = its 480 memory_loop episodes, whatever else it ran); an episode of another
-suite is not_applicable in the drill-down. A metric with ``unmeasured_is_missing`` (seed 003's
+suite is not_applicable in the drill-down. A metric with ``unmeasured_is_missing`` (WorldAtlas's
 scene-F1 task score) counts its not_applicable episodes as missing once anything is measured:
 they count as applicable, the cell is then partial with bounds, its full-suite value unknown,
 e.g. ``(479/480)``.

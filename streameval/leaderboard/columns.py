@@ -24,10 +24,11 @@ from streameval.metrics.registry import (
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One master-table column: metric name (DESIGN §5), display label, a short header and
+    """One master-table column: metric name (docs/cli.md#results-directory), display label, a short
+    header and
     the metric's family (``control``, ``memory``, ``quality``, ``worldatlas``, ...).
 
-    Every column is higher-is-better in [0, 100] (seed 000 "Final reporting"). ``suites``:
+    Every column is higher-is-better in [0, 100] (WorldMark's final reporting). ``suites``:
     the suites it is defined for (empty: all).
     """
 

@@ -1,6 +1,7 @@
 """Diagnostics beside the master table: the registered metrics that are no column.
 
-Imaging statistics, rollout drift (seed 004), the wall-time interactivity figures and the like
+Imaging statistics, rollout drift (WorldAtlas, docs/methods.md#rollout_imaging_drift), the wall-time
+interactivity figures and the like
 are measured in their own units (grey levels, ms, a ratio), so a [0, 100] column of them would
 be invented, and ranking them would say "better" where no common scale defines it (more
 colourful is not better). They are still what a researcher compares across models, so

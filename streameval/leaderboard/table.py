@@ -1,16 +1,17 @@
 """The master table: rows per model, exclusion, ranking and sorting.
 
-Colour (seed 000: green = column best, yellow = second, red = worst): ranks are taken on values
+Colour (WorldMark: green = column best, yellow = second, red = worst): ranks are taken on values
 rounded to two decimals, exactly as displayed (90.004 and 90.001 tie). Only ``official`` cells of
 included models are ranked — a partial value covers a different set of episodes, so it is shown
-uncoloured (seed 004: only results with the same coverage are directly comparable). Ranking
+uncoloured (WorldAtlas, docs/methods.md#statuses: only results with the same coverage are directly
+comparable). Ranking
 needs at least ``MIN_MODELS_TO_RANK`` (3) ranked values and at least two distinct values: with
 one or two models "best" and "worst" would only restate the numbers. Dense ranking on distinct
 rounded values: every cell equal to the top value is best, every cell equal to the lowest value
 is worst, every cell equal to the second distinct value is second — unless that is also the
 lowest (two distinct values), in which case worst wins.
 
-Exclusion (seed 000: "by default Open-Oasis (uniformly failing) and Genie3 (only 5 videos) are
+Exclusion (WorldMark: "by default Open-Oasis (uniformly failing) and Genie3 (only 5 videos) are
 excluded"), see ``ExclusionRule``: models named by the caller, models with fewer than
 ``min_episodes`` episodes (default 10), and models that fail uniformly — at least one official
 direction-accuracy episode result (trans or rot) and every such result ≤ ``failure_max`` (default
@@ -31,7 +32,7 @@ from streameval.leaderboard.columns import Column, column_by_name, table_columns
 from streameval.leaderboard.display import Rank, format_value, round_display
 from streameval.results.scores_file import EpisodeRecord, load_results
 
-DEFAULT_MIN_EPISODES = 10  # seed 000 excluded Genie3 with 5 videos; full-suite models have more
+DEFAULT_MIN_EPISODES = 10  # WorldMark excluded Genie3 with 5 videos; full-suite models have more
 UNIFORM_FAILURE_MAX = 1.0  # direction accuracy (0–100) at or below this in every episode = fails
 MIN_MODELS_TO_RANK = 3  # green / yellow / red need three values to mean anything
 
@@ -57,7 +58,7 @@ class ModelRow:
 
 @dataclass(frozen=True, slots=True)
 class ExclusionRule:
-    """The published default exclusion rule (seed 000), configurable.
+    """The published default exclusion rule (WorldMark), configurable.
 
     ``min_episodes``: fewer episodes than this → excluded (Genie3 had 5 videos).
     ``failure_max``: a model whose every official direction-accuracy episode result (trans and

@@ -1,4 +1,5 @@
-"""The analysis frame every flow computation sees (SPEC §2: 640×432)."""
+"""The analysis frame every flow computation sees (docs/methods.md#analysis-frame-and-flow-units:
+640×432)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def to_analysis_gray(
 
     The reference resizes the *colour* frame to 640×432 with ``cv2.resize``'s default bilinear
     interpolation and hands it to its flow network; a grey-input flow backend (DIS) then gets
-    the grey of that frame (SPEC §9). Resizing grey with area interpolation instead moved
+    the grey of that frame (docs/methods.md#departures-from-the-reference). Resizing grey with area
+    interpolation instead moved
     Sx/Srad by up to 30 % of their peak on real rollouts.
     """
     return rgb_to_gray(to_analysis_rgb(image, width, height))

@@ -1,4 +1,4 @@
-"""Shot-cut detection, streaming (SPEC §5 Local Memory: "hard cut = the detector finds more
+"""Shot-cut detection, streaming (docs/methods.md#local_memory: "hard cut = the detector finds more
 than one scene"; a detector that fails makes the result ``missing``, never "no cut").
 
 Two detectors behind one interface:

@@ -1,4 +1,5 @@
-"""Depth networks for the motion-type fit (SPEC §3: depth sent by the model, a sidecar, *then* a
+"""Depth networks for the motion-type fit (docs/methods.md#motion-type-fit: depth sent by the model,
+a sidecar, *then* a
 depth network).
 
 Only a network backend lives here; there is no CPU default, because a depth map without a
@@ -10,7 +11,7 @@ are trained affine-invariant: the output is ``s · (1/Z) + t`` with unknown scal
 unknown shift t. :class:`DepthAnything` returns ``Z' = d_max / d`` (``d`` the raw output,
 ``d_max`` its maximum over the frame), ``+inf`` where ``d ≤ 0`` (sky: infinitely far, as the
 procedural world's depth), so that ``1/Z' = d / d_max`` is the network's disparity rescaled to
-(0, 1] and SPEC §3's clamp ``invZ = 1/max(Z, 1e-3)`` never bites. What this means for the fit
+(0, 1] and the fit's clamp ``invZ = 1/max(Z, 1e-3)`` never bites. What this means for the fit
 ``u = a · invZ + b``: it is invariant to the *scale* of invZ (a absorbs it, and
 ``trans_amp = |a| · (P95 − P5)(invZ)`` is unchanged), but **not to the shift**: with
 ``invZ = k/Z + t`` the fit gives ``b' = b + a·t``, so a translation's parallax leaks into
@@ -97,7 +98,7 @@ class DepthAnything:
     as the reference DPT image processor, with cv2/numpy: resize to
     :func:`depth_anything_input_size` (bicubic; INTER_AREA when shrinking), ImageNet
     normalisation, no padding. The output is returned at the network's output resolution (the
-    input size, multiples of 14, aspect ratio kept) — SPEC §3 resizes the flow to the depth
+    input size, multiples of 14, aspect ratio kept) — the fit resizes the flow to the depth
     map, not the other way round.
     """
 

@@ -1,4 +1,5 @@
-"""Appearance embeddings for Local and Revisit Memory (SPEC §5): one unit vector per frame,
+"""Appearance embeddings for Local and Revisit Memory (docs/methods.md#memory-metrics): one unit
+vector per frame,
 compared by ``1 − cos``.
 
 The seed's backbone is DINOv2-base "patch-mean": L2-normalise every patch token, average them,
@@ -42,7 +43,8 @@ Embeddings = npt.NDArray[np.float32]  # (B, dim), every row L2-normalised
 
 @dataclass(frozen=True, slots=True)
 class DescriptorCalibration:
-    """Where a descriptor's ``1 − cos`` means "mutation" (SPEC §5 TAU_MUT, per backend).
+    """Where a descriptor's ``1 − cos`` means "mutation" (TAU_MUT per backend:
+    docs/methods.md#cpu-defaults-and-backends).
 
     ``tau_mut``: the mutation threshold on this backend's own distances; ``distance_scale``:
     ``TAU_MUT / tau_mut``, the factor Local Memory applies to the distances as they enter its
@@ -191,13 +193,13 @@ class ColorHistRbf:
         return out
 
 
-# --- DINOv2 patch-mean (seed 000) ---------------------------------------------------------
+# --- DINOv2 patch-mean (WorldMark) ---------------------------------------------------------
 
 DINOV2_DEFAULT = "facebook/dinov2-base"
 
 
 class Dinov2PatchMean:
-    """DINOv2 patch-mean (seed 000): L2-normalise the patch tokens of the last layer
+    """DINOv2 patch-mean (WorldMark): L2-normalise the patch tokens of the last layer
     (``last_hidden_state[:, 1:]``, the CLS token dropped), average, re-normalise.
 
     Weights come from ``model``: a local directory (``save_pretrained`` layout) or a hub id

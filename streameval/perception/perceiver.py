@@ -111,7 +111,8 @@ class Perceiver:
             if event.depth is not None:
                 self._depth[i] = np.asarray(event.depth, dtype=np.float32)
             elif self.depth_backend is not None:
-                # SPEC §3 order: depth from the frame, else a sidecar, else a depth network
+                # docs/methods.md#motion-type-fit order: depth from the frame, else a sidecar, else
+                # a depth network
                 self._depth[i] = np.asarray(self.depth_backend.depth(image), dtype=np.float32)
                 self._estimated.add(i)
         target = i - FLOW_STRIDE

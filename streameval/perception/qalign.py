@@ -177,8 +177,9 @@ class QAlign:
 def rate_episode(
     backend: QAlign, frames: list[npt.NDArray[np.uint8]]
 ) -> tuple[dict[str, list[float]], dict[str, list[list[float]]]]:
-    """Q-Align's answers for one episode's 1-fps frames: the whole video per task (seed 000
-    columns), and each drift segment per task (seed 004), segments from
+    """Q-Align's answers for one episode's 1-fps frames: the whole video per task (WorldMark
+    columns), and each drift segment per task (WorldAtlas, docs/methods.md#rollout_imaging_drift),
+    segments from
     ``metrics.quality.drift_segments``."""
     logits = {task: backend.rating_logits(frames, task) for task in QUALITY_TASKS.values()}
     segments = drift_segments(len(frames)) or []

@@ -1,4 +1,5 @@
-"""Reconstruction for Global Memory (SPEC §5): per view, a camera-to-world pose, a z-depth map
+"""Reconstruction for Global Memory (docs/methods.md#memory-metrics): per view, a camera-to-world
+pose, a z-depth map
 and intrinsics for that depth map (``GlobalView``).
 
 Two ways to get views:
@@ -43,7 +44,7 @@ VGGT_PACKAGE = "vggt"
 
 
 class VggtReconstruction:
-    """VGGT (seed 000's Global Memory reconstruction) — not available in this environment.
+    """VGGT (WorldMark's Global Memory reconstruction) — not available in this environment.
 
     transformers ships no VGGT class and the ``vggt`` package (facebookresearch/vggt) is not on
     the package index, so there is nothing to install from here. If a ``vggt`` package is

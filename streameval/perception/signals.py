@@ -1,4 +1,4 @@
-"""Per-frame flow signals Sx and Srad (SPEC §2, seed 000 flow_eval).
+"""Per-frame flow signals Sx and Srad (docs/methods.md#analysis-frame-and-flow-units).
 
 Sx = mean horizontal flow (positive: content moves right, as under A and L);
 Srad = mean of u·rx + v·ry with (rx, ry) the unit vector from the **image centre** to the

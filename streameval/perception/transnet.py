@@ -323,7 +323,7 @@ def _usable_cores() -> int:
 
 
 class TransNetV2Detector:
-    """TransNetV2 (seed 000's cut detector) for one episode, in a worker process.
+    """TransNetV2 (WorldMark's cut detector) for one episode, in a worker process.
 
     The worker is a separate interpreter (``sys.executable -c``, i.e. a spawn, not a fork: no
     copied threads or torch state) that talks over pipes, taken from the run's pool

@@ -1,4 +1,4 @@
-"""``OUT/results.jsonl``: one line per episode, the latest run of it (STYLE: JSONL).
+"""``OUT/results.jsonl``: one line per episode, the latest run of it (JSONL).
 
 A re-run of an episode replaces its line instead of appending a second one, so the file can
 be read as "the state of every episode in this folder" (issue 13, finding 2: duplicate lines

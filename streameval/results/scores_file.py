@@ -1,4 +1,5 @@
-"""The results format: the one owner of ``scores.json`` (DESIGN §5) — version, writer, reader
+"""The results format: the one owner of ``scores.json`` (docs/cli.md#results-directory) — version,
+writer, reader
 and validation.
 
 Live runs, ``rescore``, the dashboard's sample data, ``table`` and the leaderboard all go through
@@ -9,7 +10,8 @@ It imports neither OpenCV, PyAV nor the pipeline (``tests/results/test_scores_fi
 Reading is strict about structure and ranges: every problem is a ``BadInputError`` naming the
 file (one line for the user, the other files still read). The bounds and the published JSON
 Schema come from the input layer (``streameval.inputs``, issue 10); an official entry whose
-``normalized`` is null is read as ``missing`` (seed 004) rather than rejecting the file.
+``normalized`` is null is read as ``missing`` (WorldAtlas, docs/methods.md#statuses) rather than
+rejecting the file.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def scores_document(
     provenance: Mapping[str, Any] | None = None,
     errors: Sequence[Any] = (),
 ) -> dict[str, Any]:
-    """The ``scores.json`` payload (DESIGN §5), keys in the order every writer uses."""
+    """The ``scores.json`` payload (docs/cli.md#results-directory), keys in the order every writer
+    uses."""
     return {
         "format": SCORES_FORMAT,
         "model": model,
@@ -162,7 +165,8 @@ def _optional_number(doc: Mapping[str, Any], key: str, path: Path, where: str) -
 def _metric_result(name: str, entry: object, path: Path) -> MetricResult:
     """One metric entry of scores.json as a ``MetricResult``.
 
-    An official entry without a finite ``normalized`` value becomes missing (seed 004: failed
+    An official entry without a finite ``normalized`` value becomes missing (WorldAtlas,
+    docs/methods.md#statuses: failed
     or non-finite results stay missing) rather than rejecting the whole file — unless it is a
     statistic (finite ``raw`` and a ``details.unit``, e.g. the imaging statistics).
     """
@@ -238,7 +242,8 @@ def load_results(paths: Iterable[Path]) -> LoadedResults:
     The same file reached twice (overlapping paths) is read once. Two files for the same
     (model, suite, episode) are a conflict: the first (in path order) is kept and the second
     reported — counting an episode twice would skew the model's mean, and silently picking one
-    would hide the conflict (seed 004: conflicting scores are never silently overwritten).
+    would hide the conflict (WorldAtlas, docs/methods.md#statuses: conflicting scores are never
+    silently overwritten).
     """
     episodes: list[EpisodeRecord] = []
     errors: list[BadInputError] = []

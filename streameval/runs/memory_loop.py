@@ -1,4 +1,5 @@
-"""Jobs of the memory_loop suite (SPEC §1): the six WorldAtlas trajectories, driven live.
+"""Jobs of the memory_loop suite (docs/methods.md#suites): the six WorldAtlas trajectories, driven
+live.
 
 Kept apart from ``cli.py`` because a loop is not a worldmark action: its episode is a
 trajectory name, its schedule splits the frames equally among the trajectory's tokens, its
@@ -43,7 +44,7 @@ class LoopPlan:
 
 
 def memory_loops(plan: LoopPlan, fps: float | None = None) -> list[MemoryLoop]:
-    """The memory_loop trajectories asked for, at ``fps`` (default 24, SPEC §1)."""
+    """The memory_loop trajectories asked for, at ``fps`` (default 24, docs/methods.md#suites)."""
     from streameval.protocol.memory_loop import TRAJECTORIES, memory_loop
 
     seconds = plan.seconds

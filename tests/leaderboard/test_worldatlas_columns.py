@@ -1,5 +1,5 @@
 """WorldAtlas columns in the master table: shown with memory_loop results only, counted over
-memory_loop episodes only, and seed 003's scene-F1 task score with coverage, bounds and a null
+memory_loop episodes only, and WorldAtlas's scene-F1 task score with coverage, bounds and a null
 full-suite value when coverage is incomplete."""
 
 from __future__ import annotations

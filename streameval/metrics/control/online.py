@@ -1,5 +1,5 @@
 """Incremental control metrics while an episode runs
-(docs/methods.md#control-metrics, STYLE "Metrics").
+(docs/methods.md#control-metrics, torchmetrics' functional/stateful split).
 
 Rebuilding the whole track and rescoring it at every provisional update costs O(episode) per
 update; this keeps the state that makes each update cost about one segment instead:

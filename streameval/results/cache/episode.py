@@ -144,7 +144,7 @@ class EpisodeCache:
     srad: F64
     fit_samples: list[FitSample] = field(default_factory=list)
     memory: MemoryCache | None = None
-    worldatlas: WorldAtlasCache | None = None  # memory_loop episodes (seeds 001–004)
+    worldatlas: WorldAtlasCache | None = None  # memory_loop episodes (WorldAtlas)
     quality: QualityCache | None = None
 
     @property
