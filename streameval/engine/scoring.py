@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from streameval.constants import ANALYSIS_WIDTH, EQUAL_SPLIT_KEYS
+from streameval.constants import ANALYSIS_WIDTH
 from streameval.core.metric_result import MetricResult
 from streameval.engine.quality_scoring import quality_metrics
 from streameval.metrics.control.kernels import (
