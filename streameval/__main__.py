@@ -1,3 +1,5 @@
+"""``python -m streameval``: the command line (``streameval.cli.main``)."""
+
 import sys
 
 from streameval.cli.main import main

@@ -38,6 +38,7 @@ from streameval.core.events import (
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.core.registry import split_spec
 from streameval.core.source import Source
+from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.episode_stats import EpisodeStats
 from streameval.engine.perception_plan import (
@@ -57,6 +58,7 @@ from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
 from streameval.perception.flow import FlowBackend, create_flow_backend, flow_provenance
+from streameval.perception.gram import GramBackend, create_gram_backend
 from streameval.perception.memory import (
     MemoryPerception,
     create_episode_cut_detector,
@@ -157,6 +159,7 @@ class _Episode:
         self.live: LiveScores | None = None
         self.plan = PerceptionPlan(frozenset(), frozenset())  # set by make_perceiver
         self.depth_sources: set[str] = set()
+        self.gram_backend: GramBackend | None = None  # memory_loop rendering recovery
 
     def make_perceiver(self, start: EpisodeStart) -> Perceiver:
         """Build the episode's perceiver (runs in the perception thread, which owns it)."""
@@ -380,6 +383,9 @@ async def run_episode(
         episode.depth_backend = create_depth_backend(depth_name, **depth_kwargs)
     if config.quality:
         episode.quality_backend = load_quality_backend(config.quality)
+    if config.gram:
+        gram_name, gram_kwargs = split_spec(config.gram)
+        episode.gram_backend = create_gram_backend(gram_name, **gram_kwargs)
     worker = PerceptionWorker(asyncio.get_running_loop(), episode.make_perceiver, config.queue_size)
     episode.worker = worker
     cancelled = False
@@ -505,6 +511,16 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
     episode.pad_dropped_tail()
     memory_cache, memory_meta = await _memory_cache(episode)
     quality_cache = await _quality_cache(episode)
+    atlas = track.worldatlas
+    if atlas is not None:  # memory_loop: the revisit pairs' frames, features, Gram distances
+        atlas.closed_loop = await asyncio.to_thread(
+            keep_revisit_frames,
+            atlas,
+            len(track.frame_keys),
+            episode.info.fps,
+            episode.embedder,
+            episode.gram_backend,
+        )
     depth_source = ",".join(sorted(episode.depth_sources)) if track.depth_frames_used else "none"
     backends = {
         **track.meta["backends"],
@@ -514,6 +530,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         "global_geometry": memory_meta.get("geometry_source"),
         "quality": episode.quality_backend.name if episode.quality_backend else None,
         "imaging": "cpu-opencv" if episode.config.imaging else None,
+        **(closed_loop_provenance(atlas.closed_loop) if atlas is not None else {}),
     }
     interactivity = episode.interactivity()
     end_reason = episode.end.reason if episode.end else "source stopped"

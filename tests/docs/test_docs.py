@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 METHODS = ROOT / "docs" / "methods.md"
 README_LIMIT = 15_000
 # Forms of citation of the private working notes the project was built from.
-PRIVATE_CITATION = re.compile(r"SPEC ?§|DESIGN ?§|\bseeds? ?00[0-4]\b|\.\./shared|\bSPEC\.md\b")
+PRIVATE_CITATION = re.compile(
+    r"SPEC ?§|DESIGN ?§|\bseeds? ?00[0-4]\b|\.\./shared|\bSPEC\.md\b|\bFIX ?[0-9]+\b|\(STYLE[:\" ]"
+)
 
 
 def github_anchor(heading: str) -> str:
@@ -109,3 +111,16 @@ def test_results_side_imports_no_heavy_library(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_architecture_names_every_module() -> None:
+    """docs/architecture.md's layout has one line per module (``tools/module_index.py``
+    rewrites it): a newcomer finds every module there, with what it holds."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [
+        path.relative_to(ROOT).as_posix()
+        for top in ("streameval", "protocol", "replay", "tui", "examples")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if "__pycache__" not in path.parts and f"`{path.relative_to(ROOT).as_posix()}`" not in text
+    ]
+    assert not missing, f"not in docs/architecture.md (run tools/module_index.py): {missing}"
