@@ -39,3 +39,7 @@ class PipelineConfig:
     # Q-Align's 1-fps frames, kept (≈ 400 kB per second of video in memory, 210 KiB as PNG in
     # the cache) so that `rescore --quality` needs no video; False keeps memory flat
     quality_frames: bool = True
+    # Gram texture backend of memory_rendering_recovery (memory_loop only; registry
+    # streameval.perception.gram): the CPU filter bank, or "vgg16-gram[:CHECKPOINT]" with
+    # torchvision's weights in the torch hub cache; None = the two CIELAB terms alone
+    gram: str | None = "cpu-filterbank-gram"

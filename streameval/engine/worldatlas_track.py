@@ -5,6 +5,12 @@ its own intrinsics. Depth is thinned by an integer stride to at most ``DEPTH_WID
 (about 2,300 points a frame, under WorldAtlas's 4,096 per frame, so every kept pixel is used)
 and stored as float16: 1,440 frames fit in a few MB, and ``rescore`` reads exactly the arrays
 the live run scored, so scores are bit-identical.
+
+Every frame is also kept, shrunk to a longer side of 320 px and JPEG-encoded (quality 95,
+about 30 kB and under 1 ms a frame: 45 MB for a 60 s loop), because which frames the
+closed-loop metrics pair is known only once the whole pose track is
+(docs/methods.md#memory_return_gate). At episode end only the ≤ 48 frames of the scored pairs
+are decoded and kept, losslessly, in the cache (``engine/closed_loop_frames.py``).
 """
 
 from __future__ import annotations
@@ -16,12 +22,38 @@ import numpy.typing as npt
 
 from streameval.core.events import EpisodeInfo, FrameEvent
 from streameval.metrics.fits.geometry import intrinsics_for_depth
+from streameval.metrics.worldatlas.closed_loop_scores import ClosedLoopFrames
 from streameval.metrics.worldatlas.gate_online import OnlineReturnGate
 from streameval.perception.pose_estimator import CpuPoseEstimator
 from streameval.protocol.memory_loop import TRAJECTORIES
+from streameval.results.cache.closed_loop import CLOSED_LOOP_FRAME_SIDE
 from streameval.results.cache.worldatlas import WorldAtlasCache
 
 DEPTH_WIDTH = 64
+FRAME_JPEG_QUALITY = 95
+
+
+def shrink_frame(
+    image: npt.NDArray[np.uint8], intrinsics: npt.ArrayLike | None
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float64] | None]:
+    """The frame with its longer side at most ``CLOSED_LOOP_FRAME_SIDE`` (INTER_AREA), and its
+    intrinsics at that size (pixel centres: u' = (u + 0.5)·s − 0.5)."""
+    import cv2
+
+    h, w = image.shape[:2]
+    scale = min(1.0, CLOSED_LOOP_FRAME_SIDE / max(h, w))
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    small = image if scale >= 1.0 else cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+    k = None
+    if intrinsics is not None:
+        sx, sy = size[0] / w, size[1] / h
+        k = np.array(intrinsics, dtype=np.float64).reshape(3, 3)
+        k[0, 0] *= sx
+        k[0, 1] *= sx
+        k[0, 2] = (k[0, 2] + 0.5) * sx - 0.5
+        k[1, 1] *= sy
+        k[1, 2] = (k[1, 2] + 0.5) * sy - 0.5
+    return np.ascontiguousarray(small, dtype=np.uint8), k
 
 
 def trajectory_of(info: EpisodeInfo) -> str | None:
@@ -71,6 +103,12 @@ class WorldAtlasTrack:
     problems: dict[str, str] = field(default_factory=dict)
     """Unusable sidecars of a replay (``poses`` / ``depth``: "<file>: <what is wrong>"): the
     metrics that need them are ``missing`` with that reason (``scores.worldatlas_metrics``)."""
+    keep_frames: bool = True
+    frames: dict[int, bytes] = field(default_factory=dict)
+    """Every frame, shrunk and JPEG-encoded (module docstring), for the closed-loop pairs."""
+    frame_intrinsics: dict[int, npt.NDArray[np.float64]] = field(default_factory=dict)
+    closed_loop: ClosedLoopFrames | None = None
+    """The scored pairs' frames and backend answers, set at episode end."""
 
     def __post_init__(self) -> None:
         if self.gate is None and self.fps is not None:
@@ -93,6 +131,32 @@ class WorldAtlasTrack:
             source = "vipe_sidecar" if from_sidecar else "model"
         size = (int(event.image.shape[0]), int(event.image.shape[1]))
         self.add(event.index, pose, event.depth, event.intrinsics, size, source)
+        if self.keep_frames:
+            self.keep_frame(event.index, event.image, event.intrinsics)
+
+    def keep_frame(
+        self, index: int, image: npt.NDArray[np.uint8], intrinsics: npt.ArrayLike | None
+    ) -> None:
+        """Keep one frame for the closed-loop pairs (module docstring)."""
+        import cv2
+
+        small, k = shrink_frame(np.asarray(image), intrinsics)
+        bgr = cv2.cvtColor(small, cv2.COLOR_RGB2BGR)
+        ok, jpeg = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, FRAME_JPEG_QUALITY])
+        if ok:
+            self.frames[index] = jpeg.tobytes()
+        if k is not None:
+            self.frame_intrinsics[index] = k
+
+    def pose_track(self, frames: int) -> npt.NDArray[np.float64] | None:
+        """(frames, 4, 4) camera-to-world poses, NaN rows where none came; None without any."""
+        if not self.poses:
+            return None
+        poses = np.full((frames, 4, 4), np.nan)
+        for i, p in self.poses.items():
+            if i < frames:
+                poses[i] = p
+        return poses
 
     def add(
         self,
@@ -112,12 +176,7 @@ class WorldAtlasTrack:
             self.depth[index] = coarse_depth(depth, intrinsics, image_size)
 
     def to_cache(self, frames: int) -> WorldAtlasCache:
-        poses = None
-        if self.poses:
-            poses = np.full((frames, 4, 4), np.nan)
-            for i, p in self.poses.items():
-                if i < frames:
-                    poses[i] = p
+        poses = self.pose_track(frames)
         depth = valid = intr = None
         if self.depth:
             shapes = {d.shape for d, _, _ in self.depth.values()}
@@ -128,4 +187,6 @@ class WorldAtlasTrack:
             for i, (d, v, k) in self.depth.items():
                 if i < frames and d.shape == (h, w):
                     depth[i], valid[i], intr[i] = d, v, k
-        return WorldAtlasCache(self.pose_source, poses, depth, valid, intr, dict(self.problems))
+        return WorldAtlasCache(
+            self.pose_source, poses, depth, valid, intr, dict(self.problems), self.closed_loop
+        )

@@ -208,6 +208,53 @@ register_metric(
         unmeasured_is_missing=True,
     )
 )
+_CLOSED_LOOP_KERNEL = "streameval.metrics.worldatlas.closed_loop_scores:closed_loop_scores"
+_CLOSED_LOOP_RULES = (
+    "computed after a failed gate too (nearest-pose fallback pairs, pair_source); "
+    "not_applicable: no pose track, no revisit pair"
+)
+for _name, _label, _short, _what, _rules in (
+    (
+        "memory_revisit_fidelity",
+        "Revisit Fidelity",
+        "Fidel",
+        "does a revisited viewpoint look as it first did (appearance features + SSIM)?",
+        "; no appearance backend",
+    ),
+    (
+        "memory_geometric_closure",
+        "Geometric Closure",
+        "Closure",
+        "do the revisit frames' SIFT matches obey the geometry the poses imply?",
+        "; no intrinsics or no pair with 12 SIFT matches",
+    ),
+    (
+        "memory_rendering_recovery",
+        "Rendering Recovery",
+        "Render",
+        "is a revisited viewpoint lit, coloured and textured as before (CIELAB + Gram)?",
+        "",
+    ),
+    (
+        "memory_half_life",
+        "Memory Half-life",
+        "HalfLife",
+        "how long revisit fidelity survives: exponential half-life / 60 s",
+        "; fewer than 5 pairs, no measurable decay or an unreliable fit (R² < 0.3)",
+    ),
+):
+    register_metric(
+        MetricSpec(
+            name=_name,
+            label=_label,
+            short=_short,
+            family="worldatlas",
+            kernel=_CLOSED_LOOP_KERNEL,
+            description=f"{_what} (WorldAtlas)",
+            status_rules=_CLOSED_LOOP_RULES + _rules,
+            suites=_LOOPS,
+        )
+    )
 
 # Wall-time interactivity (metrics/interactivity.py, issue 11): measured by the pipeline from
 # arrival times and key sends and written in scores.json's own ``interactivity`` block (not under

@@ -2,7 +2,7 @@
 
 Every score is self-referential: the reference for a revisit frame is the frame the model
 itself drew earlier at the same estimated viewpoint, so no ground-truth long video is needed.
-Pairs come from the estimated pose track (seed 001, see :mod:`closed_loop_pairs`).
+Pairs come from the estimated pose track (docs/methods.md#memory_return_gate).
 
 - ``memory_revisit_fidelity``: does the revisit look like the first visit?
   0.7 * (cos + 1) / 2 + 0.3 * SSIM per pair, mean over pairs.
@@ -11,15 +11,16 @@ Pairs come from the estimated pose track (seed 001, see :mod:`closed_loop_pairs`
 - ``memory_rendering_recovery``: is the scene lit and textured as before (CIELAB, Gram)?
 - ``memory_half_life``: how long fidelity survives, from an exponential fit over time gaps.
 
-Seed 004: official when inputs and backend exist; otherwise not_applicable with the reason,
-never an imputed zero. Frames are RGB ``uint8`` (H, W, 3); poses camera-to-world 4x4 (OpenCV
-camera axes: x right, y down, z forward); intrinsics 3x3 pixel matrices. No I/O here.
+Statuses (docs/methods.md#statuses): official when inputs and backend exist; otherwise
+not_applicable with the reason, never an imputed zero. Frames are RGB ``uint8`` (H, W, 3);
+poses camera-to-world 4x4 (OpenCV camera axes: x right, y down, z forward); intrinsics 3x3
+pixel matrices. No I/O here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -58,17 +59,11 @@ LIGHTNESS_TAU = 6.0  # ref DEFAULT_LIGHTNESS_TAU (CIELAB L* units, 0..100)
 CHROMA_TAU = 8.0  # ref DEFAULT_CHROMA_TAU (CIELAB a*b* units)
 GRAM_TAU = 0.002  # ref DEFAULT_GRAM_TAU (VGG Gram distance units)
 HALF_LIFE_REFERENCE_SECONDS = MEMORY_LOOP_SECONDS  # ref DEFAULT_HALF_LIFE_REFERENCE_SECONDS=60
-# CPU Gram statistic (ours, not in the reference): see filter_bank_gram_distance.
-GRAM_IMAGE_SHORT_SIDE = 128  # the reference's VGG input short side on CPU (style.py)
-IMAGENET_MEAN = (0.485, 0.456, 0.406)  # the reference's VGG normalisation (style.py)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-FILTER_BANK_GRAM_SCALE = 0.4535  # calibration, see filter_bank_gram_distance
 
 Status = Literal["official", "not_applicable"]
 Frame = NDArray[np.uint8]
 F64 = NDArray[np.float64]
-FrameFeature = Callable[[Frame], NDArray[np.floating[Any]]]
-GramDistance = Callable[[Frame, Frame], float]
+Feature = NDArray[np.floating[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,27 +143,6 @@ def ssim(image_a: NDArray[Any], image_b: NDArray[Any]) -> float:
     return _clamp01(float(np.mean(scores)))
 
 
-def colour_histogram_feature(frame: Frame) -> F64:
-    """CPU stand-in for DINOv2: CIELAB marginal histograms on a 2x2 grid, Hellinger-embedded.
-
-    16 bins for each of L*, a*, b* in each quadrant (192 values), each of the 12 histograms
-    weighted 1/12 and square-rooted: a unit vector whose cosine with another is their mean
-    Bhattacharyya coefficient. The grid keeps coarse layout (a mirrored scene is not a
-    revisit), the colour space keeps lighting changes visible. Non-negative, so cos lies in
-    [0, 1] and the semantic term (cos + 1) / 2 in [0.5, 1], where DINOv2's mostly lie too.
-    """
-    lab = np.asarray(cv2.cvtColor(_rgb(frame), cv2.COLOR_RGB2LAB))
-    h, w = lab.shape[:2]
-    parts: list[F64] = []
-    for rows in (slice(0, max(h // 2, 1)), slice(h // 2, h)):
-        for cols in (slice(0, max(w // 2, 1)), slice(w // 2, w)):
-            cell = lab[rows, cols].reshape(-1, 3)
-            for c in range(3):
-                counts = np.bincount(cell[:, c] // 16, minlength=16).astype(np.float64)
-                parts.append(np.sqrt(counts / max(float(counts.sum()), 1.0) / 12.0))
-    return np.concatenate(parts)
-
-
 @dataclass(frozen=True, slots=True)
 class FidelityPair:
     semantic: float  # (cos + 1) / 2
@@ -177,15 +151,20 @@ class FidelityPair:
 
 
 def revisit_fidelity_pair(
-    frame_a: Frame, frame_b: Frame, feature: FrameFeature = colour_histogram_feature
+    frame_a: Frame, frame_b: Frame, feature_a: Feature, feature_b: Feature
 ) -> FidelityPair:
-    """One pair's fidelity; the revisit frame is resized to the first before both terms."""
+    """One pair's fidelity; the revisit frame is resized to the first before SSIM.
+
+    The features are the appearance backend's vectors of the two frames (the revisit frame
+    resized to the first), computed once at episode end and kept in the cache, so that the
+    score does not depend on re-running a network (docs/methods.md#memory_revisit_fidelity).
+    """
     a = _rgb(frame_a, "first frame")
     b = resize_like(_rgb(frame_b, "revisit frame"), a)
-    fa = np.asarray(feature(a), dtype=np.float64).ravel()
-    fb = np.asarray(feature(b), dtype=np.float64).ravel()
+    fa = np.asarray(feature_a, dtype=np.float64).ravel()
+    fb = np.asarray(feature_b, dtype=np.float64).ravel()
     if fa.shape != fb.shape or not (np.isfinite(fa).all() and np.isfinite(fb).all()):
-        raise ValueError("the feature callable returned mismatched or non-finite vectors")
+        raise ValueError("the two features of a pair are mismatched or non-finite")
     norm = float(np.linalg.norm(fa) * np.linalg.norm(fb))
     cosine = float(np.dot(fa, fb)) / norm if norm > 0.0 else 0.0
     semantic = _clamp01((cosine + 1.0) / 2.0)
@@ -197,16 +176,22 @@ def revisit_fidelity_pair(
 def revisit_fidelity(
     frames_a: Sequence[Frame],
     frames_b: Sequence[Frame],
+    features_a: Sequence[Feature],
+    features_b: Sequence[Feature],
     *,
-    feature: FrameFeature = colour_histogram_feature,
-    feature_backend: str = "colour_histogram",
+    feature_backend: str,
 ) -> ClosedLoopResult:
     """``memory_revisit_fidelity``: the mean pair fidelity (per-pair values in details)."""
     _check_pairs(frames_a, frames_b)
+    if not (len(features_a) == len(features_b) == len(frames_a)):
+        raise ValueError("one feature per frame of every pair is needed")
     details: dict[str, Any] = {"feature_backend": feature_backend, "scored_pair_count": 0}
     if not frames_a:
         return ClosedLoopResult.not_applicable("no revisit pair to score", details)
-    pairs = [revisit_fidelity_pair(a, b, feature) for a, b in zip(frames_a, frames_b, strict=True)]
+    pairs = [
+        revisit_fidelity_pair(a, b, fa, fb)
+        for a, b, fa, fb in zip(frames_a, frames_b, features_a, features_b, strict=True)
+    ]
     details.update(scored_pair_count=len(pairs), per_pair=[asdict(p) for p in pairs])
     return ClosedLoopResult.official(float(np.mean([p.score for p in pairs])), details)
 
@@ -349,58 +334,6 @@ def geometric_closure(
 # ---------------------------------------------------------------- rendering recovery
 
 
-def _filter_bank_grams(frame: Frame) -> list[F64]:
-    rgb = _rgb(frame)
-    h, w = rgb.shape[:2]
-    scale = GRAM_IMAGE_SHORT_SIDE / min(h, w)
-    size = (max(round(w * scale), 8), max(round(h * scale), 8))
-    image = np.asarray(cv2.resize(rgb, size, interpolation=cv2.INTER_AREA), dtype=np.float64)
-    image = (image / 255.0 - np.array(IMAGENET_MEAN)) / np.array(IMAGENET_STD)
-    gabors = [
-        cv2.getGaborKernel((9, 9), 2.0, theta, 6.0, 0.5, 0.0, ktype=cv2.CV_64F)
-        for theta in (0.0, np.pi / 4, np.pi / 2, 3 * np.pi / 4)
-    ]
-    grams: list[F64] = []
-    level = image
-    for _ in range(2):  # full and half resolution, as VGG's two early blocks see two scales
-        responses: list[F64] = []
-        for c in range(3):
-            x = np.ascontiguousarray(level[..., c])
-            responses += [
-                x,
-                np.asarray(cv2.Sobel(x, cv2.CV_64F, 1, 0, ksize=3)),
-                np.asarray(cv2.Sobel(x, cv2.CV_64F, 0, 1, ksize=3)),
-                np.asarray(cv2.Laplacian(x, cv2.CV_64F, ksize=3)),
-            ]
-            responses += [np.asarray(cv2.filter2D(x, cv2.CV_64F, g)) for g in gabors]
-        features = np.stack([r.ravel() for r in responses])
-        grams.append(features @ features.T / features.size)  # / (C * H * W), as VGG's
-        level = np.asarray(cv2.pyrDown(level), dtype=np.float64)
-    return grams
-
-
-def filter_bank_gram_distance(frame_a: Frame, frame_b: Frame) -> float:
-    """CPU Gram texture distance on the VGG Gram scale; 0 for identical frames.
-
-    Like the reference's VGG statistic: short side resized to 128, ImageNet normalisation,
-    uncentred Gram matrices F F^T / (C H W), mean squared Gram difference summed over
-    levels. Features: per RGB channel the channel itself, Sobel x/y, a Laplacian and four
-    Gabor orientations (9x9, sigma 2, wavelength 6), at full and half resolution (24 x 2).
-
-    Calibration (without VGG weights, which this project cannot fetch): the raw statistic is
-    scaled by FILTER_BANK_GRAM_SCALE so that a 1/f ("pink") noise texture against itself
-    blurred by a Gaussian of sigma 1.5 px at the 128-px scale (a clear loss of fine detail)
-    measures GRAM_TAU = 0.002, the reference's e^-1 point (raw 0.00441 -> scale 0.4535).
-    Then a new noise seed of the same texture measures about 0.0008 (median of 16 seeds,
-    at most 0.0017), a blur of sigma 3 px 0.0043 (inside the reference style metric's VGG
-    range 0..0.007), a +20 brightness shift 0.037. A proxy: its values are not VGG's.
-    """
-    grams_a = _filter_bank_grams(frame_a)
-    grams_b = _filter_bank_grams(resize_like(_rgb(frame_b), _rgb(frame_a)))
-    raw = sum(float(np.mean((ga - gb) ** 2)) for ga, gb in zip(grams_a, grams_b, strict=True))
-    return FILTER_BANK_GRAM_SCALE * raw
-
-
 def lab_means(frame: Frame) -> tuple[float, float, float]:
     """Spatial means of CIELAB L* (0..100), a*, b* (about -128..127) of an RGB frame."""
     lab = np.asarray(cv2.cvtColor(_rgb(frame), cv2.COLOR_RGB2LAB), dtype=np.float64)
@@ -420,13 +353,12 @@ class RenderingPair:
 
 
 def rendering_recovery_pair(
-    frame_a: Frame,
-    frame_b: Frame,
-    gram_distance: GramDistance | None = filter_bank_gram_distance,
+    frame_a: Frame, frame_b: Frame, gram_distance: float | None = None
 ) -> RenderingPair:
     """exp(-dL/6), exp(-dab/8) and exp(-g/0.002) for one pair; the mean of what exists.
 
-    Spatial means discard layout, so the first two terms read illumination, not content.
+    Spatial means discard layout, so the first two terms read illumination, not content;
+    ``gram_distance`` is the Gram backend's texture distance of the pair (None: no backend).
     """
     a = _rgb(frame_a, "first frame")
     b = resize_like(_rgb(frame_b, "revisit frame"), a)
@@ -439,7 +371,7 @@ def rendering_recovery_pair(
     if gram_distance is None:
         two_terms = _clamp01(0.5 * (lighting + chroma))
         return RenderingPair(two_terms, d_l, d_ab, lighting, chroma, None, None)
-    g = float(gram_distance(a, b))
+    g = float(gram_distance)
     if not math.isfinite(g) or g < 0.0:
         raise ValueError(f"the Gram backend returned {g}; a distance must be finite and >= 0")
     texture = _clamp01(math.exp(-g / GRAM_TAU))
@@ -451,20 +383,24 @@ def rendering_recovery(
     frames_a: Sequence[Frame],
     frames_b: Sequence[Frame],
     *,
-    gram_distance: GramDistance | None = filter_bank_gram_distance,
-    gram_backend: str | None = "opencv_filter_bank",
+    gram_distances: Sequence[float] | None = None,
+    gram_backend: str | None = None,
 ) -> ClosedLoopResult:
     """``memory_rendering_recovery``: mean over pairs; without a Gram backend, two terms."""
     _check_pairs(frames_a, frames_b)
+    if gram_distances is not None and len(gram_distances) != len(frames_a):
+        raise ValueError(f"{len(gram_distances)} Gram distances for {len(frames_a)} pairs")
     details: dict[str, Any] = {
-        "gram_backend": gram_backend if gram_distance is not None else None,
+        "gram_backend": gram_backend if gram_distances is not None else None,
         "scored_pair_count": 0,
     }
     if not frames_a:
         return ClosedLoopResult.not_applicable("no revisit pair to score", details)
+    grams: Sequence[float | None] = (
+        gram_distances if gram_distances is not None else [None] * len(frames_a)
+    )
     pairs = [
-        rendering_recovery_pair(a, b, gram_distance)
-        for a, b in zip(frames_a, frames_b, strict=True)
+        rendering_recovery_pair(a, b, g) for a, b, g in zip(frames_a, frames_b, grams, strict=True)
     ]
     details.update(scored_pair_count=len(pairs), per_pair=[asdict(p) for p in pairs])
     return ClosedLoopResult.official(float(np.mean([p.score for p in pairs])), details)
@@ -483,8 +419,9 @@ def memory_half_life(
 ) -> ClosedLoopResult:
     """``memory_half_life``: half-life / 60 s clamped to [0, 1]; seconds in details.
 
-    Per seed 004 only a reliable fit is official; too little support, no measurable decay or
-    an unreliable fit is not_applicable with the reason (``reason_code`` in details).
+    Only a reliable fit is official (docs/methods.md#memory_half_life); too little support,
+    no measurable decay or an unreliable fit is not_applicable with the reason
+    (``reason_code`` in details).
     """
     details: dict[str, Any] = {
         "half_life_reference_seconds": float(reference_seconds),
@@ -514,8 +451,6 @@ __all__ = [
     "ClosurePair",
     "FidelityPair",
     "RenderingPair",
-    "colour_histogram_feature",
-    "filter_bank_gram_distance",
     "geometric_closure",
     "geometric_closure_pair",
     "lab_means",

@@ -1,16 +1,11 @@
-"""Which revisit pairs the closed-loop memory metrics score (WorldAtlas memory_loop).
+"""The geometry and decay fit behind the closed-loop memory metrics (WorldAtlas memory_loop).
 
-A minute-long loop yields hundreds of candidate (first, revisit) frame pairs, but every pair
-costs a feature pass, a SIFT match and a triangulation, so at most ``MAX_SCORED_PAIRS`` are
-scored. Thinning must not collapse the sample onto one time gap: ``memory_half_life`` fits
-fidelity against gap length and needs both the short and the long gaps. So the gap range is
-cut into equal buckets, each bucket keeps its tightest pose match, and the shortest and the
-longest gap are always kept because they anchor the two ends of the fit.
-
-The module also holds what is computed on a pair before any score: the geometry the two
-poses imply (relative pose, fundamental matrix, epipolar and rotation-transfer residuals,
-SIFT matches, triangulated reprojection error) and the exponential fit of fidelity against
-pair gap behind ``memory_half_life``. The scores themselves live in :mod:`closed_loop`.
+What is computed on a revisit pair before any score: the geometry the two poses imply
+(relative pose, fundamental matrix, epipolar and rotation-transfer residuals, SIFT matches,
+triangulated reprojection error), and the exponential fit of fidelity against pair gap behind
+``memory_half_life``. Which pairs are scored (at most 24, spread over time gaps) is
+``revisit.select_diverse_pairs`` (docs/methods.md#memory_return_gate); the scores themselves
+live in :mod:`closed_loop`.
 
 Pure numpy/OpenCV; no I/O. "ref" below is the public WorldAtlas Arena closed-loop memory
 module (``worldarena/benchmark/metrics``, the one defining MEMORY_LOOP_METRICS), "pairing"
@@ -28,11 +23,6 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from streameval.metrics.worldatlas.constants import MAX_SCORED_PAIRS
-
-# Gap span below which all candidates count as one gap (avoids a division by zero).
-# Source: pairing select_diverse_pairs, ``span = max(longest - shortest, 1e-8)``.
-MIN_GAP_SPAN_SECONDS = 1e-8
 SIFT_RATIO = 0.75  # ref _sift_correspondences(ratio=0.75): Lowe's ratio test
 SIFT_MAX_MATCHES = 400  # ref _sift_correspondences(max_matches=400), best distances first
 MIN_SIFT_MATCHES = 12  # ref DEFAULT_MIN_SIFT_MATCHES
@@ -44,92 +34,6 @@ HALF_LIFE_OFFSET_STEPS = 41  # pairing fit_exponential_half_life: linspace(..., 
 
 F64 = NDArray[np.float64]
 FloatSequence = Sequence[float] | NDArray[np.floating[Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class CandidatePair:
-    """One (first, revisit) frame pair with what selection ranks it by."""
-
-    first_index: int
-    revisit_index: int
-    gap_seconds: float
-    pose_distance: float  # d(i, j) of seed 001; lower is a tighter revisit
-
-
-def candidate_pairs(
-    pairs: Sequence[tuple[int, int]],
-    *,
-    fps: float,
-    pose_distances: Sequence[float] | None = None,
-) -> tuple[CandidatePair, ...]:
-    """Attach time gaps (and pose distances, 0 when unknown) to raw index pairs.
-
-    Why validate here: a pair whose revisit is not strictly after its first frame has no
-    meaningful gap and would silently corrupt the decay fit downstream.
-    """
-    if not math.isfinite(fps) or fps <= 0.0:
-        raise ValueError(f"fps must be a positive finite number, got {fps}")
-    if pose_distances is not None and len(pose_distances) != len(pairs):
-        raise ValueError(
-            f"{len(pose_distances)} pose distances for {len(pairs)} pairs: lengths must match"
-        )
-    out: list[CandidatePair] = []
-    for k, (first, revisit) in enumerate(pairs):
-        if int(revisit) <= int(first) or int(first) < 0:
-            raise ValueError(f"pair {k} = ({first}, {revisit}): need 0 <= first < revisit")
-        distance = 0.0 if pose_distances is None else float(pose_distances[k])
-        if not math.isfinite(distance):
-            raise ValueError(f"pair {k} has a non-finite pose distance {distance}")
-        out.append(
-            CandidatePair(
-                first_index=int(first),
-                revisit_index=int(revisit),
-                gap_seconds=(int(revisit) - int(first)) / float(fps),
-                pose_distance=distance,
-            )
-        )
-    return tuple(out)
-
-
-def select_spread_pairs(
-    candidates: Sequence[CandidatePair], *, max_pairs: int = MAX_SCORED_PAIRS
-) -> tuple[CandidatePair, ...]:
-    """At most ``max_pairs`` candidates, spread over the range of time gaps, sorted by gap.
-
-    The gap range [shortest, longest] is cut into ``max_pairs`` equal buckets; each bucket
-    keeps its lowest pose distance (the earliest detected on ties, as the sort by gap is
-    stable). The shortest and the longest gap then replace the winners of the first and the
-    last bucket, so the ends of the decay curve are always sampled. With ``max_pairs`` <= 0
-    or no more candidates than ``max_pairs`` every candidate is kept.
-    """
-    order = sorted(range(len(candidates)), key=lambda k: (candidates[k].gap_seconds, k))
-    ordered = [candidates[k] for k in order]
-    if max_pairs <= 0 or len(ordered) <= max_pairs:
-        return tuple(ordered)
-    shortest = ordered[0].gap_seconds
-    span = max(ordered[-1].gap_seconds - shortest, MIN_GAP_SPAN_SECONDS)
-    winners: dict[int, int] = {}
-    for position, pair in enumerate(ordered):
-        bucket = min(int((pair.gap_seconds - shortest) / span * max_pairs), max_pairs - 1)
-        held = winners.get(bucket)
-        if held is None or pair.pose_distance < ordered[held].pose_distance:
-            winners[bucket] = position
-    winners[0] = 0
-    winners[max_pairs - 1] = len(ordered) - 1
-    return tuple(ordered[p] for p in sorted(set(winners.values())))
-
-
-def select_revisit_pairs(
-    pairs: Sequence[tuple[int, int]],
-    *,
-    fps: float,
-    pose_distances: Sequence[float] | None = None,
-    max_pairs: int = MAX_SCORED_PAIRS,
-) -> tuple[CandidatePair, ...]:
-    """Convenience: :func:`candidate_pairs` then :func:`select_spread_pairs`."""
-    return select_spread_pairs(
-        candidate_pairs(pairs, fps=fps, pose_distances=pose_distances), max_pairs=max_pairs
-    )
 
 
 # ---------------------------------------------------------------- pair geometry
@@ -316,6 +220,18 @@ def fit_exponential_decay(
             "no_measurable_decay",
             f"fidelity varies by less than {min_value_range} over the gaps: no measurable decay",
         )
+    # Ours (docs/methods.md#memory_half_life): the longer-gap half of the pairs must be less
+    # faithful than the shorter-gap half, by medians, so that one pair drawn from a looser
+    # viewpoint match (up to 27 degrees off within the gate's tau) is not fitted as a decay.
+    order = np.argsort(gaps, kind="stable")
+    half = len(order) // 2
+    drop = float(np.median(scores[order[:half]]) - np.median(scores[order[-half:]]))
+    if drop < float(min_value_range):
+        raise HalfLifeUnavailable(
+            "no_measurable_decay",
+            f"the longer-gap half of the pairs is not less faithful than the shorter-gap half "
+            f"(median drop {drop:.4f} < {min_value_range}): no measurable decay",
+        )
 
     def fit_at(offset: float) -> ExponentialFit | None:
         lifted = scores - offset
@@ -357,19 +273,14 @@ def fit_exponential_decay(
 
 
 __all__ = [
-    "MIN_GAP_SPAN_SECONDS",
-    "CandidatePair",
     "ExponentialFit",
     "FloatSequence",
     "HalfLifeUnavailable",
-    "candidate_pairs",
     "fit_exponential_decay",
     "fundamental_from_poses",
     "relative_pose",
     "reprojection_error",
     "rotation_transfer_distances",
-    "select_revisit_pairs",
-    "select_spread_pairs",
     "sift_correspondences",
     "skew",
     "symmetric_epipolar_distances",

@@ -19,6 +19,12 @@ import numpy.typing as npt
 
 from streameval.errors import BadInputError
 from streameval.inputs.npz import load_npz, member
+from streameval.metrics.worldatlas.closed_loop_scores import ClosedLoopFrames
+from streameval.results.cache.closed_loop import (
+    CLOSED_LOOP_DIR,
+    load_closed_loop,
+    save_closed_loop,
+)
 
 CACHE_FILE = "worldatlas.npz"
 
@@ -37,6 +43,9 @@ class WorldAtlasCache:
     problems: dict[str, str] = field(default_factory=dict)
     """Unusable sidecars by what they spoil (``poses``, ``depth``), kept so that ``rescore``
     gives the same ``missing`` statuses and reasons as the run."""
+    closed_loop: ClosedLoopFrames | None = None
+    """The revisit pairs' frames and backend answers (``cache/closed_loop/``), None when not
+    kept (an older cache, or a run that kept no frames)."""
 
     def save(self, path: Path) -> None:
         arrays: dict[str, Any] = {"pose_source": np.array(self.pose_source)}
@@ -49,6 +58,8 @@ class WorldAtlasCache:
         tmp = path.with_name(path.stem + ".tmp.npz")
         np.savez(tmp, **arrays)
         os.replace(tmp, path)
+        if self.closed_loop is not None:
+            save_closed_loop(self.closed_loop, path.parent / CLOSED_LOOP_DIR)
 
     @classmethod
     def load(cls, path: Path, frames: int) -> WorldAtlasCache:
@@ -86,4 +97,5 @@ class WorldAtlasCache:
             ):
                 raise BadInputError(path, "problems: not a JSON object of strings")
             problems = loaded
-        return cls(str(source), poses, depth, valid, intrinsics, problems)
+        closed_loop = load_closed_loop(path.parent / CLOSED_LOOP_DIR)
+        return cls(str(source), poses, depth, valid, intrinsics, problems, closed_loop)
