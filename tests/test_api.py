@@ -95,3 +95,65 @@ def test_aevaluate_awaited_and_bad_model(tmp_path: Path) -> None:
     assert (tmp_path / "Slider" / "008_AD" / "scores.json").is_file()
     with pytest.raises(BadInputError, match="no step"):
         streameval.evaluate(object(), out=tmp_path)
+
+
+def test_evaluate_shows_its_real_signature() -> None:
+    """help(streameval.evaluate) and an IDE see every option, not ``**options``."""
+    import inspect
+
+    params = inspect.signature(streameval.evaluate).parameters
+    for name in ("rollouts", "out", "suite", "actions", "trajectories", "loop_seconds", "attach"):
+        assert name in params, name
+    assert list(inspect.signature(streameval.aevaluate).parameters) == list(params)
+
+
+def test_evaluate_runs_the_memory_loop_suite(tmp_path: Path) -> None:
+    """The Python API runs the memory_loop suite as the command line does (one short loop)."""
+    from streameval.worlds.procedural_world import ProceduralWorld
+
+    result = streameval.evaluate(
+        ProceduralWorld(),
+        out=tmp_path,
+        suite="memory_loop",
+        trajectories=["dolly_loop"],
+        loop_seconds=4.0,
+        config=CONFIG,
+        record="off",
+        reports=False,
+    )
+    assert result.complete, result.bad_input
+    [outcome] = result.outcomes
+    assert outcome.info.episode == "dolly_loop"
+    assert "memory_return_gate" in outcome.scores.metrics
+    assert (tmp_path / "ProceduralWorld" / "dolly_loop" / "scores.json").is_file()
+
+
+def test_evaluate_attaches_to_a_network_url(tmp_path: Path) -> None:
+    """A network URL string goes to the same network jobs as ``streameval attach URL``."""
+    from streameval.transports.urls import AttachOptions
+    from tests.transports.mjpeg_server import start_mjpeg_server
+
+    async def run() -> streameval.Evaluation:
+        runner, port = await start_mjpeg_server()
+        try:
+            options = AttachOptions(
+                clock=None, seconds_per_key=1.0, keys_url=f"http://127.0.0.1:{port}/keys"
+            )
+            return await streameval.aevaluate(
+                f"mjpeg+http://127.0.0.1:{port}/video_feed",
+                out=tmp_path,
+                model_name="mjpeg-world",
+                actions=[1],
+                attach=options,
+                config=CONFIG,
+                record="off",
+                reports=False,
+            )
+        finally:
+            await runner.cleanup()
+
+    result = asyncio.run(run())
+    assert result.complete, result.bad_input
+    [outcome] = result.outcomes
+    assert outcome.interactivity["transport"] == "mjpeg"
+    assert (tmp_path / "mjpeg-world" / outcome.info.episode / "scores.json").is_file()
