@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,12 +63,70 @@ class QualityRatings:
         }
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _looks_like_png(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE
+    except OSError:
+        return False
+
+
+class PngFrames(MutableMapping[int, Frame]):
+    """Cached 1-fps frames by index, each decoded from its PNG when first read (then kept).
+
+    Counting and membership need no decoding: scoring only counts the frames; only a Q-Align
+    rerating looks at their pixels, and OpenCV is imported then.
+    """
+
+    def __init__(self) -> None:
+        self._paths: dict[int, Path] = {}
+        self._decoded: dict[int, Frame] = {}
+
+    def add(self, index: int, path: Path) -> None:
+        self._paths[index] = path
+
+    def __getitem__(self, index: int) -> Frame:
+        if index in self._decoded:
+            return self._decoded[index]
+        path = self._paths[index]
+        import cv2  # on use: the results layer loads without OpenCV
+
+        bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if bgr is None:
+            raise BadInputError(path, "unreadable quality frame")
+        frame = np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+        self._decoded[index] = frame
+        return frame
+
+    def __setitem__(self, index: int, frame: Frame) -> None:
+        self._paths.pop(index, None)
+        self._decoded[index] = frame
+
+    def __delitem__(self, index: int) -> None:
+        if index not in self:
+            raise KeyError(index)
+        self._paths.pop(index, None)
+        self._decoded.pop(index, None)
+
+    def __contains__(self, index: object) -> bool:
+        return index in self._paths or index in self._decoded
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(sorted({*self._paths, *self._decoded}))
+
+    def __len__(self) -> int:
+        return len({*self._paths, *self._decoded})
+
+
 @dataclass
 class QualityCache:
     """``frames``: frame index -> RGB frame at 1 fps; ``statistics`` (T, 5) float64 or None;
     ``ratings`` None when no quality backend ran; ``failure`` why it failed, if it did."""
 
-    frames: dict[int, Frame] = field(default_factory=dict)
+    frames: MutableMapping[int, Frame] = field(default_factory=dict)
     statistics: npt.NDArray[np.float64] | None = None
     ratings: QualityRatings | None = None
     failure: str | None = None
@@ -102,8 +161,9 @@ class QualityCache:
 
     @classmethod
     def load(cls, directory: Path) -> QualityCache | None:
-        """The quality part of a cache, None for a cache written before it existed."""
-        import cv2  # on use: the results layer and the kernels load without OpenCV
+        """The quality part of a cache, None for a cache written before it existed. Frames
+        are decoded when first read (only a Q-Align rerating reads them), so a plain
+        ``rescore`` needs no image codec."""
 
         json_path = directory / QUALITY_FILE
         if not json_path.is_file():
@@ -112,14 +172,13 @@ class QualityCache:
             payload = json.loads(json_path.read_text())
         except json.JSONDecodeError as exc:
             raise BadInputError(json_path, f"not valid JSON ({exc.msg})") from None
-        frames: dict[int, Frame] = {}
+        frames = PngFrames()
         frames_dir = directory / FRAMES_DIR
         if frames_dir.is_dir():
             for png in sorted(frames_dir.glob("*.png")):
-                bgr = cv2.imread(str(png), cv2.IMREAD_COLOR)
-                if bgr is None or not png.stem.isdigit():
+                if not png.stem.isdigit() or not _looks_like_png(png):
                     raise BadInputError(png, "unreadable quality frame")
-                frames[int(png.stem)] = np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+                frames.add(int(png.stem), png)
         statistics = None
         stats_path = directory / STATS_FILE
         if stats_path.is_file():
