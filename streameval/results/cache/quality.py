@@ -97,7 +97,7 @@ class PngFrames(MutableMapping[int, Frame]):
         bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
         if bgr is None:
             raise BadInputError(path, "unreadable quality frame")
-        frame = np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+        frame: Frame = np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
         self._decoded[index] = frame
         return frame
 
