@@ -16,7 +16,7 @@ import numpy as np
 from streameval.protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
 from streameval.replay.layout import read_json
 
-from streameval.core.events import KeySent
+from streameval.core.events import ChunkDone, KeySent
 from streameval.errors import BadInputError
 from streameval.inputs.arrays import load_npy
 from streameval.inputs.jsonfile import parse_json_text, read_text_bounded
@@ -107,6 +107,39 @@ def read_keys_jsonl(path: Path) -> tuple[KeySent, ...]:
             raise BadInputError(path, f"line {lineno}: no 't_wall'")
         sent.append(KeySent(key=key, frame=frame, t_wall=t_wall))
     return tuple(sent)
+
+
+def _stat_value(path: Path, value: object, lineno: int, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise BadInputError(path, f"line {lineno}: stats {name!r} {value!r} is not a finite number")
+    return float(value)
+
+
+def read_chunks_jsonl(path: Path) -> tuple[ChunkDone, ...]:
+    """``chunks.jsonl``: the chunk boundaries a live run saw, ``{"chunk", "start", "frames",
+    "t_wall", "origin", "stats"}`` per chunk, in order (docs/serve-formats.md#chunks)."""
+    chunks: list[ChunkDone] = []
+    for lineno, obj in _json_lines(path):
+        numbers = [obj.get(name) for name in ("chunk", "start", "frames")]
+        if not all(_is_int(v) and v >= 0 for v in numbers):  # type: ignore[operator]
+            raise BadInputError(
+                path, f"line {lineno}: 'chunk', 'start' and 'frames' must be integers >= 0"
+            )
+        t_wall = _wall_time(path, obj.get("t_wall"), lineno)
+        stats = obj.get("stats", {})
+        if not isinstance(stats, dict) or len(stats) > 32:
+            raise BadInputError(path, f"line {lineno}: 'stats' must be an object of numbers")
+        chunks.append(
+            ChunkDone(
+                index=int(obj["chunk"]),
+                start=int(obj["start"]),
+                frames=int(obj["frames"]),
+                t_wall=0.0 if t_wall is None else t_wall,
+                origin=str(obj.get("origin", "server"))[:32],
+                stats={str(k): _stat_value(path, v, lineno, str(k)) for k, v in stats.items()},
+            )
+        )
+    return tuple(chunks)
 
 
 def read_actions_json(path: Path) -> ActionLog:

@@ -30,6 +30,7 @@ from streameval.protocol.keys import UnknownKeyError, parse_key
 from streameval.replay.encoder import LosslessVideoWriter
 from streameval.replay.layout import (
     ACTIONS,
+    CHUNKS,
     DEPTH,
     DEPTH_MASK,
     INTRINSICS,
@@ -41,7 +42,7 @@ from streameval.replay.layout import (
 )
 from streameval.replay.npyappend import NpyAppender
 
-from streameval.core.events import EpisodeInfo, FloatArray, FrameEvent, KeySent
+from streameval.core.events import ChunkDone, EpisodeInfo, FloatArray, FrameEvent, KeySent
 from streameval.errors import BadInputError
 
 
@@ -55,6 +56,7 @@ def _remove_previous_recording(out_dir: Path) -> None:
         RECORDED_VIDEO,
         ACTIONS,
         KEYS,
+        CHUNKS,
         POSES,
         INTRINSICS,
         DEPTH,
@@ -149,6 +151,7 @@ class Recorder:
         self._video = LosslessVideoWriter(self.out_dir / RECORDED_VIDEO, self.fps, lossy=lossy)
         self._actions: IO[str] = (self.out_dir / ACTIONS).open("w", encoding="utf-8")
         self._keys: IO[str] = (self.out_dir / KEYS).open("w", encoding="utf-8")
+        self._chunks: IO[str] | None = None  # chunks.jsonl, opened at the first chunk
         self._poses = _Sidecar("pose", (4, 4))
         self._intrinsics = _Sidecar("intrinsics", (3, 3))
         self._depth = NpyAppender(self.out_dir / DEPTH, np.float32)
@@ -256,6 +259,16 @@ class Recorder:
         self._keys.write(json.dumps(line) + "\n")
         self._keys.flush()
 
+    def add_chunk(self, event: ChunkDone) -> None:
+        """Record one chunk boundary and the server's statistics for it (``chunks.jsonl``,
+        written and flushed at once), so that a replay has the same chunks as the live run."""
+        if self.closed:
+            raise RuntimeError(f"{self.out_dir}: recorder is closed")
+        if self._chunks is None:
+            self._chunks = (self.out_dir / CHUNKS).open("w", encoding="utf-8")
+        self._chunks.write(json.dumps(event.to_json()) + "\n")
+        self._chunks.flush()
+
     def _finish_matrices(self, side: _Sidecar, path: Path, dropped: dict[str, str]) -> None:
         if self.frames == 0:
             return
@@ -296,6 +309,8 @@ class Recorder:
             reason = reason or str(exc)
         self._actions.close()
         self._keys.close()
+        if self._chunks is not None:
+            self._chunks.close()
         dropped: dict[str, str] = {}
         self._finish_matrices(self._poses, self.out_dir / POSES, dropped)
         self._finish_matrices(self._intrinsics, self.out_dir / INTRINSICS, dropped)

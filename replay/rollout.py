@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streameval.protocol.schedule import Schedule, segments_from_keys
-from streameval.replay.actionlog import ActionLog, read_actions_jsonl, read_keys_jsonl
+from streameval.replay.actionlog import (
+    ActionLog,
+    read_actions_jsonl,
+    read_chunks_jsonl,
+    read_keys_jsonl,
+)
 from streameval.replay.frames import (
     FrameReadError,
     FrameStore,
@@ -34,6 +39,7 @@ from streameval.replay.frames import (
 )
 from streameval.replay.layout import (
     ACTIONS,
+    CHUNKS,
     FRAMES_DIR,
     KEYS,
     META,
@@ -45,7 +51,7 @@ from streameval.replay.layout import (
 )
 from streameval.replay.sidecars import Sidecars, load_sidecars
 
-from streameval.core.events import EpisodeInfo, KeySent
+from streameval.core.events import ChunkDone, EpisodeInfo, KeySent
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import FPS, check_frame_count
 from streameval.inputs.schema import META_SCHEMA, validate
@@ -71,6 +77,7 @@ class Rollout:
     schedule: Schedule
     t_wall: tuple[float | None, ...] | None = None
     keys_sent: tuple[KeySent, ...] = ()
+    chunks: tuple[ChunkDone, ...] = ()  # chunk boundaries a live run saw (chunks.jsonl)
     sidecars: Sidecars | None = None
     complete: bool = True  # False when the recording itself says it stopped early
     reason: str | None = None
@@ -216,6 +223,7 @@ def read_rollout_dir(directory: Path) -> Rollout:
     check_log_covers_video(actions_path, len(log), store.path, stored_frames)
     check_frame_count(len(log), actions_path)
     keys_path = directory / KEYS
+    chunks_path = directory / CHUNKS
     fps = float(meta["fps"])
     return Rollout(
         path=directory,
@@ -231,6 +239,7 @@ def read_rollout_dir(directory: Path) -> Rollout:
         schedule=schedule_from_keys(log.keys, fps),
         t_wall=log.t_wall,
         keys_sent=read_keys_jsonl(keys_path) if present(keys_path) else (),
+        chunks=read_chunks_jsonl(chunks_path) if present(chunks_path) else (),
         sidecars=load_sidecars(directory, len(log)),
         complete=bool(meta.get("complete", True)),
         reason=meta.get("reason"),

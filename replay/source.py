@@ -1,7 +1,8 @@
 """Replay a recorded rollout through the same ``Source`` interface as a live model.
 
 Events: ``EpisodeStart``, then for each frame the keystrokes recorded for it (``KeySent``, from
-``keys.jsonl``) and its ``FrameEvent``, then ``EpisodeEnd``; then ``EndOfStream``. Frames are
+``keys.jsonl``), the chunks that closed before it (``ChunkDone``, from ``chunks.jsonl``) and its
+``FrameEvent``, then ``EpisodeEnd``; then ``EndOfStream``. Frames are
 decoded in a background thread into a small bounded buffer (``replay/pump.py``); with a pace
 they are released at start + i / pace.
 
@@ -24,6 +25,7 @@ from streameval.replay.rollout import Rollout
 from streameval.replay.sidecars import DepthFrameError
 
 from streameval.core.events import (
+    ChunkDone,
     EndOfStream,
     EpisodeEnd,
     EpisodeStart,
@@ -110,6 +112,7 @@ class ReplaySource:
             name=f"replay:{rollout.episode}",
         )
         self._keys: deque[KeySent] = deque(rollout.keys_sent)
+        self._chunks: deque[ChunkDone] = deque(rollout.chunks)
         self._pending: deque[Event] = deque()
         self._started = False
         self._ended = False
@@ -126,6 +129,8 @@ class ReplaySource:
             return EpisodeStart(self.rollout.info())
         if self._keys and self._keys[0].frame <= self._frames:
             return self._keys.popleft()
+        if self._chunks and self._chunks[0].start + self._chunks[0].frames <= self._frames:
+            return self._chunks.popleft()
         item = await self._next_item()
         if isinstance(item, FrameEvent):
             await self.pacer.wait(item.index)
@@ -149,6 +154,8 @@ class ReplaySource:
         self._ended = True
         self._pending.extend(self._keys)  # keystrokes sent for frames that never came
         self._keys.clear()
+        self._pending.extend(self._chunks)  # chunks the live run closed at its end
+        self._chunks.clear()
         if item.error is not None:
             self._pending.append(SourceError(item.error, fatal=True))
             reason: str | None = item.error

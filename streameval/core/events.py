@@ -83,6 +83,36 @@ class KeySent:
 
 
 @dataclass(frozen=True, slots=True)
+class ChunkDone:
+    """A server generated (or delivered) one chunk: frames ``start`` .. ``start + frames - 1``.
+
+    Chunked servers (9–16 frames a chunk) answer keys at chunk boundaries only, so a key's
+    response floor is one chunk (docs/serve-formats.md#chunks). ``origin`` says how the
+    boundary was found: ``"server"`` (a statistics message such as WorldFoundry's
+    ``chunk_done``) or ``"bursts"`` (a pause in the arrivals). ``stats`` holds what the server
+    reported for the chunk under our names (``generation_ms``, ``control_latency_ms``,
+    ``queue_depth``, ``dropped_frames``), only those it sent. ``t_wall``: when the chunk closed.
+    """
+
+    index: int
+    start: int
+    frames: int
+    t_wall: float
+    origin: str = "server"
+    stats: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "chunk": self.index,
+            "start": self.start,
+            "frames": self.frames,
+            "t_wall": self.t_wall,
+            "origin": self.origin,
+            "stats": dict(self.stats),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The one error channel of an episode (after pipecat's ``ErrorFrame``).
 
@@ -125,4 +155,4 @@ class EpisodeEnd:
     reason: str | None = None
 
 
-Event = EpisodeStart | FrameEvent | KeySent | ErrorEvent | EpisodeEnd
+Event = EpisodeStart | FrameEvent | KeySent | ChunkDone | ErrorEvent | EpisodeEnd

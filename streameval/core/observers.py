@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streameval.core.events import EpisodeInfo, ErrorEvent, FrameEvent, KeySent
+from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent, FrameEvent, KeySent
 from streameval.core.metric_result import MetricResult
 
 if TYPE_CHECKING:
@@ -65,6 +65,9 @@ class EpisodeObserver:
 
     def on_key(self, event: KeySent) -> None:
         """The driver sent a keystroke."""
+
+    def on_chunk(self, event: ChunkDone) -> None:
+        """A chunked server finished a chunk (boundaries and the server's own statistics)."""
 
     def on_progress(self, progress: Progress) -> None:
         """A frame was perceived; ``provisional`` is set at most every update interval."""

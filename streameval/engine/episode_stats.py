@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from streameval.core.events import EpisodeInfo, ErrorEvent
+from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent
 from streameval.engine.track import EpisodeTrack
 from streameval.metrics.interactivity import arrival_stats, key_response_latencies, latency_summary
 
@@ -32,6 +32,9 @@ class EpisodeStats:
         # wall-time interactivity (streameval/metrics/interactivity.py)
         self.arrivals: dict[int, float] = {}
         self.key_changes: list[tuple[float, str]] = []
+        # chunk boundaries and the server's own statistics (chunked servers; replayed from
+        # the recording's chunks.jsonl)
+        self.chunks: list[ChunkDone] = []
         # frames not perceived: those the live run dropped, when replaying its recording
         self.drop: frozenset[int] = frozenset()
         self.dropped_frames: list[int] = []
@@ -81,5 +84,38 @@ class EpisodeStats:
                 np.asarray(track.srad.view(), dtype=np.float64),
             )
             out.update(latency_summary(latencies))
+        out.update(chunk_summary(self.chunks))
         out.update(info.extra.get("interactivity", {}))
         return out
+
+
+SERVER_FIGURES = {
+    "server_generation_ms": ("generation_ms", "median"),
+    "server_control_latency_ms": ("control_latency_ms", "median"),
+    "server_queue_depth": ("queue_depth", "max"),
+    "server_dropped_frames": ("dropped_frames", "max"),
+}
+"""scores.json name → (the chunk statistic, how chunks combine). Queue depth: the deepest the
+server's queue got; dropped frames: servers report a running count, so the largest is the
+total (docs/serve-formats.md#chunks)."""
+
+
+def chunk_summary(chunks: list[ChunkDone]) -> dict[str, Any]:
+    """The chunk fields of the interactivity block (documented in
+    docs/serve-formats.md#chunks): how many chunks, where they start, how they were found, and
+    the server's own figures when it reported them (absent otherwise, never 0 for "unknown")."""
+    if not chunks:
+        return {"chunks": 0, "chunk_origin": None}
+    sizes = sorted(c.frames for c in chunks)
+    out: dict[str, Any] = {
+        "chunks": len(chunks),
+        "chunk_origin": chunks[0].origin,
+        "chunk_frames_median": sizes[len(sizes) // 2],
+        "chunk_starts": [c.start for c in chunks],
+        "chunk_log": [c.to_json() for c in chunks],
+    }
+    for name, (stat, how) in SERVER_FIGURES.items():
+        values = sorted(c.stats[stat] for c in chunks if stat in c.stats)
+        if values:
+            out[name] = values[len(values) // 2] if how == "median" else values[-1]
+    return out

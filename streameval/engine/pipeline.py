@@ -26,6 +26,7 @@ import numpy as np
 from streameval import __version__
 from streameval.constants import EQUAL_SPLIT_KEYS
 from streameval.core.events import (
+    ChunkDone,
     EndOfStream,
     EpisodeEnd,
     EpisodeInfo,
@@ -116,6 +117,11 @@ async def _read(
                 stats.dropped_frames.append(event.index)
                 stats.dropped_keys[event.index] = event.key
                 continue
+        elif isinstance(event, ChunkDone):
+            stats.chunks.append(event)
+            for o in observers:
+                o.on_chunk(event)
+            continue
         elif isinstance(event, KeySent):
             stats.key_times[event.frame] = event.t_wall
             if not stats.key_changes or stats.key_changes[-1][1] != event.key:

@@ -1,4 +1,5 @@
-"""Records a live episode as a replayable rollout directory (DESIGN §5 ``recording/``).
+"""Records a live episode as a replayable rollout directory (docs/cli.md#rollout-directory,
+``recording/``).
 
 Hooked in before perception (``on_frame``), so every frame received is kept even when the
 perceiver falls behind or rejects it. A recorder failure (disk full, a frame whose size
@@ -15,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from streameval.core.events import EpisodeInfo, ErrorEvent, FrameEvent, KeySent
+from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent, FrameEvent, KeySent
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.replay.recorder import Recorder
 
@@ -64,6 +65,14 @@ class RecordingObserver(EpisodeObserver):
             return
         try:
             self.recorder.add_key(event)
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_chunk(self, event: ChunkDone) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.add_chunk(event)
         except Exception as exc:
             self._fail(exc)
 
