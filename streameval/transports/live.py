@@ -15,8 +15,12 @@ class turns them into the pipeline's events (``Source`` interface):
   (``alignment: reported``); otherwise it gets the key held when it arrived
   (``alignment: inferred``). Either way the key is in the recording's ``actions.jsonl``, so a
   replay scores the same frames with the same keys.
-- **End.** Plan done → complete; no frame for ``no_frame_timeout_s`` → ``stalled``; the
-  transport lost → incomplete with its reason. What was received is always kept.
+- **Chunks.** A chunked server's boundaries (its statistics messages, or bursts of arrivals;
+  ``chunk_log.py``) become ``ChunkDone`` events before the frame that follows them, so the
+  recorder keeps them and the episode reports the server's own figures.
+- **End.** Plan done → complete; no frame for ``no_frame_timeout_s`` → ``stalled`` (naming the
+  last message refused, if any); the transport lost → incomplete with its reason. What was
+  received is always kept.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from streameval.inputs.arrays import depth_problem
 from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import ArrivalLog
+from streameval.transports.chunk_log import ChunkLog
 
 Clock = Literal["wall", "video"]
 STEP_WINDOW = 4
@@ -82,6 +87,7 @@ class LiveSource:
     droppable = True  # a live server cannot be paused: perception drops (counted) if behind
     mode: Literal["step", "stream"] = "stream"
     scheme = "live"
+    chunks_from_server = False  # True: the server's statistics messages mark chunks
 
     def __init__(
         self,
@@ -113,6 +119,9 @@ class LiveSource:
         self._reported: dict[str, int] = {}
         self._resend = False
         self.max_pending_seen = 0
+        self.chunks = ChunkLog(16.0, from_server=False)
+        self.last_refused: str | None = None
+        self._server_seen = -1  # the last server frame index seen, before admission
 
     # ------------------------------------------------------------ transport hooks
 
@@ -131,6 +140,16 @@ class LiveSource:
     async def close_transport(self) -> None:
         raise NotImplementedError
 
+    async def wait_ready(self) -> None:
+        """Stream mode: wait for the server's answer to the session setup before the first
+        key; raise ``ConnectionError`` with the reason when it does not come."""
+
+    def on_chunk_closed(self) -> None:
+        """A chunk boundary passed (press/pose profiles press again here)."""
+
+    def on_frame_admitted(self) -> None:
+        """A frame entered the episode."""
+
     # ------------------------------------------------------------ called by transports
 
     def deliver(self, frame: Frame, t_arrival: float | None = None) -> None:
@@ -138,6 +157,7 @@ class LiveSource:
         if self._ended or self.info is None:
             return
         now = time.perf_counter() if t_arrival is None else t_arrival
+        self._server_seen = max(self._server_seen, frame.index)
         if self.mode == "stream" and not self.log.keys_sent:
             self.log.count("preroll")  # played before our first key: not part of the episode
             return
@@ -174,6 +194,12 @@ class LiveSource:
         else:
             key = self.log.key_at(now)
         self.log.frame(now, frame.t_server)
+        closed = self.chunks.frame(i, frame.index, now)
+        for chunk in closed:
+            self._events.put_nowait(chunk)
+        if closed:
+            self.on_chunk_closed()
+        self.on_frame_admitted()
         self._pending_frames += 1
         self.max_pending_seen = max(self.max_pending_seen, self._pending_frames)
         assert self.info is not None
@@ -191,8 +217,20 @@ class LiveSource:
         )
         self._frame_arrived.set()
 
+    def server_chunk(self, frames: int | None, stats: dict[str, float]) -> None:
+        """The server's statistics message for one chunk (``frames`` long when it says)."""
+        if self._ended or self.info is None or not self.log.keys_sent:
+            return  # before our first key: not part of the episode
+        now = time.perf_counter()
+        closed = self.chunks.announce(frames, stats, now, first=self._server_seen + 1)
+        for chunk in closed:
+            self._events.put_nowait(chunk)
+        if closed:
+            self.on_chunk_closed()
+
     def reject(self, problem: str) -> None:
         """A message that could not be accepted (malformed, oversized, undecodable)."""
+        self.last_refused = problem
         self.log.count("malformed")
         self._report("malformed", f"{self.url}: {problem}")
 
@@ -237,6 +275,7 @@ class LiveSource:
                 },
             },
         )
+        self.chunks = ChunkLog(fps, from_server=self.chunks_from_server)
         self._events.put_nowait(EpisodeStart(self.info))
         self._started = True
         driver = self._drive_steps if self.mode == "step" else self._drive_stream
@@ -260,9 +299,12 @@ class LiveSource:
             except TimeoutError:
                 if self._ended:
                     raise EndOfStream from None
+                refused = (
+                    f" (last message refused: {self.last_refused})" if self.last_refused else ""
+                )
                 self._finish(
                     complete=False,
-                    reason=f"stalled: no frame for {self.config.no_frame_timeout_s:g} s",
+                    reason=f"stalled: no frame for {self.config.no_frame_timeout_s:g} s{refused}",
                 )
                 continue
             if isinstance(event, FrameEvent):
@@ -295,6 +337,8 @@ class LiveSource:
         self._ended = True
         if self.info is not None:
             self.info.extra["interactivity"].update(self.log.counters())
+        for chunk in self.chunks.finish(time.perf_counter()):
+            self._events.put_nowait(chunk)
         if not complete and reason:
             self._events.put_nowait(SourceError(f"{self.url}: {reason}", fatal=True))
         self._events.put_nowait(EpisodeEnd(self.log.n_frames, complete, reason))
@@ -348,6 +392,11 @@ class LiveSource:
         schedule = self.info.schedule
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
+            try:
+                await self.wait_ready()
+            except ConnectionError as exc:
+                self.lost(str(exc))
+                return
             t0 = time.perf_counter()
             for j, key in enumerate(self.keys):
                 if self._ended:

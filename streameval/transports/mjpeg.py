@@ -3,13 +3,18 @@ JPEG stream; keys POSTed to ``--keys-url`` as the public JSON messages.
 
 Each part is one JPEG; a part that does not decode is counted and reported (the episode goes
 on); a part over the size limit is refused before it is read whole.
+
+With a server profile (``--profile press``, ``gamecraft``; ``profiles/``), keys are the
+profile's templates, sent to ``--keys-url`` as POSTs (http(s)://) or on a WebSocket of their
+own (ws(s)://), with its hold semantics (``keychannel.py``: one press per chunk for servers
+that generate a block per press); chunk boundaries come from bursts of arrivals.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from streameval.errors import BadInputError
 from streameval.protocol.wire import (
@@ -20,6 +25,10 @@ from streameval.protocol.wire import (
 )
 from streameval.transports.live import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.webrtc import DEFAULT_FPS, http_url
+
+if TYPE_CHECKING:
+    from streameval.transports.keychannel import KeyChannel
+    from streameval.transports.profiles import ServerProfile
 
 MAX_JPEG_BYTES = 16 * 1024 * 1024
 
@@ -38,8 +47,12 @@ class MjpegSource(LiveSource):
         keys_url: str,
         fps: float | None = None,
         key_names: dict[str, str] | None = None,
+        profile: ServerProfile | None = None,
     ) -> None:
         super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        self.profile = profile
+        self.channel: KeyChannel | None = None
+        self._keys_ws: Any = None
         self.endpoint = http_url(url)
         self.keys_url = keys_url
         self.key_names = key_names or dict(BROWSER_KEYS)
@@ -62,9 +75,38 @@ class MjpegSource(LiveSource):
             raise BadInputError(
                 self.url, f"not an MJPEG stream (HTTP {self._response.status}, {kind or 'no type'})"
             )
+        fps = self.fps_hint or (self.profile.fps if self.profile else None) or DEFAULT_FPS
+        if self.profile is not None:
+            await self._start_profile(fps)
         self._tasks.append(asyncio.create_task(self._read()))
         host = self.endpoint.split("/")[2]
-        return ServerInfo(host, DEFAULT_FPS)
+        return ServerInfo(host, fps)
+
+    async def _start_profile(self, fps: float) -> None:
+        from streameval.transports.keychannel import KeyChannel
+        from streameval.transports.profiles.templates import TemplateError
+        from streameval.transports.websocket import open_keys_url
+
+        assert self.profile is not None
+        out, self._keys_ws = await open_keys_url(
+            self._session, self.keys_url, self.profile.frames.max_message_bytes
+        )
+        self.channel = KeyChannel(
+            self.profile, self.key_names, out, fps=fps, episode=self.episode, on_lost=self.lost
+        )
+        try:
+            self.channel.check(self.keys)
+        except TemplateError as exc:
+            raise BadInputError(self.profile.path, str(exc)) from None
+        await self.channel.start()
+
+    def on_chunk_closed(self) -> None:
+        if self.channel is not None:
+            self.channel.chunk_closed()
+
+    def on_frame_admitted(self) -> None:
+        if self.channel is not None:
+            self.channel.frame()
 
     async def _read(self) -> None:
         import aiohttp
@@ -103,6 +145,9 @@ class MjpegSource(LiveSource):
     async def send_key(
         self, kind: Literal["keydown", "keyup", "heartbeat"], key: str | None
     ) -> None:
+        if self.channel is not None:
+            await self.channel.key(kind, key)
+            return
         name = self.key_names.get(key, key) if key is not None else None
         async with self._session.post(
             self.keys_url,
@@ -113,6 +158,11 @@ class MjpegSource(LiveSource):
                 raise ConnectionError(f"{self.keys_url}: HTTP {response.status}")
 
     async def close_transport(self) -> None:
+        if self.channel is not None:
+            await self.channel.close()
+        if self._keys_ws is not None:
+            with contextlib.suppress(Exception):
+                await self._keys_ws.close()
         if self._response is not None:
             self._response.close()
         if self._session is not None:

@@ -10,6 +10,12 @@ Lossless mode (``lossless=True``, our protocol, ``streameval serve --webrtc``): 
 channel ``streameval`` carries msgpack ``step`` messages out and whole frames back (index,
 key, pose, depth, intrinsics; chunked, ``chunks.py``), so the episode is conditioned and
 scored exactly as in-process.
+
+With a server profile (``--profile keycode``, ``profiles/``), the keys channel takes the
+profile's label (world-arcade: ``controls``) and its messages come from the profile's
+templates (numeric keyCodes, its heartbeat interval; ``keychannel.py``). An answer sent as a
+server-sent event stream (world-arcade streams loading lines, then an ``answer`` event) is read
+as well as a plain JSON answer.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from streameval.errors import BadInputError
@@ -37,7 +43,12 @@ from streameval.transports.chunks import Reassembler
 from streameval.transports.live import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.loopback import LOOPBACK_HOSTS, peer_connection, use_loopback_candidates
 
+if TYPE_CHECKING:
+    from streameval.transports.keychannel import KeyChannel
+    from streameval.transports.profiles import ServerProfile
+
 DEFAULT_FPS = 16.0  # a public server does not say its rate; --fps overrides
+MAX_ANSWER_BYTES = 1024 * 1024
 
 
 def http_url(url: str) -> str:
@@ -63,8 +74,11 @@ class WebRTCSource(LiveSource):
         key_names: dict[str, str] | None = None,
         lossless: bool = False,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        profile: ServerProfile | None = None,
     ) -> None:
         super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        self.profile = profile
+        self.channel: KeyChannel | None = None
         self.endpoint = http_url(url)
         self.key_names = key_names or dict(BROWSER_KEYS)
         self.lossless = lossless
@@ -83,7 +97,8 @@ class WebRTCSource(LiveSource):
         loop = asyncio.get_running_loop()
         pc = self._pc = peer_connection()
         keys_open = loop.create_future()
-        self._keys_channel = pc.createDataChannel("keys")
+        label = self.profile.keys.datachannel if self.profile is not None else "keys"
+        self._keys_channel = pc.createDataChannel(label)
 
         def on_open() -> None:
             if not keys_open.done():
@@ -106,7 +121,7 @@ class WebRTCSource(LiveSource):
         @pc.on("connectionstatechange")  # type: ignore[untyped-decorator]
         def on_state() -> None:
             if pc.connectionState in ("failed", "closed") and self._started:
-                self.lost(f"peer connection {pc.connectionState}")
+                self.lost(self._dropped(f"peer connection {pc.connectionState}"))
 
         await pc.setLocalDescription(await pc.createOffer())
         answer = await self._post_offer(pc.localDescription.sdp, pc.localDescription.type)
@@ -117,11 +132,52 @@ class WebRTCSource(LiveSource):
         except Exception as exc:
             raise BadInputError(self.url, f"server's answer is not usable: {exc}") from None
         await keys_open
+        if self.profile is not None:
+            await self._start_profile(label)
         if self._hello is not None:
             hello = await self._hello
             self._send_ours(Reset(self.episode))
             return ServerInfo(hello.model, hello.fps, hello.width, hello.height)
-        return ServerInfo(host, DEFAULT_FPS)
+        return ServerInfo(host, (self.profile.fps if self.profile else None) or DEFAULT_FPS)
+
+    async def _start_profile(self, label: str) -> None:
+        from streameval.transports.keychannel import ChannelOut, KeyChannel
+        from streameval.transports.profiles.templates import TemplateError
+
+        assert self.profile is not None
+        fps = self.fps_hint or self.profile.fps or DEFAULT_FPS
+        self.channel = KeyChannel(
+            self.profile,
+            self.key_names,
+            ChannelOut(self._keys_channel),
+            fps=fps,
+            episode=self.episode,
+            on_lost=self.lost,
+        )
+        try:
+            self.channel.check(self.keys)
+        except TemplateError as exc:
+            raise BadInputError(self.profile.path, str(exc)) from None
+
+        @self._keys_channel.on("close")  # type: ignore[untyped-decorator]
+        def on_close() -> None:
+            if self._started and not self._ended:
+                self.lost(self._dropped(f"data channel {label!r} closed by the server"))
+
+        await self.channel.start()
+
+    def _dropped(self, what: str) -> str:
+        """What a drop says: with a profile, whether we had gone silent (a server that wants
+        a heartbeat drops a peer that sends none)."""
+        silence = self.channel.silence() if self.channel is not None else None
+        if self.profile is None or silence is None or silence < 2.0:
+            return what
+        if not self.profile.keys.heartbeat_s:
+            return (
+                f"{what}; we had sent nothing for {silence:.1f} s and profile "
+                f"{self.profile.name!r} sends no heartbeat: this server may need one"
+            )
+        return f"{what}; nothing sent for {silence:.1f} s"
 
     async def _post_offer(self, sdp: str, kind: str) -> dict[str, str]:
         import aiohttp
@@ -136,7 +192,10 @@ class WebRTCSource(LiveSource):
                     raise BadInputError(
                         self.url, f"server refused the offer: HTTP {response.status} {text}"
                     )
-                answer = await response.json(content_type=None)
+                if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+                    answer = await _answer_event(response, self.url)
+                else:
+                    answer = await response.json(content_type=None)
         except aiohttp.ClientError as exc:
             raise BadInputError(self.url, f"server unreachable: {exc}") from None
         except ValueError:
@@ -186,11 +245,40 @@ class WebRTCSource(LiveSource):
     ) -> None:
         if self._keys_channel is None or self._keys_channel.readyState != "open":
             raise ConnectionError("data channel closed")
+        if self.channel is not None:
+            await self.channel.key(kind, key)
+            return
         name = self.key_names.get(key, key) if key is not None else None
         self._keys_channel.send(public_key_message(kind, name))
 
     async def close_transport(self) -> None:
+        if self.channel is not None:
+            await self.channel.close()
         if self._pc is not None:
             with contextlib.suppress(Exception):
                 await self._pc.close()
             self._pc = None
+
+
+async def _answer_event(response: Any, url: str) -> Any:
+    """The ``answer`` event of a server-sent event stream (``event: answer`` / ``data: {...}``);
+    ``event: error`` is the server refusing. At most ``MAX_ANSWER_BYTES`` are read."""
+    import json
+
+    event, data, read = "", [], 0
+    async for raw in response.content:
+        read += len(raw)
+        if read > MAX_ANSWER_BYTES:
+            break
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif not line:
+            if event == "answer":
+                return json.loads("\n".join(data))
+            if event == "error":
+                raise BadInputError(url, f"server refused the offer: {' '.join(data)[:200]}")
+            event, data = "", []
+    raise BadInputError(url, "the server's event stream ended without an answer")

@@ -1,0 +1,266 @@
+"""Keys as a server profile says to send them: templates, hold/press/pose, heartbeat.
+
+Every transport (WebSocket, WebRTC data channel, MJPEG with ``--keys-url``) hands its outgoing
+path to a ``KeyChannel`` as a ``KeyOut``; the channel renders the profile's templates
+(``profiles/templates.py``) and implements the hold semantics
+(docs/serve-formats.md#writing-a-profile):
+
+- ``hold``: keydown when a key starts, keyup when it ends (WorldFoundry, world-arcade, public);
+- ``press``: no keyup; the key is pressed once now and again at every chunk boundary (the
+  server's chunk message, a burst, or ``chunk_frames`` frames arrived), or every
+  ``press_every_ms`` — one press per generated block, never a backlog of presses the server
+  would play long after the key changed (Matrix-Game 2, Hunyuan-GameCraft);
+- ``pose``: like ``press``, but each message carries the key's camera path for the next
+  chunk: ``chunk_frames`` camera-to-world poses (OpenCV axes) advanced at the profile's speed,
+  and the intrinsics.
+
+The heartbeat runs at the profile's interval on its own task. The time of the last message
+sent is kept: a server that drops a silent client is then named as such.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from streameval.transports.profiles import ServerProfile
+from streameval.transports.profiles.templates import TemplateError, encode, render
+
+KeyKind = Literal["keydown", "keyup", "heartbeat"]
+_PRESS_FALLBACK_CHUNKS = 4.0
+"""Press again after this many chunk durations with no boundary seen (a lost press)."""
+
+
+class KeyOut(Protocol):
+    """Where the channel's messages go."""
+
+    async def send(self, payload: str | bytes) -> None: ...
+
+
+class WsOut:
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+
+    async def send(self, payload: str | bytes) -> None:
+        if self.ws.closed:
+            raise ConnectionError("WebSocket closed")
+        if isinstance(payload, bytes):
+            await self.ws.send_bytes(payload)
+        else:
+            await self.ws.send_str(payload)
+
+
+class HttpPostOut:
+    def __init__(self, session: Any, url: str) -> None:
+        self.session, self.url = session, url
+
+    async def send(self, payload: str | bytes) -> None:
+        kind = "application/msgpack" if isinstance(payload, bytes) else "application/json"
+        async with self.session.post(
+            self.url, data=payload, headers={"Content-Type": kind}
+        ) as response:
+            if response.status >= 400:
+                raise ConnectionError(f"{self.url}: HTTP {response.status}")
+
+
+class ChannelOut:
+    """A WebRTC data channel (its ``send`` is synchronous)."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+
+    async def send(self, payload: str | bytes) -> None:
+        if self.channel.readyState != "open":
+            raise ConnectionError("data channel closed")
+        self.channel.send(payload)
+
+
+def _yaw(angle: float) -> np.ndarray:
+    """Rotation about the camera's y axis (down, OpenCV): positive turns right."""
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+class PosePath:
+    """The camera path our keys stand for: per frame, W/S move along z, A/D along x, L/R turn
+    about y, at the profile's speed (``pose``)."""
+
+    def __init__(self, profile: ServerProfile, fps: float) -> None:
+        spec = profile.pose
+        self.step_m = spec.speed_m_s / fps
+        self.step_rad = math.radians(spec.turn_deg_s) / fps
+        self.pose = np.eye(4)
+        f = (spec.width / 2) / math.tan(math.radians(spec.fov_deg) / 2)
+        self.intrinsics = [[f, 0.0, spec.width / 2], [0.0, f, spec.height / 2], [0.0, 0.0, 1.0]]
+
+    def advance(self, key: str, frames: int) -> list[list[list[float]]]:
+        move = {"W": (0, 0, 1), "S": (0, 0, -1), "A": (-1, 0, 0), "D": (1, 0, 0)}.get(key)
+        turn = {"L": -1.0, "R": 1.0}.get(key, 0.0)
+        out = []
+        for _ in range(frames):
+            delta = np.eye(4)
+            if move is not None:
+                delta[:3, 3] = np.array(move, dtype=np.float64) * self.step_m
+            if turn:
+                delta[:3, :3] = _yaw(turn * self.step_rad)
+            self.pose = self.pose @ delta
+            out.append([[round(float(v), 9) for v in row] for row in self.pose])
+        return out
+
+
+class KeyChannel:
+    """Renders and sends a profile's messages; ``on_lost`` ends the episode with a reason."""
+
+    def __init__(
+        self,
+        profile: ServerProfile,
+        names: dict[str, str],
+        out: KeyOut,
+        *,
+        fps: float,
+        episode: str,
+        on_lost: Callable[[str], None],
+    ) -> None:
+        self.profile = profile
+        self.names = names
+        self.out = out
+        self.fps = fps
+        self.episode = episode
+        self.on_lost = on_lost
+        self.last_sent: float | None = None
+        self.sent = 0
+        self._boundary = asyncio.Event()
+        self._frames = 0
+        self._repeater: asyncio.Task[None] | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._chunk = 0
+        self._path = PosePath(profile, fps) if profile.keys.semantics == "pose" else None
+
+    # ------------------------------------------------------------ rendering
+
+    def values(self, key: str | None) -> dict[str, Any]:
+        name = self.names.get(key, key) if key else None
+        return {
+            "key": name,
+            "keycode": self.profile.keycode(key, name) if key and name else None,
+            "timestamp": round(time.time(), 3),
+            "speed": self.profile.keys.speed,
+            "chunk": self._chunk,
+            "frames": self.profile.keys.chunk_frames,
+            "episode": self.episode,
+        }
+
+    def message(self, template: str, key: str | None, **extra: Any) -> str | bytes:
+        """One rendered, encoded message; ``TemplateError`` names the template."""
+        try:
+            body = render(self.profile.templates[template], {**self.values(key), **extra})
+            return encode(body, self.profile.keys.encoding)
+        except TemplateError as exc:
+            raise TemplateError(
+                f"profile {self.profile.name!r}: template {template}: {exc}"
+            ) from None
+
+    def check(self, keys: tuple[str, ...]) -> None:
+        """Render every template for every key of the episode before it starts: a key whose
+        name has no keyCode is bad input now, not a lost episode later."""
+        kinds = ["configure", "keydown", "keyup", "press", "heartbeat"]
+        for template in (t for t in kinds if t in self.profile.templates):
+            for key in set(keys) or {None}:
+                self.message(template, key)
+
+    async def _send(self, payload: str | bytes) -> None:
+        await self.out.send(payload)
+        self.last_sent = time.perf_counter()
+        self.sent += 1
+
+    # ------------------------------------------------------------ what the source calls
+
+    async def start(self) -> None:
+        """Send ``configure`` (if the profile has one) and start the heartbeat."""
+        if "configure" in self.profile.templates:
+            await self._send(self.message("configure", None))
+        if self.profile.keys.heartbeat_s:
+            self._heartbeat = asyncio.create_task(self._beat(self.profile.keys.heartbeat_s))
+
+    async def key(self, kind: KeyKind, key: str | None) -> None:
+        if kind == "heartbeat":
+            return  # our own task keeps the profile's interval
+        if self.profile.keys.semantics == "hold":
+            if kind in self.profile.templates:
+                await self._send(self.message(kind, key))
+            return
+        await self._stop_repeater()
+        if kind == "keydown" and key is not None:
+            await self._press(key)  # the first press goes out before keydown returns
+            self._repeater = asyncio.create_task(self._repeat(key))
+
+    def chunk_closed(self) -> None:
+        self._boundary.set()
+
+    def frame(self) -> None:
+        self._frames += 1
+        if self._frames >= self.profile.keys.chunk_frames:
+            self._boundary.set()
+
+    async def close(self) -> None:
+        await self._stop_repeater()
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(BaseException):
+                await self._heartbeat
+
+    def silence(self) -> float | None:
+        """Seconds since we last sent anything (None: nothing sent)."""
+        return None if self.last_sent is None else time.perf_counter() - self.last_sent
+
+    # ------------------------------------------------------------ press / pose
+
+    async def _press(self, key: str) -> None:
+        self._boundary.clear()
+        self._frames = 0
+        if self._path is not None:
+            poses = self._path.advance(key, max(1, self.profile.keys.chunk_frames))
+            payload = self.message("pose", key, poses=poses, intrinsics=self._path.intrinsics)
+        else:
+            payload = self.message("press", key)
+        await self._send(payload)
+        self._chunk += 1
+
+    async def _repeat(self, key: str) -> None:
+        every = self.profile.keys.press_every_ms
+        chunk_s = max(1, self.profile.keys.chunk_frames) / self.fps
+        try:
+            while True:
+                if every:
+                    await asyncio.sleep(every / 1000.0)
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(
+                            self._boundary.wait(), _PRESS_FALLBACK_CHUNKS * chunk_s
+                        )
+                await self._press(key)
+        except asyncio.CancelledError:
+            raise
+        except TemplateError as exc:
+            self.on_lost(f"{exc} (the profile's template does not render)")
+        except Exception as exc:
+            self.on_lost(f"sending keys failed: {exc}")
+
+    async def _stop_repeater(self) -> None:
+        if self._repeater is not None:
+            self._repeater.cancel()
+            with contextlib.suppress(BaseException):
+                await self._repeater
+            self._repeater = None
+
+    async def _beat(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            with contextlib.suppress(Exception):
+                await self._send(self.message("heartbeat", None))

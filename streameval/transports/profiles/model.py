@@ -1,0 +1,401 @@
+"""A server profile as a typed, validated object: how one family of servers talks.
+
+Read from TOML (docs/serve-formats.md#writing-a-profile). Every field is checked here, once,
+when the profile is loaded: a wrong type, an unknown field, a value out of its range or a
+template that does not render is one ``BadInputError`` naming the file, the field and what is
+wrong — never a surprise in the middle of an episode.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from streameval.errors import BadInputError
+from streameval.protocol.keys import KEYS
+from streameval.transports.profiles.templates import (
+    PLACEHOLDERS,
+    TemplateError,
+    encode,
+    keycode_of,
+    placeholders_in,
+    render,
+)
+
+Transport = Literal["ws", "webrtc", "mjpeg"]
+Semantics = Literal["hold", "press", "pose"]
+FrameEncoding = Literal["binary", "base64", "video-track", "multipart"]
+Codec = Literal["json", "msgpack"]
+KeyChannelKind = Literal["same", "keys-url", "datachannel"]
+
+TEMPLATE_NAMES = ("configure", "keydown", "keyup", "press", "pose", "heartbeat")
+STAT_NAMES = ("generation_ms", "control_latency_ms", "queue_depth", "dropped_frames")
+MAX_PROFILE_BYTES = 256 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+SAMPLE_VALUES: dict[str, Any] = {
+    "key": "w",
+    "keycode": 87,
+    "timestamp": 0.0,
+    "speed": 1.0,
+    "chunk": 0,
+    "frames": 9,
+    "poses": [[[1.0, 0.0, 0.0, 0.0]] * 4],
+    "intrinsics": [[1.0, 0.0, 0.0]] * 3,
+    "episode": "episode",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FrameSpec:
+    """How frames arrive: ``binary`` image messages, ``base64`` in a JSON field (``field``, a
+    dotted path), a WebRTC ``video-track`` or a ``multipart`` MJPEG stream; ``control``: how the
+    server's other messages are written (JSON text, or msgpack binary)."""
+
+    encoding: FrameEncoding = "binary"
+    field: str = "frame"
+    control: Codec = "json"
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """How keys go out. ``semantics``: ``hold`` (keydown … keyup), ``press`` (one press per
+    chunk, or every ``press_every_ms``), ``pose`` (the key's camera path, one chunk of poses
+    at a time). ``chunk_frames``: a chunk's length when the server does not say."""
+
+    channel: KeyChannelKind = "same"
+    datachannel: str = "keys"
+    semantics: Semantics = "hold"
+    encoding: Codec = "json"
+    press_every_ms: float | None = None
+    chunk_frames: int = 9
+    speed: float = 1.0
+    heartbeat_s: float | None = None
+    names: dict[str, str] = field(default_factory=dict)
+    codes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PoseSpec:
+    """Pose semantics: metres and degrees per second of video, and the camera model sent as
+    intrinsics (pixels of a ``width`` × ``height`` image)."""
+
+    speed_m_s: float = 1.0
+    turn_deg_s: float = 30.0
+    fov_deg: float = 60.0
+    width: int = 640
+    height: int = 360
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """Which server messages a rule applies to: every ``field = value`` pair must hold."""
+
+    fields: dict[str, str]
+
+    def matches(self, message: Mapping[str, Any]) -> bool:
+        return all(str(lookup(message, k)) == v for k, v in self.fields.items())
+
+
+@dataclass(frozen=True, slots=True)
+class StatsSpec:
+    """Which server messages close a chunk and carry its statistics; ``fields``: our name →
+    the message's field (dotted path); ``frames``: the field with the chunk's frame count."""
+
+    match: Match
+    frames: str | None = "frames"
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadySpec:
+    """The answer to ``configure`` to wait for before the first key."""
+
+    match: Match
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerProfile:
+    name: str
+    description: str
+    transport: tuple[Transport, ...]
+    url: str
+    path: str
+    fps: float | None = None
+    frames: FrameSpec = FrameSpec()
+    keys: KeySpec = KeySpec()
+    pose: PoseSpec = PoseSpec()
+    templates: dict[str, Any] = field(default_factory=dict)
+    stats: StatsSpec | None = None
+    ready: ReadySpec | None = None
+    error: Match | None = None
+    error_field: str = "message"
+
+    def key_names(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Our key → the server's name (``--key-map`` entries replace the profile's)."""
+        names = {k: self.keys.names.get(k, k.lower()) for k in KEYS}
+        names.update(overrides or {})
+        return names
+
+    def keycode(self, key: str, name: str) -> int | None:
+        return self.keys.codes.get(key, keycode_of(name))
+
+    def expects(self) -> str:
+        """One line for ``streameval profiles``: what the server must speak."""
+        keys = self.keys
+        what = {"hold": "keydown/keyup", "press": "one press per chunk", "pose": "camera poses"}
+        channel = {
+            "same": "on the same socket",
+            "keys-url": "to --keys-url",
+            "datachannel": f"on data channel {keys.datachannel!r}",
+        }[keys.channel]
+        frames = {
+            "binary": "binary JPEG/PNG messages",
+            "base64": f"base64 JSON field {self.frames.field!r}",
+            "video-track": "a video track",
+            "multipart": "an MJPEG stream",
+        }[self.frames.encoding]
+        extra = f", heartbeat {keys.heartbeat_s:g} s" if keys.heartbeat_s else ""
+        stats = ", chunk statistics" if self.stats else ""
+        return f"frames as {frames}; keys {what[keys.semantics]} {channel}{extra}{stats}"
+
+
+def lookup(message: Mapping[str, Any], path: str) -> Any:
+    """``a.b`` in a nested message, or None."""
+    value: Any = message
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+# ---------------------------------------------------------------- reading
+
+
+class _Fields:
+    """A TOML table being read: each value taken is checked, leftovers are unknown fields."""
+
+    def __init__(self, path: str, table: Any, where: str) -> None:
+        if not isinstance(table, dict):
+            raise BadInputError(path, f"{where or 'profile'}: must be a table")
+        self.path, self.table, self.where = path, dict(table), where
+
+    def _name(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def fail(self, key: str, problem: str) -> BadInputError:
+        return BadInputError(self.path, f"{self._name(key)}: {problem}")
+
+    def take(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        if key not in self.table:
+            return default
+        value = self.table.pop(key)
+        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise self.fail(key, f"must be {_kind_name(kind)}, got true/false")
+        if not isinstance(value, kind):
+            raise self.fail(key, f"must be {_kind_name(kind)}, got {type(value).__name__}")
+        return value
+
+    def choice(self, key: str, options: tuple[str, ...], default: str) -> Any:
+        value = self.take(key, str, default)
+        if value not in options:
+            raise self.fail(key, f"{value!r} is not one of {', '.join(options)}")
+        return value
+
+    def number(self, key: str, default: float | None, lo: float, hi: float) -> float | None:
+        value = self.take(key, (int, float), default)
+        if value is None:
+            return None
+        if not (math.isfinite(value) and lo < value <= hi):
+            raise self.fail(key, f"{value} is outside ({lo:g}, {hi:g}]")
+        return float(value)
+
+    def sub(self, key: str) -> _Fields:
+        return _Fields(self.path, self.take(key, dict, {}), self._name(key))
+
+    def done(self) -> None:
+        if self.table:
+            unknown = ", ".join(sorted(self.table))
+            raise BadInputError(self.path, f"{self.where or 'profile'}: unknown field {unknown}")
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {int: "a number", float: "a number", str: "a string", dict: "a table", list: "a list"}
+    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
+
+
+def _string_table(section: _Fields, key: str) -> dict[str, str]:
+    table = section.take(key, dict, {})
+    for k, v in table.items():
+        if not isinstance(v, str | int | float) or isinstance(v, bool):
+            raise section.fail(f"{key}.{k}", "must be a string or a number")
+    return {str(k): str(v) for k, v in table.items()}
+
+
+def _match(section: _Fields, key: str) -> Match:
+    fields = _string_table(section, key)
+    if not fields:
+        raise section.fail(key, 'needs at least one field = value (e.g. { type = "ready" })')
+    return Match(fields)
+
+
+def _key_table(section: _Fields, key: str, kind: type) -> dict[str, Any]:
+    table = section.take(key, dict, {})
+    out: dict[str, Any] = {}
+    for ours, theirs in table.items():
+        if ours not in KEYS:
+            raise section.fail(f"{key}.{ours}", f"not a key (expected one of {' '.join(KEYS)})")
+        if not isinstance(theirs, kind) or isinstance(theirs, bool) or theirs == "":
+            raise section.fail(f"{key}.{ours}", f"must be {_kind_name(kind)}")
+        out[ours] = theirs
+    return out
+
+
+def _frames(top: _Fields) -> FrameSpec:
+    s = top.sub("frames")
+    spec = FrameSpec(
+        encoding=s.choice("encoding", ("binary", "base64", "video-track", "multipart"), "binary"),
+        field=s.take("field", str, "frame"),
+        control=s.choice("control", ("json", "msgpack"), "json"),
+        max_message_bytes=int(
+            s.number("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES, 1023, 256 * 1024 * 1024)
+            or DEFAULT_MAX_MESSAGE_BYTES
+        ),
+    )
+    s.done()
+    return spec
+
+
+def _keys(top: _Fields) -> KeySpec:
+    s = top.sub("keys")
+    spec = KeySpec(
+        channel=s.choice("channel", ("same", "keys-url", "datachannel"), "same"),
+        datachannel=s.take("datachannel", str, "keys"),
+        semantics=s.choice("semantics", ("hold", "press", "pose"), "hold"),
+        encoding=s.choice("encoding", ("json", "msgpack"), "json"),
+        press_every_ms=s.number("press_every_ms", None, 0, 60_000),
+        chunk_frames=int(s.number("chunk_frames", 9, 0, 1024) or 9),
+        speed=float(s.number("speed", 1.0, -1e9, 1e9) or 1.0),
+        heartbeat_s=s.number("heartbeat_s", None, 0.05, 600),
+        names=_key_table(s, "names", str),
+        codes=_key_table(s, "codes", int),
+    )
+    s.done()
+    return spec
+
+
+def _pose(top: _Fields) -> PoseSpec:
+    s = top.sub("pose")
+    spec = PoseSpec(
+        speed_m_s=float(s.number("speed_m_s", 1.0, 0, 100) or 1.0),
+        turn_deg_s=float(s.number("turn_deg_s", 30.0, 0, 720) or 30.0),
+        fov_deg=float(s.number("fov_deg", 60.0, 1, 179) or 60.0),
+        width=int(s.number("width", 640, 0, 8192) or 640),
+        height=int(s.number("height", 360, 0, 8192) or 360),
+    )
+    s.done()
+    return spec
+
+
+def _stats(top: _Fields) -> StatsSpec | None:
+    if "stats" not in top.table:
+        return None
+    s = top.sub("stats")
+    fields = _string_table(s, "fields")
+    for name in fields:
+        if name not in STAT_NAMES:
+            raise s.fail(f"fields.{name}", f"not a statistic we keep ({', '.join(STAT_NAMES)})")
+    spec = StatsSpec(
+        match=_match(s, "match"), frames=s.take("frames", str, "frames"), fields=fields
+    )
+    s.done()
+    return spec
+
+
+def _ready(top: _Fields) -> ReadySpec | None:
+    if "ready" not in top.table:
+        return None
+    s = top.sub("ready")
+    spec = ReadySpec(_match(s, "match"), float(s.number("timeout_s", 30.0, 0, 3600) or 30.0))
+    s.done()
+    return spec
+
+
+def _templates(top: _Fields, keys: KeySpec) -> dict[str, Any]:
+    s = top.sub("templates")
+    out = {name: s.take(name, (dict, list, str)) for name in TEMPLATE_NAMES}
+    s.done()
+    templates = {k: v for k, v in out.items() if v is not None}
+    needed = {"hold": "keydown", "press": "press", "pose": "pose"}[keys.semantics]
+    if needed not in templates:
+        raise s.fail(needed, f"missing: keys.semantics = {keys.semantics!r} sends it")
+    if keys.heartbeat_s is not None and "heartbeat" not in templates:
+        raise s.fail("heartbeat", "missing: keys.heartbeat_s is set")
+    for name, template in templates.items():
+        try:
+            unknown = placeholders_in(template) - set(PLACEHOLDERS)
+            if unknown:
+                raise TemplateError(
+                    f"unknown placeholder {{{sorted(unknown)[0]}}} "
+                    f"(known: {', '.join(PLACEHOLDERS)})"
+                )
+            encode(render(template, SAMPLE_VALUES), keys.encoding)
+        except TemplateError as exc:
+            raise s.fail(name, f"does not render: {exc}") from None
+    return templates
+
+
+def parse_profile(text: str, path: str) -> ServerProfile:
+    """A profile from TOML text; ``path`` names it in errors."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInputError(path, f"not TOML: {exc}") from None
+    top = _Fields(path, doc, "")
+    name = top.take("name", str)
+    if not name:
+        raise top.fail("name", "missing")
+    transport = top.take("transport", (str, list), "ws")
+    transports = tuple(transport) if isinstance(transport, list) else (transport,)
+    for t in transports:
+        if t not in ("ws", "webrtc", "mjpeg"):
+            raise top.fail("transport", f"{t!r} is not one of ws, webrtc, mjpeg")
+    keys = _keys(top)
+    profile = ServerProfile(
+        name=name,
+        description=top.take("description", str, ""),
+        transport=transports,
+        url=top.take("url", str, ""),
+        path=path,
+        fps=top.number("fps", None, 0, 1000),
+        frames=_frames(top),
+        keys=keys,
+        pose=_pose(top),
+        templates=_templates(top, keys),
+        stats=_stats(top),
+        ready=_ready(top),
+        error=_match(top.sub("error"), "match") if "error" in top.table else None,
+    )
+    top.done()
+    if keys.channel == "datachannel" and "webrtc" not in transports:
+        raise top.fail("keys.channel", "a data channel needs transport = 'webrtc'")
+    return profile
+
+
+def read_profile_file(path: Path) -> ServerProfile:
+    try:
+        if path.stat().st_size > MAX_PROFILE_BYTES:
+            raise BadInputError(path, f"larger than {MAX_PROFILE_BYTES} bytes: not a profile")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInputError(path, "no such profile file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(path, f"cannot read: {exc}") from None
+    return parse_profile(text, str(path))

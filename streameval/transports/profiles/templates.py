@@ -1,0 +1,106 @@
+"""Message templates of a server profile: TOML tables whose strings hold placeholders.
+
+A template is data shaped like the message the server expects (a TOML table becomes a JSON
+object or a msgpack map). A string that is exactly one placeholder, ``"{keycode}"``, becomes
+the value itself with its type (a number stays a number: world-arcade wants ``87``, not
+``"87"``); a placeholder inside a longer string is substituted as text; ``{{`` and ``}}`` are
+literal braces. Placeholders (docs/serve-formats.md#writing-a-profile): ``{key}`` the server's
+name of the key, ``{keycode}`` its browser keyCode, ``{timestamp}`` seconds since the epoch,
+``{speed}``, ``{chunk}`` the chunk number, ``{frames}`` frames per chunk, ``{poses}`` and
+``{intrinsics}`` (pose semantics), ``{episode}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+
+PLACEHOLDERS = (
+    "key",
+    "keycode",
+    "timestamp",
+    "speed",
+    "chunk",
+    "frames",
+    "poses",
+    "intrinsics",
+    "episode",
+)
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+_WHOLE = re.compile(r"^\{([a-z_]+)\}$")
+MAX_TEMPLATE_DEPTH = 8
+
+BROWSER_KEYCODES = {"ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39, "ArrowDown": 40, " ": 32}
+"""The browser's legacy ``KeyboardEvent.keyCode`` of the names that are not one letter."""
+
+
+class TemplateError(ValueError):
+    """A template that does not render; ``str()`` names the placeholder or value at fault."""
+
+
+def keycode_of(name: str) -> int | None:
+    """The browser keyCode of a key name: letters and digits are their upper-case ASCII code
+    (``w`` → 87), arrows 37–40; None when the name has no well-known code."""
+    if name in BROWSER_KEYCODES:
+        return BROWSER_KEYCODES[name]
+    if len(name) == 1 and name.isascii() and name.isalnum():
+        return ord(name.upper())
+    return None
+
+
+def placeholders_in(template: Any, depth: int = 0) -> set[str]:
+    """Every placeholder a template uses (unknown ones included: the validator names them)."""
+    if depth > MAX_TEMPLATE_DEPTH:
+        raise TemplateError(f"nested deeper than {MAX_TEMPLATE_DEPTH} levels")
+    if isinstance(template, str):
+        return {m.group(1) for m in _PLACEHOLDER.finditer(template) if m.group(1) is not None}
+    if isinstance(template, Mapping):
+        return set().union(*(placeholders_in(v, depth + 1) for v in template.values()))
+    if isinstance(template, list):
+        return set().union(*(placeholders_in(v, depth + 1) for v in template))
+    return set()
+
+
+def render(template: Any, values: Mapping[str, Any], depth: int = 0) -> Any:
+    """The message: ``template`` with every placeholder replaced by its value."""
+    if depth > MAX_TEMPLATE_DEPTH:
+        raise TemplateError(f"nested deeper than {MAX_TEMPLATE_DEPTH} levels")
+    if isinstance(template, str):
+        whole = _WHOLE.match(template)
+        if whole:
+            return _value(whole.group(1), values)
+
+        def text(match: re.Match[str]) -> str:
+            if match.group(0) in ("{{", "}}"):
+                return match.group(0)[0]
+            return str(_value(match.group(1), values))
+
+        return _PLACEHOLDER.sub(text, template)
+    if isinstance(template, Mapping):
+        return {str(k): render(v, values, depth + 1) for k, v in template.items()}
+    if isinstance(template, list):
+        return [render(v, values, depth + 1) for v in template]
+    return template
+
+
+def _value(name: str, values: Mapping[str, Any]) -> Any:
+    if name not in PLACEHOLDERS:
+        raise TemplateError(f"unknown placeholder {{{name}}} (known: {', '.join(PLACEHOLDERS)})")
+    if values.get(name) is None:
+        raise TemplateError(f"no value for {{{name}}} here")
+    return values[name]
+
+
+def encode(message: Any, codec: str) -> str | bytes:
+    """A rendered message as the wire wants it: JSON text or msgpack bytes."""
+    try:
+        if codec == "msgpack":
+            packed: bytes = msgpack.packb(message, use_bin_type=True)
+            return packed
+        return json.dumps(message, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TemplateError(f"cannot be written as {codec}: {exc}") from None
