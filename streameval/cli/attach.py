@@ -28,8 +28,8 @@ def add_parser(sub: Any) -> None:
     attach.add_argument(
         "url",
         help="python:MODULE:FACTORY (an in-process model; see docs/evaluate-your-model.md), "
-        "webrtc+http://HOST:PORT/PATH, mjpeg+http://HOST:PORT/PATH, "
-        "mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
+        "webrtc+http://HOST:PORT/PATH, mjpeg+http://HOST:PORT/PATH, ws[s]://HOST:PORT/PATH "
+        "(with --profile), mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
     )
     attach.add_argument(
         "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
@@ -88,7 +88,19 @@ def add_network_options(attach: argparse.ArgumentParser) -> None:
         help="key names a public-style server expects, e.g. L=j,R=l "
         "(default: w s a d ArrowLeft ArrowRight)",
     )
-    attach.add_argument("--keys-url", default=None, help="MJPEG: where keys are POSTed as JSON")
+    attach.add_argument(
+        "--keys-url",
+        default=None,
+        help="where keys go when not with the frames: http(s):// (POSTed) or ws(s):// "
+        "(messages on a WebSocket of their own)",
+    )
+    attach.add_argument(
+        "--profile",
+        default=None,
+        metavar="NAME|FILE.toml",
+        help="how the server talks: a built-in (`streameval profiles` lists them) or a TOML "
+        "file (docs/serve-formats.md#writing-a-profile); required for ws:// URLs",
+    )
     attach.add_argument(
         "--lossless",
         action="store_true",
@@ -135,6 +147,7 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         keys_url=args.keys_url,
         lossless=args.lossless,
         no_frame_timeout_s=args.no_frame_timeout,
+        profile=args.profile,
     )
     return network_jobs(
         args.url,

@@ -47,6 +47,7 @@ COMMANDS: dict[str, Runner] = {
     "dashboard": dashboard.run,
     "serve": serve.run_serve,
     "pool": _lazy("streameval.cli.pool:run_pool"),
+    "profiles": _lazy("streameval.cli.profiles:run_profiles"),
 }
 
 
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_table_parser(sub)
     add_report_parser(sub)
     add_pool_parser(sub, add_evaluation_options)
+    sub.add_parser("profiles", help="the built-in server profiles and what each expects")
     return parser
 
 

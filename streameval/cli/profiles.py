@@ -1,0 +1,22 @@
+"""``streameval profiles``: the built-in server profiles and what each server must speak.
+
+One block per profile: its name, what it is for, the URL form to attach with and what it
+expects (frames, keys, heartbeat, statistics), so a user picks ``--profile`` without reading
+TOML (docs/serve-formats.md#server-profiles).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from streameval.transports.profiles import built_in_profiles
+
+
+def run_profiles(args: argparse.Namespace) -> int:
+    del args
+    for profile in built_in_profiles():
+        print(f"{profile.name:<13} {profile.description}")
+        print(f"{'':<13} attach {profile.url}")
+        print(f"{'':<13} {profile.expects()}")
+    print("a server none of these fits: --profile FILE.toml (docs/serve-formats.md)")
+    return 0
