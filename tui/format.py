@@ -1,7 +1,8 @@
 """Text for metric values, keys and counts, shared by the dashboard's widgets.
 
 Numbers go through ``streameval.leaderboard.format_value`` so the dashboard prints exactly what
-``streameval table`` and the report print (two decimals, ``-0.00`` as ``0.00``).
+``streameval table`` and the report print (two decimals on 0–100, four on WorldAtlas's [0, 1]
+metrics, ``-0.00`` as ``0.00``).
 """
 
 from __future__ import annotations
@@ -37,12 +38,23 @@ def metric_label(name: str) -> str:
         return name.replace("_", " ").capitalize()
 
 
-def metric_value_text(result: MetricResult | None) -> str:
-    """``99.79`` for an official value, ``n/a`` / ``missing`` otherwise, ``…`` if unknown."""
+def metric_decimals(name: str | None) -> int:
+    """The decimals of metric ``name`` (2 when unknown or unregistered)."""
+    if name is None:
+        return 2
+    try:
+        return metric_spec(name).decimals
+    except UnknownMetricError:
+        return 2
+
+
+def metric_value_text(result: MetricResult | None, name: str | None = None) -> str:
+    """``99.79`` (``0.8450`` for a WorldAtlas metric ``name``) for an official value, ``n/a`` /
+    ``missing`` otherwise, ``…`` if unknown."""
     if result is None:
         return "…"
     if result.status == "official" and result.normalized is not None:
-        return format_value(result.normalized)
+        return format_value(result.normalized, metric_decimals(name))
     if result.status == "official" and result.raw is not None:  # a statistic: its own unit
         return f"{result.raw:.4g}"
     return STATUS_TEXT.get(result.status, result.status)

@@ -51,6 +51,7 @@ from streameval.core.metric_result import MetricResult
 from streameval.results.scores_file import finite_float
 
 PERCENT = 100.0  # master-table scale (WorldMark: columns normalised to [0, 100])
+UNIT = 1.0  # WorldAtlas's scale: its metrics stay on [0, 1] (docs/methods.md#worldatlas-scale)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +74,22 @@ Aggregator = Callable[[Sequence[MetricResult], int], Aggregate]
 
 def episode_mean(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
     """Mean of the episodes' normalized values; bounds exactly as WorldAtlas's."""
+    return _episode_mean(measured, n_missing, PERCENT)
+
+
+def unit_episode_mean(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
+    """The episode mean of a WorldAtlas metric, on [0, 1]: a missing episode at 0 / 1."""
+    return _episode_mean(measured, n_missing, UNIT)
+
+
+def _episode_mean(measured: Sequence[MetricResult], n_missing: int, top: float) -> Aggregate:
     values = [float(m.normalized) for m in measured if m.normalized is not None]
     total = math.fsum(values)
     n_all = len(values) + n_missing
     return Aggregate(
         total / len(values),
         total / n_all,
-        (total + PERCENT * n_missing) / n_all,
+        (total + top * n_missing) / n_all,
         "episode_mean",
         len(values),
     )
@@ -204,7 +214,7 @@ def global_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate
 
 
 def scene_task_score(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
-    """Seed 003's task mean over the measured episodes (module docstring), on 0–100.
+    """WorldAtlas's task mean over the measured episodes (module docstring), on [0, 1].
 
     Never the conditional F1 in place of ``T_i`` (WorldAtlas,
     docs/methods.md#model-aggregation-and-coverage: not to be mixed with conditional
@@ -216,12 +226,12 @@ def scene_task_score(measured: Sequence[MetricResult], n_missing: int) -> Aggreg
         task = finite_float(m.details.get("task_value"))
         if task is None or not 0.0 <= task <= 1.0:
             return Aggregate(math.nan, math.nan, math.nan, "task_score", len(measured))
-        values.append(PERCENT * task)
+        values.append(task)
     total, n_all = math.fsum(values), len(values) + n_missing
     return Aggregate(
         total / len(values),
         total / n_all,
-        (total + PERCENT * n_missing) / n_all,
+        (total + UNIT * n_missing) / n_all,
         "task_score",
         len(values),
     )

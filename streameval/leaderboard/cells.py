@@ -34,12 +34,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from streameval.core.metric_result import MetricResult
-from streameval.leaderboard.aggregators import PERCENT, Aggregator
-from streameval.leaderboard.columns import aggregator_for, metric_suites, unmeasured_is_missing
+from streameval.leaderboard.aggregators import Aggregator
+from streameval.leaderboard.columns import (
+    aggregator_for,
+    metric_scale,
+    metric_suites,
+    unmeasured_is_missing,
+)
 from streameval.leaderboard.display import Rank, round_display
 from streameval.results.scores_file import EpisodeRecord
 
@@ -69,6 +74,7 @@ class Cell:
     method: str | None = None
     n_units: int | None = None
     rank: Rank | None = None
+    decimals: int = 2  # 4 for WorldAtlas's [0, 1] metrics (docs/methods.md#worldatlas-scale)
 
     @property
     def applicable(self) -> int:
@@ -82,8 +88,8 @@ class Cell:
 
     @property
     def display_value(self) -> float | None:
-        """The value as displayed (two decimals): what ranking compares."""
-        return None if self.value is None else round_display(self.value)
+        """The value as displayed (``decimals``): what ranking compares."""
+        return None if self.value is None else round_display(self.value, self.decimals)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -130,6 +136,10 @@ def _counts(record: EpisodeRecord, name: str) -> bool:
 
 def episode_cell(record: EpisodeRecord, name: str, include_incomplete: bool = False) -> Cell:
     """One episode × column, for drill-down: the episode's normalized value and status."""
+    return replace(_episode_cell(record, name, include_incomplete), decimals=metric_scale(name)[1])
+
+
+def _episode_cell(record: EpisodeRecord, name: str, include_incomplete: bool) -> Cell:
     if not _counts(record, name):
         return Cell(None, "not_applicable", 0, 1, n_not_applicable=1, reasons=(_other_suite(name),))
     result = effective_result(record, name, include_incomplete)
@@ -148,6 +158,16 @@ def model_cell(
     include_incomplete: bool = False,
 ) -> Cell:
     """One model × column from the model's episodes (statuses and bounds: module docstring)."""
+    cell = _model_cell(episodes, name, aggregator, include_incomplete)
+    return replace(cell, decimals=metric_scale(name)[1])
+
+
+def _model_cell(
+    episodes: Sequence[EpisodeRecord],
+    name: str,
+    aggregator: Aggregator | None,
+    include_incomplete: bool,
+) -> Cell:
     aggregate_fn = aggregator or aggregator_for(name)
     episodes = [record for record in episodes if _counts(record, name)]
     if not episodes:
@@ -171,9 +191,10 @@ def model_cell(
     if n_na and unmeasured_is_missing(name):
         n_missing, n_na = n_missing + n_na, 0
     agg = aggregate_fn(measured, n_missing)
-    if not (math.isfinite(agg.value) and 0.0 <= agg.value <= PERCENT):
+    top = metric_scale(name)[0]
+    if not (math.isfinite(agg.value) and 0.0 <= agg.value <= top):
         # details that contradict the column's range (a hand-edited file): never ranked
-        reason = f"details give {agg.value:g}, outside [0, {PERCENT:g}]"
+        reason = f"details give {agg.value:g}, outside [0, {top:g}]"
         return Cell(None, "missing", 0, total, total - n_na, n_na, reasons=(*reasons, reason))
     partial = n_missing > 0
     return Cell(

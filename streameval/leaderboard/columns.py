@@ -67,6 +67,16 @@ def metric_suites(name: str) -> tuple[str, ...]:
         return ()
 
 
+def metric_scale(name: str) -> tuple[float, int]:
+    """``(MetricSpec.scale, MetricSpec.decimals)`` of ``name``; 0–100 with 2 decimals when
+    unregistered (a file written by another version)."""
+    try:
+        spec = metric_spec(name)
+    except UnknownMetricError:
+        return 100.0, 2
+    return spec.scale, spec.decimals
+
+
 def unmeasured_is_missing(name: str) -> bool:
     """``MetricSpec.unmeasured_is_missing`` of ``name`` (False when unregistered)."""
     try:

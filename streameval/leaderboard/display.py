@@ -1,5 +1,6 @@
 """Display helpers shared by the CLI, the dashboard and the report, so they print alike:
-two decimals as the seed's table, coverage ``k/N``, bounds ``[lower, upper]``, rank colours."""
+two decimals on WorldMark's 0–100 columns, four on WorldAtlas's [0, 1] metrics
+(docs/methods.md#scales-and-rounding), coverage ``k/N``, bounds ``[lower, upper]``, rank colours."""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ MARKDOWN_MARKS: dict[Rank, str] = {"best": "🟢", "second": "🟡", "worst": "�
 RICH_STYLES: dict[Rank, str] = {"best": "bold green", "second": "yellow", "worst": "red"}
 
 
-def round_display(value: float) -> float:
-    """The value exactly as displayed with two decimals (``-0.00`` shown as ``0.00``)."""
-    return float(f"{value:.2f}") + 0.0
+def round_display(value: float, decimals: int = 2) -> float:
+    """The value exactly as displayed with ``decimals`` decimals (``-0.00`` shown as ``0.00``)."""
+    return float(f"{value:.{decimals}f}") + 0.0
 
 
-def format_value(value: float | None) -> str:
-    """Two decimals, as the seed's table (``-0.00`` shown as ``0.00``); ``""`` for None."""
-    return "" if value is None else f"{round_display(value):.2f}"
+def format_value(value: float | None, decimals: int = 2) -> str:
+    """``decimals`` decimals (``-0.00`` shown as ``0.00``); ``""`` for None."""
+    return "" if value is None else f"{round_display(value, decimals):.{decimals}f}"
 
 
 def format_coverage(cell: Cell) -> str | None:
@@ -38,7 +39,8 @@ def format_bounds(cell: Cell) -> str | None:
     """``[lower, upper]`` of a partial cell, else None."""
     if cell.lower is None or cell.upper is None:
         return None
-    return f"[{format_value(cell.lower)}, {format_value(cell.upper)}]"
+    d = cell.decimals
+    return f"[{format_value(cell.lower, d)}, {format_value(cell.upper, d)}]"
 
 
 def cell_text(cell: Cell, *, coverage: bool = True, bounds: bool = True) -> str:
@@ -46,7 +48,7 @@ def cell_text(cell: Cell, *, coverage: bool = True, bounds: bool = True) -> str:
     ``n/a`` or ``missing`` (no value: never a 0 or 100 in its place)."""
     if cell.value is None:
         return "n/a" if cell.status == "not_applicable" else "missing"
-    parts = [format_value(cell.value)]
+    parts = [format_value(cell.value, cell.decimals)]
     cov = format_coverage(cell) if coverage else None
     if cov:
         parts.append(f"({cov})")

@@ -28,7 +28,12 @@ from typing import Any
 
 from streameval.errors import BadInputError
 from streameval.leaderboard.cells import Cell, effective_result, model_cell
-from streameval.leaderboard.columns import Column, column_by_name, table_columns
+from streameval.leaderboard.columns import (
+    Column,
+    column_by_name,
+    metric_scale,
+    table_columns,
+)
 from streameval.leaderboard.display import Rank, format_value, round_display
 from streameval.results.scores_file import EpisodeRecord, load_results
 
@@ -131,9 +136,10 @@ def exclusion_reasons(
     return tuple(reasons)
 
 
-def rank_values(values: Mapping[str, float | None]) -> dict[str, Rank]:
-    """Best / second / worst per key, on two-decimal values; rules in the module docstring."""
-    rounded = {k: round_display(v) for k, v in values.items() if v is not None}
+def rank_values(values: Mapping[str, float | None], decimals: int = 2) -> dict[str, Rank]:
+    """Best / second / worst per key, on values as displayed (``decimals``: 2 on 0–100, 4 on
+    WorldAtlas's [0, 1]); rules in the module docstring."""
+    rounded = {k: round_display(v, decimals) for k, v in values.items() if v is not None}
     distinct = sorted(set(rounded.values()), reverse=True)
     if len(rounded) < MIN_MODELS_TO_RANK or len(distinct) < 2:
         return {}
@@ -156,7 +162,8 @@ def rank_rows(rows: Sequence[ModelRow], columns: Sequence[Column] | None = None)
         columns = table_columns({suite for row in rows for suite in row.suites})
     ranks = {
         c.name: rank_values(
-            {r.model: r.cells[c.name].value for r in rows if r.cells[c.name].status == "official"}
+            {r.model: r.cells[c.name].value for r in rows if r.cells[c.name].status == "official"},
+            metric_scale(c.name)[1],
         )
         for c in columns
     }

@@ -17,6 +17,7 @@ _MEMORY_KERNEL = "streameval.engine.scoring:memory_scores"
 _QUALITY_KERNEL = "streameval.engine.scoring:quality_scores"
 _WORLDATLAS_KERNEL = "streameval.metrics.worldatlas.scores:worldatlas_scores"
 _LOOPS = ("memory_loop",)  # = protocol.memory_loop.MEMORY_LOOP_SUITE (kept import-free here)
+_UNIT = 1.0  # WorldAtlas metrics keep their [0, 1] scale (docs/methods.md#worldatlas-scale)
 _AGG = "streameval.leaderboard.aggregators"
 
 _CONTROL = {
@@ -172,6 +173,8 @@ register_metric(
         description="did the camera leave and come back (WorldAtlas return gate)? a diagnostic",
         status_rules="not_applicable: no pose track; missing: poses unusable (NaN, shapes)",
         suites=_LOOPS,
+        scale=_UNIT,
+        aggregation=f"{_AGG}:unit_episode_mean",
     )
 )
 for _name, _label, _short, _what in (
@@ -185,10 +188,12 @@ for _name, _label, _short, _what in (
             short=_short,
             family="worldatlas",
             kernel=_WORLDATLAS_KERNEL,
-            description=f"does the camera's {_what} follow the keys (WorldAtlas)? 100·(1 − raw)",
+            description=f"does the camera's {_what} follow the keys (WorldAtlas)? 1 − raw",
             status_rules="not_applicable: no translation commanded nor observed (nATEt), a "
             "scale-free pose source (nATEt), no pose track; missing: poses unusable",
             suites=_LOOPS,
+            scale=_UNIT,
+            aggregation=f"{_AGG}:unit_episode_mean",
         )
     )
 register_metric(
@@ -205,6 +210,7 @@ register_metric(
         status_rules="not_applicable: no depth or no cloud support; missing: depth or "
         "intrinsics unusable; any unmeasured episode leaves the full-suite score null",
         suites=_LOOPS,
+        scale=_UNIT,
         unmeasured_is_missing=True,
     )
 )
@@ -253,6 +259,8 @@ for _name, _label, _short, _what, _rules in (
             description=f"{_what} (WorldAtlas)",
             status_rules=_CLOSED_LOOP_RULES + _rules,
             suites=_LOOPS,
+            scale=_UNIT,
+            aggregation=f"{_AGG}:unit_episode_mean",
         )
     )
 

@@ -118,10 +118,18 @@ class MetricSpec:
     suites: tuple[str, ...] = ()
     unmeasured_is_missing: bool = False
     unit: str = ""
+    scale: float = 100.0
+    """The top of the normalized value: 100 for WorldMark's 0–100 columns, 1 for WorldAtlas's
+    [0, 1] metrics (docs/methods.md#worldatlas-scale), which keep their published scale."""
 
     def applies_to(self, suite: str) -> bool:
         """Whether episodes of ``suite`` are scored on this metric."""
         return not self.suites or suite in self.suites
+
+    @property
+    def decimals(self) -> int:
+        """Decimals a value is shown (and ranked) with: 2 on 0–100, 4 on [0, 1] ("0.8450")."""
+        return 2 if self.scale >= 100.0 else 4
 
     @property
     def header(self) -> str:

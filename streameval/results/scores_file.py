@@ -29,8 +29,15 @@ from streameval.errors import BadInputError
 from streameval.inputs.jsonfile import read_json_file
 from streameval.inputs.schema import SCORES_SCHEMA, validate
 
-SCORES_FORMAT = "streameval.scores/1"
+SCORES_FORMAT = "streameval.scores/2"
 SCORES_FILE = "scores.json"
+# Version 1 stored WorldAtlas's metrics ×100 (gate 100.0); version 2 keeps them on WorldAtlas's
+# own [0, 1] (docs/methods.md#worldatlas-scale). A version-1 file is read onto the new scale.
+SCORES_FORMAT_V1 = "streameval.scores/1"
+READABLE_FORMATS = (SCORES_FORMAT_V1, SCORES_FORMAT)
+V1_WORLDATLAS_METRICS = frozenset(
+    ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
+)
 
 _STATUSES = ("official", "not_applicable", "missing")
 
@@ -195,8 +202,18 @@ def _metric_result(name: str, entry: object, path: Path) -> MetricResult:
     return MetricResult(raw, normalized, status, reason or fallback, details)
 
 
+def _v1_onto_unit(name: str, result: MetricResult) -> MetricResult:
+    """A version-1 WorldAtlas result on WorldAtlas's [0, 1] (``normalized / 100``)."""
+    if name not in V1_WORLDATLAS_METRICS or result.normalized is None:
+        return result
+    return MetricResult(
+        result.raw, result.normalized / 100.0, result.status, result.reason, result.details
+    )
+
+
 def load_episode(path: Path) -> EpisodeRecord:
-    """Read and validate one ``scores.json`` (format ``streameval.scores/1``).
+    """Read and validate one ``scores.json`` (format ``streameval.scores/2``, or ``/1`` read
+    onto the new scale: its WorldAtlas ``normalized`` values divided by 100).
 
     Every problem is a ``BadInputError`` naming the file, so the caller can report it in one
     line and go on with the other files.
@@ -204,7 +221,7 @@ def load_episode(path: Path) -> EpisodeRecord:
     doc = read_json_file(path)  # bounded: size, nesting, digits, finite numbers (issue 10)
     if not isinstance(doc, dict):
         raise BadInputError(path, f"expected a JSON object, got {type(doc).__name__}")
-    if doc.get("format") != SCORES_FORMAT:
+    if doc.get("format") not in READABLE_FORMATS:
         raise BadInputError(path, f"format must be {SCORES_FORMAT!r}, got {doc.get('format')!r}")
     # The published schema (streameval/schemas/scores.schema.json): value ranges (normalized
     # in [0, 100], every number within 1e12 so sums stay finite), types, lengths.
@@ -227,6 +244,8 @@ def load_episode(path: Path) -> EpisodeRecord:
     if not isinstance(metrics, dict):
         raise BadInputError(path, f"metrics must be an object, got {metrics!r}")
     results = {str(name): _metric_result(str(name), e, path) for name, e in metrics.items()}
+    if doc["format"] == SCORES_FORMAT_V1:
+        results = {name: _v1_onto_unit(name, m) for name, m in results.items()}
     block = doc.get("interactivity")
     figures = {
         str(k): float(v)

@@ -59,11 +59,12 @@ def write_episode(
     *,
     suite: str = "worldmark",
     complete: bool = True,
+    fmt: str = "streameval.scores/2",
 ) -> Path:
     path = root / model / episode / "scores.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {
-        "format": "streameval.scores/1",
+        "format": fmt,
         "model": model,
         "suite": suite,
         "episode": episode,

@@ -53,7 +53,7 @@ def test_written_document_reads_back(tmp_path: Path) -> None:
 
 
 def test_writer_refuses_a_foreign_document_and_nan(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"not a streameval\.scores/1"):
+    with pytest.raises(ValueError, match=r"not a streameval\.scores/2"):
         write_scores(tmp_path, {"format": "other"})
     with pytest.raises(ValueError):
         write_scores(tmp_path, _doc(a=MetricResult.official(float("nan"), 1.0)))

@@ -13,6 +13,7 @@ from rich.text import Text
 from streameval.tui.format import metric_label, metric_value_text
 from textual.widgets import Static
 
+from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome
 from streameval.metrics.interactivity import format_figure, registered_figures
 from streameval.metrics.quality.imaging import STATISTIC_METRICS
@@ -84,6 +85,17 @@ def _figures_line(title: str, figures: list[tuple[str, str, bool]]) -> Text:
     return text
 
 
+def evidence(m: MetricResult) -> str:
+    """What a closed-loop memory value stands on: ``24 pairs · strict · cpu-colorhist-rbf``
+    (pair count, pair_source, backend); empty for other metrics."""
+    d = m.details
+    if "pair_source" not in d or "pair_count" not in d:
+        return ""
+    backend = d.get("feature_backend") or d.get("gram_backend") or ""
+    parts = [f"{d.get('scored_pair_count', d['pair_count'])} pairs", str(d["pair_source"])]
+    return " · ".join(parts + ([str(backend)] if backend else []))
+
+
 def other_metrics_table(outcome: EpisodeOutcome) -> RenderableType:
     control = metric_names(family="control")  # shown by the control panel
     others = {
@@ -101,8 +113,8 @@ def other_metrics_table(outcome: EpisodeOutcome) -> RenderableType:
         official = m.status == "official"
         table.add_row(
             metric_label(name),
-            Text(metric_value_text(m), style="bold" if official else "dim"),
-            "" if official else (m.reason or m.status),
+            Text(metric_value_text(m, name), style="bold" if official else "dim"),
+            evidence(m) if official else (m.reason or m.status),
         )
     return table
 

@@ -3,8 +3,8 @@
 
 Missing inputs are ``not_applicable`` with the reason (a model that sends no pose, a rollout
 without depth); inputs that exist but cannot be used (NaN poses, wrong shapes, zero focal
-lengths) are ``missing``. Nothing is imputed. Normalized values are on the master table's
-0–100 scale (WorldAtlas's [0, 1] × 100; docs/methods.md#worldatlas-scale).
+lengths) are ``missing``. Nothing is imputed. Normalized values stay on WorldAtlas's own
+[0, 1] scale (docs/methods.md#worldatlas-scale).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class MemoryLoopInputs:
 
 
 def _normalized(name: str, raw: float) -> float:
-    return 100.0 * MEMORY_LOOP_NORMALIZATION[name](raw)
+    return MEMORY_LOOP_NORMALIZATION[name](raw)
 
 
 def _unavailable_all(status: str, reason: str, details: dict[str, Any]) -> dict[str, MetricResult]:
