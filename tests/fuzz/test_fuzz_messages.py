@@ -1,0 +1,174 @@
+"""Message-stream fuzzing of the WebSocket source (docs/serve-formats.md#faults): any stream of
+server messages — good and truncated JPEGs, PNG signatures over junk, chunk statistics with
+nasty numbers, JSON and msgpack of any shape, text where binary is expected and the reverse —
+is either used or refused as one counted line, and never raises, never hangs, never crosses
+the episode's invariants (frames numbered 0, 1, 2 …, chunks inside the frames received)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import cv2
+import msgpack
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streameval.core.events import (
+    ChunkDone,
+    EpisodeEnd,
+    EpisodeStart,
+    ErrorEvent,
+    FrameEvent,
+    KeySent,
+)
+from streameval.transports.live import LiveConfig
+from streameval.transports.profiles import load_profile
+from streameval.transports.websocket import WebSocketSource
+from tests.fuzz.conftest import FUZZ, bounded
+from tests.fuzz.strategies import JSON_VALUES, NASTY_NUMBERS, NASTY_STRINGS
+
+_IMAGE = np.random.default_rng(1).integers(0, 255, (24, 32, 3), dtype=np.uint8)
+JPEG = bytes(cv2.imencode(".jpg", _IMAGE)[1])
+PNG = bytes(cv2.imencode(".png", _IMAGE)[1])
+SIZE_LIMIT = 64 * 1024
+
+
+def _pack(value: object) -> bytes:
+    """msgpack of a generated value; what msgpack cannot pack (huge ints, lone surrogates)
+    becomes a byte that is never valid msgpack — still a message to throw at the source."""
+    try:
+        packed: bytes = msgpack.packb(value, use_bin_type=True)
+        return packed
+    except (OverflowError, UnicodeEncodeError, ValueError, TypeError):
+        return b"\xc1"
+
+
+NUMBER = st.one_of(NASTY_NUMBERS, st.integers(-(10**12), 10**12), st.floats())
+STATS = st.fixed_dictionaries(
+    {"type": st.just("chunk_done")},
+    optional={
+        "frames": st.one_of(NUMBER, NASTY_STRINGS, st.none()),
+        "generation_ms": st.one_of(NUMBER, NASTY_STRINGS, st.none()),
+        "queue_depth": NUMBER,
+        "dropped_frames": NUMBER,
+        "control_latency_ms": st.one_of(NUMBER, st.none()),
+    },
+)
+BINARY = st.one_of(
+    st.just(JPEG),
+    st.just(PNG),
+    st.integers(1, len(JPEG) - 1).map(lambda n: JPEG[:n]),
+    st.integers(8, len(PNG) - 1).map(lambda n: PNG[:n]),
+    st.binary(max_size=512).map(lambda b: b"\xff\xd8\xff" + b + b"\xff\xd9"),
+    st.binary(max_size=512).map(lambda b: b"\x89PNG\r\n\x1a\n" + b),
+    st.binary(max_size=256),
+    st.just(b"\x00" * (SIZE_LIMIT + 1)),
+    JSON_VALUES.map(_pack),
+    STATS.map(_pack),
+)
+TEXT = st.one_of(
+    STATS.map(lambda v: json.dumps(v, allow_nan=True)),
+    st.sampled_from(['{"type": "ready"}', '{"type": "error", "message": "boom"}']),
+    st.just(json.dumps({"event": "frame", "data": base64.b64encode(JPEG).decode()})),
+    st.builds(lambda s: json.dumps({"event": "frame", "data": s}), NASTY_STRINGS),
+    JSON_VALUES.map(lambda v: json.dumps(v, allow_nan=True)),
+    NASTY_STRINGS,
+    st.text(max_size=200),
+    st.just(base64.b64encode(JPEG).decode()),
+    st.just("[" * 5000),
+)
+MESSAGES = st.lists(
+    st.one_of(st.tuples(st.just("binary"), BINARY), st.tuples(st.just("text"), TEXT)),
+    max_size=40,
+)
+
+
+def _source(profile_name: str) -> WebSocketSource:
+    profile = load_profile(profile_name)
+    if profile_name == "worldfoundry":
+        from dataclasses import replace
+
+        profile = replace(profile, frames=replace(profile.frames, max_message_bytes=SIZE_LIMIT))
+    source = WebSocketSource(
+        "ws://127.0.0.1:9/fuzz",
+        ("W",),
+        episode="fuzz",
+        suite="test",
+        config=LiveConfig(seconds_per_key=1.0),
+        profile=profile,
+        key_names=profile.key_names(),
+    )
+    return source
+
+
+async def _drive(source: WebSocketSource, messages: list[tuple[str, object]]) -> list[object]:
+    """The source as after ``connect``: episode started, a key sent; then the messages."""
+    from streameval.protocol.schedule import Schedule
+
+    from streameval.core.events import EpisodeInfo
+
+    source.info = EpisodeInfo("fuzz", "m", "test", 16.0, Schedule.per_key(("W",), 1.0, 16.0), "x")
+    source.info.extra["interactivity"] = {}
+    from streameval.transports.chunk_log import ChunkLog
+
+    source.chunks = ChunkLog(16.0, from_server=source.chunks_from_server)
+    source.log.key_down("W", 0.0)
+    for kind, data in messages:
+        source.handle(kind, data)  # type: ignore[arg-type]
+    source.lost("end of the fuzzed stream")
+    events = []
+    while not source._events.empty():
+        events.append(source._events.get_nowait())
+    return events
+
+
+@pytest.mark.parametrize("profile_name", ["worldfoundry", "camera-pose", "base64"])
+@FUZZ
+@given(messages=MESSAGES)
+def test_any_message_stream_is_used_or_refused(
+    profile_name: str, messages: list[tuple[str, object]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    name = profile_name
+    if name == "base64":  # frames as base64 in a JSON field: the declarative path
+        path = tmp_path_factory.getbasetemp() / "base64.toml"
+        if not path.exists():
+            path.write_text(BASE64_PROFILE)
+        name = str(path)
+    with bounded():
+        source = _source(name)
+        events = asyncio.run(_drive(source, messages))
+    frames = [e for e in events if isinstance(e, FrameEvent)]
+    assert [f.index for f in frames] == list(range(len(frames)))
+    assert all(f.image.ndim == 3 and f.image.dtype == np.uint8 for f in frames)
+    for chunk in (e for e in events if isinstance(e, ChunkDone)):
+        assert chunk.start >= 0 and chunk.start + chunk.frames <= len(frames)
+        assert all(np.isfinite(v) for v in chunk.stats.values())
+    for event in events:
+        assert isinstance(event, FrameEvent | ChunkDone | ErrorEvent | EpisodeEnd | KeySent)
+        assert not isinstance(event, EpisodeStart)
+        if isinstance(event, ErrorEvent):
+            assert "\n" not in event.message and "Traceback" not in event.message
+    assert isinstance(events[-1], EpisodeEnd) and not events[-1].complete
+
+
+BASE64_PROFILE = """
+name = "fuzz-base64"
+transport = "ws"
+[frames]
+encoding = "base64"
+field = "data"
+max_message_bytes = 65536
+[keys]
+semantics = "hold"
+[stats]
+match = { type = "chunk_done" }
+fields = { generation_ms = "generation_ms" }
+[templates.keydown]
+cmd = "move"
+dir = "{key}"
+on = true
+"""

@@ -1,0 +1,154 @@
+"""Every served style of the field, each against a test server written from its public
+description (``ws_servers``, ``press_servers``, ``keycode_server``: chunked generation, keys
+read at chunk boundaries, the procedural world), attached with its built-in profile: clean vs
+reversed direction accuracy, a server 1.5 s late scores a lower response latency, and a turn.
+
+Measured (2-core machine): direction accuracy clean 100 / reversed 0 for every style; turn
+(L/R) rotation accuracy 86.6–89.9; response_latency_trans on time vs 1.5 s late: worldfoundry
+82.8 vs 43.8, keycode 85.9 vs 57.8, press 58.3 vs 18.3, gamecraft 69.8 vs 41.3, camera-pose
+86.1 vs 0.0 (press servers answer one block late already: one press queued per block)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from streameval.replay.rollout import read_rollout_dir
+
+from streameval.engine.pipeline import run_episode
+from streameval.engine.recording import RecordingObserver
+from streameval.transports.urls import AttachOptions, open_network_source
+from tests.transports.styles import STYLES, attach_style
+from tests.transports.worlds import CONFIG, world
+from tests.transports.ws_servers import command_app, start
+
+NAMES = list(STYLES)
+
+
+def _accuracy(outcome: object, metric: str) -> float:
+    value = outcome.scores.metrics[metric].normalized  # type: ignore[attr-defined]
+    assert value is not None, metric
+    return float(value)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_clean_scores_high_and_reversed_low(name: str) -> None:
+    clean = asyncio.run(attach_style(name, ("W", "S"), 2.5))
+    reversed_ = asyncio.run(attach_style(name, ("W", "S"), 2.5, reverse=True))
+    for outcome in (clean, reversed_):
+        assert outcome.complete, outcome.errors
+        assert outcome.interactivity["alignment"] == "inferred"
+    assert _accuracy(clean, "direction_accuracy_trans") >= 80
+    assert _accuracy(reversed_, "direction_accuracy_trans") <= 20
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_turn_scores_rotation_accuracy(name: str) -> None:
+    outcome = asyncio.run(attach_style(name, ("L", "R"), 2.5))
+    assert outcome.complete, outcome.errors
+    assert _accuracy(outcome, "direction_accuracy_rot") >= 80
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_late_server_scores_lower_response_latency(name: str) -> None:
+    """Two 4 s keys (the switch's segment has a stable zone; test_webrtc_public.py)."""
+    on_time = asyncio.run(attach_style(name, ("A", "D"), 4.0))
+    late = asyncio.run(attach_style(name, ("A", "D"), 4.0, delay_s=1.5))
+    fast = _accuracy(on_time, "response_latency_trans")
+    slow = _accuracy(late, "response_latency_trans")
+    print(f"{name}: response_latency_trans on time {fast:.1f}, 1.5 s late {slow:.1f}")
+    assert fast - slow > 5
+    assert late.interactivity["key_to_response_ms_median"] > 1500
+
+
+def test_chunk_statistics_reach_the_episode() -> None:
+    outcome = asyncio.run(attach_style("worldfoundry", ("W",), 3.0))
+    inter = outcome.interactivity
+    assert inter["chunk_origin"] == "server" and inter["chunks"] >= 3
+    assert inter["chunk_frames_median"] == 9
+    assert inter["server_generation_ms"] > 0 and inter["server_queue_depth"] >= 0
+    assert inter["server_dropped_frames"] == 0
+    starts = inter["chunk_starts"]
+    assert starts == sorted(starts) and starts[0] == 0
+    assert all(c["frames"] == 9 for c in inter["chunk_log"][:-1])
+
+
+def test_bursts_mark_chunks_when_the_server_says_nothing() -> None:
+    outcome = asyncio.run(attach_style("gamecraft", ("W",), 3.0))
+    inter = outcome.interactivity
+    assert inter["chunk_origin"] == "bursts" and inter["chunks"] >= 3
+    assert inter["chunk_frames_median"] == 9
+    assert "server_generation_ms" not in inter
+
+
+def test_a_websocket_recording_replays_bit_identically(tmp_path: Path) -> None:
+    rec = tmp_path / "rec"
+    live = asyncio.run(
+        attach_style("worldfoundry", ("A", "D"), 2.5, observers=[RecordingObserver(rec)])
+    )
+    assert live.complete, live.errors
+    lines = (rec / "chunks.jsonl").read_text().splitlines()
+    assert len(lines) == live.interactivity["chunks"] >= 3
+    replayed = asyncio.run(run_episode(read_rollout_dir(rec).open(), config=CONFIG))
+    assert {k: m.normalized for k, m in replayed.scores.metrics.items()} == {
+        k: m.normalized for k, m in live.scores.metrics.items()
+    }
+    for field in ("chunks", "chunk_origin", "chunk_starts", "chunk_log", "server_generation_ms",
+                  "server_queue_depth", "server_dropped_frames"):  # fmt: skip
+        assert replayed.interactivity[field] == live.interactivity[field], field
+
+
+COMMAND_PROFILE = """
+# a server none of the built-ins covers: keys as {"cmd": "move", "dir": ..., "on": ...},
+# frames as base64 JPEG in a JSON field, chunks announced as {"event": "chunk", "n": 8}
+name = "command"
+transport = "ws"
+fps = 16
+[frames]
+encoding = "base64"
+field = "data"
+[keys]
+semantics = "hold"
+names = { W = "forward", S = "back", A = "left", D = "right", L = "turn_left", R = "turn_right" }
+[stats]
+match = { event = "chunk" }
+frames = "n"
+fields = { generation_ms = "gen_ms" }
+[templates.keydown]
+cmd = "move"
+dir = "{key}"
+on = true
+[templates.keyup]
+cmd = "move"
+dir = "{key}"
+on = false
+"""
+
+
+def test_a_declarative_profile_drives_a_new_style_with_no_code(tmp_path: Path) -> None:
+    profile = tmp_path / "command.toml"
+    profile.write_text(COMMAND_PROFILE)
+
+    async def run(keys: tuple[str, ...], **kw: object) -> object:
+        runner, port = await start(command_app(world(), **kw))  # type: ignore[arg-type]
+        try:
+            source = open_network_source(
+                f"ws://127.0.0.1:{port}/play", keys, episode="cmd", suite="test",
+                options=AttachOptions(clock=None, seconds_per_key=2.5, profile=str(profile)),
+            )  # fmt: skip
+            await source.connect()
+            return await run_episode(source, config=CONFIG)
+        finally:
+            await runner.cleanup()
+
+    clean = asyncio.run(run(("W", "S")))
+    reversed_ = asyncio.run(run(("W", "S"), reverse=True))
+    assert clean.complete, clean.errors  # type: ignore[attr-defined]
+    assert _accuracy(clean, "direction_accuracy_trans") >= 80
+    assert _accuracy(reversed_, "direction_accuracy_trans") <= 20
+    inter = clean.interactivity  # type: ignore[attr-defined]
+    assert inter["chunk_origin"] == "server" and inter["chunk_frames_median"] == 8
+    assert inter["server_generation_ms"] > 0
+    json.dumps(inter)  # the block is plain JSON
