@@ -14,7 +14,6 @@ reason, never a zero (docs/methods.md#statuses).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +27,7 @@ from streameval.metrics.worldatlas.closed_loop import (
     rendering_recovery,
     revisit_fidelity,
 )
+from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
 from streameval.metrics.worldatlas.constants import MAX_SCORED_PAIRS
 from streameval.metrics.worldatlas.pose_distance import PoseTrackError, as_pose_track
 from streameval.metrics.worldatlas.revisit import (
@@ -50,30 +50,6 @@ CLOSED_LOOP_METRICS = (
 )
 F64 = NDArray[np.float64]
 Frame = NDArray[np.uint8]
-
-
-@dataclass
-class ClosedLoopFrames:
-    """What an episode keeps for the closed-loop metrics (``cache/closed_loop/``).
-
-    ``pairs`` (P, 2) first/revisit frame indices of the scored pairs, in the order of
-    :func:`closed_loop_pairs`; ``frames`` the RGB frames of those indices (longer side at most
-    ``frame_side``); ``intrinsics`` per kept frame, at the kept frame's size (absent: the
-    source sent none). ``features`` (P, 2, D): the appearance backend's vectors of the first
-    frame and of the revisit frame resized to it, None without a backend (``feature_problem``
-    says why); ``gram`` (P,): the Gram backend's texture distances, None without one.
-    """
-
-    pairs: NDArray[np.int64]
-    frames: dict[int, Frame]
-    frame_side: int
-    intrinsics: dict[int, F64] = field(default_factory=dict)
-    features: NDArray[np.float32] | None = None
-    feature_backend: str | None = None
-    feature_problem: str | None = None
-    gram: F64 | None = None
-    gram_backend: str | None = None
-    gram_problem: str | None = None
 
 
 def closed_loop_pairs(gate: ReturnGate, poses: F64) -> tuple[F64, PairSource]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from streameval.errors import BadInputError
 from streameval.inputs.npz import load_npz, member
-from streameval.metrics.worldatlas.closed_loop_scores import ClosedLoopFrames
+from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
 
 CLOSED_LOOP_DIR = "closed_loop"
 CLOSED_LOOP_FRAME_SIDE = 320

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from streameval.errors import BadInputError
 from streameval.inputs.npz import load_npz, member
-from streameval.metrics.worldatlas.closed_loop_scores import ClosedLoopFrames
+from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
 from streameval.results.cache.closed_loop import (
     CLOSED_LOOP_DIR,
     load_closed_loop,
