@@ -51,6 +51,25 @@ class PerceptionOutput:
     quality_frame: npt.NDArray[np.uint8] | None = None  # kept for Q-Align (a 1-fps frame)
 
 
+@dataclass(slots=True)
+class FlowStep:
+    """A frame between ``Perceiver.flow_step`` and ``Perceiver.finish``: ``sx``/``srad`` hold
+    its gap signals (and a NaN when the pair's first frame is missing); ``flow`` is the pair's
+    flow when there is one, its signals still to compute."""
+
+    event: FrameEvent
+    image: npt.NDArray[np.uint8]
+    gray: Gray
+    start: int
+    sx: list[float]
+    srad: list[float]
+    target: int  # the signal this frame completes (i - FLOW_STRIDE)
+    flow: npt.NDArray[np.float32] | None = None
+    fit: bool = False  # the target frame is sampled for the motion-type fit
+    depth: npt.NDArray[np.float32] | None = None  # the target frame's, for its fit sample
+    from_network: bool = False  # that depth came from the depth backend
+
+
 def check_image(image: object, where: str) -> npt.NDArray[np.uint8]:
     """The frame as an H×W×3 uint8 array, or FrameRejectedError naming ``where``."""
     if not isinstance(image, np.ndarray):
@@ -97,6 +116,12 @@ class Perceiver:
         return frame in self.fit_frames
 
     def process(self, event: FrameEvent) -> PerceptionOutput:
+        """``finish(flow_step(event))``: one frame, both halves on the calling thread."""
+        return self.finish(self.flow_step(event))
+
+    def flow_step(self, event: FrameEvent) -> FlowStep:
+        """The first half of a frame: checks, the analysis frames, the flow of the signal it
+        completes (the perceiver's frame history is this half's alone)."""
         i = event.index
         if i <= self._last_index:
             raise FrameRejectedError(f"frame {i}: out of order (after frame {self._last_index})")
@@ -124,48 +149,58 @@ class Perceiver:
             srad.append(math.nan)
             self._next_signal += 1
         start = self._next_signal - len(sx)
-        sample: FitSample | None = None
-        depth_used = False
+        step = FlowStep(event, image, gray, start, sx, srad, target)
         if target >= 0:
             prev = self._recent.get(target)
             if prev is None:
                 sx.append(math.nan)
                 srad.append(math.nan)
             else:
-                flow = self.flow(prev, flow_frame)
-                if self._scratch is None or self._scratch.shape != flow.shape:
-                    self._scratch = np.empty_like(flow)
-                s_x, s_rad = flow_signals(flow, self._scratch)
-                sx.append(s_x)
-                srad.append(s_rad)
+                step.flow = self.flow(prev, flow_frame)
                 if self._fits(target):
-                    depth = self._depth.pop(target, None)
-                    depth_used = depth is not None
-                    sample = sample_fit(target, flow, depth)
+                    step.fit = True
+                    step.depth = self._depth.pop(target, None)
             self._next_signal = target + 1
         for old in [k for k in self._recent if k <= target]:
             del self._recent[old]
             del self._keys[old]
         for old in [k for k in self._depth if k < target]:
             del self._depth[old]
-        embedding = self.memory.observe(event, image) if self.memory is not None else None
-        from_network = depth_used and target in self._estimated
+        step.from_network = step.depth is not None and target in self._estimated
         self._estimated.discard(target)
+        return step
+
+    def finish(self, step: FlowStep) -> PerceptionOutput:
+        """The second half, in frame order: signals and fit sample from the step's flow, memory,
+        imaging statistics, the 1-fps frame. Touches none of ``flow_step``'s state, so the
+        perception worker runs it on its own thread while the next frame's flow is computed."""
+        event, image, i = step.event, step.image, step.event.index
+        sample: FitSample | None = None
+        flow = step.flow
+        if flow is not None:
+            if self._scratch is None or self._scratch.shape != flow.shape:
+                self._scratch = np.empty_like(flow)
+            s_x, s_rad = flow_signals(flow, self._scratch)
+            step.sx.append(s_x)
+            step.srad.append(s_rad)
+            if step.fit:
+                sample = sample_fit(step.target, flow, step.depth)
+        embedding = self.memory.observe(event, image) if self.memory is not None else None
         statistics = None
         if self.imaging:
             detail = i % detail_stride(self.fps) == 0
-            statistics = frame_statistics(gray, image, detail=detail)
+            statistics = frame_statistics(step.gray, image, detail=detail)
         quality_frame = None
         if self.keep_quality_frames and is_one_fps_frame(i, self.fps):
             quality_frame = shrink_for_quality(image)
         return PerceptionOutput(
-            start,
-            sx,
-            srad,
+            step.start,
+            step.sx,
+            step.srad,
             sample,
-            depth_used,
+            step.depth is not None,
             embedding,
-            from_network,
+            step.from_network,
             statistics,
             quality_frame,
         )
