@@ -114,6 +114,23 @@ class PosePath:
         return out
 
 
+class _Nowhere:
+    async def send(self, payload: str | bytes) -> None:
+        raise ConnectionError("not connected")
+
+
+def check_templates(profile: ServerProfile, names: dict[str, str], keys: tuple[str, ...]) -> None:
+    """Every template for every key of the episode, rendered before anything connects: a
+    key whose name has no keyCode (say) is one ``BadInputError`` naming the profile's file."""
+    from streameval.errors import BadInputError
+
+    channel = KeyChannel(profile, names, _Nowhere(), fps=16.0, episode="check", on_lost=print)
+    try:
+        channel.check(keys)
+    except TemplateError as exc:
+        raise BadInputError(profile.path, str(exc)) from None
+
+
 class KeyChannel:
     """Renders and sends a profile's messages; ``on_lost`` ends the episode with a reason."""
 

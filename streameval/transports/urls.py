@@ -71,7 +71,10 @@ def open_network_source(
         raise BadInputError("--key-map", str(exc)) from None
     profile = _profile_for(url, scheme, options)
     if profile is not None:
+        from streameval.transports.keychannel import check_templates
+
         names = profile.key_names(_key_map_entries(options.key_map))
+        check_templates(profile, names, keys)
     if scheme in ("ws", "wss"):
         from streameval.transports.websocket import WebSocketSource
 

@@ -7,7 +7,7 @@ with plain aiohttp and no streameval code (the world model is handed in: ``chunk
   j l turn); frames are binary JPEG messages paced at 16 fps, generated 9 at a time under the
   keys held at the chunk's start; after each chunk a JSON ``chunk_done`` with ``frames``,
   ``generation_ms``, ``control_latency_ms``, ``queue_depth`` and ``dropped_frames``.
-  ``fault`` makes it misbehave: ``close`` (1011 after 40 frames), ``never-ready``,
+  ``fault`` makes it misbehave: ``close`` (1011 after 18 frames), ``never-ready``,
   ``garbage`` (non-JPEG and truncated frames), ``oversized``, ``text-frames`` (base64 text
   instead of binary), ``stale`` (drops a client silent for 2 s, 1008).
 - ``camera``: a camera-pose socket (``GET /v1/realtime/world/camera``): msgpack
@@ -103,7 +103,7 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
                     "control_latency_ms": latency, "queue_depth": queue.qsize(),
                     "dropped_frames": state["dropped"],
                 }))  # fmt: skip
-                if fault == "close" and state["n"] >= 40:
+                if fault == "close" and state["n"] >= 18:
                     await asyncio.sleep(0.3)
                     await ws.close(code=1011, message=b"worker crashed")
                     return
