@@ -8,6 +8,9 @@ Prints, on loopback with a model that costs nothing (a fixed 640×432 frame):
     is measured in alternating blocks of the same run: the difference of the medians is what
     streameval adds (target: ≤ 5 ms), the rest is the broker, paho/aiomqtt and the kernel,
     which on a loaded machine dominate;
+  - the same over a loopback aiohttp WebSocket (``ws_transport.py``): streameval's
+    ``WebSocketSource`` (profile template, message classification, admission, chunk log)
+    against plain aiohttp sending the key and decoding the binary JPEG (target: ≤ 5 ms added);
   - decode cost per 640×432 frame of each transport's payload: raw msgpack (MQTT, lossless
     WebRTC), PNG, JPEG (MJPEG), VP8 (public WebRTC video track, PyAV/libvpx + RGB convert).
 
@@ -285,6 +288,16 @@ def main() -> None:
     for name, ms in own_work_ms().items():
         print(f"{'  ' + name:<38} {ms:6.2f} ms")
     # aiortc's SCTP moves a raw frame in ~0.4 s: a few dozen frames say it, 400 take minutes
+    from bench.ws_transport import ws_latency
+
+    ws_ours, ws_bare = asyncio.run(ws_latency(args.frames))
+    ours_ws = _summary("WebSocket: streameval attach ws://", ws_ours)
+    bare_ws = _summary("WebSocket: bare aiohttp + decode", ws_bare)
+    if ours_ws is not None and bare_ws is not None:
+        print(
+            f"{'  added by streameval':<34} median {ours_ws - bare_ws:6.2f} ms   "
+            f"(ratio {ours_ws / bare_ws:.2f}; target <= 5 ms)"
+        )
     webrtc_frames = min(args.frames, WEBRTC_FRAMES)
     _summary("WebRTC lossless (data channel)", asyncio.run(webrtc_latency(webrtc_frames)))
     print("decode cost per 640x432 frame")
