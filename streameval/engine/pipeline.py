@@ -52,10 +52,11 @@ from streameval.engine.perception_plan import (
 )
 from streameval.engine.provisional import LiveScores
 from streameval.engine.scoring import episode_document, score_episode
-from streameval.metrics.segments import equal_split_keys
 from streameval.engine.track import EpisodeTrack
 from streameval.engine.worldatlas_track import WorldAtlasTrack, trajectory_of
+from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD
 from streameval.metrics.quality.kernels import one_fps_frames
+from streameval.metrics.segments import equal_split_keys
 from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
 from streameval.perception.flow import FlowBackend, create_flow_backend, flow_provenance
@@ -530,7 +531,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
     depth_source = ",".join(sorted(episode.depth_sources)) if track.depth_frames_used else "none"
     backends = {
         **track.meta["backends"],
-        "motion_type": "depth_parallax" if track.depth_frames_used else "flow_vertical_rotation",
+        "motion_type": "depth_parallax" if track.depth_frames_used else DEPTH_FREE_METHOD,
         "embedding": memory_meta.get("embedding"),
         "cut_detector": memory_meta.get("cut_detector"),
         "global_geometry": memory_meta.get("geometry_source"),

@@ -32,7 +32,7 @@ def _fits(defect: str, keys: str) -> dict[str, list[float]]:
     by_key: dict[str, list[float]] = {}
     segments = schedule.segments()
     for j, fit in outcome.scores.motion_fits.items():
-        assert fit is not None and fit.method == "flow_vertical_rotation"
+        assert fit is not None and fit.method == "flow_rotation_per_frame"
         by_key.setdefault(segments[j].key, []).append(fit.p_trans)
     return by_key
 

@@ -41,7 +41,7 @@ def test_synthetic_shift_is_scored_in_the_right_direction(tmp_path: Path) -> Non
     assert [s["dir"] for s in acc.details["segments"]] == pytest.approx([1, 1], abs=0.05)
     doc = json.loads((tmp_path / "scores.json").read_text())
     assert doc["format"] == "streameval.scores/1" and doc["frames"] == 128
-    assert doc["provenance"]["backends"]["motion_type"] == "flow_vertical_rotation"
+    assert doc["provenance"]["backends"]["motion_type"] == "flow_rotation_per_frame"
 
 
 def test_wrong_frame_shape_is_reported_and_skipped(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from streameval.constants import (
     FIT_MIN_FRAMES,
     FIT_TO_FRAC,
     FOV_DEG,
+    MOTION_FLOOR_PX,
 )
 
 F32 = npt.NDArray[np.float32]
@@ -36,6 +37,11 @@ F64 = npt.NDArray[np.float64]
 
 # Fewer pooled points than this and a least-squares fit means nothing.
 MIN_FIT_POINTS = 10
+# The depth-free estimators, by the method name results and provenance record
+# (docs/methods.md#motion-type-fit): the per-frame one is the default, the pooled one is kept so
+# that a cache scored with it can be told apart.
+DEPTH_FREE_METHOD = "flow_rotation_per_frame"
+POOLED_DEPTH_FREE_METHOD = "flow_vertical_rotation"
 
 
 def fit_frame_picks(lo_pos: float, hi_pos: float, n_frames: int, fps: float) -> list[int]:
@@ -111,7 +117,7 @@ class MotionFit:
     p_yaw: float
     trans_amp: float
     rot_amp: float
-    method: str  # "depth_parallax" (WorldMark) or "flow_vertical_rotation" (ours, depth-free)
+    method: str  # "depth_parallax" (WorldMark) or DEPTH_FREE_METHOD (ours, depth-free)
     n_frames: int
     n_points: int
 
@@ -239,10 +245,47 @@ def fit_flow_rotation(samples: list[FitSample], focal: float) -> MotionFit | Non
     )
 
 
+def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | None:
+    """(trans_amp, rot_amp, points) of one sampled frame, or None when it does not move.
+
+    A frame whose mean flow is below the still-video floor (docs/methods.md#still-video-floor)
+    carries no weight: its flow is codec noise, and read as parallax it made a turn that
+    stutters look like a strafe. Otherwise ω is this frame's own (a turn that speeds up, slows
+    down or stalls has one ω per frame, which a pooled ω averages away): least squares of v on
+    ``g = x·y/f``; ``rot_amp = |ω|·f``; ``trans_amp = P95 − P5`` of ``u − ω·(f + x²/f)``.
+    """
+    ok = np.isfinite(s.u) & np.isfinite(s.v)
+    x, y, u, v = (a[ok].astype(np.float64) for a in (s.x, s.y, s.u, s.v))
+    if x.size < MIN_FIT_POINTS or math.hypot(float(u.mean()), float(v.mean())) < MOTION_FLOOR_PX:
+        return None
+    g = x * y / focal
+    denom = float(np.dot(g, g))
+    omega = float(np.dot(g, v)) / denom if denom > 0 else 0.0
+    p5, p95 = np.percentile(u - omega * (focal + x * x / focal), FIT_AMP_PCT)
+    return float(p95 - p5), abs(omega) * focal, int(x.size)
+
+
+def fit_flow_rotation_per_frame(samples: list[FitSample], focal: float) -> MotionFit | None:
+    """Depth-free motion type, frame by frame (docs/methods.md#motion-type-fit, "Without depth").
+
+    The amplitudes of the moving frames (``_frame_amplitudes``) are summed, so each frame weighs
+    by its own motion and a still frame weighs nothing; ``p_trans = Σtrans / (Σtrans + Σrot +
+    1e-6)``. No moving frame → no fit (None), the reference's rule for a fit without points.
+    """
+    parts = [a for a in (_frame_amplitudes(s, focal) for s in samples) if a is not None]
+    if not parts:
+        return None
+    trans_amp = float(sum(a[0] for a in parts))
+    rot_amp = float(sum(a[1] for a in parts))
+    p_trans, p_yaw = _weights(trans_amp, rot_amp)
+    n_points = sum(a[2] for a in parts)
+    return MotionFit(p_trans, p_yaw, trans_amp, rot_amp, DEPTH_FREE_METHOD, len(parts), n_points)
+
+
 def fit_motion_type(samples: list[FitSample], focal: float) -> MotionFit | None:
-    """Depth parallax when every sample carries depth, else the depth-free estimator."""
+    """Depth parallax when every sample carries depth, else the per-frame depth-free estimator."""
     if not samples:
         return None
     if all(s.invz is not None for s in samples):
         return fit_depth_parallax(samples)
-    return fit_flow_rotation(samples, focal)
+    return fit_flow_rotation_per_frame(samples, focal)
