@@ -1,0 +1,44 @@
+"""The per-frame depth-free motion type (docs/methods.md#motion-type-fit, "Without depth"):
+still frames carry no weight, all-still samples give no fit, exact fields are typed exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streameval.metrics.fits.motion_type import (
+    DEPTH_FREE_METHOD,
+    FitSample,
+    analysis_focal,
+    fit_flow_rotation,
+    fit_flow_rotation_per_frame,
+    fit_motion_type,
+)
+
+F = analysis_focal(640)
+Y, X = (a.reshape(-1).astype(np.float32) for a in np.mgrid[-200:201:24, -300:301:24])
+
+
+def _yaw(frame: int, omega: float) -> FitSample:
+    u, v = omega * (F + X * X / F), omega * X * Y / F
+    return FitSample(frame, X, Y, u.astype(np.float32), v.astype(np.float32), None)
+
+
+def _strafe(frame: int, tx: float) -> FitSample:
+    invz = 1.0 / (2.0 + 8.0 * ((X + 300) / 600) ** 2)  # depth varies across the view
+    u = (F * tx * invz).astype(np.float32)
+    return FitSample(frame, X, Y, u, np.zeros_like(u), None)
+
+
+def test_a_turn_that_stalls_is_still_a_turn() -> None:
+    samples = [_yaw(0, 0.01), _yaw(16, 0.0), _yaw(32, 0.01), _yaw(48, 0.0)]
+    fit = fit_flow_rotation_per_frame(samples, F)
+    assert fit is not None and fit.method == DEPTH_FREE_METHOD
+    assert fit.p_yaw > 0.99 and fit.n_frames == 2
+    pooled = fit_flow_rotation(samples, F)
+    assert pooled is not None and pooled.p_yaw < 0.8  # the pooled ω read the stall as parallax
+
+
+def test_a_strafe_is_translation_and_all_still_is_no_fit() -> None:
+    fit = fit_motion_type([_strafe(0, 0.05), _strafe(16, 0.0), _strafe(32, 0.05)], F)
+    assert fit is not None and fit.p_trans > 0.99
+    assert fit_motion_type([_yaw(0, 0.0), _strafe(16, 0.0)], F) is None
