@@ -188,7 +188,8 @@ class KeyChannel:
         name has no keyCode is bad input now, not a lost episode later."""
         kinds = ["configure", "keydown", "keyup", "press", "heartbeat"]
         for template in (t for t in kinds if t in self.profile.templates):
-            for key in set(keys) or {None}:
+            targets: set[str | None] = set(keys) or {None}
+            for key in targets:
                 self.message(template, key)
 
     async def _send(self, payload: str | bytes) -> None:

@@ -198,8 +198,8 @@ class WebSocketSource(LiveSource):
     def handle(self, kind: Literal["text", "binary"], data: str | bytes) -> None:
         """One server message (the reader calls this; so does the message fuzz suite)."""
         try:
-            if kind == "text":
-                incoming = read_text(str(data), self.profile)
+            if isinstance(data, str):
+                incoming = read_text(data, self.profile)
             else:
                 incoming = read_binary(bytes(data), self.profile)
         except MessageProblem as exc:
