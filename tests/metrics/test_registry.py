@@ -31,7 +31,16 @@ DESIGN_COLUMNS = (
     "aesthetic_quality",
 )
 # WorldAtlas: columns of memory_loop results only, after WorldMark's master table.
-WORLDATLAS_COLUMNS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
+WORLDATLAS_COLUMNS = (
+    "memory_return_gate",
+    "keystroke_natet",
+    "keystroke_nater",
+    "memory_scene_f1",
+    "memory_revisit_fidelity",
+    "memory_geometric_closure",
+    "memory_rendering_recovery",
+    "memory_half_life",
+)
 
 
 def test_builtin_metrics_in_design_order_with_resolvable_targets() -> None:
@@ -41,6 +50,7 @@ def test_builtin_metrics_in_design_order_with_resolvable_targets() -> None:
         spec = metric_spec(name)
         assert spec.suites == ("memory_loop",)
         assert spec.applies_to("memory_loop") and not spec.applies_to("worldmark")
+        assert spec.scale == 1.0 and spec.decimals == 4  # WorldAtlas's own [0, 1]
     assert metric_spec("memory_scene_f1").unmeasured_is_missing
     assert all(metric_spec(n).applies_to("worldmark") for n in DESIGN_COLUMNS)
     assert metric_names(live=True) == DESIGN_COLUMNS[:8] == metric_names(family="control")
