@@ -96,7 +96,7 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
         reason = "memory perception was off for this episode"
         return {name: MetricResult.missing(reason) for name in MEMORY_METRICS}
     local = local_memory(
-        cache.sx, cache.srad, mem.embeddings, mem.cuts, cache.fps, distance_scale=_scale(info)
+        cache.sx, cache.srad, mem.embeddings, mem.cuts, cache.fps, **_local_scale(info)
     )
     if mem.cuts is None and info.get("cut_failure"):
         # the kernel says "missing"; say why, naming the detector
@@ -125,12 +125,16 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
     return {"local_memory": local, "revisit_memory": revisit, "global_memory": glob}
 
 
-def _scale(info: dict[str, Any]) -> float:
-    """The distance scale the embeddings were calibrated with, as the cache recorded it; a
-    cache from before calibrations were recorded was scored unscaled, and still is, so that
-    ``rescore`` reproduces it."""
+def _local_scale(info: dict[str, Any]) -> dict[str, float]:
+    """Local Memory's scale of the embeddings as the cache recorded it (distance scale and
+    wider-kernel exponent, docs/methods.md#cpu-defaults-and-backends); a cache from before
+    calibrations (or the Local kernel) were recorded was scored without them, and still is, so
+    that ``rescore`` reproduces it."""
     calibration = info.get("embedding_calibration") or {}
-    return float(calibration.get("distance_scale", 1.0))
+    return {
+        "distance_scale": float(calibration.get("distance_scale", 1.0)),
+        "local_exponent": float(calibration.get("local_exponent", 1.0)),
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,20 +51,52 @@ class DescriptorCalibration:
     kernel, so the kernel and its threshold stay the seed's (parity holds: DINOv2's scale is
     exactly 1). Recorded in the cache and in scores.json provenance, so ``rescore`` applies the
     calibration the embeddings were made with, not whatever the code says later.
+
+    ``local_exponent`` (docs/methods.md#cpu-defaults-and-backends): Local Memory's own kernel
+    scale. An RBF descriptor's ``1 − cos`` is ``1 − exp(−H²/σ²)``; Local Memory reads it on a
+    wider kernel σ_L² as ``1 − (1 − d)^(σ²/σ_L²)`` (``local_exponent = σ²/σ_L²``) before
+    ``distance_scale``, and ``tau_mut`` is calibrated on that wider kernel. Revisit Memory keeps
+    the embedding's own σ² (``revisit_sigma2``). 1.0 (DINOv2, and caches from before the split):
+    Local Memory reads the distances as they are.
     """
 
     tau_mut: float
     distance_scale: float
+    local_exponent: float = 1.0
+    sigma2: float | None = None  # the embedding's own kernel width (Revisit Memory's scale)
 
     @classmethod
-    def for_threshold(cls, tau_mut: float) -> DescriptorCalibration:
-        """The calibration whose threshold is ``tau_mut`` on the backend's own distances."""
+    def for_threshold(
+        cls, tau_mut: float, *, sigma2: float | None = None, local_sigma2: float | None = None
+    ) -> DescriptorCalibration:
+        """The calibration whose threshold is ``tau_mut`` on the backend's own distances (on
+        the wider kernel ``local_sigma2`` when given, for an RBF descriptor of width ``sigma2``)."""
         if not (0.0 < tau_mut <= 2.0):
             raise ValueError(f"a 1 − cos threshold must lie in (0, 2], got {tau_mut!r}")
-        return cls(float(tau_mut), TAU_MUT / float(tau_mut))
+        exponent = 1.0
+        if local_sigma2 is not None:
+            if sigma2 is None or not (0.0 < sigma2 <= local_sigma2):
+                raise ValueError(f"local_sigma2 {local_sigma2!r} needs 0 < sigma2 <= it")
+            exponent = float(sigma2) / float(local_sigma2)
+        return cls(float(tau_mut), TAU_MUT / float(tau_mut), exponent, sigma2)
+
+    def local_distance(self, d: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """``1 − cos`` read on Local Memory's kernel (as ``local_memory`` reads it), unscaled."""
+        d = np.asarray(d, dtype=np.float64)
+        if self.local_exponent == 1.0:
+            return d
+        out: npt.NDArray[np.float64] = 1.0 - np.clip(1.0 - d, 1e-6, 1.0) ** self.local_exponent
+        return out
 
     def to_json(self) -> dict[str, float]:
-        return {"tau_mut": self.tau_mut, "distance_scale": self.distance_scale}
+        out = {"tau_mut": self.tau_mut, "distance_scale": self.distance_scale}
+        if self.local_exponent != 1.0 and self.sigma2 is not None:
+            out.update(
+                local_exponent=self.local_exponent,
+                local_sigma2=self.sigma2 / self.local_exponent,
+                revisit_sigma2=self.sigma2,
+            )
+        return out
 
 
 SEED_CALIBRATION = DescriptorCalibration(TAU_MUT, 1.0)
@@ -100,12 +132,19 @@ _N_BINS = _L_BINS * _AB_BINS * _AB_BINS * _EDGE_BINS
 _SIGMA2 = 0.2
 _N_FREQ = 384  # 2·384 = 768 dimensions (as DINOv2-base); RFF relative noise ≈ sqrt(2/384) ≈ 7 %
 _RFF_SEED = 0x5E_ED_0E_B0
-# Mutation threshold on this descriptor's 1 − cos (H² ≈ 0.18 at σ² = 0.2). Measured on clean
-# turns at 15/45/90 °/s (Local Memory's samples 0.5 s apart) over noise textures, flat colours,
-# high-frequency detail and outdoor gradients: max 0.19 at 15 °/s, p95 ≤ 0.38 at 45 °/s,
-# procedural world ≤ 0.07; hard cuts and scene swaps ≥ 0.90 (bench/descriptor_calibration.py).
-_TAU_MUT_CPU = 0.6
-CPU_CALIBRATION = DescriptorCalibration.for_threshold(_TAU_MUT_CPU)
+# Two scales of one descriptor (docs/methods.md#cpu-defaults-and-backends). Revisit Memory reads
+# the embedding's own σ² = 0.2, which keeps the forget/amnesia contrast. Local Memory reads a
+# 5× wider kernel, σ_L² = 1.0: σ² = 0.2 saturates, so a fast clean turn (90 °/s, flat colours:
+# max 0.83) sat next to hard cuts and swaps (min 0.90) and lost Local Memory; on σ_L² they are
+# max 0.30 against min 0.37 (bench/descriptor_calibration.py). Local Memory's mutation threshold
+# on σ_L², measured on clean turns at 15/45/90 °/s over noise textures, flat colours,
+# high-frequency detail and outdoor gradients: 90 °/s max 0.87 τ, 45 °/s max 0.40 τ; mutations
+# ≥ 1.10 τ.
+_LOCAL_SIGMA2 = 1.0
+_TAU_MUT_CPU = 0.34
+CPU_CALIBRATION = DescriptorCalibration.for_threshold(
+    _TAU_MUT_CPU, sigma2=_SIGMA2, local_sigma2=_LOCAL_SIGMA2
+)
 
 
 class ColorHistRbf:

@@ -17,6 +17,7 @@ to the first), 0 for identical frames.
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,8 +35,11 @@ F64 = npt.NDArray[np.float64]
 
 GRAM_IMAGE_SHORT_SIDE = 128  # the VGG input short side of WorldAtlas's CPU path
 # Calibration of the CPU statistic (see FilterBankGram): a 1/f noise texture against itself
-# blurred by a Gaussian of sigma 1.5 px at the 128-px scale measures GRAM_TAU = 0.002.
-FILTER_BANK_GRAM_SCALE = 0.05089
+# blurred by a Gaussian of sigma 1.5 px at the 128-px scale measures GRAM_TAU = 0.002, with the
+# Gram matrices taken per cell of a FILTER_BANK_GRAM_GRID × FILTER_BANK_GRAM_GRID grid (the
+# global statistic, grid 1, measured it with scale 0.05089).
+FILTER_BANK_GRAM_SCALE = 0.04545
+FILTER_BANK_GRAM_GRID = 2
 
 
 class GramBackend(Protocol):
@@ -69,30 +73,40 @@ class FilterBankGram:
     CIELAB terms of the metric measure, texture is what this one measures. Features per channel:
     the channel, Sobel x/y, a Laplacian and four Gabor orientations (9×9, sigma 2, wavelength 6),
     at full and half resolution (24 maps × 2 scales, as VGG's early blocks see two scales);
-    uncentred Gram ``F Fᵀ / (C·H·W)``, mean squared Gram difference summed over the scales.
+    uncentred Gram ``F Fᵀ / (C·H·W)`` per cell of a 2×2 grid (the normalisation stays the
+    frame's, so a cell's Gram also carries where its colours and textures lie), mean squared Gram
+    difference averaged over the cells and summed over the scales. The grid makes the statistic
+    layout-aware: a world that redraws the scene in the same style keeps its global texture
+    statistics but not which quadrant holds which texture (the amnesia world of
+    bench/worldatlas_memory.py), while a small viewpoint change moves each cell's content little.
+    VGG backends keep WorldAtlas's global Gram.
 
     Calibration (docs/methods.md#cpu-defaults-and-backends): scaled by
-    ``FILTER_BANK_GRAM_SCALE`` so that pink noise against itself blurred by sigma 1.5 px (a
-    clear loss of fine detail) measures 0.002, the VGG distance's e⁻¹ point. A proxy: its values
+    ``FILTER_BANK_GRAM_SCALE`` (0.04545 for the 2×2 grid; 0.05089 for the global statistic) so
+    that pink noise against itself blurred by sigma 1.5 px (a clear loss of fine detail)
+    measures 0.002, the VGG distance's e⁻¹ point. A proxy: its values
     are not VGG's.
     """
 
     name = "cpu-filterbank-gram"
 
-    def __init__(self) -> None:
+    def __init__(self, grid: int = FILTER_BANK_GRAM_GRID, scale: float | None = None) -> None:
+        self.grid = int(grid)
+        self.scale = FILTER_BANK_GRAM_SCALE if scale is None else float(scale)
         self._gabors = [
             cv2.getGaborKernel((9, 9), 2.0, theta, 6.0, 0.5, 0.0, ktype=cv2.CV_64F)
             for theta in (0.0, np.pi / 4, np.pi / 2, 3 * np.pi / 4)
         ]
 
     def grams(self, frame: Frame) -> list[F64]:
-        """The two Gram matrices (24 × 24) of one frame."""
+        """The Gram matrices (24 × 24) of one frame: per scale, one per grid cell (row-major)."""
         image = np.asarray(_short_side(as_rgb_uint8(frame, self.name)), dtype=np.float64)
         image = image - image.reshape(-1, 3).mean(axis=0)
         contrast = float(image.std())
         image = image / max(contrast, 1e-6)
         grams: list[F64] = []
         level = image
+        n = self.grid
         for _ in range(2):
             responses: list[F64] = []
             for c in range(3):
@@ -104,8 +118,14 @@ class FilterBankGram:
                     np.asarray(cv2.Laplacian(x, cv2.CV_64F, ksize=3)),
                 ]
                 responses += [np.asarray(cv2.filter2D(x, cv2.CV_64F, g)) for g in self._gabors]
-            features = np.stack([r.ravel() for r in responses])
-            grams.append(features @ features.T / features.size)
+            stack = np.stack(responses)
+            h, w = stack.shape[1:]
+            rows = np.linspace(0, h, n + 1).round().astype(int)
+            cols = np.linspace(0, w, n + 1).round().astype(int)
+            for r0, r1 in itertools.pairwise(rows):
+                for c0, c1 in itertools.pairwise(cols):
+                    features = stack[:, r0:r1, c0:c1].reshape(len(responses), -1)
+                    grams.append(features @ features.T / features.size)
             level = np.asarray(cv2.pyrDown(level), dtype=np.float64)
         return grams
 
@@ -114,7 +134,7 @@ class FilterBankGram:
         grams_a = self.grams(a)
         grams_b = self.grams(_resize_like(as_rgb_uint8(frame_b, self.name), a))
         raw = sum(float(np.mean((x - y) ** 2)) for x, y in zip(grams_a, grams_b, strict=True))
-        return FILTER_BANK_GRAM_SCALE * raw
+        return self.scale * raw / (self.grid * self.grid)
 
 
 # --- VGG ----------------------------------------------------------------------------------

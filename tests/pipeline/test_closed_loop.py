@@ -22,8 +22,8 @@ FIDELITY_MARGIN = 0.1
 RENDERING_MARGIN = 0.03
 
 
-def _source(defect: str) -> InProcessSource:
-    loop = memory_loop("yaw_loop_180", fps=24.0, seconds=SECONDS)
+def _source(defect: str, trajectory: str = "yaw_loop_180") -> InProcessSource:
+    loop = memory_loop(trajectory, fps=24.0, seconds=SECONDS)
     config = replace(
         world_config_for_defect(defect),
         width=320,
@@ -37,12 +37,12 @@ def _source(defect: str) -> InProcessSource:
     return InProcessSource(
         ProceduralWorld(config),
         loop.schedule(),
-        episode="yaw_loop_180",
+        episode=trajectory,
         model_name=f"procedural-world-{defect}",
         suite="memory_loop",
         width=320,
         height=216,
-        trajectory="yaw_loop_180",
+        trajectory=trajectory,
     )
 
 
@@ -68,3 +68,14 @@ def test_amnesia_scores_lower_and_rescore_is_bit_identical(tmp_path: Path) -> No
     assert (tmp_path / "clean" / "cache" / "closed_loop" / "frames").is_dir()
     assert rescore_dir(tmp_path / "clean").changed == []
     assert rescore_dir(tmp_path / "amnesia").changed == []
+
+
+def test_square_loop_amnesia_lowers_rendering_recovery(tmp_path: Path) -> None:
+    """square_loop's revisits are loose matches and the amnesia world redraws the scene in the
+    same style: only the layout-aware (2×2 grid) Gram term tells them apart."""
+    clean = run(_source("clean", "square_loop"), tmp_path / "clean").scores.metrics
+    amnesia = run(_source("amnesia", "square_loop"), tmp_path / "amnesia").scores.metrics
+    ren_c, ren_a = clean["memory_rendering_recovery"], amnesia["memory_rendering_recovery"]
+    assert ren_c.status == "official", ren_c.reason
+    assert ren_c.details["gram_backend"] == "cpu-filterbank-gram"
+    assert (ren_c.normalized or 0) - (ren_a.normalized or 0) >= RENDERING_MARGIN

@@ -143,6 +143,9 @@ def _check_cuts(cuts: Sequence[int]) -> list[int]:
     return sorted(set(out))
 
 
+_MIN_SIMILARITY = 1e-6  # exp(−H²/σ²) floor for the wider kernel (1 − cos ≥ 1 under RFF noise)
+
+
 def local_memory(
     sx: ArrayLike,
     srad: ArrayLike,
@@ -151,6 +154,7 @@ def local_memory(
     fps: float,
     *,
     distance_scale: float = 1.0,
+    local_exponent: float = 1.0,
 ) -> MetricResult:
     """Local Memory of one episode (docs/methods.md#local_memory; statuses
     docs/methods.md#statuses).
@@ -160,7 +164,9 @@ def local_memory(
     ``cuts``: frame indices of the shot-cut detector's cuts, None when it failed/was unavailable
     (→ missing); ``fps``: the rollout's real frame rate; ``distance_scale``: the embedding
     backend's calibration (``DescriptorCalibration``), applied to ``1 − cos`` before the
-    threshold, so ``pair_distances`` are on WorldMark's scale.
+    threshold, so ``pair_distances`` are on WorldMark's scale; ``local_exponent``: the
+    calibration's wider Local Memory kernel, ``d -> 1 − (1 − d)^local_exponent`` before the scale
+    (1 = the distances as they are; docs/methods.md#cpu-defaults-and-backends).
 
     ``details["hard_cut"]`` (bool) and ``details["mutation_rate"]`` (float, None only when a hard
     cut left no countable pair) feed ``local_memory_model``.
@@ -168,6 +174,8 @@ def local_memory(
     fps = check_fps(fps)
     if not (math.isfinite(distance_scale) and distance_scale > 0.0):
         raise ValueError(f"distance_scale must be a positive number, got {distance_scale!r}")
+    if not (math.isfinite(local_exponent) and 0.0 < local_exponent <= 1.0):
+        raise ValueError(f"local_exponent must lie in (0, 1], got {local_exponent!r}")
     mag = flow_magnitude(sx, srad)
     n_missing = int(np.count_nonzero(~np.isfinite(mag)))
     base: dict[str, Any] = {
@@ -177,6 +185,8 @@ def local_memory(
         "tau_mut": TAU_MUT,
         "distance_scale": distance_scale,
     }
+    if local_exponent != 1.0:
+        base["local_exponent"] = local_exponent
     if mag.size == 0:
         return MetricResult.not_applicable("no flow samples", base)
     delta = motion_step(mag, fps)
@@ -206,6 +216,8 @@ def local_memory(
     guard = cut_guard_frames(fps)
     a, b = frames[:-1], frames[1:]
     dist = appearance.distance(a, b)
+    if local_exponent != 1.0:  # the wider kernel; 1 − cos past 1 (RFF noise) is "unrelated"
+        dist = 1.0 - np.clip(1.0 - dist, _MIN_SIMILARITY, 1.0) ** local_exponent
     if distance_scale != 1.0:  # WorldMark's descriptor: its distances exactly as they are
         dist = dist * distance_scale
     near_cut = guarded_pairs(a, b, cut_list, guard)
