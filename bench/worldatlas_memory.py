@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from streameval.protocol.memory_loop import TRAJECTORIES
 
 from streameval.engine.closed_loop_frames import keep_revisit_frames
-from streameval.engine.worldatlas_track import WorldAtlasTrack
+from streameval.engine.track import WorldAtlasTrack
 from streameval.metrics.worldatlas.closed_loop_scores import CLOSED_LOOP_METRICS, score_closed_loop
 from streameval.perception.embedding import ColorHistRbf
 from streameval.perception.gram import FilterBankGram

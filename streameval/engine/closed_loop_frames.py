@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streameval.engine.worldatlas_track import WorldAtlasTrack
+from streameval.engine.track import WorldAtlasTrack
 from streameval.metrics.worldatlas.closed_loop import resize_like
 from streameval.metrics.worldatlas.closed_loop_scores import ClosedLoopFrames, closed_loop_pairs
 from streameval.metrics.worldatlas.pose_distance import PoseTrackError, as_pose_track

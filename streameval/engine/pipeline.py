@@ -52,8 +52,7 @@ from streameval.engine.perception_plan import (
 )
 from streameval.engine.provisional import LiveScores
 from streameval.engine.scoring import episode_document, score_episode
-from streameval.engine.track import EpisodeTrack
-from streameval.engine.worldatlas_track import WorldAtlasTrack, trajectory_of
+from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD
 from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.metrics.segments import equal_split_keys
