@@ -57,7 +57,12 @@ def test_evaluate_inside_a_running_loop_returns_scores(tmp_path: Path) -> None:
     metrics = result.scores["008_AD"]
     assert metrics["direction_accuracy_trans"].status == "official"
     assert metrics["direction_accuracy_trans"].normalized is not None
-    assert metrics["direction_accuracy_trans"].normalized > 90
+    # a uniform flat slide is as much a turn as a strafe to a depth-free fit (no parallax), so
+    # the type gate may weigh it down; the ungated direction of its scored segments must be right
+    assert metrics["direction_accuracy_trans"].normalized > 50
+    segments = metrics["direction_accuracy_trans"].details["segments"]
+    directions = [s["dir"] for s in segments if "dir" in s]
+    assert directions and all(d > 0.95 for d in directions), segments
     on_disk = json.loads((tmp_path / "slider" / "008_AD" / "scores.json").read_text())
     assert on_disk["metrics"]["direction_accuracy_trans"]["normalized"] == pytest.approx(
         metrics["direction_accuracy_trans"].normalized

@@ -91,9 +91,10 @@ def test_report_screenshot_is_not_blank_and_shows_the_plots(results: Path, tmp_p
     page = episode_dir(results, "procedural-world[hiccup]", "008_AD") / "report.html"
     image = screenshot(page, tmp_path / "report.png")
     assert image.std() > 20  # not a blank page
-    # Local Memory's bars: on WorldMark's scale since the CPU descriptor's calibration, a clean
-    # turn's pair distances are 10-20 % of tau (about 1,400 bar pixels here)
-    assert share_of(image, BAR) > 0.0002
+    # Local Memory's bars: drawn on the distance Local Memory reads (the CPU descriptor's wider
+    # Local kernel, docs/methods.md#cpu-defaults-and-backends), where a clean turn's pair
+    # distances are a few % of tau: about 100 bar pixels here, but never none
+    assert share_of(image, BAR) > 0.000005
     # segment shading of the A/D keys (green and yellow at 15 % on white)
     assert share_of(image, (217, 240, 234)) + share_of(image, (253, 251, 228)) > 0.01
 
