@@ -19,7 +19,8 @@ import numpy.typing as npt
 
 from streameval.engine.track import WorldAtlasTrack
 from streameval.metrics.worldatlas.closed_loop import resize_like
-from streameval.metrics.worldatlas.closed_loop_scores import ClosedLoopFrames, closed_loop_pairs
+from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
+from streameval.metrics.worldatlas.closed_loop_scores import closed_loop_pairs
 from streameval.metrics.worldatlas.pose_distance import PoseTrackError, as_pose_track
 from streameval.metrics.worldatlas.revisit import return_gate
 from streameval.perception.embedding import EmbeddingBackend
@@ -33,6 +34,8 @@ def _decode(jpeg: bytes) -> Frame:
     import cv2
 
     bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:  # our own JPEG of a frame we received: only a bug gets here
+        raise ValueError("a kept revisit frame does not decode")
     return np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
 
 

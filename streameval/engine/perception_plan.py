@@ -29,7 +29,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from streameval.constants import EQUAL_SPLIT_KEYS
 from streameval.core.events import EpisodeInfo
 from streameval.engine.scoring import fit_plan
 from streameval.inputs.numbers import MAX_EPISODE_FRAMES

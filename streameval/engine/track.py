@@ -21,7 +21,7 @@ from streameval.core.events import EpisodeInfo, FrameEvent
 from streameval.core.growable import GrowableArray
 from streameval.metrics.fits.geometry import intrinsics_for_depth
 from streameval.metrics.fits.motion_type import FitSample
-from streameval.metrics.worldatlas.closed_loop_scores import ClosedLoopFrames
+from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
 from streameval.metrics.worldatlas.gate_online import OnlineReturnGate
 from streameval.perception.pose_estimator import CpuPoseEstimator
 from streameval.protocol.memory_loop import TRAJECTORIES

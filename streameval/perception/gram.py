@@ -244,8 +244,9 @@ class VggGram:
     def _grams(self, frame: Frame) -> list[Any]:
         torch = self._torch
         image = _short_side(frame).astype(np.float32) / np.float32(255.0)
-        image = (image - np.asarray(IMAGENET_MEAN, np.float32)) / np.asarray(
-            IMAGENET_STD, np.float32
+        image = np.asarray(
+            (image - np.asarray(IMAGENET_MEAN, np.float32)) / np.asarray(IMAGENET_STD, np.float32),
+            dtype=np.float32,
         )
         x = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))[None].to(self._device)
         grams = []
