@@ -123,13 +123,11 @@ def model_jobs(
     from streameval.inputs.numbers import check_frame_count
     from streameval.protocol.schedule import Schedule
     from streameval.protocol.suites import worldmark_keys
-    from streameval.runs.python_model import model_fps, model_size
+    from streameval.runs.python_model import model_fps, model_source_opener
     from streameval.transports.inprocess.driver import InProcessSource
-    from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S, ModelHealth
+    from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
 
     where = origin or name
-    if not callable(getattr(model, "step", None)):
-        raise BadInputError(where, f"{type(model).__name__} has no step(key)")
     timeout = DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout
     if suite == MEMORY_LOOP_SUITE:
         return model_loop_jobs(
@@ -142,9 +140,9 @@ def model_jobs(
             step_timeout=timeout,
             origin=where,
         )
+    open_model = model_source_opener(model, name, step_timeout=timeout, origin=where)
     _check_actions(actions)
     rate = model_fps(model, fps, where)
-    health = ModelHealth()
     jobs: list[EpisodeJob] = []
     for action in actions:
         keys = worldmark_keys(action)
@@ -153,20 +151,7 @@ def model_jobs(
         check_frame_count(schedule.total_frames, "fps × seconds per key")
 
         def open_source(schedule: Schedule = schedule, episode: str = episode) -> InProcessSource:
-            if health.hung is not None:  # its thread may still be inside the model
-                raise BadInputError(name, f"not driven again: {health.hung}")
-            return InProcessSource(
-                model,
-                schedule,
-                episode=episode,
-                model_name=name,
-                suite=suite,
-                width=model_size(model, "width"),
-                height=model_size(model, "height"),
-                step_timeout=timeout,
-                reset=callable(getattr(model, "reset", None)),
-                health=health,
-            )
+            return open_model(schedule, episode=episode, suite=suite)
 
         results_dir = episode_dir(out, name, episode)
         jobs.append(EpisodeJob(episode, open_source, results_dir, recorders(results_dir, record)))

@@ -117,31 +117,16 @@ def model_loop_jobs(
 ) -> list[EpisodeJob]:
     """An in-process model (``step(key) -> frame``) on each loop, reset before each one when
     it can be; a model that hung once is not driven again (as ``builders.model_jobs``)."""
-    from streameval.runs.python_model import model_size
+    from streameval.runs.python_model import model_source_opener
     from streameval.transports.inprocess.driver import InProcessSource
-    from streameval.transports.inprocess.model_thread import ModelHealth
 
-    if not callable(getattr(model, "step", None)):
-        raise BadInputError(origin, f"{type(model).__name__} has no step(key)")
-    health = ModelHealth()
+    open_model = model_source_opener(model, name, step_timeout=step_timeout, origin=origin)
     jobs: list[EpisodeJob] = []
     for loop in memory_loops(plan, fps):
 
         def open_loop(loop: MemoryLoop = loop) -> InProcessSource:
-            if health.hung is not None:  # its thread may still be inside the model
-                raise BadInputError(name, f"not driven again: {health.hung}")
-            return InProcessSource(
-                model,
-                loop.schedule(),
-                episode=loop.name,
-                model_name=name,
-                suite=MEMORY_LOOP_SUITE,
-                width=model_size(model, "width"),
-                height=model_size(model, "height"),
-                step_timeout=step_timeout,
-                reset=callable(getattr(model, "reset", None)),
-                health=health,
-                trajectory=loop.name,
+            return open_model(
+                loop.schedule(), episode=loop.name, suite=MEMORY_LOOP_SUITE, trajectory=loop.name
             )
 
         results_dir = episode_dir(out, name, loop.name)

@@ -10,14 +10,20 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streameval.errors import BadInputError
 from streameval.inputs.jsonfile import one_line
 from streameval.inputs.numbers import FPS
 
+if TYPE_CHECKING:
+    from streameval.protocol.schedule import Schedule
+    from streameval.transports.inprocess.driver import InProcessSource
+
 SUPPORTED_SCHEMES = ("python",)
+SourceOpener = Callable[..., "InProcessSource"]
 
 
 def _import_and_build(module_name: str, attr: str, url: str) -> Any:
@@ -124,3 +130,37 @@ def model_fps(model: Any, override: float | None, url: str) -> float:
     except Exception as exc:
         raise BadInputError(url, f"model.fps raised {type(exc).__name__}: {exc}") from None
     return FPS.check(value, f"{url} (model.fps)")
+
+
+def model_source_opener(model: Any, name: str, *, step_timeout: float, origin: str) -> SourceOpener:
+    """``open(schedule, episode=, suite=, trajectory=None)`` for an in-process ``model``, shared
+    by every episode of one run: model calls run in the model's own thread bounded by
+    ``step_timeout``; ``reset()`` is called before each episode when the model has it; a model
+    that hung once is not driven again (its thread may still be inside it)."""
+    from streameval.transports.inprocess.driver import InProcessSource
+    from streameval.transports.inprocess.model_thread import ModelHealth
+
+    if not callable(getattr(model, "step", None)):
+        raise BadInputError(origin, f"{type(model).__name__} has no step(key)")
+    health = ModelHealth()
+
+    def open_source(
+        schedule: Schedule, *, episode: str, suite: str, trajectory: str | None = None
+    ) -> InProcessSource:
+        if health.hung is not None:
+            raise BadInputError(name, f"not driven again: {health.hung}")
+        return InProcessSource(
+            model,
+            schedule,
+            episode=episode,
+            model_name=name,
+            suite=suite,
+            width=model_size(model, "width"),
+            height=model_size(model, "height"),
+            step_timeout=step_timeout,
+            reset=callable(getattr(model, "reset", None)),
+            health=health,
+            trajectory=trajectory,
+        )
+
+    return open_source
