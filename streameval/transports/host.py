@@ -10,13 +10,13 @@ as a real game server does); without any message for ``idle_timeout_s`` it stops
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
 
+from streameval.core.tasks import cancel_and_wait
 from streameval.protocol.keys import NO_KEY
 from streameval.protocol.wire import Bye, Frame, Heartbeat, KeyDown, KeyUp, Message, Reset, Step
 
@@ -69,11 +69,7 @@ class ModelHost:
         self._tasks = [asyncio.create_task(self._step_loop()), asyncio.create_task(self._play())]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(self._tasks)
 
     async def handle(self, message: Message) -> None:
         self.last_message = time.perf_counter()

@@ -29,12 +29,15 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from streameval.core.tasks import cancel_and_wait
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.templates import TemplateError, encode, render
 
 KeyKind = Literal["keydown", "keyup", "heartbeat"]
 _PRESS_FALLBACK_CHUNKS = 4.0
 """Press again after this many chunk durations with no boundary seen (a lost press)."""
+SEND_TIMEOUT_S = 10.0
+"""A key message the server has not taken in this long ends the episode (named), never a hang."""
 
 
 class KeyOut(Protocol):
@@ -61,9 +64,14 @@ class HttpPostOut:
         self.session, self.url = session, url
 
     async def send(self, payload: str | bytes) -> None:
+        import aiohttp
+
         kind = "application/msgpack" if isinstance(payload, bytes) else "application/json"
         async with self.session.post(
-            self.url, data=payload, headers={"Content-Type": kind}
+            self.url,
+            data=payload,
+            headers={"Content-Type": kind},
+            timeout=aiohttp.ClientTimeout(total=SEND_TIMEOUT_S),
         ) as response:
             if response.status >= 400:
                 raise ConnectionError(f"{self.url}: HTTP {response.status}")
@@ -193,7 +201,12 @@ class KeyChannel:
                 self.message(template, key)
 
     async def _send(self, payload: str | bytes) -> None:
-        await self.out.send(payload)
+        try:
+            async with asyncio.timeout(SEND_TIMEOUT_S):
+                await self.out.send(payload)
+        except TimeoutError:
+            where = getattr(self.out, "url", "the key channel")
+            raise ConnectionError(f"{where}: no answer within {SEND_TIMEOUT_S:g} s") from None
         self.last_sent = time.perf_counter()
         self.sent += 1
 
@@ -228,10 +241,7 @@ class KeyChannel:
 
     async def close(self) -> None:
         await self._stop_repeater()
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(BaseException):
-                await self._heartbeat
+        await cancel_and_wait([self._heartbeat])
 
     def silence(self) -> float | None:
         """Seconds since we last sent anything (None: nothing sent)."""
@@ -258,10 +268,14 @@ class KeyChannel:
                 if every:
                     await asyncio.sleep(every / 1000.0)
                 else:
+                    # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the inner
+                    # result when it is cancelled in the turn the boundary is set, so a keyup's
+                    # cancel was lost and the keyup waited for this task forever
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(
-                            self._boundary.wait(), _PRESS_FALLBACK_CHUNKS * chunk_s
-                        )
+                        async with asyncio.timeout(_PRESS_FALLBACK_CHUNKS * chunk_s):
+                            await self._boundary.wait()
+                if self._repeater is not asyncio.current_task():
+                    return  # superseded by a key change (belt and braces for the above)
                 await self._press(key)
         except asyncio.CancelledError:
             raise
@@ -271,11 +285,9 @@ class KeyChannel:
             self.on_lost(f"sending keys failed: {exc}")
 
     async def _stop_repeater(self) -> None:
-        if self._repeater is not None:
-            self._repeater.cancel()
-            with contextlib.suppress(BaseException):
-                await self._repeater
-            self._repeater = None
+        repeater, self._repeater = self._repeater, None
+        # bounded: a press in flight ends with its send's own timeout at the latest
+        await cancel_and_wait([repeater], SEND_TIMEOUT_S)
 
     async def _beat(self, interval: float) -> None:
         while True:

@@ -41,6 +41,7 @@ from streameval.core.events import (
     KeySent,
     SourceError,
 )
+from streameval.core.tasks import cancel_and_wait
 from streameval.errors import BadInputError
 from streameval.inputs.arrays import depth_problem
 from streameval.protocol.schedule import Schedule
@@ -56,6 +57,9 @@ RESEND_AFTER_S = 1.0
 """Video clock: steps asked again when no frame came for this long."""
 SMOKE_BELOW_S = 20.0
 """Suite value of seconds per key: anything shorter is a smoke test, and results say so."""
+PLAN_GRACE_S = 30.0
+"""Wall clock: the key plan ends this long after its last key at the latest (each send has a
+10 s timeout of its own; this bounds the episode whatever the transport does)."""
 MAX_REPORTED_PER_KIND = 5
 """Admission problems reported one by one before only the counter goes on."""
 
@@ -122,6 +126,7 @@ class LiveSource:
         self.chunks = ChunkLog(16.0, from_server=False)
         self.last_refused: str | None = None
         self._server_seen = -1  # the last server frame index seen, before admission
+        self._deadline: float | None = None  # wall clock: when the key plan must be done
 
     # ------------------------------------------------------------ transport hooks
 
@@ -309,15 +314,15 @@ class LiveSource:
                 continue
             if isinstance(event, FrameEvent):
                 self._pending_frames -= 1
+                if self._deadline is not None and time.perf_counter() > self._deadline:
+                    # frames still come but the key plan is overdue: a send that never
+                    # returned must not keep the episode open for ever
+                    self._finish(complete=False, reason="the key plan did not finish in time")
             return event
 
     async def close(self) -> None:
         self._ended = True
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(self._tasks)
         with contextlib.suppress(Exception):
             await self.close_transport()
 
@@ -377,8 +382,9 @@ class LiveSource:
                     self._finish(complete=True, reason=None)
                     return
                 self._frame_arrived.clear()
-                try:
-                    await asyncio.wait_for(self._frame_arrived.wait(), RESEND_AFTER_S)
+                try:  # asyncio.timeout: a cancel is never lost (3.11's wait_for can drop one)
+                    async with asyncio.timeout(RESEND_AFTER_S):
+                        await self._frame_arrived.wait()
                 except TimeoutError:
                     # requests (or their frames) lost on the way, e.g. across a broker
                     # restart: ask again; the server ignores indices it already rendered
@@ -398,6 +404,9 @@ class LiveSource:
                 self.lost(str(exc))
                 return
             t0 = time.perf_counter()
+            if self.config.clock == "wall":
+                plan_s = len(self.keys) * self.config.seconds_per_key
+                self._deadline = t0 + plan_s + PLAN_GRACE_S
             for j, key in enumerate(self.keys):
                 if self._ended:
                     return

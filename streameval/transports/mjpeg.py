@@ -149,10 +149,15 @@ class MjpegSource(LiveSource):
             await self.channel.key(kind, key)
             return
         name = self.key_names.get(key, key) if key is not None else None
+        import aiohttp
+
+        from streameval.transports.keychannel import SEND_TIMEOUT_S
+
         async with self._session.post(
             self.keys_url,
             data=public_key_message(kind, name),
             headers={"Content-Type": "application/json"},
+            timeout=aiohttp.ClientTimeout(total=SEND_TIMEOUT_S),
         ) as response:
             if response.status >= 400:
                 raise ConnectionError(f"{self.keys_url}: HTTP {response.status}")

@@ -124,3 +124,64 @@ def test_a_template_that_does_not_render_is_bad_input(
     assert main([*args, "--out", str(tmp_path / "out"), "--no-tui"]) == 2
     err = capsys.readouterr().err
     assert "no value for {keycode}" in err and "Traceback" not in err
+
+
+def test_a_keys_endpoint_that_never_answers_ends_the_episode_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A press-per-chunk server whose POST /control never returns: the episode ends
+    incomplete naming the keys URL (the send's own timeout), with the frames that came."""
+    import numpy as np
+    from aiohttp import web
+
+    from streameval.transports import keychannel
+    from tests.transports.chunked_world import jpeg
+
+    monkeypatch.setattr(keychannel, "SEND_TIMEOUT_S", 1.0)
+    body = jpeg(np.full((64, 96, 3), 128, np.uint8))
+
+    async def video(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "multipart/x-mixed-replace; boundary=frame"}
+        )
+        await response.prepare(request)
+        try:
+            while True:
+                part = f"--frame\r\nContent-Type: image/jpeg\r\nContent-Length: {len(body)}"
+                await response.write(part.encode() + b"\r\n\r\n" + body + b"\r\n")
+                await asyncio.sleep(1 / 16)
+        except (ConnectionResetError, asyncio.CancelledError):
+            return response
+
+    async def control(request: web.Request) -> web.Response:
+        await asyncio.sleep(3600)  # the server took the request and never answers
+        return web.json_response({"ok": True})
+
+    async def scenario() -> EpisodeOutcome:
+        app = web.Application()
+        app.router.add_get("/video/0", video)
+        app.router.add_post("/control/0", control)
+        runner, port = await start(app)
+        try:
+            source = open_network_source(
+                f"mjpeg+http://127.0.0.1:{port}/video/0",
+                ("W", "S"),
+                episode="stuck",
+                suite="test",
+                options=AttachOptions(
+                    clock=None,
+                    seconds_per_key=3.0,
+                    profile="gamecraft",
+                    keys_url=f"http://127.0.0.1:{port}/control/0",
+                ),
+            )
+            await source.connect()
+            async with asyncio.timeout(30):
+                return await run_episode(source, config=CONFIG)
+        finally:
+            await runner.cleanup()
+
+    outcome = asyncio.run(scenario())
+    assert not outcome.complete
+    reasons = " ".join(e.message for e in outcome.errors)
+    assert "/control/0: no answer within 1 s" in reasons, reasons
