@@ -39,6 +39,9 @@ class EpisodeStats:
         self.drop: frozenset[int] = frozenset()
         self.dropped_frames: list[int] = []
         self.dropped_keys: dict[int, str] = {}  # their keys: a gap's keys are the frames' own
+        # the episode as the source announced it (before perception has seen it): a cancel
+        # that comes first still finalizes what was received
+        self.info: EpisodeInfo | None = None
 
     def interactivity(self, info: EpisodeInfo | None, track: EpisodeTrack | None) -> dict[str, Any]:
         """scores.json's ``interactivity`` block (``streameval.metrics.interactivity``)."""

@@ -98,6 +98,7 @@ async def _read(
             # the episode before its first frame
             for o in observers:
                 o.on_start(event.info)
+            stats.info = event.info
             recorded = recorded_plan(event.info.extra)
             stats.drop = recorded.dropped if recorded is not None else frozenset()
         elif isinstance(event, FrameEvent):
@@ -425,6 +426,8 @@ async def run_episode(
             await source.close()
     # the thread has posted its last result (or was stopped): nobody else touches the episode
     await asyncio.to_thread(worker.join, 5.0)
+    if cancelled and episode.info is None and stats.info is not None:
+        episode.start(stats.info)  # cancelled before perception saw the start: still kept
     if episode.info is None or episode.track is None:
         if cancelled:  # nothing was received: nothing to finalize
             raise asyncio.CancelledError

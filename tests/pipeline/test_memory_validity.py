@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
+
 from streameval.core.metric_result import MetricResult
 from tests.pipeline.helpers import run, world_source
+
+# one worker runs the module: its episodes are cached per process and shared by its tests
+pytestmark = pytest.mark.xdist_group("memory-validity")
 
 MEMORY = ("local_memory", "revisit_memory", "global_memory")
 

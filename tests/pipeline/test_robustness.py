@@ -96,22 +96,55 @@ def test_live_source_drops_frames_when_perception_falls_behind(tmp_path: Path) -
     assert outcome.interactivity["frames_received"] == 80
 
 
-def test_cancel_finalizes_incomplete_episode(tmp_path: Path) -> None:
+class _Received(EpisodeObserver):
+    """Sets ``reached`` once ``n`` frames have been received (0: at the episode's start)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.seen = n, 0
+        self.reached = asyncio.Event()
+
+    def on_start(self, info: object) -> None:
+        if self.n == 0:
+            self.reached.set()
+
+    def on_frame(self, event: FrameEvent) -> None:
+        self.seen += 1
+        if self.seen >= self.n:
+            self.reached.set()
+
+
+def _cancelled_at(tmp_path: Path, received: int, settle_s: float) -> dict[str, object]:
     events = shifting_events("AD", 200)
 
     async def main() -> None:
+        seen = _Received(received)
         task = asyncio.create_task(
-            run_episode(ListSource(events, delay_s=0.002), results_dir=tmp_path)
+            run_episode(ListSource(events, delay_s=0.002), results_dir=tmp_path, observers=[seen])
         )
-        await asyncio.sleep(0.5)
+        await seen.reached.wait()  # progress, not a guess of how fast this machine is
+        await asyncio.sleep(settle_s)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
     asyncio.run(main())
-    doc = json.loads((tmp_path / "scores.json").read_text())
+    doc: dict[str, object] = json.loads((tmp_path / "scores.json").read_text())
+    return doc
+
+
+def test_cancel_finalizes_incomplete_episode(tmp_path: Path) -> None:
+    doc = _cancelled_at(tmp_path, received=40, settle_s=0.3)
     assert doc["complete"] is False
-    assert 0 < doc["frames"] < 400
+    assert 0 < doc["frames"] < 400  # type: ignore[operator]
+
+
+def test_a_cancel_before_perception_saw_the_start_still_writes_the_episode(
+    tmp_path: Path,
+) -> None:
+    """Cancelled in the turn the source announced the episode: perception may not have
+    started it yet; the episode is still finalized (incomplete), not lost."""
+    doc = _cancelled_at(tmp_path, received=0, settle_s=0.0)
+    assert doc["complete"] is False
 
 
 def test_recording_keeps_every_frame_of_a_fast_source(tmp_path: Path) -> None:

@@ -14,6 +14,9 @@ import pytest
 
 from tests.pipeline.helpers import run, world_source
 
+# one worker runs the module: its episodes are cached per process and shared by its tests
+pytestmark = pytest.mark.xdist_group("validity")
+
 SECONDS = 10.0
 ACC = ("direction_accuracy_trans", "direction_accuracy_rot")
 PUR = ("direction_purity_trans", "direction_purity_rot")
