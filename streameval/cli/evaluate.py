@@ -106,7 +106,8 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
     from streameval.report.writer import write_reports
 
     written = [o.results_dir for o in run.outcomes if o.results_dir is not None]
-    if written:
+    reports = not getattr(args, "no_report", False)
+    if written and reports:
         for warning in write_reports(written, args.out):
             print(f"warning: {warning}", file=sys.stderr)
     for message in run.bad_input:
@@ -124,11 +125,12 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
     parts += [f"{failed} not run (bad input)"] if failed else []
     if report.input_problems:
         parts += [f"{len(report.input_problems)} unusable sidecar(s) left out"]
-    print(
-        f"{', '.join(parts)}; results in {args.out}/ (open {args.out / 'index.html'}, "
-        f"or: streameval table {args.out} --include-all)",
-        file=sys.stderr,
+    look = (
+        f"open {args.out / 'index.html'}, or: streameval table {args.out} --include-all"
+        if reports
+        else f"streameval table {args.out} --include-all; reports: streameval report {args.out}"
     )
+    print(f"{', '.join(parts)}; results in {args.out}/ ({look})", file=sys.stderr)
     if run.stopped:
         return EXIT_INTERRUPTED
     if report.bad_input or report.input_problems or run.bad_input or incomplete:

@@ -179,6 +179,12 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         "--no-tui", action="store_true", help="plain progress lines instead of the dashboard"
     )
     p.add_argument(
+        "--no-report",
+        action="store_true",
+        help="write scores, caches and recordings only, no report.html / index.html (batch "
+        "runs; `streameval report OUT` writes them later from the results)",
+    )
+    p.add_argument(
         "--flow",
         default="dis-fast",
         help="optical flow: dis-fast (default, CPU), dis-medium, dis-ultrafast, "

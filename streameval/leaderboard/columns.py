@@ -28,7 +28,8 @@ class Column:
     header and
     the metric's family (``control``, ``memory``, ``quality``, ``worldatlas``, ...).
 
-    Every column is higher-is-better in [0, 100] (WorldMark's final reporting). ``suites``:
+    Every column is higher-is-better on its metric's scale (``metric_scale``: [0, 100] as
+    WorldMark reports, [0, 1] for WorldAtlas's metrics). ``suites``:
     the suites it is defined for (empty: all).
     """
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 
 from streameval.leaderboard import MasterTable, cell_text
+from streameval.leaderboard.columns import metric_scale
 from streameval.report.html import page, png_img
 from streameval.report.plots import index_figure
 
@@ -56,7 +57,7 @@ def master_table_fragment(table: MasterTable, *, with_plot: bool = True) -> list
     shown = list(table.rows) or [e.row for e in table.excluded]
     if with_plot and shown:
         columns = [
-            (c.short, [r.cells[c.name].value for r in shown])
+            (c.short, [r.cells[c.name].value for r in shown], metric_scale(c.name)[0])
             for c in table.columns
             if any(r.cells[c.name].value is not None for r in shown)
         ]

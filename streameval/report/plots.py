@@ -228,25 +228,28 @@ def revisit_figure(data: EpisodeData, thumbs: dict[int, Image], limit: int = 6) 
     return to_png(fig)
 
 
-def index_figure(models: Sequence[str], columns: Sequence[tuple[str, list[float | None]]]) -> bytes:
-    """One small bar chart per column: each model's value (missing values left empty)."""
+def index_figure(
+    models: Sequence[str], columns: Sequence[tuple[str, list[float | None], float]]
+) -> bytes:
+    """One small bar chart per column: each model's value (missing values left empty), on
+    the column's own scale (0–100 for WorldMark, 0–1 for WorldAtlas)."""
     n = max(1, len(columns))
     cols = min(4, n)
     rows = math.ceil(n / cols)
     fig = _figure(3.0 * cols, 2.0 * rows + 0.6)
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     y = np.arange(len(models))
-    for ax, (label, values) in zip(axes, columns, strict=False):
+    for ax, (label, values, scale) in zip(axes, columns, strict=False):
         heights = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
         ax.barh(y, np.nan_to_num(heights, nan=0.0), color="#0072B2")
-        ax.set_xlim(0, 100)
+        ax.set_xlim(0, scale)
         ax.set_yticks(y, [m if len(m) <= 30 else m[:29] + "…" for m in models], fontsize=7)
         ax.invert_yaxis()
         ax.set_title(label, fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
     for ax in axes[len(columns) :]:
         ax.set_axis_off()
-    fig.suptitle("Master table columns per model (0–100, higher is better)")
+    fig.suptitle("Master table columns per model (each on its scale, higher is better)")
     return to_png(fig)
 
 

@@ -27,7 +27,7 @@ POSE_METRICS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "mem
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("loop")
-    argv = ["demo", "--no-tui", "--out", str(out), "--suite", "memory_loop"]
+    argv = ["demo", "--no-tui", "--no-report", "--out", str(out), "--suite", "memory_loop"]
     assert main([*argv, "--trajectory", "dolly_loop", "--loop-seconds", "4"]) == 0
     return episode_dir(out, MODEL, "dolly_loop") / "recording"
 
@@ -91,13 +91,18 @@ def test_bad_sidecar_gives_missing_metrics_not_a_refusal(
     spoil(rollout)
     out = tmp_path / "out"
     capsys.readouterr()
-    code = main(["replay", str(rollout), "--out", str(out), "--no-tui"])
+    # the sidecars are what is tested: the cheaper cut detector, and no report
+    # (--no-report is checked here too: nothing but results is written)
+    argv = ["replay", str(rollout), "--out", str(out), "--no-tui", "--no-report"]
+    code = main([*argv, "--cuts", "scenedetect-adaptive"])
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert code == 2
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {rollout / file}: "), errors
     assert says in errors[0], errors
+    assert not (out / "index.html").exists()
+    assert f"reports: streameval report {out}" in err
     scores = episode_dir(out, MODEL, "dolly_loop") / "scores.json"
     doc = json.loads(scores.read_text())
     metrics = doc["metrics"]

@@ -15,6 +15,12 @@ from streameval.perception.transnet_pool import POOL
 from tests.perception.test_cuts import SPLICE, clip, run, spliced, transnet_or_skip
 
 
+# Four to six TransNetV2 episodes each (25-56 s on two cores): `make test-long` runs them; the
+# normal suite keeps the cheap pool tests below and the default detector end to end
+# (tests/perception/test_cuts.py, tests/pipeline/test_memory_validity.py).
+LONG = pytest.mark.long
+
+
 @pytest.fixture(autouse=True)
 def clean_pool() -> Iterator[None]:
     POOL.shutdown()
@@ -30,6 +36,7 @@ def _teleport_clip() -> list:  # type: ignore[type-arg]
     return clip("hard_cut", "W" * 48, cut_every_s=2.0)  # teleport at frame 32
 
 
+@LONG
 def test_a_worker_serves_episode_after_episode_with_a_fresh_workers_cuts() -> None:
     first = transnet_or_skip()
     assert not first.stats.reused
@@ -75,6 +82,7 @@ def test_a_killed_worker_is_not_reused() -> None:
     assert run(nxt, _teleport_clip()) == [32], nxt.failure
 
 
+@LONG
 def test_concurrent_episodes_get_workers_of_their_own_and_an_abandoned_one_is_stopped() -> None:
     a, b = transnet_or_skip(), transnet_or_skip()
     assert a.pid != b.pid
@@ -92,6 +100,7 @@ def test_concurrent_episodes_get_workers_of_their_own_and_an_abandoned_one_is_st
     assert POOL.idle_count() == 1
 
 
+@LONG
 def test_the_tail_on_every_core_keeps_the_verdicts() -> None:
     """After the last frame the worker's remaining windows run on every core (2 threads
     here: 0.43 s per window against 0.85 s). Same cuts as on one thread, and the same
