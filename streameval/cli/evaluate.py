@@ -47,6 +47,7 @@ def run_episodes(
     config = PipelineConfig(
         flow=args.flow,
         embedding=args.embedding,
+        gram=args.gram,
         cuts=args.cuts,
         depth=args.depth,
         quality=args.quality,

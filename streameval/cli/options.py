@@ -199,6 +199,13 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         "dinov2-base[:MODEL_DIR_OR_HUB_ID] (weights from a local path or the HF cache)",
     )
     p.add_argument(
+        "--gram",
+        default="cpu-filterbank-gram",
+        help="texture backend of memory_rendering_recovery (memory_loop): cpu-filterbank-gram "
+        "(default, no weights), vgg16-gram[:CHECKPOINT] or vgg19-gram[:CHECKPOINT] "
+        "(torchvision VGG weights from a local file or the torch hub cache)",
+    )
+    p.add_argument(
         "--depth",
         default=None,
         help="depth network for the strafe/turn fit when frames carry no depth: "

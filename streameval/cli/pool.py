@@ -103,7 +103,11 @@ async def _evaluate(args: argparse.Namespace) -> None:
         name=name,
         group=args.group,
         config=PipelineConfig(
-            flow=args.flow, embedding=args.embedding, cuts=args.cuts, depth=args.depth
+            flow=args.flow,
+            embedding=args.embedding,
+            gram=args.gram,
+            cuts=args.cuts,
+            depth=args.depth,
         ),
         concurrency=args.concurrency,
         no_frame_timeout_s=args.no_frame_timeout,

@@ -92,3 +92,20 @@ def test_amnesia_forgets_at_the_turnaround_of_any_loop_length(tmp_path: Path) ->
     [job] = demo_loop_jobs(plan, tmp_path, world_config_for_defect("amnesia"), "m", lambda _: [])
     world = job.open_source().model  # type: ignore[attr-defined]
     assert world.config.forget_scene_at_s == pytest.approx(6.0)
+
+
+@pytest.mark.parametrize(
+    ("gram", "says"),
+    [("vgg16-gram:/nonexistent/vgg16.pth", "/nonexistent/vgg16.pth"), ("vgg17-gram", "vgg16-gram")],
+)
+def test_gram_backend_is_chosen_on_the_command_line(
+    loop_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], gram: str, says: str
+) -> None:
+    """``--gram``: a VGG checkpoint that is not there, or a name that is not registered, is
+    one line naming it (exit 2) before any episode runs."""
+    rollout = episode_dir(loop_out, MODEL, "yaw_loop_180") / "recording"
+    capsys.readouterr()
+    code = main(["replay", str(rollout), "--out", str(tmp_path / "o"), "--no-tui", "--gram", gram])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert says in err, err
