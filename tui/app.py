@@ -24,6 +24,7 @@ from streameval.tui.messages import (
     EpisodeErrored,
     EpisodeProgressed,
     EpisodeStarted,
+    EpisodeWarned,
     PipelineFinished,
 )
 from streameval.tui.observer import DashboardObserver
@@ -138,6 +139,10 @@ class DashboardApp(App[JobsReport]):
 
     def on_episode_errored(self, message: EpisodeErrored) -> None:
         self._show_log(self.model.error(message.job, message.text))
+        self.live.episode_changed(message.job, urgent=True)
+
+    def on_episode_warned(self, message: EpisodeWarned) -> None:
+        self._show_log(self.model.add_log(LogLevel.WARNING, message.text, message.job))
         self.live.episode_changed(message.job, urgent=True)
 
     def on_episode_ended(self, message: EpisodeEnded) -> None:

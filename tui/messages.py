@@ -51,6 +51,15 @@ class EpisodeErrored(Message):
         self.text = text
 
 
+class EpisodeWarned(Message):
+    """Something to check in job ``job`` while it runs (keys that move nothing)."""
+
+    def __init__(self, job: int, text: str) -> None:
+        super().__init__()
+        self.job = job
+        self.text = text
+
+
 class EpisodeEnded(Message):
     """Job ``job`` was finalized (complete or not): final scores and the results dir."""
 

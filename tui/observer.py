@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from streameval.tui.messages import EpisodeEnded, EpisodeErrored, EpisodeProgressed, EpisodeStarted
+from streameval.tui.messages import (
+    EpisodeEnded,
+    EpisodeErrored,
+    EpisodeProgressed,
+    EpisodeStarted,
+    EpisodeWarned,
+)
 from streameval.tui.state import SignalTrace
 from textual.message import Message
 
@@ -48,6 +54,9 @@ class DashboardObserver(EpisodeObserver):
 
     def on_error(self, error: ErrorEvent) -> None:
         self.post(EpisodeErrored(self.job, error.message))
+
+    def on_warning(self, message: str) -> None:
+        self.post(EpisodeWarned(self.job, message))
 
     def on_end(self, outcome: EpisodeOutcome) -> None:
         self.outcome = outcome

@@ -82,6 +82,9 @@ class ProgressPrinter(EpisodeObserver):
     def on_error(self, error: ErrorEvent) -> None:
         self._print(f"  ! {error.message}")
 
+    def on_warning(self, message: str) -> None:
+        self._print(f"  ! warning: {message}")
+
     def on_end(self, outcome: EpisodeOutcome) -> None:
         state = "complete" if outcome.complete else "INCOMPLETE"
         rt = outcome.interactivity.get("realtime_factor")

@@ -50,6 +50,7 @@ def run_episodes(
         gram=args.gram,
         cuts=args.cuts,
         depth=args.depth,
+        latency_budget_s=args.latency_budget,
         quality=args.quality,
     )
     results_log = ResultsLog(args.out / RESULTS_LOG)
@@ -104,6 +105,7 @@ def _run_plain(
 
 def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
     """Report what went wrong, a one-line summary with the results path, and the exit code."""
+    from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
     from streameval.report.writer import write_reports
 
     written = [o.results_dir for o in run.outcomes if o.results_dir is not None]
@@ -113,6 +115,13 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
             print(f"warning: {warning}", file=sys.stderr)
     for message in run.bad_input:
         print(f"error: {message}", file=sys.stderr)
+    for outcome in run.outcomes:
+        if outcome.interactivity.get("keys_ignored"):
+            print(
+                f"warning: {outcome.info.episode}: {KEYS_IGNORED} (no key moved the frames on "
+                "its flow channel; scored as measured)",
+                file=sys.stderr,
+            )
     incomplete = [o for o in run.outcomes if not o.complete]
     if not run.stopped:
         for outcome in incomplete:

@@ -75,5 +75,9 @@ class EpisodeObserver:
     def on_error(self, error: ErrorEvent) -> None:
         """A non-fatal or fatal problem (``error.message``: one line naming its input)."""
 
+    def on_warning(self, message: str) -> None:
+        """Something the user should check while the episode runs (keys that move nothing:
+        ``engine/keys_ignored.py``); not an error: the episode goes on and its scores stand."""
+
     def on_end(self, outcome: EpisodeOutcome) -> None:
         """Final scores are written."""

@@ -42,6 +42,8 @@ class EpisodeStats:
         # the episode as the source announced it (before perception has seen it): a cancel
         # that comes first still finalizes what was received
         self.info: EpisodeInfo | None = None
+        # no key segment moved its flow channel (engine/keys_ignored.py); None: not judged
+        self.keys_ignored: bool | None = None
 
     def interactivity(self, info: EpisodeInfo | None, track: EpisodeTrack | None) -> dict[str, Any]:
         """scores.json's ``interactivity`` block (``streameval.metrics.interactivity``)."""
@@ -88,6 +90,8 @@ class EpisodeStats:
             )
             out.update(latency_summary(latencies))
         out.update(chunk_summary(self.chunks))
+        if self.keys_ignored is not None:
+            out["keys_ignored"] = self.keys_ignored
         out.update(info.extra.get("interactivity", {}))
         return out
 

@@ -42,6 +42,8 @@ from streameval.core.source import Source
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.episode_stats import EpisodeStats
+from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
+from streameval.engine.keys_ignored import KeysIgnoredWatch
 from streameval.engine.perception_plan import (
     PerceptionPlan,
     keep_fit_samples,
@@ -167,6 +169,7 @@ class _Episode:
         self.plan = PerceptionPlan(frozenset(), frozenset())  # set by make_perceiver
         self.depth_sources: set[str] = set()
         self.gram_backend: GramBackend | None = None  # memory_loop rendering recovery
+        self.keys_watch = KeysIgnoredWatch()
 
     def make_perceiver(self, start: EpisodeStart) -> Perceiver:
         """Build the episode's perceiver (runs in the perception thread, which owns it)."""
@@ -271,6 +274,9 @@ class _Episode:
             if out.depth_used:
                 self.track.depth_frames_used += 1
         keys = self.track.frame_keys
+        if self.keys_watch.frame_keys_grew(keys, self.track.sx.view(), self.track.srad.view()):
+            for o in self.observers:
+                o.on_warning(f"{self.info.source}: {KEYS_IGNORED}")
         if self.plan.adaptive and len(keys) > 1 and keys[-1] != keys[-2]:
             self._prune_fit_samples(final=False)  # a segment closed: keep its picks
         if out.depth_used:
@@ -541,6 +547,9 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         "imaging": "cpu-opencv" if episode.config.imaging else None,
         **(closed_loop_provenance(atlas.closed_loop) if atlas is not None else {}),
     }
+    episode.stats.keys_ignored = episode.keys_watch.finish(
+        track.frame_keys, track.sx.view(), track.srad.view()
+    )
     interactivity = episode.interactivity()
     end_reason = episode.end.reason if episode.end else "source stopped"
     meta = {

@@ -1,0 +1,79 @@
+"""Keys that move nothing (engine/keys_ignored.py): judged per key segment on the key's own
+flow channel against the still-video floor, warned once while the episode runs, recorded as
+``interactivity.keys_ignored``; a model that moves the wrong way did answer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from streameval.constants import MOTION_FLOOR_PX
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.engine.keys_ignored import MESSAGE, KeysIgnoredWatch, segment_moved
+from tests.pipeline.helpers import run, world_source
+from tests.transports.styles import attach_style
+
+
+def test_a_segment_moved_when_a_quarter_of_its_samples_clear_the_floor() -> None:
+    still = np.full(40, MOTION_FLOOR_PX / 4)
+    assert segment_moved(still) is False
+    late = still.copy()
+    late[30:] = -3.0  # a late answer, the wrong way: it answered
+    assert segment_moved(late) is True
+    one_spike = still.copy()
+    one_spike[5] = 5.0
+    assert segment_moved(one_spike) is False
+    assert segment_moved(np.full(5, np.nan)) is None
+
+
+def test_the_watch_warns_once_after_two_silent_segments_and_judges_the_channel() -> None:
+    watch = KeysIgnoredWatch()
+    zeros, moving = np.zeros(20), np.full(20, 2.0)
+    # W moves the radial channel: lateral motion does not answer it
+    assert watch.segment("W", moving, zeros) is False
+    assert watch.segment("A", zeros, moving) is True  # second silent segment: warn now
+    assert watch.segment("S", zeros, zeros) is False  # once only
+    keys = ["W"] * 20
+    assert watch.finish(keys, zeros, zeros) is True
+
+    answered = KeysIgnoredWatch()
+    answered.segment("W", zeros, zeros)
+    answered.segment("A", moving, zeros)
+    assert answered.finish([], zeros, zeros) is False
+    assert KeysIgnoredWatch().finish([], zeros, zeros) is None
+
+
+class _Warnings(EpisodeObserver):
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+        self.before_end = 0
+
+    def on_warning(self, message: str) -> None:
+        self.warnings.append(message)
+
+    def on_end(self, outcome: EpisodeOutcome) -> None:
+        self.before_end = len(self.warnings)
+
+
+def test_a_frozen_model_is_flagged_while_it_runs_and_a_clean_one_is_not() -> None:
+    seen = _Warnings()
+    frozen = run(world_source("ADLR", 1.5, "freeze"), observers=[seen])
+    assert frozen.interactivity["keys_ignored"] is True
+    assert seen.before_end == 1 and MESSAGE in seen.warnings[0]  # during the episode
+    assert frozen.complete and not frozen.errors  # a warning, not an error
+    clean = run(world_source("ADLR", 1.5))
+    assert clean.interactivity["keys_ignored"] is False
+
+
+def test_string_keys_to_a_keycode_server_are_reported_as_ignored() -> None:
+    """The misconfiguration users hit: a world-arcade style server (numeric keyCodes) driven
+    with the public profile's string keys stands still; the run says so."""
+    seen = _Warnings()
+    outcome = asyncio.run(
+        attach_style("keycode", ("A", "D", "A"), 2.0, profile="public", observers=[seen])
+    )
+    assert outcome.interactivity["keys_ignored"] is True
+    assert seen.warnings and MESSAGE in seen.warnings[0]
+    right = asyncio.run(attach_style("keycode", ("A", "D"), 2.0))
+    assert right.interactivity["keys_ignored"] is False
