@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgpack
@@ -104,9 +104,37 @@ class Frame:
     depth: npt.NDArray[np.float32] | None = None
 
 
+Scalar = str | int | float | bool | None
+"""A value a scores message carries in a metric's details or the interactivity block."""
+METRIC_STATUSES = ("official", "not_applicable", "missing")
+MAX_SCALARS = 64
+"""Most details one metric (or the interactivity block) carries on the wire."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireMetric:
+    """One metric result as a scores message carries it: the value, its status and the reason
+    of a non-official one, and the scalar details the dashboard reads (memory evidence, the
+    return gate's state), so a remote watcher shows what a local one shows
+    (docs/serve-formats.md#watch-from-elsewhere)."""
+
+    raw: float | None
+    normalized: float | None
+    status: str
+    reason: str | None = None
+    details: dict[str, Scalar] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True)
 class ScoresUpdate:
-    """Evaluator → watchers: live state of one episode (MQTT ``scores`` topic)."""
+    """Evaluator → watchers: live state of one episode (MQTT ``scores`` topic).
+
+    ``frame``/``key``/``frames_done`` are the latest perceived frame's (the final message
+    repeats the last one, so a watcher that missed it still ends on the same frame);
+    ``metrics`` the normalized values only (for ``--no-tui`` lines and older watchers),
+    ``results`` every result with its status and reason; the final message adds the
+    episode's ``frames`` and its scalar ``interactivity`` block.
+    """
 
     episode: str
     model: str
@@ -124,6 +152,10 @@ class ScoresUpdate:
     error: str | None = None
     complete: bool | None = None
     episode_fps: float | None = None
+    frames_done: int | None = None
+    frames: int | None = None
+    results: dict[str, WireMetric] = field(default_factory=dict)
+    interactivity: dict[str, Scalar] = field(default_factory=dict)
 
 
 Message = Step | KeyDown | KeyUp | Heartbeat | Reset | Bye | Hello | Frame | ScoresUpdate
@@ -211,6 +243,19 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
             "error": message.error,
             "complete": message.complete,
             "efps": message.episode_fps,
+            "done": message.frames_done,
+            "frames": message.frames,
+            "results": {
+                name: {
+                    "raw": m.raw,
+                    "n": m.normalized,
+                    "status": m.status,
+                    "reason": m.reason,
+                    "d": m.details,
+                }
+                for name, m in message.results.items()
+            },
+            "inter": message.interactivity,
         }
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed
@@ -318,6 +363,45 @@ def _frame(body: dict[str, Any]) -> Frame:
     )
 
 
+def _optional_count(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _scalars(value: Any, what: str) -> dict[str, Scalar]:
+    """A map of plain values (details, the interactivity block); anything else is refused."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > MAX_SCALARS:
+        raise WireError(f"{what} must be a map of at most {MAX_SCALARS} entries")
+    if not all(v is None or isinstance(v, str | int | float | bool) for v in value.values()):
+        raise WireError(f"{what} holds a value that is no number, string or bool")
+    return {str(k): v for k, v in value.items()}
+
+
+def _results(value: Any) -> dict[str, WireMetric]:
+    """The ``results`` map of a scores message: every entry a status (one of
+    ``METRIC_STATUSES``), optional numbers, a reason and scalar details."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise WireError("scores message: 'results' must be a map")
+    out: dict[str, WireMetric] = {}
+    for name, entry in value.items():
+        if not isinstance(entry, dict) or entry.get("status") not in METRIC_STATUSES:
+            raise WireError(f"scores message: result {name!r} without a known status")
+        reason = entry.get("reason")
+        out[str(name)] = WireMetric(
+            raw=_optional_number(entry.get("raw")),
+            normalized=_optional_number(entry.get("n")),
+            status=str(entry["status"]),
+            reason=None if reason is None else str(reason),
+            details=_scalars(entry.get("d"), f"scores message: result {name!r} details"),
+        )
+    return out
+
+
 def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
     """msgpack bytes → a validated message, or :class:`WireError` with the reason."""
     if len(payload) > max_bytes:
@@ -380,6 +464,10 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
             error=None if body.get("error") is None else str(body["error"]),
             complete=None if body.get("complete") is None else bool(body["complete"]),
             episode_fps=_optional_number(body.get("efps")),
+            frames_done=_optional_count(body.get("done")),
+            frames=_optional_count(body.get("frames")),
+            results=_results(body.get("results")),
+            interactivity=_scalars(body.get("inter"), "scores message 'inter'"),
         )
     raise WireError(f"unknown message type {kind!r}")
 

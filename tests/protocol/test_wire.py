@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 
 import msgpack
 import numpy as np
@@ -15,6 +16,7 @@ from streameval.protocol.wire import (
     ScoresUpdate,
     Step,
     WireError,
+    WireMetric,
     decode,
     encode,
     parse_key_map,
@@ -54,6 +56,49 @@ def test_control_messages_round_trip() -> None:
         assert decode(encode(message)) == message
     update = ScoresUpdate("e", "m", 5, "A", 15.5, 1, {"local_memory": 98.0, "x": None})
     assert decode(encode(update)) == update
+
+
+def test_scores_results_and_the_final_flag_round_trip() -> None:
+    results = {
+        "direction_accuracy_trans": WireMetric(None, None, "not_applicable", "no fwd/lat segments"),
+        "revisit_memory": WireMetric(None, None, "missing", "no revisit", {"reversal": 32}),
+        "global_memory": WireMetric(0.4, 78.37, "official", None, {"pair_source": "strict"}),
+        "imaging_sharpness": WireMetric(0.15, None, "official", None, {"unit": "var"}),
+    }
+    update = ScoresUpdate(
+        "e",
+        "m",
+        63,
+        "R",
+        15.5,
+        0,
+        {name: m.normalized for name, m in results.items()},
+        final=True,
+        complete=True,
+        frames_done=64,
+        frames=64,
+        results=results,
+        interactivity={"realtime_factor": 1.3, "transport": None, "frames_dropped": 0},
+    )
+    assert decode(encode(update)) == update
+    live = ScoresUpdate("e", "m", 5, "A", 15.5, 1, {}, frames_done=6)
+    back = decode(encode(live))
+    assert isinstance(back, ScoresUpdate) and not back.final and back.results == {}
+
+
+@pytest.mark.parametrize(
+    ("results", "problem"),
+    [
+        ({"x": {"status": "great"}}, "result 'x' without a known status"),
+        ({"x": 1.0}, "result 'x' without a known status"),
+        ({"x": {"status": "official", "d": {"pairs": [1]}}}, "no number, string or bool"),
+        ([1], "'results' must be a map"),
+    ],
+)
+def test_scores_results_are_checked(results: object, problem: str) -> None:
+    body = {"t": "scores", "episode": "e", "frame": 0, "fps": 0.0, "dropped": 0, "metrics": {}}
+    with pytest.raises(WireError, match=re.escape(problem)):
+        decode(msgpack.packb({**body, "results": results}))
 
 
 @pytest.mark.parametrize(
