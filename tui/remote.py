@@ -2,8 +2,10 @@
 
 The same App as a local run, without a pipeline: live score updates from the broker
 (``transports/remote_watch.py``) are turned into the observer calls a local pipeline would
-make (start, progress, error), one dashboard job per remote episode. Remote metrics carry
-only their normalized value (the publisher sends no raw values), marked ``remote`` in their
+make (start, progress, error, end), one dashboard job per remote episode. Results travel
+with their status, reason and scalar details and the final message carries the outcome, so
+the screen after the episode is the local one: final scores, ``✓``, the same frame count
+(docs/serve-formats.md#watch-from-elsewhere). Remote metrics are marked ``remote`` in their
 details.
 """
 
@@ -11,28 +13,63 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 
 from streameval.protocol.schedule import Schedule
-from streameval.protocol.wire import ScoresUpdate
+from streameval.protocol.wire import ScoresUpdate, WireMetric
 from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.observer import DashboardObserver
 from streameval.tui.state import EpisodeState
 
 from streameval.core.events import EpisodeInfo, ErrorEvent
 from streameval.core.metric_result import MetricResult
-from streameval.core.observers import Progress
+from streameval.core.observers import EpisodeOutcome, Progress
+from streameval.engine.scoring import EpisodeScores
 from streameval.errors import redact_url
-from streameval.transports.remote_watch import watch_scores
+from streameval.transports.remote_watch import metric_results, watch_scores
 
 
-def _metrics(update: ScoresUpdate) -> dict[str, MetricResult]:
-    out: dict[str, MetricResult] = {}
-    for name, value in update.metrics.items():
-        if value is None:
-            out[name] = MetricResult.missing("not reported by the remote evaluator")
-        else:
-            out[name] = MetricResult(None, value, "official", None, {"remote": True})
-    return out
+@dataclass
+class RemoteJob:
+    """One remote episode on this dashboard and how far its messages got: progress that is
+    not newer than ``frames_done`` (a repeat, or one overtaken) is not applied twice."""
+
+    job: int
+    observer: DashboardObserver
+    info: EpisodeInfo
+    frames_done: int = 0
+    ended: bool = False
+    wire: tuple[dict[str, WireMetric], dict[str, float | None]] | None = None
+
+    def provisional(self, update: ScoresUpdate) -> dict[str, MetricResult] | None:
+        """New provisional scores, or None when they did not change since the last message
+        (as a local pipeline only hands them over when it recomputed them)."""
+        wire = (update.results, update.metrics)
+        if not (update.results or update.metrics) or wire == self.wire:
+            return None
+        self.wire = wire
+        return metric_results(update)
+
+
+def frames_done(update: ScoresUpdate) -> int:
+    """Perceived frames after this update; 0 for the start message (no frame yet). An older
+    evaluator does not send the count: its frame index + 1, its start message has no key."""
+    if update.frames_done is not None:
+        return update.frames_done
+    return 0 if update.key == "-" else update.frame + 1
+
+
+def outcome_of(info: EpisodeInfo, update: ScoresUpdate) -> EpisodeOutcome:
+    """The final message as the outcome a local pipeline hands its observers (no results
+    directory: that stays with the evaluator)."""
+    return EpisodeOutcome(
+        info=info,
+        scores=EpisodeScores(metric_results(update), {}),
+        results_dir=None,
+        complete=bool(update.complete),
+        frames=update.frame if update.frames is None else update.frames,
+        interactivity=dict(update.interactivity),
+    )
 
 
 class RemoteDashboardApp(DashboardApp):
@@ -49,7 +86,8 @@ class RemoteDashboardApp(DashboardApp):
             ),
         )
         self.url = url
-        self.jobs: dict[tuple[str, str], tuple[int, DashboardObserver, EpisodeInfo]] = {}
+        self.jobs: dict[tuple[str, str], RemoteJob] = {}
+        self.subscribed = asyncio.Event()  # set once the broker took the subscription
 
     def on_mount(self) -> None:
         # Textual also runs DashboardApp.on_mount (handlers run along the MRO): modes are set
@@ -57,44 +95,60 @@ class RemoteDashboardApp(DashboardApp):
 
     async def _watch(self) -> None:
         with contextlib.suppress(asyncio.CancelledError):
-            await watch_scores(self.url, self.apply)
+            await watch_scores(self.url, self.apply, self.subscribed.set)
+
+    def _start(self, session: str, update: ScoresUpdate) -> RemoteJob | None:
+        if not update.keys or len(update.boundaries) != len(update.keys) + 1:
+            return None  # joined mid-episode without its schedule: wait for the next one
+        job = len(self.model.episodes)
+        self.model.episodes.append(EpisodeState(job, f"{session}/{update.episode}"))
+        fps = update.episode_fps or 16.0
+        info = EpisodeInfo(
+            episode=update.episode,
+            model=update.model,
+            suite=update.suite,
+            fps=fps,
+            schedule=Schedule(update.keys, fps, update.boundaries),
+            source=f"{redact_url(self.url)} ({session})",
+        )
+        remote = RemoteJob(job, self.observer_for(job), info)
+        self.jobs[(session, update.episode)] = remote
+        remote.observer.on_start(info)
+        return remote
 
     def apply(self, session: str, update: ScoresUpdate) -> None:
         """One remote update → the observer call a local pipeline would have made."""
-        key = (session, update.episode)
-        if key not in self.jobs:
-            if not update.keys or len(update.boundaries) != len(update.keys) + 1:
-                return  # joined mid-episode without its schedule: wait for the next one
-            job = len(self.model.episodes)
-            self.model.episodes.append(EpisodeState(job, f"{session}/{update.episode}"))
-            fps = update.episode_fps or 16.0
-            info = EpisodeInfo(
-                episode=update.episode,
-                model=update.model,
-                suite=update.suite,
-                fps=fps,
-                schedule=Schedule(update.keys, fps, update.boundaries),
-                source=f"{redact_url(self.url)} ({session})",
-            )
-            observer = self.observer_for(job)
-            self.jobs[key] = (job, observer, info)
-            observer.on_start(info)
-        job, observer, info = self.jobs[key]
+        remote = self.jobs.get((session, update.episode))
+        if remote is not None and remote.ended:
+            if update.final:
+                return  # the same end once more
+            remote = None  # the episode runs again: a job of its own, as locally
+        if remote is None:
+            remote = self._start(session, update)
+            if remote is None:
+                return
         if update.error:
-            observer.on_error(ErrorEvent(update.error, source="remote"))
+            remote.observer.on_error(ErrorEvent(update.error, source="remote"))
             return
-        observer.on_progress(
-            Progress(
-                info=info,
-                frame=update.frame,
-                key=update.key,
-                sx=update.sx,
-                srad=update.srad,
-                frames_done=update.frame + 1,
-                frames_total=info.schedule.total_frames,
-                fps=update.fps,
-                queue_depth=0,
-                dropped=update.dropped,
-                provisional=_metrics(update) if update.metrics else None,
+        done = frames_done(update)
+        if done > remote.frames_done:
+            # the final message repeats the last perceived frame: applied only if it was lost
+            remote.frames_done = done
+            remote.observer.on_progress(
+                Progress(
+                    info=remote.info,
+                    frame=update.frame,
+                    key=update.key,
+                    sx=update.sx,
+                    srad=update.srad,
+                    frames_done=done,
+                    frames_total=remote.info.schedule.total_frames,
+                    fps=update.fps,
+                    queue_depth=0,
+                    dropped=update.dropped,
+                    provisional=None if update.final else remote.provisional(update),
+                )
             )
-        )
+        if update.final:
+            remote.ended = True
+            remote.observer.on_end(outcome_of(remote.info, update))

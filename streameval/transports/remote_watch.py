@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import cast
 
+from streameval.core.metric_result import MetricResult, Status
 from streameval.protocol.wire import ScoresUpdate, WireError, decode
 from streameval.transports.mqtt_url import TOPIC_ROOT, client_kwargs, parse_mqtt_url
 
@@ -51,6 +53,29 @@ async def check_broker(url: str) -> None:
         pass
 
 
+NOT_REPORTED = "not reported by the remote evaluator"
+
+
+def metric_results(update: ScoresUpdate) -> dict[str, MetricResult]:
+    """The update's results as the evaluator had them: status, reason and scalar details
+    travel, so an n/a control metric reads ``n/a`` with its why on both sides. A message
+    without ``results`` (an older evaluator) has only normalized values: a missing one is
+    then all that can be said."""
+    if update.results:
+        return {
+            name: MetricResult(
+                m.raw, m.normalized, cast(Status, m.status), m.reason, {**m.details, "remote": True}
+            )
+            for name, m in update.results.items()
+        }
+    return {
+        name: MetricResult.missing(NOT_REPORTED)
+        if value is None
+        else MetricResult(None, value, "official", None, {"remote": True})
+        for name, value in update.metrics.items()
+    }
+
+
 def format_update(session: str, update: ScoresUpdate) -> str:
     """One line for ``dashboard --mqtt --no-tui``."""
     if update.error:
@@ -60,7 +85,8 @@ def format_update(session: str, update: ScoresUpdate) -> str:
     )
     if update.final:
         state = "complete" if update.complete else "incomplete"
-        return f"{session}/{update.episode}: final ({state}, {update.frame} frames): {shown}"
+        frames = update.frame if update.frames is None else update.frames
+        return f"{session}/{update.episode}: final ({state}, {frames} frames): {shown}"
     return (
         f"{session}/{update.episode}: frame {update.frame} key {update.key} "
         f"{update.fps:.1f} fps dropped {update.dropped}" + (f" | {shown}" if shown else "")

@@ -6,12 +6,17 @@ import asyncio
 import json
 from pathlib import Path
 
-from streameval.protocol.wire import ScoresUpdate
-from streameval.tui.remote import RemoteDashboardApp
+import numpy as np
+from streameval.protocol.schedule import Schedule
+from streameval.protocol.wire import ScoresUpdate, decode, encode
+from streameval.tui.remote import RemoteDashboardApp, frames_done, outcome_of
+from streameval.tui.state import JobStatus
 
+from streameval.core.events import EpisodeInfo
+from streameval.core.metric_result import MetricResult
 from streameval.engine.pipeline import run_episode
-from streameval.transports.remote_watch import format_update, watch_scores
-from streameval.transports.scores_publisher import MqttScoresPublisher
+from streameval.transports.remote_watch import format_update, metric_results, watch_scores
+from streameval.transports.scores_publisher import MqttScoresPublisher, wire_results
 from tests.pipeline.helpers import world_source
 from tests.transports.conftest import Broker
 from tests.transports.worlds import CONFIG
@@ -46,6 +51,13 @@ def test_watcher_receives_progress_and_the_final_scores(broker: Broker, tmp_path
     scores = json.loads((tmp_path / "scores.json").read_text())
     assert final.metrics == {k: v["normalized"] for k, v in scores["metrics"].items()}
     assert "final (complete, 32 frames)" in format_update("remote", final)
+    # the final message repeats the last perceived frame (not one past it) ...
+    assert (final.frames, final.frames_done, final.frame, final.key) == (32, 32, 31, "L")
+    # ... and every result keeps its status and reason
+    assert {k: (m.status, m.reason) for k, m in final.results.items()} == {
+        k: (v["status"], v["reason"]) for k, v in scores["metrics"].items()
+    }
+    assert final.interactivity["frames_received"] == 32
 
 
 def test_remote_dashboard_shows_the_episode(broker: Broker, tmp_path: Path) -> None:
@@ -59,7 +71,7 @@ def test_remote_dashboard_shows_the_episode(broker: Broker, tmp_path: Path) -> N
             for _ in range(40):
                 await pilot.pause(0.05)
                 ep = app.model.episodes[0] if app.model.episodes else None
-                if ep is not None and ep.progress is not None and ep.progress.frame == 32:
+                if ep is not None and ep.outcome is not None:
                     break
         return app
 
@@ -67,7 +79,48 @@ def test_remote_dashboard_shows_the_episode(broker: Broker, tmp_path: Path) -> N
     (ep,) = app.model.episodes
     assert ep.name == "remote/clean_WL"
     assert ep.info is not None and ep.info.schedule.keys == ("W", "L")
-    assert ep.progress is not None and ep.progress.provisional is not None
+    assert ep.status is JobStatus.DONE and ep.outcome is not None and ep.outcome.complete
+    assert ep.progress is not None and ep.progress.frames_done == 32
     scores = json.loads((tmp_path / "scores.json").read_text())
-    shown = {k: m.normalized for k, m in ep.progress.provisional.items()}
-    assert shown == {k: v["normalized"] for k, v in scores["metrics"].items()}
+    shown = {k: (m.normalized, m.status, m.reason) for k, m in ep.outcome.scores.metrics.items()}
+    assert shown == {
+        k: (v["normalized"], v["status"], v["reason"]) for k, v in scores["metrics"].items()
+    }
+
+
+def test_results_keep_status_reason_and_scalar_details_through_the_wire() -> None:
+    metrics = {
+        "direction_accuracy_trans": MetricResult.not_applicable("no fwd/lat segments"),
+        "local_memory": MetricResult.missing("no revisit", {"pairs": [1, 2], "n": np.int64(3)}),
+        "global_memory": MetricResult.official(
+            np.float64(0.5), 78.37, {"pair_source": "strict", "pair_count": 24, "ok": np.bool_(1)}
+        ),
+        "imaging_sharpness": MetricResult.statistic(0.15, "var"),
+    }
+    update = ScoresUpdate("e", "m", 63, "R", 16.0, 0, {}, results=wire_results(metrics))
+    back = metric_results(decode(encode(update)))  # type: ignore[arg-type]
+    assert {k: (m.raw, m.normalized, m.status, m.reason) for k, m in back.items()} == {
+        k: (m.raw, m.normalized, m.status, m.reason) for k, m in metrics.items()
+    }
+    # plain details travel (the memory panel's evidence), per-pair lists stay home
+    assert back["global_memory"].details == {
+        "pair_source": "strict",
+        "pair_count": 24,
+        "ok": True,
+        "remote": True,
+    }
+    assert back["local_memory"].details == {"n": 3, "remote": True}
+
+
+def test_an_older_evaluators_messages_still_end_on_its_frame_count() -> None:
+    """Without ``done``/``frames``/``results``: the start message is no frame, the final one
+    ends the episode on its ``frame`` count, a normalized None reads missing."""
+    start = ScoresUpdate("e", "m", 0, "-", 0.0, 0, {})
+    progress = ScoresUpdate("e", "m", 9, "W", 16.0, 0, {"x": None})
+    final = ScoresUpdate("e", "m", 32, "-", 0.0, 0, {"x": 50.0}, final=True, complete=True)
+    assert [frames_done(u) for u in (start, progress, final)] == [0, 10, 0]
+    assert metric_results(progress)["x"].status == "missing"
+    info = EpisodeInfo("e", "m", "test", 16.0, Schedule(("W", "L"), 16.0, (0, 16, 32)), "remote")
+    outcome = outcome_of(info, final)
+    assert outcome.frames == 32 and outcome.complete
+    assert outcome.scores.metrics["x"].normalized == 50.0
