@@ -28,7 +28,9 @@ test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --maxprocesses=4 --dist loadgroup -m "not long" $(ARGS)
 
 # Load and stress tests (4 sessions at 16 FPS over MQTT and WebRTC; SIGKILL at random moments
-# of replay/rescore/attach): their own command, run before resolving (figures in the notes).
+# of replay/rescore/attach) and the episodes that repeat in kind what `make test` covers
+# (further validity defects, calibration sweeps, TransNetV2 pools): their own command, run
+# before resolving (figures in the notes).
 test-long: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider -m long $(ARGS)
 

@@ -18,6 +18,7 @@ from functools import cache
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from streameval.constants import TAU_MUT
 from streameval.metrics.memory.local_memory import local_memory
@@ -58,6 +59,7 @@ def test_calibration_is_recorded_and_dinov2_keeps_the_seed_threshold() -> None:
     assert SEED_CALIBRATION.tau_mut == TAU_MUT and SEED_CALIBRATION.distance_scale == 1.0
 
 
+@pytest.mark.long
 def test_clean_motion_stays_well_under_the_threshold_on_every_family() -> None:
     lines = []
     for (family, speed), d in clean().items():
@@ -105,6 +107,7 @@ def test_a_clean_turn_keeps_local_memory_near_100() -> None:
     assert min(before) < 80.0  # the issue's symptom, reproduced
 
 
+@pytest.mark.long
 def test_a_fast_clean_turn_keeps_local_memory_on_every_family() -> None:
     """90 °/s: on σ² = 0.2 with τ = 0.6 the flat-colour turn lost Local Memory (50–83); Local
     Memory's wider kernel keeps every family at 100."""

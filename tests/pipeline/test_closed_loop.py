@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from streameval.protocol.memory_loop import memory_loop
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
@@ -70,6 +71,7 @@ def test_amnesia_scores_lower_and_rescore_is_bit_identical(tmp_path: Path) -> No
     assert rescore_dir(tmp_path / "amnesia").changed == []
 
 
+@pytest.mark.long
 def test_square_loop_amnesia_lowers_rendering_recovery(tmp_path: Path) -> None:
     """square_loop's revisits are loose matches and the amnesia world redraws the scene in the
     same style: only the layout-aware (2×2 grid) Gram term tells them apart."""

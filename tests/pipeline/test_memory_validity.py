@@ -61,6 +61,7 @@ def test_frozen_world_is_not_applicable_not_100() -> None:
     assert "dir gate failed" in (m["revisit_memory"].reason or "")
 
 
+@pytest.mark.long
 def test_transnetv2_default_detector_through_the_pipeline() -> None:
     """The default cut detector (TransNetV2 in its own process) end to end."""
     from streameval.engine.config import PipelineConfig

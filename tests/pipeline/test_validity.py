@@ -62,6 +62,7 @@ def test_wrong_direction_gives_zero_accuracy_and_keeps_purity() -> None:
         assert abs(value("wrong_direction", KEYS, name) - clean(name)) < 8.0
 
 
+@pytest.mark.long
 def test_swapped_yaw_hits_rotation_only() -> None:
     assert value("swap_lr", KEYS, "direction_accuracy_rot") == 0.0
     assert value("swap_lr", KEYS, "direction_accuracy_trans") >= 90.0
@@ -84,6 +85,7 @@ def test_hiccups_lower_stability_only() -> None:
     assert value("hiccup", KEYS, "direction_accuracy_rot") >= 90.0
 
 
+@pytest.mark.long
 def test_speed_decay_lowers_stability_only() -> None:
     for name in STAB:
         assert value("decay", KEYS, name) < clean(name) - 25.0, name
@@ -91,6 +93,7 @@ def test_speed_decay_lowers_stability_only() -> None:
         assert abs(value("decay", KEYS, name) - clean(name)) < 5.0, name
 
 
+@pytest.mark.long
 def test_axis_leakage_lowers_purity_and_gated_accuracy() -> None:
     # strafes only, so the trans columns are not diluted by W segments
     baseline = value("clean", "AD", "direction_purity_trans")
@@ -105,6 +108,7 @@ def test_frozen_model_scores_zero_control() -> None:
         assert s[name] == 0.0, name
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("defect", ["blur"])
 def test_image_degradation_leaves_control_metrics(defect: str) -> None:
     for name in ACC + PUR + STAB:
