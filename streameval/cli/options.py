@@ -172,6 +172,9 @@ def quality_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+LATENCY_BUDGET = Range("latency budget (s)", 0.001, 3600.0)
+
+
 def add_evaluation_options(p: argparse.ArgumentParser) -> None:
     """The options of every command that evaluates episodes: backends, live publishing,
     dashboard or plain output, verbosity."""
@@ -214,6 +217,15 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         "the depth-free estimator",
     )
     quality_option(p)
+    p.add_argument(
+        "--latency-budget",
+        type=ranged(LATENCY_BUDGET),
+        default=1.0,
+        metavar="SECONDS",
+        help="action-response budget of the real-time metrics (default 1 s, WorldAtlas's): "
+        "action_response_latency is 1 − latency / budget, latency_budget_pass_rate the share "
+        "of action changes answered within it; kept in the provenance, so rescore reuses it",
+    )
     p.add_argument(
         "--publish-mqtt",
         default=None,

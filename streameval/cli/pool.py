@@ -108,6 +108,7 @@ async def _evaluate(args: argparse.Namespace) -> None:
             gram=args.gram,
             cuts=args.cuts,
             depth=args.depth,
+            latency_budget_s=args.latency_budget,
         ),
         concurrency=args.concurrency,
         no_frame_timeout_s=args.no_frame_timeout,

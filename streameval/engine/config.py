@@ -43,3 +43,7 @@ class PipelineConfig:
     # streameval.perception.gram): the CPU filter bank, or "vgg16-gram[:CHECKPOINT]" with
     # torchvision's weights in the torch hub cache; None = the two CIELAB terms alone
     gram: str | None = "cpu-filterbank-gram"
+    # WorldAtlas's action-response budget in seconds (--latency-budget): the latency's
+    # normalisation and the pass rate's bar (docs/methods.md#latency_budget_pass_rate); kept in
+    # the provenance's config, so `rescore` scores the cache against the same budget
+    latency_budget_s: float = 1.0

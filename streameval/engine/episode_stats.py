@@ -13,6 +13,7 @@ import numpy as np
 from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent
 from streameval.engine.track import EpisodeTrack
 from streameval.metrics.interactivity import arrival_stats, key_response_latencies, latency_summary
+from streameval.results.cache.timing import TimingCache
 
 
 class EpisodeStats:
@@ -94,6 +95,31 @@ class EpisodeStats:
             out["keys_ignored"] = self.keys_ignored
         out.update(info.extra.get("interactivity", {}))
         return out
+
+    def timing(self, info: EpisodeInfo | None, frames: int) -> TimingCache | None:
+        """The cache's frame arrival times and action changes (``results/cache/timing.py``),
+        for a live session or the replay of one's recording (``session_kind``); None else."""
+        if info is None or session_kind(info.extra) is None:
+            return None
+        return TimingCache(
+            np.array([self.arrivals.get(i, math.nan) for i in range(frames)], dtype=np.float64),
+            np.array([t for t, _ in self.key_changes], dtype=np.float64),
+            [k for _, k in self.key_changes],
+        )
+
+
+def session_kind(extra: dict[str, Any]) -> str | None:
+    """``served`` (a network transport), ``in-process`` (a model stepped here) or None (a
+    replay of a rollout no live session recorded): what the real-time metrics may judge
+    (``metrics/realtime_scores.py``). A recording keeps it in its meta.json, so its replay says
+    what the live run said."""
+    recorded = extra.get("session")
+    if recorded in ("served", "in-process"):
+        return str(recorded)
+    if not extra.get("live"):
+        return None
+    block = extra.get("interactivity")
+    return "served" if isinstance(block, dict) and block.get("transport") else "in-process"
 
 
 SERVER_FIGURES = {

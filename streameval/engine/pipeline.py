@@ -41,7 +41,7 @@ from streameval.core.registry import split_spec
 from streameval.core.source import Source
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
-from streameval.engine.episode_stats import EpisodeStats
+from streameval.engine.episode_stats import EpisodeStats, session_kind
 from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
 from streameval.engine.keys_ignored import KeysIgnoredWatch
 from streameval.engine.perception_plan import (
@@ -556,6 +556,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         "complete": complete,
         "end_reason": None if complete else (end_reason or "incomplete"),
         "depth_source": depth_source,
+        "session": session_kind(episode.info.extra),  # what the real-time metrics may judge
         "memory": memory_meta,
         "interactivity": interactivity,
         "errors": [e.to_json() for e in episode.stats.errors],
@@ -568,6 +569,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
     episode.settle_plan()
     cache = track.to_cache(meta, memory_cache)
     cache.quality = quality_cache
+    cache.timing = episode.stats.timing(episode.info, len(track.frame_keys))
     scores = score_episode(cache)
     if results_dir is not None:
         cache.save(results_dir / "cache")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent, FrameEvent, KeySent
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.engine.episode_stats import session_kind
 from streameval.replay.recorder import Recorder
 
 
@@ -48,7 +49,11 @@ class RecordingObserver(EpisodeObserver):
 
     def on_start(self, info: EpisodeInfo) -> None:
         try:
-            self.recorder = Recorder.for_episode(self.out_dir, info, lossy=self.lossy)
+            # the session kind travels with the recording: its replay is judged as this run
+            # (engine/episode_stats.session_kind, the real-time metrics)
+            self.recorder = Recorder.for_episode(
+                self.out_dir, info, lossy=self.lossy, extra={"session": session_kind(info.extra)}
+            )
         except Exception as exc:
             self._fail(exc)
 

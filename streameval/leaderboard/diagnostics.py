@@ -1,7 +1,7 @@
 """Diagnostics beside the master table: the registered metrics that are no column.
 
 Imaging statistics, rollout drift (WorldAtlas, docs/methods.md#rollout_imaging_drift), the wall-time
-interactivity figures and the like
+interactivity figures, the real-time metrics (docs/methods.md#real-time-metrics) and the like
 are measured in their own units (grey levels, ms, a ratio), so a [0, 100] column of them would
 be invented, and ranking them would say "better" where no common scale defines it (more
 colourful is not better). They are still what a researcher compares across models, so
@@ -34,6 +34,9 @@ class DiagnosticCell:
     total: int
     unit: str
     reason: str | None = None
+    normalized: float | None = None
+    """The mean normalized value of a metric on WorldAtlas's [0, 1] scale (the real-time
+    metrics, docs/methods.md#real-time-metrics): shown first, with 4 decimals, as published."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,15 +45,18 @@ class DiagnosticCell:
             "total": self.total,
             "unit": self.unit,
             "reason": self.reason,
+            "normalized": self.normalized,
         }
 
     def text(self) -> str:
-        """``0.1234 px (3/4)``; ``n/a`` with no measurement."""
+        """``0.1234 px (3/4)``, ``0.6240 · 0.376 s`` on the unit scale; ``n/a`` with no
+        measurement."""
         if self.mean is None:
             return "n/a"
         unit = f" {self.unit}" if self.unit else ""
         coverage = f" ({self.measured}/{self.total})" if self.measured != self.total else ""
-        return f"{self.mean:.4g}{unit}{coverage}"
+        score = f"{self.normalized:.4f} · " if self.normalized is not None else ""
+        return f"{score}{self.mean:.4g}{unit}{coverage}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,17 +85,24 @@ def diagnostic_cell(row: ModelRow, name: str, include_incomplete: bool = False) 
     if spec.kernel is None:
         return _figure_cell(row, spec, include_incomplete)
     values: list[float] = []
+    scores: list[float] = []
     unit = spec.unit
     reason: str | None = None
     for record in row.episodes:
         result = effective_result(record, name, include_incomplete)
         if result.status == "official" and result.raw is not None and math.isfinite(result.raw):
             values.append(result.raw)
+            if result.normalized is not None and math.isfinite(result.normalized):
+                scores.append(result.normalized)
             unit = unit or str(result.details.get("unit", ""))
         elif reason is None:
             reason = result.reason
     mean = math.fsum(values) / len(values) if values else None
-    return DiagnosticCell(mean, len(values), row.n_episodes, unit, None if values else reason)
+    # only where the registry puts the metric on the unit scale: other non-columns have none
+    score = math.fsum(scores) / len(scores) if spec.scale <= 1.0 and scores else None
+    return DiagnosticCell(
+        mean, len(values), row.n_episodes, unit, None if values else reason, score
+    )
 
 
 def _figure_cell(row: ModelRow, spec: MetricSpec, include_incomplete: bool) -> DiagnosticCell:

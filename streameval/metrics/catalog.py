@@ -4,8 +4,9 @@ One ``register_metric`` call per metric, in the order of the master table of Wor
 control (docs/methods.md#control-metrics), memory (docs/methods.md#memory-metrics), quality
 (docs/methods.md#quality-metrics); then the WorldAtlas memory_loop metrics
 (docs/methods.md#worldatlas-memory_loop-metrics), scored and shown only for memory_loop episodes;
-last the wall-time interactivity figures (no benchmark defines them: own units, no columns;
-docs/methods.md#interactivity). A new metric adds its kernel module and one call here.
+then the wall-time interactivity figures (no benchmark defines them: own units, no columns;
+docs/methods.md#interactivity); last WorldAtlas's real-time axis on its [0, 1] scale
+(docs/methods.md#real-time-metrics). A new metric adds its kernel module and one call here.
 """
 
 from __future__ import annotations
@@ -292,6 +293,11 @@ for _name, _label, _short, _unit, _higher, _what in (
         False,
         "the slowest key's response, wall time",
     ),
+    # the server's own figures, when its chunks report them (docs/serve-formats.md#chunks)
+    ("server_generation_ms", "Server generation", "gen", "ms", False, "per chunk, median"),
+    ("server_control_latency_ms", "Server control latency", "ctrl", "ms", False, "median"),
+    ("server_queue_depth", "Server queue depth", "queue", "count", False, "deepest queue"),
+    ("server_dropped_frames", "Server dropped frames", "srv drop", "frames", False, "total"),
 ):
     register_metric(
         MetricSpec(
@@ -305,5 +311,59 @@ for _name, _label, _short, _unit, _higher, _what in (
             unit=_unit,
             description=_what,
             status_rules="absent: no frames (fps, jitter) or no key response measured",
+        )
+    )
+
+# WorldAtlas's real-time axis (metrics/realtime.py, docs/methods.md#real-time-metrics): scored
+# from the cache's frame arrival times and action changes, on WorldAtlas's [0, 1] scale, and no
+# master-table columns (they rate the serving, like the interactivity figures above).
+_REALTIME_KERNEL = "streameval.metrics.realtime_scores:realtime_scores"
+for _name, _label, _short, _unit, _what, _rules in (
+    (
+        "effective_generation_fps",
+        "Effective generation fps",
+        "gen fps",
+        "fps",
+        "frames per wall second of a served model, against its nominal fps",
+        "not_applicable: in-process run, or a replay without a recorded live session",
+    ),
+    (
+        "realtime_factor",
+        "Realtime factor",
+        "RTF",
+        "x",
+        "seconds of video per second of wall time (1 keeps pace)",
+        "not_applicable: in-process run, or a replay without a recorded live session",
+    ),
+    (
+        "action_response_latency",
+        "Action response latency",
+        "act lat",
+        "s",
+        "action change to the first frame moving its way, 1 − raw / budget (WorldAtlas)",
+        "not_applicable: no action change, or not a live session",
+    ),
+    (
+        "latency_budget_pass_rate",
+        "Latency budget pass rate",
+        "budget",
+        "",
+        "share of action changes answered within --latency-budget (WorldAtlas)",
+        "not_applicable: no action change, or not a live session",
+    ),
+):
+    register_metric(
+        MetricSpec(
+            name=_name,
+            label=_label,
+            short=_short,
+            family="realtime",
+            kernel=_REALTIME_KERNEL,
+            column=False,
+            unit=_unit,
+            description=_what,
+            status_rules=_rules + "; missing: a cache without frame times",
+            scale=_UNIT,
+            aggregation=f"{_AGG}:unit_episode_mean",
         )
     )

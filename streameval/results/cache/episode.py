@@ -27,6 +27,8 @@ from streameval.metrics.fits.geometry import FrameGeometry
 from streameval.metrics.fits.motion_type import FitSample
 from streameval.protocol.keys import KEYS, NO_KEY
 from streameval.results.cache.quality import QualityCache
+from streameval.results.cache.timing import CACHE_FILE as TIMING_FILE
+from streameval.results.cache.timing import TimingCache
 from streameval.results.cache.worldatlas import CACHE_FILE as WORLDATLAS_FILE
 from streameval.results.cache.worldatlas import WorldAtlasCache
 from streameval.results.scores_file import write_json
@@ -146,6 +148,7 @@ class EpisodeCache:
     memory: MemoryCache | None = None
     worldatlas: WorldAtlasCache | None = None  # memory_loop episodes (WorldAtlas)
     quality: QualityCache | None = None
+    timing: TimingCache | None = None  # live sessions: arrivals and action changes (real time)
 
     @property
     def fps(self) -> float:
@@ -188,6 +191,8 @@ class EpisodeCache:
             self.worldatlas.save(directory / WORLDATLAS_FILE)
         if self.quality is not None:
             self.quality.save(directory)
+        if self.timing is not None:
+            self.timing.save(directory / TIMING_FILE)
         write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
 
     @classmethod
@@ -250,6 +255,7 @@ class EpisodeCache:
             )
         memory_path = directory / "memory.npz"
         atlas_path = directory / WORLDATLAS_FILE
+        timing_path = directory / TIMING_FILE
         return cls(
             meta=meta,
             frame_keys=[str(k) for k in keys],
@@ -259,6 +265,7 @@ class EpisodeCache:
             memory=MemoryCache.load(memory_path, len(keys)) if present(memory_path) else None,
             worldatlas=WorldAtlasCache.load(atlas_path, len(keys)) if present(atlas_path) else None,
             quality=QualityCache.load(directory),
+            timing=TimingCache.load(timing_path, len(keys)) if present(timing_path) else None,
         )
 
 

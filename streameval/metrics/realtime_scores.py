@@ -1,0 +1,199 @@
+"""The real-time episode kernel as the metric registry calls it: cache in, four results out.
+
+It reads only the episode cache (``timing.npz``, the flow signals, ``episode.json``'s
+session kind, interactivity block and configuration), so a live run, the replay of its
+recording and ``rescore`` agree bit for bit (docs/methods.md#real-time-metrics).
+
+Which session earns which metric: a **served** model (a network transport) gets all four; an
+**in-process** run is stepped as fast as the model and perception go, so its frame rate is no
+served model's generation rate and the two throughput metrics are not_applicable (its action
+latency is still measured); a replay of a rollout that no live session recorded has no
+generation wall time at all: all four are not_applicable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from streameval.constants import LATENCY_THRESHOLD
+from streameval.core.metric_result import MetricResult
+from streameval.metrics.control.kernels import reference_speed
+from streameval.metrics.realtime import (
+    DEFAULT_LATENCY_BUDGET_S,
+    F64,
+    RESPONSE_TIMEOUT_S,
+    Response,
+    action_responses,
+    budget_pass_rate,
+    clamp01,
+    effective_fps,
+    latency_score,
+    mean_latency,
+    realtime_factor,
+    wall_span,
+)
+from streameval.protocol.keys import NO_KEY, channel_of, expected_sign
+
+if TYPE_CHECKING:
+    from streameval.engine.scoring import ScoringInput
+    from streameval.results.cache.episode import EpisodeCache
+    from streameval.results.cache.timing import TimingCache
+
+REALTIME_METRICS = (
+    "effective_generation_fps",
+    "realtime_factor",
+    "action_response_latency",
+    "latency_budget_pass_rate",
+)
+SERVED = "served"
+IN_PROCESS = "in-process"
+NOT_SERVED = (
+    "in-process run: frames are stepped as fast as the model and perception go, so there is "
+    "no served model's generation wall time"
+)
+NOT_LIVE = (
+    "replayed rollout without a recorded live session: its frame times are the replay's, "
+    "not a model's generation"
+)
+
+
+def latency_budget(meta: Mapping[str, Any]) -> float:
+    """The budget the episode was scored with (``--latency-budget``, kept in the provenance's
+    configuration so that ``rescore`` applies it again); 1 s for a cache without one."""
+    provenance = meta.get("provenance")
+    config = provenance.get("config") if isinstance(provenance, dict) else None
+    value = config.get("latency_budget_s") if isinstance(config, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return DEFAULT_LATENCY_BUDGET_S
+    if math.isfinite(value) and value > 0:
+        return float(value)
+    return DEFAULT_LATENCY_BUDGET_S
+
+
+def realtime_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
+    """The four real-time metrics of an episode from its cache."""
+    meta = cache.meta
+    if "session" not in meta:
+        reason = "no session timing in the cache (written before the real-time metrics)"
+        return {name: MetricResult.missing(reason) for name in REALTIME_METRICS}
+    kind = meta["session"]
+    if kind not in (SERVED, IN_PROCESS):
+        return {name: MetricResult.not_applicable(NOT_LIVE) for name in REALTIME_METRICS}
+    timing = cache.timing
+    if timing is None:
+        reason = "a live session without cache/timing.npz: frame arrival times were not kept"
+        return {name: MetricResult.missing(reason) for name in REALTIME_METRICS}
+    block = meta.get("interactivity")
+    chunk = block.get("chunk_frames_median") if isinstance(block, dict) else None
+    chunk_frames = int(chunk) if isinstance(chunk, int) and chunk > 0 else None
+    return {
+        **_throughput(kind, timing, cache.fps),
+        **_latency(cache, timing, latency_budget(meta), chunk_frames),
+    }
+
+
+def realtime_scores(inp: ScoringInput) -> dict[str, MetricResult]:
+    """Registry entry point (``metrics/catalog.py``)."""
+    return realtime_metrics(inp.cache)
+
+
+def _throughput(kind: str, timing: TimingCache, fps: float) -> dict[str, MetricResult]:
+    if kind != SERVED:
+        return {
+            "effective_generation_fps": MetricResult.not_applicable(NOT_SERVED),
+            "realtime_factor": MetricResult.not_applicable(NOT_SERVED),
+        }
+    frames, wall = wall_span(timing.arrivals)
+    rate = effective_fps(frames, wall)
+    factor = realtime_factor(frames, wall, fps)
+    if rate is None or factor is None:
+        reason = f"{frames} frame(s) with an arrival time: no wall span to divide by"
+        return {
+            "effective_generation_fps": MetricResult.missing(reason),
+            "realtime_factor": MetricResult.missing(reason),
+        }
+    span = {"frames": frames, "wall_seconds": wall, "target_fps": fps}
+    return {
+        "effective_generation_fps": MetricResult.official(
+            rate, clamp01(rate / fps), {"unit": "fps", **span}
+        ),
+        "realtime_factor": MetricResult.official(
+            factor, clamp01(factor), {"unit": "x", "video_seconds": (frames - 1) / fps, **span}
+        ),
+    }
+
+
+def _floors(cache: EpisodeCache) -> dict[str, float]:
+    """Each channel's threshold floor: half its reference speed, as the interactivity block's
+    key-to-response latency and WorldMark's response latency use (inf: no finite sample)."""
+    out: dict[str, float] = {}
+    for name, signal in (("sx", cache.sx), ("srad", cache.srad)):
+        finite = np.abs(signal[np.isfinite(signal)])
+        out[name] = LATENCY_THRESHOLD * reference_speed(finite) if finite.size else math.inf
+    return out
+
+
+def _latency(
+    cache: EpisodeCache, timing: TimingCache, budget_s: float, chunk_frames: int | None
+) -> dict[str, MetricResult]:
+    times = timing.change_times
+    nexts = np.append(times[1:], math.inf)
+    wanted = [j for j, key in enumerate(timing.change_keys) if key != NO_KEY]
+    if not wanted:
+        reason = "no action change was sent"
+        return {
+            "action_response_latency": MetricResult.not_applicable(reason),
+            "latency_budget_pass_rate": MetricResult.not_applicable(reason),
+        }
+    floors = _floors(cache)
+    keys = [timing.change_keys[j] for j in wanted]
+    signals: list[F64] = [
+        expected_sign(k) * (cache.sx if channel_of(k) == "sx" else cache.srad) for k in keys
+    ]
+    # past WorldAtlas's 1 s timeout when the budget is longer: an answer within it counts
+    timeout = max(RESPONSE_TIMEOUT_S, budget_s)
+    responses = action_responses(
+        signals,
+        timing.arrivals,
+        times[wanted],
+        nexts[wanted],
+        np.array([floors[channel_of(k)] for k in keys], dtype=np.float64),
+        timeout,
+    )
+    raw = mean_latency(responses)
+    rate = budget_pass_rate(responses, budget_s)
+    assert raw is not None and rate is not None  # responses is never empty here
+    details = _latency_details(keys, responses, raw, cache.fps, chunk_frames)
+    details.update(budget_seconds=budget_s, timeout_seconds=timeout)
+    return {
+        "action_response_latency": MetricResult.official(
+            raw, latency_score(raw, budget_s), {"unit": "s", **details}
+        ),
+        "latency_budget_pass_rate": MetricResult.official(rate, rate, details),
+    }
+
+
+def _latency_details(
+    keys: list[str],
+    responses: list[Response],
+    raw: float,
+    fps: float,
+    chunk_frames: int | None,
+) -> dict[str, Any]:
+    """The latency in seconds, nominal frames and chunks, and each change's answer."""
+    frames = raw * fps
+    return {
+        "changes": len(responses),
+        "missing_response_count": sum(1 for r in responses if not r.answered),
+        "latency_seconds": raw,
+        "latency_frames": frames,
+        "latency_chunks": frames / chunk_frames if chunk_frames else None,
+        "chunk_frames": chunk_frames,
+        "keys": keys,
+        "latencies_seconds": [r.latency_s for r in responses],
+        "response_frames": [r.frames for r in responses],
+    }
