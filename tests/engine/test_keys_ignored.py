@@ -7,12 +7,18 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from streameval.constants import MOTION_FLOOR_PX
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.engine.keys_ignored import MESSAGE, KeysIgnoredWatch, segment_moved
 from tests.pipeline.helpers import run, world_source
 from tests.transports.styles import attach_style
+
+# Real-time sessions on two shared cores: a score assertion can miss when the machine is
+# starved (frames rendered late get the next key); one rerun of the assertion, never of a
+# timeout or any other exception.
+pytestmark = pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 
 
 def test_a_segment_moved_when_a_quarter_of_its_samples_clear_the_floor() -> None:

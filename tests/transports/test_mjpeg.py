@@ -5,12 +5,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.pipeline import run_episode
 from streameval.transports.urls import AttachOptions, open_network_source
 from tests.transports.mjpeg_server import start_mjpeg_server
 from tests.transports.public_server import FPS
 from tests.transports.worlds import CONFIG, world
+
+# Real-time sessions on two shared cores: a score assertion can miss when the machine is
+# starved (frames rendered late get the next key); one rerun of the assertion, never of a
+# timeout or any other exception.
+pytestmark = pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 
 
 async def _attach(

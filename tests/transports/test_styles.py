@@ -26,6 +26,12 @@ from tests.transports.styles import STYLES, attach_style
 from tests.transports.worlds import CONFIG, world
 from tests.transports.ws_servers import command_app, start
 
+# Real-time sessions on two shared cores: a score assertion can miss when the machine is
+# starved (frames rendered late get the next key); one rerun of the assertion, never of a
+# timeout or any other exception.
+pytestmark = pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
+
+
 NAMES = list(STYLES)
 
 

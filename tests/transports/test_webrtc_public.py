@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.pipeline import run_episode
 from streameval.transports.live import LiveConfig
 from streameval.transports.webrtc import WebRTCSource
 from tests.transports.public_server import start_public_server
 from tests.transports.worlds import CONFIG
+
+# Real-time sessions on two shared cores: a score assertion can miss when the machine is
+# starved (frames rendered late get the next key); one rerun of the assertion, never of a
+# timeout or any other exception.
+pytestmark = pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
+
 
 KEYS = ("W", "S", "L")  # zoom in, zoom out, pan (a flat pan is a turn, not a strafe)
 

@@ -15,6 +15,11 @@ from streameval.transports.webrtc import WebRTCSource
 from streameval.transports.webrtc_serve import WebRTCServer
 from tests.transports.worlds import CONFIG, NAME, in_process, normalized, world
 
+# Real-time sessions on two shared cores: a score assertion can miss when the machine is
+# starved (frames rendered late get the next key); one rerun of the assertion, never of a
+# timeout or any other exception.
+pytestmark = pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
+
 
 async def _attach(keys: tuple[str, ...], live: LiveConfig, **kw: Any) -> EpisodeOutcome:
     w = world()
