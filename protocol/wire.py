@@ -133,7 +133,8 @@ class ScoresUpdate:
     repeats the last one, so a watcher that missed it still ends on the same frame);
     ``metrics`` the normalized values only (for ``--no-tui`` lines and older watchers),
     ``results`` every result with its status and reason; the final message adds the
-    episode's ``frames`` and its scalar ``interactivity`` block.
+    episode's ``frames`` and its scalar ``interactivity`` block. ``error`` and ``warning``
+    messages carry only what the evaluator's observers were told.
     """
 
     episode: str
@@ -156,6 +157,7 @@ class ScoresUpdate:
     frames: int | None = None
     results: dict[str, WireMetric] = field(default_factory=dict)
     interactivity: dict[str, Scalar] = field(default_factory=dict)
+    warning: str | None = None
 
 
 Message = Step | KeyDown | KeyUp | Heartbeat | Reset | Bye | Hello | Frame | ScoresUpdate
@@ -256,6 +258,7 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
                 for name, m in message.results.items()
             },
             "inter": message.interactivity,
+            "warn": message.warning,
         }
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed
@@ -468,6 +471,7 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
             frames=_optional_count(body.get("frames")),
             results=_results(body.get("results")),
             interactivity=_scalars(body.get("inter"), "scores message 'inter'"),
+            warning=None if body.get("warn") is None else str(body["warn"]),
         )
     raise WireError(f"unknown message type {kind!r}")
 

@@ -2,7 +2,7 @@
 
 The same App as a local run, without a pipeline: live score updates from the broker
 (``transports/remote_watch.py``) are turned into the observer calls a local pipeline would
-make (start, progress, error, end), one dashboard job per remote episode. Results travel
+make (start, progress, error, warning, end), one dashboard job per remote episode. Results travel
 with their status, reason and scalar details and the final message carries the outcome, so
 the screen after the episode is the local one: final scores, ``✓``, the same frame count
 (docs/serve-formats.md#watch-from-elsewhere). Remote metrics are marked ``remote`` in their
@@ -129,6 +129,9 @@ class RemoteDashboardApp(DashboardApp):
                 return
         if update.error:
             remote.observer.on_error(ErrorEvent(update.error, source="remote"))
+            return
+        if update.warning:
+            remote.observer.on_warning(update.warning)
             return
         done = frames_done(update)
         if done > remote.frames_done:

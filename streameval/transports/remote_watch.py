@@ -80,6 +80,8 @@ def format_update(session: str, update: ScoresUpdate) -> str:
     """One line for ``dashboard --mqtt --no-tui``."""
     if update.error:
         return f"{session}/{update.episode}: error: {update.error}"
+    if update.warning:
+        return f"{session}/{update.episode}: warning: {update.warning}"
     shown = ", ".join(
         f"{name} {value:.1f}" for name, value in update.metrics.items() if value is not None
     )

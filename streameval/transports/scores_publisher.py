@@ -152,6 +152,10 @@ class MqttScoresPublisher(EpisodeObserver):
         if self.info is not None:
             self._put(self._update(0, "-", 0.0, 0, error=error.message))
 
+    def on_warning(self, message: str) -> None:
+        if self.info is not None:
+            self._put(self._update(0, "-", 0.0, 0, warning=message))
+
     def on_end(self, outcome: EpisodeOutcome) -> None:
         if self.info is None:
             return

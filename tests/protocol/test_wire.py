@@ -84,6 +84,8 @@ def test_scores_results_and_the_final_flag_round_trip() -> None:
     live = ScoresUpdate("e", "m", 5, "A", 15.5, 1, {}, frames_done=6)
     back = decode(encode(live))
     assert isinstance(back, ScoresUpdate) and not back.final and back.results == {}
+    warned = ScoresUpdate("e", "m", 0, "-", 0.0, 0, {}, warning="keys move nothing")
+    assert decode(encode(warned)) == warned
 
 
 @pytest.mark.parametrize(

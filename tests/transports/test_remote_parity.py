@@ -39,6 +39,10 @@ def _panels(app: DashboardApp) -> dict[str, str]:
         "header": widget_text(live.query_one(EpisodeHeader)),
         "entry": entry_text(ep).plain,
         "status": ep.status.value,
+        # the episode's own lines of the event log (the command's lines differ: no pipeline)
+        "log": "\n".join(
+            f"{line.level} {line.text}" for line in app.model.log if line.job == ep.job
+        ),
     }
 
 
@@ -83,6 +87,7 @@ def test_remote_dashboard_ends_the_episode_as_the_local_one(broker: Broker, tmp_
     # and what both show is the end of the episode, not a live state
     assert shown_local["status"] == JobStatus.DONE.value
     assert shown_local["entry"].startswith("✓")
+    assert f"{total} frames, final scores" in shown_local["log"]
     assert f"frame {total}/{total} (100%)" in shown_local["header"]
     assert (
         "Control · final" in shown_local["control"] and "PROVISIONAL" not in shown_remote["control"]

@@ -124,3 +124,34 @@ def test_an_older_evaluators_messages_still_end_on_its_frame_count() -> None:
     outcome = outcome_of(info, final)
     assert outcome.frames == 32 and outcome.complete
     assert outcome.scores.metrics["x"].normalized == 50.0
+
+
+def test_remote_updates_become_the_local_observer_calls(broker: Broker) -> None:
+    """Start, a warning, a repeated progress and the final message (which repeats the last
+    frame): one progress, the warning in the log, the end as a local pipeline reports it."""
+    schedule = {"keys": ("W", "L"), "boundaries": (0, 16, 32), "episode_fps": 16.0}
+    wire = wire_results({"direction_accuracy_trans": MetricResult.official(0.9, 90.0)})
+
+    def update(frame: int, done: int, **kw: object) -> ScoresUpdate:
+        return ScoresUpdate("e", "m", frame, "L", 16.0, 0, {}, frames_done=done, **kw, **schedule)  # type: ignore[arg-type]
+
+    async def run() -> RemoteDashboardApp:
+        app = RemoteDashboardApp(broker.url("quiet"))
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.apply("s", update(0, 0))
+            app.apply("s", update(0, 0, warning="keys move nothing"))
+            app.apply("s", update(31, 32, results=wire))
+            app.apply("s", update(31, 32, results=wire))  # the same once more
+            app.apply("s", update(31, 32, results=wire, final=True, complete=True, frames=32))
+            app.apply("s", update(31, 32, results=wire, final=True, complete=True, frames=32))
+            await pilot.pause(0.2)
+        return app
+
+    app = asyncio.run(run())
+    (ep,) = app.model.episodes
+    assert ep.status is JobStatus.DONE and len(ep.trace) == 1
+    assert ep.progress is not None and ep.progress.frames_done == 32
+    assert ep.outcome is not None and ep.outcome.frames == 32
+    assert ep.outcome.scores.metrics["direction_accuracy_trans"].normalized == 90.0
+    texts = [line.text for line in app.model.log if line.job == 0]
+    assert texts == ["keys move nothing", "e: 32 frames, final scores"]
