@@ -16,6 +16,8 @@ stay as measured: the model may really be frozen.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -29,12 +31,14 @@ MOVING_SHARE = 0.25
 still counts; a single noisy sample does not)."""
 MESSAGE = "no response to keys: check --profile / --key-map"
 
-F64 = npt.NDArray[np.float64]
+Signal = npt.NDArray[Any]
+"""A flow channel's samples (the track's growable views, float64 in practice)."""
 
 
-def segment_moved(signal: F64, floor: float = MOTION_FLOOR_PX) -> bool | None:
+def segment_moved(signal: Signal, floor: float = MOTION_FLOOR_PX) -> bool | None:
     """Whether a key's channel moved over its segment (None: no finite sample to judge)."""
-    finite = np.abs(signal[np.isfinite(signal)])
+    values = np.asarray(signal, dtype=np.float64)
+    finite = np.abs(values[np.isfinite(values)])
     if finite.size == 0:
         return None
     return bool(np.mean(finite >= floor) >= MOVING_SHARE)
@@ -49,7 +53,7 @@ class KeysIgnoredWatch:
         self.warned = False
         self._start = 0
 
-    def segment(self, key: str, sx: F64, srad: F64) -> bool:
+    def segment(self, key: str, sx: Signal, srad: Signal) -> bool:
         """Judge one closed segment (its samples of both channels); True when the live
         warning is due now (once per episode)."""
         if key == NO_KEY:
@@ -64,7 +68,7 @@ class KeysIgnoredWatch:
             return True
         return False
 
-    def frame_keys_grew(self, keys: list[str], sx: F64, srad: F64) -> bool:
+    def frame_keys_grew(self, keys: list[str], sx: Signal, srad: Signal) -> bool:
         """Called after each perceived frame: a key change closes the segment before it."""
         n = len(keys)
         if n < 2 or keys[-1] == keys[-2]:
@@ -72,7 +76,7 @@ class KeysIgnoredWatch:
         start, self._start = self._start, n - 1
         return self.segment(keys[-2], sx[start : n - 1], srad[start : n - 1])
 
-    def finish(self, keys: list[str], sx: F64, srad: F64) -> bool | None:
+    def finish(self, keys: list[str], sx: Signal, srad: Signal) -> bool | None:
         """The last (open) segment judged too; ``keys_ignored`` of the episode: True when no
         judged segment moved, None when none could be judged."""
         if self._start < len(keys):
