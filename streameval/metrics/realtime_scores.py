@@ -197,3 +197,33 @@ def _latency_details(
         "latencies_seconds": [r.latency_s for r in responses],
         "response_frames": [r.frames for r in responses],
     }
+
+
+def raw_summary(name: str, raw: float, details: Mapping[str, Any]) -> str:
+    """What a real-time value stands on, in its own units, for the dashboard and the report:
+    ``8.30 fps · 49 frames in 5.21 s``, ``0.844 s · 13.5 frames · 1.50 chunks · 1 unanswered``.
+    Empty for a name that is no real-time metric."""
+    if name in ("effective_generation_fps", "realtime_factor"):
+        shown = f"{raw:.2f} fps" if name == "effective_generation_fps" else f"{raw:.3f}×"
+        frames, wall = details.get("frames"), details.get("wall_seconds")
+        if isinstance(frames, int) and isinstance(wall, int | float):
+            shown += f" · {frames} frames in {wall:.2f} s"
+        return shown
+    if name not in ("action_response_latency", "latency_budget_pass_rate"):
+        return ""
+    latency = details.get("latency_seconds")
+    parts = [f"{raw:.2f} passed"] if name == "latency_budget_pass_rate" else []
+    if isinstance(latency, int | float):
+        parts.append(f"{latency:.3f} s")
+    frames, chunks = details.get("latency_frames"), details.get("latency_chunks")
+    if isinstance(frames, int | float):
+        parts.append(f"{frames:.1f} frames")
+    if isinstance(chunks, int | float):
+        parts.append(f"{chunks:.2f} chunks")
+    missing = details.get("missing_response_count")
+    if isinstance(missing, int) and missing:
+        parts.append(f"{missing} unanswered")
+    budget = details.get("budget_seconds")
+    if name == "latency_budget_pass_rate" and isinstance(budget, int | float):
+        parts.append(f"budget {budget:g} s")
+    return " · ".join(parts)

@@ -1,5 +1,6 @@
 """``report.html`` of one episode: the score table with statuses, the motion signals per
-segment, Local Memory's sampled frames, Revisit pairs, interactivity and provenance."""
+segment, Local Memory's sampled frames, Revisit pairs, interactivity, the real-time metrics and
+provenance."""
 
 from __future__ import annotations
 
@@ -59,6 +60,37 @@ def _interactivity_rows(block: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _realtime_rows(metrics: dict[str, Any]) -> list[list[str]]:
+    """WorldAtlas's real-time metrics (docs/methods.md#real-time-metrics): the value on [0, 1]
+    with 4 decimals, the raw figure in its own units (seconds, frames, chunks), or the status
+    and its reason; nothing when the file predates them."""
+    from streameval.metrics.realtime_scores import REALTIME_METRICS, raw_summary
+    from streameval.metrics.registry import metric_spec
+
+    rows: list[list[str]] = []
+    for name in REALTIME_METRICS:
+        m = metrics.get(name)
+        if not isinstance(m, dict):
+            continue
+        spec = metric_spec(name)
+        status = str(m.get("status"))
+        raw, value = m.get("raw"), m.get("normalized")
+        details = m.get("details")
+        figure = ""
+        if status == "official" and isinstance(raw, int | float):
+            figure = raw_summary(name, float(raw), details if isinstance(details, dict) else {})
+        rows.append(
+            [
+                escape(spec.label),
+                f'<span class="{escape(status)}">{escape(status)}</span>',
+                f'<span class="num">{number(value, spec.decimals) if figure else ""}</span>',
+                escape(figure),
+                escape(str(m.get("reason") or "")),
+            ]
+        )
+    return rows
+
+
 def _section(title: str, png: bytes | None, alt: str, missing: str) -> list[str]:
     body = png_img(png, alt) if png is not None else f'<p class="note">{escape(missing)}</p>'
     return [f"<h2>{escape(title)}</h2>", body]
@@ -103,6 +135,12 @@ def render_episode(data: EpisodeData) -> str:
         ),
         "<h2>Interactivity</h2>",
         table(["measure", "value", "unit"], _interactivity_rows(interactivity), raw=True),
+        "<h2>Real time (WorldAtlas)</h2>",
+        table(
+            ["metric", "status", "value [0, 1]", "raw (own units)", "reason"],
+            _realtime_rows(s.get("metrics") or {}),
+            raw=True,
+        ),
         "<h2>Provenance</h2>",
         f"<pre>{escape(json.dumps(s.get('provenance', {}), indent=2))}</pre>",
     ]

@@ -17,6 +17,7 @@ from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome
 from streameval.metrics.interactivity import format_figure, registered_figures
 from streameval.metrics.quality.imaging import STATISTIC_METRICS
+from streameval.metrics.realtime_scores import REALTIME_METRICS, raw_summary
 from streameval.metrics.registry import metric_names
 
 
@@ -85,10 +86,13 @@ def _figures_line(title: str, figures: list[tuple[str, str, bool]]) -> Text:
     return text
 
 
-def evidence(m: MetricResult) -> str:
+def evidence(m: MetricResult, name: str = "") -> str:
     """What a closed-loop memory value stands on: ``24 pairs · strict · cpu-colorhist-rbf``
-    (pair count, pair_source, backend); empty for other metrics."""
+    (pair count, pair_source, backend); a real-time value's raw figure in its own units
+    (``0.844 s · 13.5 frames · 1.50 chunks``); empty for other metrics."""
     d = m.details
+    if name in REALTIME_METRICS and m.raw is not None:
+        return raw_summary(name, m.raw, d)
     if "pair_source" not in d or "pair_count" not in d:
         return ""
     backend = d.get("feature_backend") or d.get("gram_backend") or ""
@@ -114,7 +118,7 @@ def other_metrics_table(outcome: EpisodeOutcome) -> RenderableType:
         table.add_row(
             metric_label(name),
             Text(metric_value_text(m, name), style="bold" if official else "dim"),
-            evidence(m) if official else (m.reason or m.status),
+            evidence(m, name) if official else (m.reason or m.status),
         )
     return table
 
