@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from streameval.engine.episode_stats import SERVER_FIGURES
 from streameval.metrics.interactivity import arrival_stats, key_response_latencies, latency_summary
 from streameval.metrics.registry import metric_names, metric_specs
 from streameval.transports.arrivals import ArrivalLog
@@ -60,6 +61,7 @@ def test_interactivity_figures_are_registered_metadata_in_their_own_units() -> N
         *latency_summary([0.2]),
         *ArrivalLog().counters(),
         "frames_dropped",  # pipeline.Episode.interactivity
+        *SERVER_FIGURES,  # the server's own chunk statistics, when it reports them
     }
     assert names <= produced
 
