@@ -35,4 +35,9 @@ def in_process(keys: tuple[str, ...], seconds_per_key: float) -> EpisodeOutcome:
 
 
 def normalized(outcome: EpisodeOutcome) -> dict[str, float | None]:
-    return {k: m.normalized for k, m in outcome.scores.metrics.items()}
+    """What the world did, metric by metric: the real-time family is left out, it measures
+    the session (a served episode's wall time against an in-process one's)."""
+    from streameval.metrics.registry import metric_names
+
+    session = set(metric_names(family="realtime"))
+    return {k: m.normalized for k, m in outcome.scores.metrics.items() if k not in session}
