@@ -5,6 +5,7 @@ flow channel against the still-video floor, warned once while the episode runs, 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from streameval.constants import MOTION_FLOOR_PX
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.engine.keys_ignored import MESSAGE, KeysIgnoredWatch, segment_moved
+from streameval.transports.profiles import PROFILES
 from tests.pipeline.helpers import run, world_source
 from tests.transports.styles import attach_style
 
@@ -72,14 +74,28 @@ def test_a_frozen_model_is_flagged_while_it_runs_and_a_clean_one_is_not() -> Non
     assert clean.interactivity["keys_ignored"] is False
 
 
-def test_string_keys_to_a_keycode_server_are_reported_as_ignored() -> None:
-    """The misconfiguration users hit: a world-arcade style server (numeric keyCodes) driven
-    with the public profile's string keys stands still; the run says so."""
+def test_key_names_the_server_does_not_know_are_reported_as_ignored(tmp_path: Path) -> None:
+    """The misconfiguration users hit: keys under names the server does not know (here the
+    press-per-block style with names of our own where it expects w a s d; string keys to a keyCode
+    server are the same case) leave its world standing while it streams; the run says so,
+    and the right names do not."""
+    text = Path(PROFILES.get("press")).read_text()
+    old = 'names = { W = "w", S = "s", A = "a", D = "d", L = "left", R = "right" }'
+    assert old in text
+    wrong = tmp_path / "wrong-names.toml"
+    wrong.write_text(text.replace(old, 'names = { W = "fwd", S = "back", A = "strafe_l", '
+                                  'D = "strafe_r", L = "turn_l", R = "turn_r" }'))  # fmt: skip
     seen = _Warnings()
-    outcome = asyncio.run(
-        attach_style("keycode", ("A", "D", "A"), 2.0, profile="public", observers=[seen])
-    )
-    assert outcome.interactivity["keys_ignored"] is True
+
+    async def both() -> tuple[EpisodeOutcome, EpisodeOutcome]:
+        ignored, right = await asyncio.gather(
+            attach_style("press", ("A", "D", "A"), 2.0, profile=str(wrong),
+                         observers=[seen]),
+            attach_style("press", ("A", "D"), 2.0),
+        )  # fmt: skip
+        return ignored, right
+
+    ignored, right = asyncio.run(both())
+    assert ignored.interactivity["keys_ignored"] is True
     assert seen.warnings and MESSAGE in seen.warnings[0]
-    right = asyncio.run(attach_style("keycode", ("A", "D"), 2.0))
     assert right.interactivity["keys_ignored"] is False
