@@ -4,8 +4,8 @@ A server that does not understand our keys (wrong ``--profile``, key names, keyC
 still or keeps doing what it did, and the episode scores direction 0 without saying why. This
 watch looks at each closed key segment as the episode runs: did the flow channel the key
 drives (``channel_of``: radial for W/S, horizontal for A/D/L/R) move at all? Motion is
-judged against the still-video floor (``MOTION_FLOOR_PX``, the floor that makes a frozen video
-score ``no_motion``), in either direction: a model that moves the wrong way *answered* the
+judged against a multiple of the still-video floor (``RESPONSE_FLOOR_PX``: codec noise of a
+live transport stays under it), in either direction: a model that moves the wrong way *answered* the
 key (direction accuracy says how badly); one that never moves on the key's channel did not.
 
 When the first ``WARN_AFTER`` segments with a key all show no such motion, the episode says so
@@ -26,6 +26,11 @@ from streameval.protocol.keys import NO_KEY, channel_of
 
 WARN_AFTER = 2
 """Key segments without motion on their channel before the live warning."""
+RESPONSE_FLOOR_PX = 5 * MOTION_FLOOR_PX
+"""Flow per sample (analysis pixels) a key's channel must clear: five times the still-video
+floor. A lossy live transport is noisier than a still file (VP8 at an adapting bitrate on a
+standing world measured a few hundredths of a pixel under load); 0.1 px per sample is still
+under 1 px/s at 16 fps, far below any motion a key is meant to cause."""
 MOVING_SHARE = 0.25
 """A segment moved when this share of its finite samples clears the floor (a late response
 still counts; a single noisy sample does not)."""
@@ -35,7 +40,7 @@ Signal = npt.NDArray[Any]
 """A flow channel's samples (the track's growable views, float64 in practice)."""
 
 
-def segment_moved(signal: Signal, floor: float = MOTION_FLOOR_PX) -> bool | None:
+def segment_moved(signal: Signal, floor: float = RESPONSE_FLOOR_PX) -> bool | None:
     """Whether a key's channel moved over its segment (None: no finite sample to judge)."""
     values = np.asarray(signal, dtype=np.float64)
     finite = np.abs(values[np.isfinite(values)])

@@ -33,6 +33,8 @@ def test_a_segment_moved_when_a_quarter_of_its_samples_clear_the_floor() -> None
     one_spike[5] = 5.0
     assert segment_moved(one_spike) is False
     assert segment_moved(np.full(5, np.nan)) is None
+    codec_noise = np.full(40, 2 * MOTION_FLOOR_PX)  # a lossy live stream of a still world
+    assert segment_moved(codec_noise) is False
 
 
 def test_the_watch_warns_once_after_two_silent_segments_and_judges_the_channel() -> None:
