@@ -25,7 +25,7 @@ demo: $(STAMP)
 # episodes stay on one worker (xdist_group). TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= $(shell python3 -c "import os; print(min(4, (os.cpu_count() or 1) + 1))")
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --maxprocesses=4 --dist loadgroup -m "not long" $(ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --maxprocesses=4 --dist loadgroup -m "not long and not ray" $(ARGS)
 
 # Load and stress tests (4 sessions at 16 FPS over MQTT and WebRTC; SIGKILL at random moments
 # of replay/rescore/attach) and the episodes that repeat in kind what `make test` covers
@@ -39,8 +39,8 @@ FUZZ_CASES ?= 10000
 fuzz: $(STAMP)
 	FUZZ_CASES=$(FUZZ_CASES) HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider tests/fuzz $(ARGS)
 
-# Only the Ray tests (a local 2-CPU instance, ~45 s here); `make test` runs them too,
-# `make test ARGS="-m 'not ray'"` leaves them out.
+# The Ray tests (a local 2-CPU instance, ~90 s here): Ray fan-out is optional (extra
+# `ray`), so they are their own command like the long suites, run before resolving.
 test-ray: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ray $(ARGS)
 

@@ -4,7 +4,6 @@ one table for the per-style tests (``test_styles.py``) and the benchmark."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,11 +13,9 @@ from streameval.engine.pipeline import run_episode
 from streameval.transports.urls import AttachOptions, open_network_source
 from tests.transports.keycode_server import start_keycode_server
 from tests.transports.press_servers import gamecraft_app, press_app
+from tests.transports.watchdog import watchdog
 from tests.transports.worlds import CONFIG, world
 from tests.transports.ws_servers import camera_app, start, worldfoundry_app
-
-EPISODE_LIMIT_S = 90.0
-"""Far over any style's episode here (≤ 10 s of keys): more is a hang."""
 
 Starter = Callable[..., Awaitable[tuple[Any, int]]]
 
@@ -66,15 +63,6 @@ STYLES: dict[str, Style] = {
 }
 
 
-async def _watchdog(main: asyncio.Task[Any] | None) -> None:
-    """A hang: say where every task stands (before cancelling moves them), then end it."""
-    await asyncio.sleep(EPISODE_LIMIT_S)
-    for task in asyncio.all_tasks():
-        task.print_stack(file=sys.stdout)
-    if main is not None:
-        main.cancel()
-
-
 async def attach_style(
     name: str,
     keys: tuple[str, ...],
@@ -102,7 +90,7 @@ async def attach_style(
             ),
         )
         await source.connect()
-        dog = asyncio.create_task(_watchdog(asyncio.current_task()))
+        dog = asyncio.create_task(watchdog(asyncio.current_task()))
         try:
             return await run_episode(
                 source, config=CONFIG, observers=observers, results_dir=results_dir

@@ -20,6 +20,7 @@ from streameval.transports.live import LiveConfig
 from streameval.transports.mqtt import MqttSource
 from tests.transports.conftest import Broker
 from tests.transports.scripted import Script, good, scripted_server
+from tests.transports.watchdog import watchdog
 from tests.transports.worlds import CONFIG
 
 TOTAL = 32  # one key held 2 s at 16 fps
@@ -41,9 +42,13 @@ async def _episode(
             **kw,
         )
         await source.connect()
-        return await run_episode(
-            source, config=CONFIG, results_dir=out, observers=[RecordingObserver(out / "rec")]
-        )
+        dog = asyncio.create_task(watchdog(asyncio.current_task()))
+        try:
+            return await run_episode(
+                source, config=CONFIG, results_dir=out, observers=[RecordingObserver(out / "rec")]
+            )
+        finally:
+            dog.cancel()
     finally:
         server.cancel()
         await asyncio.gather(server, return_exceptions=True)
