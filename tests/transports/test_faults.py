@@ -14,6 +14,7 @@ from streameval.protocol.wire import Bye, encode
 
 from streameval.cli.main import main
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, FrameEvent
+from streameval.core.tasks import cancel_and_wait
 from streameval.engine.pipeline import run_episode
 from streameval.engine.recording import RecordingObserver
 from streameval.transports.live import LiveConfig
@@ -29,10 +30,19 @@ TOTAL = 32  # one key held 2 s at 16 fps
 async def _episode(
     broker: Broker, script: Script, out: Path, timeout_s: float = 10.0, **kw: int
 ) -> EpisodeOutcome:
+    """One episode against the scripted server. Bounded everywhere: a server that dies before
+    it is ready raises here, a hang prints every task's stack (watchdog), and the server's
+    teardown waits at most 10 s (an MQTT client cancelled mid-exchange need not end at once)."""
     ready = asyncio.Event()
     server = asyncio.create_task(scripted_server(broker.port, "f", script, ready))
-    await ready.wait()
+    dog = asyncio.create_task(watchdog(asyncio.current_task()))
     try:
+        waiting = asyncio.create_task(ready.wait())
+        await asyncio.wait({server, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.is_set():
+            waiting.cancel()
+            server.result()  # the server's own error (it ended before it was ready)
+            raise RuntimeError("scripted server ended before it was ready")
         source = MqttSource(
             broker.url("f"),
             ("A",),
@@ -42,16 +52,12 @@ async def _episode(
             **kw,
         )
         await source.connect()
-        dog = asyncio.create_task(watchdog(asyncio.current_task()))
-        try:
-            return await run_episode(
-                source, config=CONFIG, results_dir=out, observers=[RecordingObserver(out / "rec")]
-            )
-        finally:
-            dog.cancel()
+        return await run_episode(
+            source, config=CONFIG, results_dir=out, observers=[RecordingObserver(out / "rec")]
+        )
     finally:
-        server.cancel()
-        await asyncio.gather(server, return_exceptions=True)
+        dog.cancel()
+        await cancel_and_wait([server], 10.0)
 
 
 class _FrameWatch(EpisodeObserver):
