@@ -158,6 +158,8 @@ class ScoresUpdate:
     results: dict[str, WireMetric] = field(default_factory=dict)
     interactivity: dict[str, Scalar] = field(default_factory=dict)
     warning: str | None = None
+    queue_depth: int | None = None  # the evaluator's perception queue, as its Throughput shows
+    received: int | None = None  # frames the evaluator received (dropped ones included)
 
 
 Message = Step | KeyDown | KeyUp | Heartbeat | Reset | Bye | Hello | Frame | ScoresUpdate
@@ -259,6 +261,8 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
             },
             "inter": message.interactivity,
             "warn": message.warning,
+            "queue": message.queue_depth,
+            "recv": message.received,
         }
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed
@@ -472,6 +476,8 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
             results=_results(body.get("results")),
             interactivity=_scalars(body.get("inter"), "scores message 'inter'"),
             warning=None if body.get("warn") is None else str(body["warn"]),
+            queue_depth=_optional_count(body.get("queue")),
+            received=_optional_count(body.get("recv")),
         )
     raise WireError(f"unknown message type {kind!r}")
 

@@ -137,6 +137,8 @@ class RemoteDashboardApp(DashboardApp):
         if done > remote.frames_done:
             # the final message repeats the last perceived frame: applied only if it was lost
             remote.frames_done = done
+            if update.received is not None:  # the evaluator's count, not ours
+                remote.observer.trace.frames_received = update.received
             remote.observer.on_progress(
                 Progress(
                     info=remote.info,
@@ -147,7 +149,7 @@ class RemoteDashboardApp(DashboardApp):
                     frames_done=done,
                     frames_total=remote.info.schedule.total_frames,
                     fps=update.fps,
-                    queue_depth=0,
+                    queue_depth=update.queue_depth or 0,
                     dropped=update.dropped,
                     provisional=None if update.final else remote.provisional(update),
                 )

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from streameval.core.events import EpisodeInfo, ErrorEvent
+from streameval.core.events import EpisodeInfo, ErrorEvent, FrameEvent
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.protocol.wire import MAX_SCALARS, Scalar, ScoresUpdate, WireMetric, encode
@@ -91,6 +91,7 @@ class MqttScoresPublisher(EpisodeObserver):
         # converted once per provisional update, then shared by every message until the next
         self._results: dict[str, WireMetric] = {}
         self._last: Progress | None = None
+        self._received = 0  # frames received, as the local Throughput counts them
 
     def _update(self, frame: int, key: str, fps: float, dropped: int, **kw: Any) -> ScoresUpdate:
         assert self.info is not None
@@ -136,8 +137,13 @@ class MqttScoresPublisher(EpisodeObserver):
             sx=_finite(progress.sx),
             srad=_finite(progress.srad),
             frames_done=progress.frames_done,
+            queue_depth=progress.queue_depth,
+            received=self._received,
             **kw,
         )
+
+    def on_frame(self, event: FrameEvent) -> None:
+        self._received += 1
 
     def on_progress(self, progress: Progress) -> None:
         if self.info is None:

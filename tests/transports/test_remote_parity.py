@@ -14,6 +14,7 @@ from streameval.tui.widgets.control_metrics import FINAL_CLASS, ControlMetrics
 from streameval.tui.widgets.episode_header import EpisodeHeader
 from streameval.tui.widgets.episode_list import EpisodeList, entry_text
 from streameval.tui.widgets.final_metrics import FinalMetrics
+from streameval.tui.widgets.throughput import throughput_text
 
 from streameval.core.source import Source
 from streameval.runs.jobs import EpisodeJob
@@ -39,6 +40,10 @@ def _panels(app: DashboardApp) -> dict[str, str]:
         "header": widget_text(live.query_one(EpisodeHeader)),
         "entry": entry_text(ep).plain,
         "status": ep.status.value,
+        # the Throughput panel's text without its freshness row (each watcher's own clock)
+        "throughput": throughput_text(
+            ep.progress, ep.trace.frames_received, live.queue_size, None, ep.final, 40
+        ).plain,
         # the episode's own lines of the event log (the command's lines differ: no pipeline)
         "log": "\n".join(
             f"{line.level} {line.text}" for line in app.model.log if line.job == ep.job
@@ -89,6 +94,7 @@ def test_remote_dashboard_ends_the_episode_as_the_local_one(broker: Broker, tmp_
     assert shown_local["entry"].startswith("✓")
     assert f"{total} frames, final scores" in shown_local["log"]
     assert f"frame {total}/{total} (100%)" in shown_local["header"]
+    assert f"received {total}" in " ".join(shown_local["throughput"].split())
     assert (
         "Control · final" in shown_local["control"] and "PROVISIONAL" not in shown_remote["control"]
     )
