@@ -30,9 +30,14 @@ from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 
 
-def format_metric(m: MetricResult) -> str:
+def format_metric(m: MetricResult, name: str | None = None) -> str:
+    """The value as the table shows it: 2 decimals on WorldMark's 0–100, 4 on WorldAtlas's
+    [0, 1] (``MetricSpec.decimals``; 2 when ``name`` is not given or not registered)."""
     if m.status == "official" and m.normalized is not None:
-        return f"{m.normalized:6.2f}"
+        from streameval.leaderboard.columns import metric_scale
+
+        decimals = metric_scale(name)[1] if name is not None else 2
+        return f"{m.normalized:6.{decimals}f}"
     if m.status == "official" and m.raw is not None:  # a statistic in its own unit
         return f"{m.raw:.4g} {m.details.get('unit', '')}".rstrip()
     return m.status
@@ -69,7 +74,7 @@ class ProgressPrinter(EpisodeObserver):
         acc = ""
         if self._provisional:
             acc = "  provisional: " + " ".join(
-                f"{name.replace('direction_accuracy', 'acc')}={format_metric(m).strip()}"
+                f"{name.replace('direction_accuracy', 'acc')}={format_metric(m, name).strip()}"
                 for name, m in self._provisional.items()
                 if name.startswith("direction_accuracy")
             )
@@ -92,7 +97,7 @@ class ProgressPrinter(EpisodeObserver):
         self._print(f"■ {outcome.info.episode}: {outcome.frames} frames, {state}{rt_text}")
         for name, m in outcome.scores.metrics.items():
             reason = f"  ({m.reason})" if m.reason else ""
-            self._print(f"    {name:<26} {format_metric(m)}{reason}")
+            self._print(f"    {name:<26} {format_metric(m, name)}{reason}")
         if outcome.results_dir is not None:
             self._print(f"    → {outcome.results_dir / 'scores.json'}")
 
