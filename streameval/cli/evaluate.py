@@ -15,7 +15,7 @@ from typing import Any
 
 from streameval.cli.console import ProgressPrinter
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
-from streameval.cli.options import existing_policy
+from streameval.cli.options import existing_policy, pipeline_config
 from streameval.core.observers import EpisodeObserver
 from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
@@ -44,15 +44,7 @@ def run_episodes(
         print(f"error: {message}", file=sys.stderr)
     for message in skipped:
         print(message, file=sys.stderr)
-    config = PipelineConfig(
-        flow=args.flow,
-        embedding=args.embedding,
-        gram=args.gram,
-        cuts=args.cuts,
-        depth=args.depth,
-        latency_budget_s=args.latency_budget,
-        quality=args.quality,
-    )
+    config = pipeline_config(args)
     results_log = ResultsLog(args.out / RESULTS_LOG)
     if getattr(args, "ray", None) is not None:
         from streameval.cli.ray import run_ray_replay

@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from streameval.cli.exit_codes import EXIT_BAD_INPUT
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import Range
 from streameval.protocol.memory_loop import MEMORY_LOOP_SECONDS, MEMORY_LOOP_SUITE
 from streameval.results.layout import ExistingPolicy
+
+if TYPE_CHECKING:
+    from streameval.engine.config import PipelineConfig
 from streameval.runs.builders import RECORD_MODES
 from streameval.runs.memory_loop import LoopPlan
 
@@ -240,3 +243,19 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         "scenedetect-adaptive), transnetv2, scenedetect-adaptive, scenedetect-content",
     )
     add_verbosity_options(p)
+
+
+def pipeline_config(args: argparse.Namespace) -> PipelineConfig:
+    """The backends and budget of ``add_evaluation_options``, as one ``PipelineConfig`` (every
+    evaluating command builds it here, so an option cannot reach one command and not another)."""
+    from streameval.engine.config import PipelineConfig
+
+    return PipelineConfig(
+        flow=args.flow,
+        embedding=args.embedding,
+        gram=args.gram,
+        cuts=args.cuts,
+        depth=args.depth,
+        latency_budget_s=args.latency_budget,
+        quality=args.quality,
+    )

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streameval.engine.config import PipelineConfig
+from streameval.cli.options import pipeline_config
 from streameval.scale.pool_messages import PoolMessageError, SessionOffer, check_name
 
 DEFAULT_GROUP = "evaluators"
@@ -102,14 +102,7 @@ async def _evaluate(args: argparse.Namespace) -> None:
         args.out,
         name=name,
         group=args.group,
-        config=PipelineConfig(
-            flow=args.flow,
-            embedding=args.embedding,
-            gram=args.gram,
-            cuts=args.cuts,
-            depth=args.depth,
-            latency_budget_s=args.latency_budget,
-        ),
+        config=pipeline_config(args),
         concurrency=args.concurrency,
         no_frame_timeout_s=args.no_frame_timeout,
     )
