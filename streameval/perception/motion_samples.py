@@ -20,6 +20,15 @@ F32 = npt.NDArray[np.float32]
 # Depth-free grid: flow averaged over 4×4 blocks, then every FIT_PIXEL_STEP-th block, i.e. the
 # same point density the depth path gets from a quarter-resolution depth map.
 FLOWGRID_DOWNSAMPLE = 4
+# Depth-free grid points closer to the frame's edge than one grid step (24 analysis pixels), at
+# either end of their flow, carry no sample: content there enters or leaves the view and its
+# flow is extrapolated, a residual a pure turn would read as parallax.
+FIT_BORDER_PX = FLOWGRID_DOWNSAMPLE * FIT_PIXEL_STEP
+# Above this median displacement (analysis pixels per signal pair, i.e. two frames) a
+# depth-free fit frame is sampled from the one-frame pair instead, doubled: DIS (fast) loses
+# fine, foreshortened texture at ~30 px (an OpenGL room's floor read a 35 px turn as −25 px),
+# and holds at ~15 px (docs/methods.md#motion-type-fit).
+FIT_SHORT_PAIR_PX = 12.0
 
 
 def _grid_coords(height: int, width: int, scale_x: float, scale_y: float) -> tuple[F32, F32]:
@@ -51,7 +60,8 @@ def sample_fit(frame: int, flow: F32, depth: F32 | None) -> FitSample:
 
     With depth: flow resized to the depth map (bilinear, as the reference resizes u), every
     6th element of the flattened map (``raster_sample``). Without: flow block-averaged to a
-    quarter size, every 6th block of a 2-D grid (our depth-free estimator needs x and y).
+    quarter size, every 6th block of a 2-D grid (our depth-free estimator needs x and y), NaN
+    where the point or its flow's end lies within ``FIT_BORDER_PX`` of the frame's edge.
     """
     h_a, w_a, _ = flow.shape
     cx, cy = (w_a - 1) / 2.0, (h_a - 1) / 2.0
@@ -74,11 +84,27 @@ def sample_fit(frame: int, flow: F32, depth: F32 | None) -> FitSample:
     small = cv2.resize(flow, (w, h), interpolation=cv2.INTER_AREA)
     grid = small[::FIT_PIXEL_STEP, ::FIT_PIXEL_STEP]
     gx, gy = _grid_coords(h, w, w_a / w, h_a / h)
+    u = np.array(grid[..., 0], dtype=np.float32)
+    v = np.array(grid[..., 1], dtype=np.float32)
+    inside = _inside(gx, w_a) & _inside(gx + u, w_a) & _inside(gy, h_a) & _inside(gy + v, h_a)
+    u[~inside] = np.nan
+    v[~inside] = np.nan
     return FitSample(
         frame=frame,
         x=(gx - cx).reshape(-1).astype(np.float32),
         y=(gy - cy).reshape(-1).astype(np.float32),
-        u=np.ascontiguousarray(grid[..., 0], dtype=np.float32).reshape(-1),
-        v=np.ascontiguousarray(grid[..., 1], dtype=np.float32).reshape(-1),
+        u=u.reshape(-1),
+        v=v.reshape(-1),
         invz=None,
     )
+
+
+def _inside(coord: F32, size: int) -> npt.NDArray[np.bool_]:
+    return (coord >= FIT_BORDER_PX) & (coord <= size - 1 - FIT_BORDER_PX)
+
+
+def needs_short_pair(flow: F32) -> bool:
+    """Whether a depth-free fit frame should be sampled from its one-frame pair: the signal
+    pair's median displacement exceeds ``FIT_SHORT_PAIR_PX`` (read on every 8th pixel)."""
+    sub = flow[::8, ::8]
+    return float(np.median(np.hypot(sub[..., 0], sub[..., 1]))) > FIT_SHORT_PAIR_PX

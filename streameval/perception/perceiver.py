@@ -23,7 +23,7 @@ from streameval.perception.analysis import Gray, rgb_to_gray, to_analysis_rgb
 from streameval.perception.depth import DepthBackend
 from streameval.perception.flow import FlowBackend, flow_input
 from streameval.perception.memory import MemoryPerception
-from streameval.perception.motion_samples import sample_fit
+from streameval.perception.motion_samples import needs_short_pair, sample_fit
 from streameval.perception.signals import flow_signals
 from streameval.protocol.keys import FAMILY
 from streameval.results.cache.quality import shrink_for_quality
@@ -66,6 +66,7 @@ class FlowStep:
     target: int  # the signal this frame completes (i - FLOW_STRIDE)
     flow: npt.NDArray[np.float32] | None = None
     fit: bool = False  # the target frame is sampled for the motion-type fit
+    fit_flow: npt.NDArray[np.float32] | None = None  # the sample's flow when not ``flow``
     depth: npt.NDArray[np.float32] | None = None  # the target frame's, for its fit sample
     from_network: bool = False  # that depth came from the depth backend
 
@@ -160,6 +161,11 @@ class Perceiver:
                 if self._fits(target):
                     step.fit = True
                     step.depth = self._depth.pop(target, None)
+                    middle = self._recent.get(target + 1)
+                    if step.depth is None and middle is not None and needs_short_pair(step.flow):
+                        # docs/methods.md#motion-type-fit: a fast depth-free frame is sampled
+                        # from its one-frame pair, in the signal pair's units (doubled)
+                        step.fit_flow = 2.0 * self.flow(prev, middle)
             self._next_signal = target + 1
         for old in [k for k in self._recent if k <= target]:
             del self._recent[old]
@@ -184,7 +190,8 @@ class Perceiver:
             step.sx.append(s_x)
             step.srad.append(s_rad)
             if step.fit:
-                sample = sample_fit(step.target, flow, step.depth)
+                fit_flow = flow if step.fit_flow is None else step.fit_flow
+                sample = sample_fit(step.target, fit_flow, step.depth)
         embedding = self.memory.observe(event, image) if self.memory is not None else None
         statistics = None
         if self.imaging:

@@ -42,3 +42,36 @@ def test_a_strafe_is_translation_and_all_still_is_no_fit() -> None:
     fit = fit_motion_type([_strafe(0, 0.05), _strafe(16, 0.0), _strafe(32, 0.05)], F)
     assert fit is not None and fit.p_trans > 0.99
     assert fit_motion_type([_yaw(0, 0.0), _strafe(16, 0.0)], F) is None
+
+
+def _noisy(sample: FitSample, sigma: float, seed: int) -> FitSample:
+    rng = np.random.default_rng(seed)
+    u = sample.u + rng.normal(0.0, sigma, sample.u.shape).astype(np.float32)
+    v = sample.v + rng.normal(0.0, sigma, sample.v.shape).astype(np.float32)
+    return FitSample(sample.frame, sample.x, sample.y, u, v, None)
+
+
+def test_flow_noise_is_not_parallax() -> None:
+    # a 4 px turn with 0.15 px flow noise: the residual's spread (~0.5 px) is the noise's,
+    # and the vertical residual measures it (the estimator's noise floor)
+    turn = [_noisy(_yaw(f, 4.0 / F), 0.15, f) for f in (0, 16, 32)]
+    fit = fit_flow_rotation_per_frame(turn, F)
+    assert fit is not None and fit.p_yaw > 0.97, fit
+    pooled = fit_flow_rotation(turn, F)  # no noise floor
+    assert pooled is not None and pooled.p_yaw < 0.92, pooled
+    strafe = [_noisy(_strafe(f, 0.05), 0.15, f) for f in (0, 16, 32)]
+    fit = fit_flow_rotation_per_frame(strafe, F)
+    assert fit is not None and fit.p_trans > 0.97, fit
+
+
+def test_a_strafe_with_a_turn_keeps_both_parts() -> None:
+    # half the centre flow from each: the noise floor takes nothing from an exact field
+    mixed = []
+    for f in (0, 16):
+        y, s = _yaw(f, 2.0 / F), _strafe(f, 0.05)
+        mixed.append(FitSample(f, X, Y, y.u + s.u, y.v + s.v, None))
+    fit = fit_flow_rotation_per_frame(mixed, F)
+    exact_trans = fit_flow_rotation_per_frame([_strafe(f, 0.05) for f in (0, 16)], F)
+    assert fit is not None and exact_trans is not None
+    assert abs(fit.trans_amp - exact_trans.trans_amp) < 1e-3 * exact_trans.trans_amp
+    assert abs(fit.rot_amp - 2 * 2.0) < 1e-3

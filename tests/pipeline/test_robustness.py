@@ -16,6 +16,7 @@ from streameval.core.events import ErrorEvent, FrameEvent
 from streameval.core.observers import EpisodeObserver
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
+from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD
 from streameval.results.scores_file import SCORES_FORMAT
 from streameval.transports.inprocess.driver import InProcessSource
 from tests.pipeline.helpers import ListSource, run, shifting_events, textured
@@ -42,7 +43,7 @@ def test_synthetic_shift_is_scored_in_the_right_direction(tmp_path: Path) -> Non
     assert [s["dir"] for s in acc.details["segments"]] == pytest.approx([1, 1], abs=0.05)
     doc = json.loads((tmp_path / "scores.json").read_text())
     assert doc["format"] == SCORES_FORMAT and doc["frames"] == 128
-    assert doc["provenance"]["backends"]["motion_type"] == "flow_rotation_per_frame"
+    assert doc["provenance"]["backends"]["motion_type"] == DEPTH_FREE_METHOD
 
 
 def test_wrong_frame_shape_is_reported_and_skipped(tmp_path: Path) -> None:

@@ -38,9 +38,9 @@ F64 = npt.NDArray[np.float64]
 # Fewer pooled points than this and a least-squares fit means nothing.
 MIN_FIT_POINTS = 10
 # The depth-free estimators, by the method name results and provenance record
-# (docs/methods.md#motion-type-fit): the per-frame one is the default, the pooled one is kept so
-# that a cache scored with it can be told apart.
-DEPTH_FREE_METHOD = "flow_rotation_per_frame"
+# (docs/methods.md#motion-type-fit): the per-frame one with its noise floor is the default, the
+# pooled one is kept so that a cache scored with it can be told apart.
+DEPTH_FREE_METHOD = "flow_rotation_noise_floor"
 POOLED_DEPTH_FREE_METHOD = "flow_vertical_rotation"
 
 
@@ -252,7 +252,11 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     carries no weight: its flow is codec noise, and read as parallax it made a turn that
     stutters look like a strafe. Otherwise ω is this frame's own (a turn that speeds up, slows
     down or stalls has one ω per frame, which a pooled ω averages away): least squares of v on
-    ``g = x·y/f``; ``rot_amp = |ω|·f``; ``trans_amp = P95 − P5`` of ``u − ω·(f + x²/f)``.
+    ``g = x·y/f``; ``rot_amp = |ω|·f``. ``trans_amp`` is the spread ``P95 − P5`` of the
+    residual ``u − ω·(f + x²/f)`` less the same spread of ``v − ω·g``: a lateral translation
+    gives no vertical flow, so that spread is the flow's own error on this frame (the
+    estimator's noise floor), which a pure turn would otherwise read as parallax (clean yaw
+    p_yaw 0.90 → 0.96 on the procedural world, docs/methods.md#motion-type-fit).
     """
     ok = np.isfinite(s.u) & np.isfinite(s.v)
     x, y, u, v = (a[ok].astype(np.float64) for a in (s.x, s.y, s.u, s.v))
@@ -261,8 +265,10 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     g = x * y / focal
     denom = float(np.dot(g, g))
     omega = float(np.dot(g, v)) / denom if denom > 0 else 0.0
-    p5, p95 = np.percentile(u - omega * (focal + x * x / focal), FIT_AMP_PCT)
-    return float(p95 - p5), abs(omega) * focal, int(x.size)
+    u5, u95 = np.percentile(u - omega * (focal + x * x / focal), FIT_AMP_PCT)
+    v5, v95 = np.percentile(v - omega * g, FIT_AMP_PCT)
+    trans_amp = max(0.0, float(u95 - u5) - float(v95 - v5))
+    return trans_amp, abs(omega) * focal, int(x.size)
 
 
 def fit_flow_rotation_per_frame(samples: list[FitSample], focal: float) -> MotionFit | None:

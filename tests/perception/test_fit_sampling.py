@@ -1,0 +1,51 @@
+"""Depth-free fit samples (docs/methods.md#motion-type-fit): no sample where content enters or
+leaves the view, and a fast frame is sampled from its one-frame pair."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streameval.perception.motion_samples import (
+    FIT_BORDER_PX,
+    FIT_SHORT_PAIR_PX,
+    needs_short_pair,
+    sample_fit,
+)
+
+W, H = 640, 432
+
+
+def _uniform(u: float, v: float = 0.0) -> np.ndarray:
+    flow = np.zeros((H, W, 2), np.float32)
+    flow[..., 0], flow[..., 1] = u, v
+    return flow
+
+
+def test_points_whose_flow_leaves_the_view_carry_no_sample() -> None:
+    still = sample_fit(0, _uniform(0.0), None)
+    x, y = still.x + (W - 1) / 2, still.y + (H - 1) / 2
+    edge = (x < FIT_BORDER_PX) | (x > W - 1 - FIT_BORDER_PX)
+    edge |= (y < FIT_BORDER_PX) | (y > H - 1 - FIT_BORDER_PX)
+    assert 0 < edge.sum() < 0.3 * edge.size
+    assert np.isnan(still.u[edge]).all() and np.isfinite(still.u[~edge]).all()
+    moved = sample_fit(0, _uniform(40.0), None)
+    leaving = x + 40.0 > W - 1 - FIT_BORDER_PX
+    assert np.isnan(moved.u[leaving]).all() and np.isnan(moved.v[leaving]).all()
+    assert np.isfinite(moved.u[~leaving & ~edge]).all()
+    assert np.allclose(moved.u[~leaving & ~edge], 40.0)
+
+
+def test_the_depth_path_is_untouched_by_the_border() -> None:
+    depth = np.full((108, 160), 5.0, np.float32)
+    sample = sample_fit(0, _uniform(40.0), depth)
+    assert np.isfinite(sample.u).all() and sample.invz is not None
+
+
+def test_a_fast_pair_is_resampled_short() -> None:
+    assert not needs_short_pair(_uniform(FIT_SHORT_PAIR_PX * 0.9))
+    assert needs_short_pair(_uniform(0.0, FIT_SHORT_PAIR_PX * 1.1))
+    half = _uniform(30.0)
+    half[: H // 2] = 0.0  # the median reads the typical point, not the fastest
+    assert needs_short_pair(half)
+    half[: H // 2 + 8] = 0.0
+    assert not needs_short_pair(half)
