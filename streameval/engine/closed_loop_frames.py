@@ -8,6 +8,11 @@ the appearance backend (the episode's embedding backend: ``cpu-colorhist-rbf`` b
 (``cpu-filterbank-gram`` by default, ``vgg16-gram``/``vgg19-gram`` with weights;
 docs/methods.md#memory_rendering_recovery). Their answers go into the cache with the frames,
 so scoring, replay and ``rescore`` never re-run a network and agree bit for bit.
+
+Pairs share frames (the square loop's 23 pairs hold 24 distinct frames), so each distinct frame
+is embedded once and its Gram statistic taken once (``gram.pair_distances``): an embedding is a
+function of its frame alone (the backends embed one image per pass), so the features are those
+of a pair-by-pair run, bit for bit.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from streameval.metrics.worldatlas.closed_loop_scores import closed_loop_pairs
 from streameval.metrics.worldatlas.pose_distance import PoseTrackError, as_pose_track
 from streameval.metrics.worldatlas.revisit import return_gate
 from streameval.perception.embedding import EmbeddingBackend
-from streameval.perception.gram import GramBackend
+from streameval.perception.gram import GramBackend, pair_distances
 from streameval.results.cache.closed_loop import CLOSED_LOOP_FRAME_SIDE
 
 Frame = npt.NDArray[np.uint8]
@@ -72,20 +77,30 @@ def keep_revisit_frames(
     if embedder is not None:
         out.feature_backend = embedder.name
         try:
-            out.features = np.stack(
-                [embedder.embed([a, b]) for a, b in zip(firsts, revisits, strict=True)]
-            ).astype(np.float32)
+            out.features = _pair_features(embedder, firsts, revisits)
         except Exception as exc:  # fidelity becomes `missing`, with this reason
             out.feature_problem = f"{embedder.name}: {type(exc).__name__}: {exc}"
     if gram is not None:
         out.gram_backend = gram.name
         try:
-            out.gram = np.array(
-                [gram.distance(a, b) for a, b in zip(firsts, revisits, strict=True)], np.float64
-            )
+            out.gram = np.array(pair_distances(gram, firsts, revisits), np.float64)
         except Exception as exc:  # recorded; rendering recovery keeps its two CIELAB terms
             out.gram_problem = f"{gram.name}: {type(exc).__name__}: {exc}"
     return out
+
+
+def _pair_features(
+    embedder: EmbeddingBackend, firsts: list[Frame], revisits: list[Frame]
+) -> npt.NDArray[np.float32]:
+    """(P, 2, D) features of the pairs, each distinct frame (the same array object) embedded
+    once, in one call, in order of first appearance."""
+    distinct: dict[int, Frame] = {}
+    for frame in [*firsts, *revisits]:
+        distinct.setdefault(id(frame), frame)
+    rows = dict(zip(distinct, embedder.embed(list(distinct.values())), strict=True))
+    return np.stack(
+        [np.stack([rows[id(a)], rows[id(b)]]) for a, b in zip(firsts, revisits, strict=True)]
+    ).astype(np.float32)
 
 
 def closed_loop_provenance(kept: ClosedLoopFrames | None) -> dict[str, Any]:

@@ -12,20 +12,24 @@ which would pull a CUDA torch, is not needed). Every backend has its own name, r
 provenance: the CPU statistic's numbers are not VGG's.
 
 A backend is ``distance(frame_a, frame_b) -> float`` on RGB uint8 frames (the second resized
-to the first), 0 for identical frames.
+to the first), 0 for identical frames. :func:`pair_distances` measures the revisit pairs of an
+episode: both backends here split into a per-frame statistic and a comparison, so a frame shared
+by several pairs (the same array object) is measured once, bit for bit as ``distance`` would.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.parallel import thread_map
 from streameval.core.registry import backend_registry
 from streameval.errors import BackendUnavailableError
 from streameval.perception.hf import IMAGENET_MEAN, IMAGENET_STD, as_rgb_uint8
@@ -48,6 +52,42 @@ class GramBackend(Protocol):
     name: str
 
     def distance(self, frame_a: Frame, frame_b: Frame) -> float: ...
+
+
+G = TypeVar("G")
+
+
+def _distinct_pairs(
+    statistic: Callable[[Frame], G],
+    compare: Callable[[G, G], float],
+    frames_a: Sequence[Frame],
+    frames_b: Sequence[Frame],
+    *,
+    threads: bool,
+) -> list[float]:
+    """``compare(statistic(a), statistic(b resized to a))`` per pair, each distinct frame (by
+    identity) measured once, on a few threads when ``threads`` (the statistic is numpy/OpenCV
+    and releases the GIL; results in order, so the values are the serial loop's)."""
+    revisits = [_resize_like(b, a) for a, b in zip(frames_a, frames_b, strict=True)]
+    distinct: dict[int, Frame] = {}
+    for frame in [*frames_a, *revisits]:
+        distinct.setdefault(id(frame), frame)
+    frames = list(distinct.values())
+    measured = thread_map(statistic, frames) if threads else [statistic(f) for f in frames]
+    by_id = dict(zip(distinct, measured, strict=True))
+    return [compare(by_id[id(a)], by_id[id(b)]) for a, b in zip(frames_a, revisits, strict=True)]
+
+
+def pair_distances(
+    backend: GramBackend, frames_a: Sequence[Frame], frames_b: Sequence[Frame]
+) -> list[float]:
+    """The backend's distance of every pair ``(frames_a[k], frames_b[k])``; a backend with its
+    own ``pair_distances`` (both here: each distinct frame once) answers for all pairs at once,
+    any other is asked pair by pair."""
+    batch = getattr(backend, "pair_distances", None)
+    if callable(batch):
+        return [float(d) for d in batch(frames_a, frames_b)]
+    return [float(backend.distance(a, b)) for a, b in zip(frames_a, frames_b, strict=True)]
 
 
 def _resize_like(frame: Frame, target: Frame) -> Frame:
@@ -129,12 +169,23 @@ class FilterBankGram:
             level = np.asarray(cv2.pyrDown(level), dtype=np.float64)
         return grams
 
-    def distance(self, frame_a: Frame, frame_b: Frame) -> float:
-        a = as_rgb_uint8(frame_a, self.name)
-        grams_a = self.grams(a)
-        grams_b = self.grams(_resize_like(as_rgb_uint8(frame_b, self.name), a))
+    def compare(self, grams_a: list[F64], grams_b: list[F64]) -> float:
+        """The calibrated distance of two frames' Gram matrices (:meth:`grams`)."""
         raw = sum(float(np.mean((x - y) ** 2)) for x, y in zip(grams_a, grams_b, strict=True))
         return self.scale * raw / (self.grid * self.grid)
+
+    def distance(self, frame_a: Frame, frame_b: Frame) -> float:
+        a = as_rgb_uint8(frame_a, self.name)
+        return self.compare(
+            self.grams(a), self.grams(_resize_like(as_rgb_uint8(frame_b, self.name), a))
+        )
+
+    def pair_distances(self, frames_a: Sequence[Frame], frames_b: Sequence[Frame]) -> list[float]:
+        """:meth:`distance` of every pair, each distinct frame's Grams once, on a few threads
+        (pure numpy/OpenCV, no state: thread-safe)."""
+        a = [as_rgb_uint8(f, self.name) for f in frames_a]
+        b = [as_rgb_uint8(f, self.name) for f in frames_b]
+        return _distinct_pairs(self.grams, self.compare, a, b, threads=True)
 
 
 # --- VGG ----------------------------------------------------------------------------------
@@ -259,13 +310,24 @@ class VggGram:
                     grams.append(f @ f.T / (c * h * w))
         return grams
 
+    @staticmethod
+    def _compare(grams_a: list[Any], grams_b: list[Any]) -> float:
+        total = 0.0
+        for ga, gb in zip(grams_a, grams_b, strict=True):
+            total += float(((ga - gb) ** 2).mean())
+        return total
+
     def distance(self, frame_a: Frame, frame_b: Frame) -> float:
         a = as_rgb_uint8(frame_a, self.name)
         b = _resize_like(as_rgb_uint8(frame_b, self.name), a)
-        total = 0.0
-        for ga, gb in zip(self._grams(a), self._grams(b), strict=True):
-            total += float(((ga - gb) ** 2).mean())
-        return total
+        return self._compare(self._grams(a), self._grams(b))
+
+    def pair_distances(self, frames_a: Sequence[Frame], frames_b: Sequence[Frame]) -> list[float]:
+        """:meth:`distance` of every pair, each distinct frame through the network once
+        (serially: torch has its own threads)."""
+        a = [as_rgb_uint8(f, self.name) for f in frames_a]
+        b = [as_rgb_uint8(f, self.name) for f in frames_b]
+        return _distinct_pairs(self._grams, self._compare, a, b, threads=False)
 
 
 def vgg16_gram(model: str | None = None, device: str = "cpu") -> VggGram:

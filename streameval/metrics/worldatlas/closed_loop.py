@@ -20,7 +20,7 @@ pixel matrices. No I/O here.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -28,18 +28,21 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.parallel import thread_map
 from streameval.metrics.worldatlas.closed_loop_pairs import (
     HALF_LIFE_MIN_POINTS,
     HALF_LIFE_MIN_R_SQUARED,
     MIN_SIFT_MATCHES,
     FloatSequence,
     HalfLifeUnavailable,
+    SiftFeatures,
     fit_exponential_decay,
     fundamental_from_poses,
+    match_sift,
     relative_pose,
     reprojection_error,
     rotation_transfer_distances,
-    sift_correspondences,
+    sift_features,
     symmetric_epipolar_distances,
 )
 from streameval.metrics.worldatlas.constants import MEMORY_LOOP_SECONDS
@@ -220,15 +223,20 @@ def geometric_closure_pair(
     k_b: F64,
     *,
     min_matches: int = MIN_SIFT_MATCHES,
+    features: tuple[SiftFeatures, SiftFeatures] | None = None,
 ) -> ClosurePair | None:
     """Closure of one pair, or None when it has fewer than ``min_matches`` SIFT matches.
 
     The fundamental matrix comes from the poses, so a redrawn layout (plausible pixels in
-    the wrong places) violates it even when the frames look alike.
+    the wrong places) violates it even when the frames look alike. ``features``: the two
+    frames' SIFT features when already detected (:func:`geometric_closure` detects each
+    distinct frame once); without them they are detected here.
     """
     pose_a, pose_b = np.asarray(pose_a, np.float64), np.asarray(pose_b, np.float64)
     k_a, k_b = np.asarray(k_a, np.float64), np.asarray(k_b, np.float64)
-    points_a, points_b = sift_correspondences(frame_a, frame_b)
+    if features is None:
+        features = (sift_features(frame_a), sift_features(frame_b))
+    points_a, points_b = match_sift(*features)
     if len(points_a) < int(min_matches):
         return None
     rotation, translation = relative_pose(pose_a, pose_b)
@@ -268,6 +276,7 @@ def geometric_closure_pair(
 
 
 def _usable_intrinsics(k: F64 | None) -> bool:
+    """A finite, invertible 3x3 pixel matrix; None (the source sent none) is not usable."""
     if k is None:
         return False
     m = np.asarray(k, dtype=np.float64)
@@ -297,20 +306,41 @@ def geometric_closure(
     ks_b = list(intrinsics_b) if intrinsics_b is not None else [None] * n
     if not (len(ks_a) == len(ks_b) == n):
         raise ValueError("intrinsics must be None or one (or None) per frame of every pair")
-    per_pair: list[dict[str, Any] | None] = []
-    missing_intrinsics = too_few_matches = 0
-    for k in range(n):
+    usable = [
+        k
+        for k in range(n)
+        if _usable_intrinsics(ks_a[k]) and _usable_intrinsics(ks_b[k])  # None: not usable
+    ]
+    # SIFT once per distinct frame (pairs share frames: the same array object), the frames and
+    # then the pairs on a few threads; results in order, so bit for bit the serial loop.
+    distinct: dict[int, Frame] = {}
+    for k in usable:
+        for frame in (frames_a[k], frames_b[k]):
+            distinct.setdefault(id(frame), frame)
+    detected = dict(zip(distinct, thread_map(sift_features, list(distinct.values())), strict=True))
+
+    def closure(k: int) -> ClosurePair | None:
         ka, kb = ks_a[k], ks_b[k]
-        if ka is None or kb is None or not (_usable_intrinsics(ka) and _usable_intrinsics(kb)):
-            missing_intrinsics += 1
-            per_pair.append(None)
-            continue
-        pair = geometric_closure_pair(
-            frames_a[k], frames_b[k], poses_a[k], poses_b[k], ka, kb, min_matches=min_matches
+        assert ka is not None and kb is not None  # usable
+        features = (detected[id(frames_a[k])], detected[id(frames_b[k])])
+        return geometric_closure_pair(
+            frames_a[k],
+            frames_b[k],
+            poses_a[k],
+            poses_b[k],
+            ka,
+            kb,
+            min_matches=min_matches,
+            features=features,
         )
-        if pair is None:
-            too_few_matches += 1
+
+    closed = dict(zip(usable, thread_map(closure, usable), strict=True))
+    per_pair: list[dict[str, Any] | None] = []
+    for k in range(n):
+        pair = closed.get(k)
         per_pair.append(None if pair is None else asdict(pair))
+    missing_intrinsics = n - len(usable)
+    too_few_matches = sum(1 for k in usable if closed[k] is None)
     scores = [p["score"] for p in per_pair if p is not None]
     details: dict[str, Any] = {
         "scored_pair_count": len(scores),
@@ -352,18 +382,40 @@ class RenderingPair:
     texture_score: float | None
 
 
+LabMeans = Callable[[Frame], tuple[float, float, float]]
+
+
+def _memo_lab_means() -> LabMeans:
+    """:func:`lab_means` computed once per distinct frame (array object) of a metric call:
+    pairs share frames. The entry keeps its frame alive, so no other array can reuse its id."""
+    memo: dict[int, tuple[Frame, tuple[float, float, float]]] = {}
+
+    def means(frame: Frame) -> tuple[float, float, float]:
+        hit = memo.get(id(frame))
+        if hit is None:
+            hit = memo[id(frame)] = (frame, lab_means(frame))
+        return hit[1]
+
+    return means
+
+
 def rendering_recovery_pair(
-    frame_a: Frame, frame_b: Frame, gram_distance: float | None = None
+    frame_a: Frame,
+    frame_b: Frame,
+    gram_distance: float | None = None,
+    *,
+    means: LabMeans = lab_means,
 ) -> RenderingPair:
     """exp(-dL/6), exp(-dab/8) and exp(-g/0.002) for one pair; the mean of what exists.
 
     Spatial means discard layout, so the first two terms read illumination, not content;
     ``gram_distance`` is the Gram backend's texture distance of the pair (None: no backend).
+    ``means``: :func:`lab_means`, or a memo of it shared by the pairs of one episode.
     """
     a = _rgb(frame_a, "first frame")
     b = resize_like(_rgb(frame_b, "revisit frame"), a)
-    la, aa, ba = lab_means(a)
-    lb, ab, bb = lab_means(b)
+    la, aa, ba = means(a)
+    lb, ab, bb = means(b)
     d_l = abs(la - lb)
     d_ab = math.hypot(aa - ab, ba - bb)
     lighting = _clamp01(math.exp(-d_l / LIGHTNESS_TAU))
@@ -399,8 +451,10 @@ def rendering_recovery(
     grams: Sequence[float | None] = (
         gram_distances if gram_distances is not None else [None] * len(frames_a)
     )
+    means = _memo_lab_means()
     pairs = [
-        rendering_recovery_pair(a, b, g) for a, b, g in zip(frames_a, frames_b, grams, strict=True)
+        rendering_recovery_pair(a, b, g, means=means)
+        for a, b, g in zip(frames_a, frames_b, grams, strict=True)
     ]
     details.update(scored_pair_count=len(pairs), per_pair=[asdict(p) for p in pairs])
     return ClosedLoopResult.official(float(np.mean([p.score for p in pairs])), details)

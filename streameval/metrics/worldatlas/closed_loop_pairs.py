@@ -108,20 +108,40 @@ def rotation_transfer_distances(
     return np.asarray(0.5 * (forward + backward), dtype=np.float64)
 
 
-def sift_correspondences(
-    frame_a: NDArray[np.uint8],
-    frame_b: NDArray[np.uint8],
+@dataclass(frozen=True, slots=True)
+class SiftFeatures:
+    """One frame's SIFT keypoint positions (N, 2) and descriptors (N, 128; None when none).
+
+    Detected once per frame: a frame shared by several revisit pairs (the square loop's 23
+    pairs hold 24 distinct frames in 46 places) is not detected again for each of them.
+    """
+
+    points: F64
+    descriptors: NDArray[np.float32] | None
+
+
+def sift_features(frame: NDArray[np.uint8]) -> SiftFeatures:
+    """OpenCV SIFT with its default parameters on the frame's grey image (as the reference).
+
+    A new detector per call: they hold no state between images, and one detector per call
+    lets frames be detected on several threads at once.
+    """
+    keys, descriptors = cv2.SIFT.create().detectAndCompute(_grey(frame), None)
+    points = np.array([k.pt for k in keys], dtype=np.float64).reshape(-1, 2)
+    return SiftFeatures(points, None if descriptors is None else np.asarray(descriptors))
+
+
+def match_sift(
+    features_a: SiftFeatures,
+    features_b: SiftFeatures,
     *,
     ratio: float = SIFT_RATIO,
     max_matches: int = SIFT_MAX_MATCHES,
 ) -> tuple[F64, F64]:
-    """SIFT keypoints matched with Lowe's ratio test, best descriptor distances first."""
+    """The two frames' keypoints matched with Lowe's ratio test, best distances first."""
     empty = np.empty((0, 2), dtype=np.float64)
-    detector = cv2.SIFT.create()
-    grey_a, grey_b = _grey(frame_a), _grey(frame_b)
-    keys_a, desc_a = detector.detectAndCompute(grey_a, None)
-    keys_b, desc_b = detector.detectAndCompute(grey_b, None)
-    if desc_a is None or desc_b is None or len(keys_a) < 2 or len(keys_b) < 2:
+    desc_a, desc_b = features_a.descriptors, features_b.descriptors
+    if desc_a is None or desc_b is None or len(desc_a) < 2 or len(desc_b) < 2:
         return empty, empty
     kept: list[tuple[float, int, int]] = []
     for candidates in cv2.BFMatcher(cv2.NORM_L2).knnMatch(desc_a, desc_b, k=2):
@@ -132,9 +152,22 @@ def sift_correspondences(
     kept = kept[: int(max_matches)]
     if not kept:
         return empty, empty
-    points_a = np.array([keys_a[q].pt for _, q, _ in kept], dtype=np.float64)
-    points_b = np.array([keys_b[t].pt for _, _, t in kept], dtype=np.float64)
-    return points_a, points_b
+    query = np.array([q for _, q, _ in kept], dtype=np.int64)
+    train = np.array([t for _, _, t in kept], dtype=np.int64)
+    return features_a.points[query], features_b.points[train]
+
+
+def sift_correspondences(
+    frame_a: NDArray[np.uint8],
+    frame_b: NDArray[np.uint8],
+    *,
+    ratio: float = SIFT_RATIO,
+    max_matches: int = SIFT_MAX_MATCHES,
+) -> tuple[F64, F64]:
+    """SIFT keypoints matched with Lowe's ratio test, best descriptor distances first."""
+    return match_sift(
+        sift_features(frame_a), sift_features(frame_b), ratio=ratio, max_matches=max_matches
+    )
 
 
 def reprojection_error(
@@ -276,12 +309,15 @@ __all__ = [
     "ExponentialFit",
     "FloatSequence",
     "HalfLifeUnavailable",
+    "SiftFeatures",
     "fit_exponential_decay",
     "fundamental_from_poses",
+    "match_sift",
     "relative_pose",
     "reprojection_error",
     "rotation_transfer_distances",
     "sift_correspondences",
+    "sift_features",
     "skew",
     "symmetric_epipolar_distances",
 ]

@@ -8,7 +8,10 @@ back is reported as "no revisit", not as having forgotten the scene.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,7 +26,12 @@ from streameval.metrics.worldatlas.constants import (
     MIN_SEGMENT_POSE_FRAMES,
     ROTATION_WEIGHT,
 )
-from streameval.metrics.worldatlas.pose_distance import F64, PoseDistances, pose_distances
+from streameval.metrics.worldatlas.pose_distance import (
+    F64,
+    PoseDistances,
+    as_pose_track,
+    pose_distances,
+)
 
 PAIR_COLUMNS = (
     "first_index",
@@ -113,6 +121,11 @@ def _pair_rows(
     return rows
 
 
+_GATE_MEMO: OrderedDict[tuple[object, ...], ReturnGate] = OrderedDict()
+_GATE_MEMO_SIZE = 4
+_GATE_MEMO_LOCK = threading.Lock()
+
+
 def return_gate(
     poses_c2w: NDArray[np.generic],
     *,
@@ -128,7 +141,58 @@ def return_gate(
     For each frame j the nearest frame at least g frames earlier is its candidate; it is
     kept when within tau and when the camera went at least beta*tau away from it in
     between (the excursion test stops slow motion from pairing a frame with its own past).
+
+    One episode asks for its gate up to three times (the closed-loop frames at episode end,
+    then the memory_loop and the closed-loop metrics when scoring), 0.1-0.3 s each on a 60 s
+    loop, so the last few gates are remembered by the exact bytes of the pose track and the
+    parameters: a deterministic function of them, so a remembered gate is the computed one.
+    Its arrays are read-only, as a shared answer must be.
     """
+    poses = as_pose_track(poses_c2w)
+    key = (
+        hashlib.blake2b(poses.tobytes(), digest_size=20).digest(),
+        poses.shape,
+        float(fps),
+        float(max_pair_distance),
+        float(min_gap_seconds),
+        float(rotation_weight),
+        float(min_departure_factor),
+        float(min_excursion_factor),
+    )
+    with _GATE_MEMO_LOCK:
+        gate = _GATE_MEMO.get(key)
+        if gate is not None:
+            _GATE_MEMO.move_to_end(key)
+            return gate
+    gate = _compute_return_gate(
+        poses,
+        fps=fps,
+        max_pair_distance=max_pair_distance,
+        min_gap_seconds=min_gap_seconds,
+        rotation_weight=rotation_weight,
+        min_departure_factor=min_departure_factor,
+        min_excursion_factor=min_excursion_factor,
+    )
+    gate.pairs.flags.writeable = False
+    gate.departure_profile.flags.writeable = False
+    with _GATE_MEMO_LOCK:
+        _GATE_MEMO[key] = gate
+        while len(_GATE_MEMO) > _GATE_MEMO_SIZE:
+            _GATE_MEMO.popitem(last=False)
+    return gate
+
+
+def _compute_return_gate(
+    poses_c2w: NDArray[np.generic],
+    *,
+    fps: float,
+    max_pair_distance: float = MAX_PAIR_DISTANCE,
+    min_gap_seconds: float = MIN_GAP_SECONDS,
+    rotation_weight: float = ROTATION_WEIGHT,
+    min_departure_factor: float = MIN_DEPARTURE_FACTOR,
+    min_excursion_factor: float = MIN_EXCURSION_FACTOR,
+) -> ReturnGate:
+    """:func:`return_gate`, computed."""
     d = pose_distances(poses_c2w, rotation_weight=rotation_weight)
     rate = max(float(fps), 1e-6)
     gap = min_gap_frames(rate, min_gap_seconds)
