@@ -191,10 +191,9 @@ def revisit_fidelity(
     details: dict[str, Any] = {"feature_backend": feature_backend, "scored_pair_count": 0}
     if not frames_a:
         return ClosedLoopResult.not_applicable("no revisit pair to score", details)
-    pairs = [
-        revisit_fidelity_pair(a, b, fa, fb)
-        for a, b, fa, fb in zip(frames_a, frames_b, features_a, features_b, strict=True)
-    ]
+    # SSIM is OpenCV blurs and numpy arithmetic (the GIL released): pairs on a few threads
+    inputs = list(zip(frames_a, frames_b, features_a, features_b, strict=True))
+    pairs = thread_map(lambda pair: revisit_fidelity_pair(*pair), inputs)
     details.update(scored_pair_count=len(pairs), per_pair=[asdict(p) for p in pairs])
     return ClosedLoopResult.official(float(np.mean([p.score for p in pairs])), details)
 

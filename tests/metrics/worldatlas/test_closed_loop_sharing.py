@@ -22,7 +22,10 @@ from streameval.metrics.worldatlas.closed_loop import (
     rendering_recovery_pair,
 )
 from streameval.metrics.worldatlas.closed_loop_pairs import sift_correspondences
-from streameval.metrics.worldatlas.pose_distance import pairwise_position_distances
+from streameval.metrics.worldatlas.pose_distance import (
+    pairwise_position_distances,
+    pairwise_rotation_degrees,
+)
 from streameval.metrics.worldatlas.revisit import return_gate
 from streameval.perception.embedding import ColorHistRbf
 from streameval.perception.gram import FilterBankGram, pair_distances
@@ -96,6 +99,16 @@ def test_pairwise_positions_are_numpy_norm_bit_for_bit() -> None:
         want = np.linalg.norm(positions[:, None, :] - positions[None, :, :], axis=2)
         got = pairwise_position_distances(positions)
         assert got.dtype == np.float64 and np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
+def test_pairwise_rotations_in_place_are_the_textbook_expression_bit_for_bit() -> None:
+    rng = np.random.default_rng(4)
+    rotations = np.linalg.qr(rng.standard_normal((97, 3, 3)))[0]
+    flat = rotations.reshape(len(rotations), 9)
+    want = np.degrees(np.arccos(np.clip((flat @ flat.T - 1.0) * 0.5, -1.0, 1.0)))
+    np.fill_diagonal(want, 0.0)
+    got = pairwise_rotation_degrees(rotations)
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
 
 
 def test_return_gate_is_remembered_per_track_and_read_only() -> None:
