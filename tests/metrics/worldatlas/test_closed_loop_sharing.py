@@ -28,7 +28,7 @@ from streameval.metrics.worldatlas.pose_distance import (
 )
 from streameval.metrics.worldatlas.revisit import return_gate
 from streameval.perception.embedding import ColorHistRbf
-from streameval.perception.gram import FilterBankGram, pair_distances
+from streameval.perception.gram import FilterBankGram, VggGram, pair_distances
 from tests.metrics.worldatlas.test_closed_loop_scores import FPS, LOOP, yaw_track
 from tests.metrics.worldatlas.test_memory_loop_kernels import (
     POSE_A,
@@ -90,6 +90,33 @@ def test_rendering_memo_and_gram_pairs_equal_pair_by_pair() -> None:
         want = rendering_recovery_pair(a, b, g)
         assert got["score"] == want.score and got["lightness_delta"] == want.lightness_delta
         assert got["chroma_delta"] == want.chroma_delta
+
+
+def test_vgg_gram_pairs_equal_pair_by_pair() -> None:
+    pytest.importorskip("torch")
+    tiny = VggGram("vgg16", "random", layout=(4, 4, "M", 8, "M", 8, "M", 8, "M"))
+    frame_a, frame_b = render_plane_pair(POSE_B)
+    firsts, revisits = [frame_a, frame_a, frame_b], [frame_b, frame_a, frame_a]
+    want = [tiny.distance(a, b) for a, b in zip(firsts, revisits, strict=True)]
+    assert pair_distances(tiny, firsts, revisits) == want
+
+
+class _PairByPair:
+    """A Gram backend with ``distance`` only: asked pair by pair."""
+
+    name = "toy"
+
+    def distance(self, frame_a: Frame, frame_b: Frame) -> float:
+        return float(frame_a.mean() - frame_b.mean()) ** 2
+
+
+def test_a_backend_without_pair_distances_is_asked_per_pair() -> None:
+    frame_a, frame_b = render_plane_pair(POSE_B)
+    toy = _PairByPair()
+    assert pair_distances(toy, [frame_a, frame_b], [frame_b, frame_b]) == [
+        toy.distance(frame_a, frame_b),
+        0.0,
+    ]
 
 
 def test_pairwise_positions_are_numpy_norm_bit_for_bit() -> None:
