@@ -35,7 +35,11 @@ class GLConfig:
 
     forward_speed: float = 1.5  # m/s
     strafe_speed: float = 1.0  # m/s
-    yaw_rate_deg: float = 30.0
+    # 15 °/s: ~15 px of centre flow per two-frame pair, against a strafe's ~9 px. Latency's v_ref
+    # is the P75 of |Sx| over the episode, shared by strafes and turns, so a world whose turns
+    # move 4x more pixels than its strafes never sees a strafe reach half of it (30 °/s: clean
+    # response_latency_trans 32.9); the bench's "fast turn" row runs 30 °/s.
+    yaw_rate_deg: float = 15.0
     family: str = "noise"
     seed: int = 0
     still: bool = False

@@ -73,6 +73,7 @@ DEFECTS: dict[str, tuple[dict[str, Any], dict[str, Any], int | None]] = {
     "strafe turns": ({"leak_yaw_on_strafe": 2.0}, {"leak_yaw_on_strafe": 1.0}, None),
     "jump@switch": ({}, {"jump_at_switch": True}, None),  # procedural: a cut at each switch
     "blur": ({"blur_sigma": 2.5}, {"blur_sigma": 2.5}, None),
+    "fast turn": ({"yaw_rate_deg": 30.0}, {"yaw_rate_deg": 30.0}, None),  # not a defect
 }  # fmt: skip
 
 
