@@ -14,9 +14,9 @@ with the ``amnesia`` world (the whole scene forgotten at half the loop), on the 
     computes the return gate again (a live run remembers the episode end's).
 
 Measured (60 s square_loop: 1,440 frames, 23 pairs of 24 distinct frames; a 2-core machine
-shared with other jobs at a load of 6-8, so wall ≈ 1.5× CPU and the threads bought nothing):
-CPU 0.55 keep + 0.4 episode end + 1.0 scoring ≈ 1.9–2.05 s (wall 2.9–3.3 s), against CPU
-2.8–3.4 s (wall 3.9–4.9 s) before frames were shared between pairs, measured alongside
+shared with other jobs at a load of 6-13, so wall ≈ 1.5× CPU and the threads bought nothing):
+CPU 0.55 keep + 0.4 episode end + 1.05 scoring ≈ 1.9–2.2 s (wall 2.9–3.5 s), against CPU
+2.8–3.5 s (wall 3.9–5.2 s) before frames were shared between pairs, measured alongside
 (docs/methods.md#closed-loop-memory-metrics).
 
 Usage: python bench/worldatlas_memory.py [--loop-seconds 60] [--keep DIR]
