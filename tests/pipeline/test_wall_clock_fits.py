@@ -102,7 +102,9 @@ def test_the_recording_keeps_the_picks_and_replays_bit_identically(tmp_path: Pat
     replayed = EpisodeCache.load(tmp_path / "replay" / "cache")
     assert [s.frame for s in replayed.fit_samples] == [s.frame for s in live.fit_samples]
     for a, b in zip(replayed.fit_samples, live.fit_samples, strict=True):
-        assert np.array_equal(a.u, b.u) and np.array_equal(a.v, b.v)
+        # NaN where a point is too near the edge (docs/methods.md#motion-type-fit)
+        assert np.array_equal(a.u, b.u, equal_nan=True)
+        assert np.array_equal(a.v, b.v, equal_nan=True)
 
 
 def _sample(frame: int) -> FitSample:
