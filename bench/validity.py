@@ -11,13 +11,15 @@ each) keep the run to a few minutes on two cores.
 The OpenGL world needs the optional extra: ``pip install -e '.[bench]'`` (moderngl) and a Mesa
 EGL driver (``apt-get install libegl-mesa0``); without it only the procedural world is printed.
 
-Measured (2 loaded cores, 460 s; CPU default stack): still worlds, lossless and CRF 18/28, score
-direction accuracy and purity 0 on both worlds; reverse -> accuracy 0; a 3 s lag -> latency
-37-40 against 97-99 clean; 1 s stalls in every 3 s -> translation stability 59 against 100; a
-jump at each switch -> Revisit 51 (procedural, a cut at each switch: Local 0) / 86 (OpenGL)
-against 99-100; blur within 1 point (procedural). Open: the OpenGL world's clean yaw scores
-rotation accuracy 33 and stability 20 (depth-free estimator), and a still CRF 28 clip scores
-motion stability 50 (procedural, rotation) / 17 (OpenGL, translation).
+Measured (2 loaded cores, 837 s; CPU default stack; README "How the numbers are made"): still
+worlds, lossless and CRF 18/28, score direction accuracy and purity 0 on both worlds; clean
+accuracy 99.9 / 95.6 (procedural, trans / rot) and 99.5 / 98.1 (OpenGL); reverse -> accuracy 0;
+a 3 s lag -> latency 38-41 against 86-99 clean; 1 s stalls in every 3 s -> stability 58.6 / 8.6
+against 100; a strafe that also turns -> trans purity 83.6 / 63.9 against 98.6 / 94.4; a jump
+at each switch -> Revisit 50.9 (procedural, a cut at each switch: Local 0) / 88.4 (OpenGL)
+against 99-100; blur within 2 points. Open: a 3 s-late turn also loses rotation accuracy
+(56.9 / 82.5: the fit reads the segment's 25-90 %, where the world still does the previous
+key); a still CRF 28 clip keeps some stability (rot 50.0 procedural, trans 16.5 OpenGL).
 
 Usage: python bench/validity.py [--seconds-per-key 5]
 """
