@@ -7,6 +7,7 @@
 Modules: ``config`` (WorldConfig, defect presets), ``camera`` (pose convention and motion),
 ``scene`` (the endless object field), ``textures`` (procedural texture atlas), ``looks``
 (palette and lighting of a shot, switched by hard cuts), ``render`` (column ray caster),
+``depth_output`` (the depth the world reports: range, unknown pixels),
 ``defects`` (key response and image defects), ``world`` (the model).
 """
 

@@ -45,10 +45,20 @@ class WorldConfig:
     docs/methods.md#degrees-on-the-analysis-width)."""
     seed: int = 0
     """Scene layout, object appearance, hard-cut destinations and looks, per-frame noise."""
-    depth_downsample: int = 4
-    """Depth is rendered at (height // d, width // d), covering the same field of view."""
+    depth_downsample: int = 1
+    """Depth is rendered at (height // d, width // d), covering the same field of view. Full
+    resolution by default: on a coarser grid the nearest-pixel lookup of Global Memory
+    (docs/methods.md#global_memory) costs a perfect model its score."""
     camera_height: float = 1.0
     """Eye height above the ground plane, metres."""
+    depth_range_m: float | None = 12.0
+    """Report z-depth beyond this as unknown (NaN), as a depth sensor's range does
+    (``depth_output``; None = report every finite depth). 12 m: beyond it a one-pixel shift on
+    the grazing ground moves a point by more than Global Memory's tolerance."""
+    depth_resolvable_step: float | None = 0.015
+    """Report a depth pixel as unknown (NaN) when its depth differs from a 4-neighbour's by
+    more than this × the nearer (its footprint spans many depths: grazing ground, silhouettes;
+    ``depth_output``; None = off). 1.5 %: on the ground at full resolution, beyond about 7 m."""
 
     # --- key response ------------------------------------------------------------------
     forward_speed: float = 2.4
@@ -123,6 +133,10 @@ class WorldConfig:
             raise ValueError(f"depth_downsample must be >= 1, got {self.depth_downsample}")
         if self.camera_height <= 0:
             raise ValueError(f"camera_height must be > 0, got {self.camera_height}")
+        for name in ("depth_range_m", "depth_resolvable_step"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be > 0 or None, got {value}")
         if self.response_delay_s < 0:
             raise ValueError(f"response_delay_s must be >= 0, got {self.response_delay_s}")
         for name in ("hiccup_period_s", "speed_decay_tau_s", "hard_cut_every_s"):

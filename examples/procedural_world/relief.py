@@ -80,13 +80,17 @@ def ground_depth(
     dy: FloatArray,
     origin: tuple[float, float, float],
     slabs: GroundSlabs,
+    t_max: float | None = None,
 ) -> FloatArray:
     """z-depth of the first ground hit of each ray, given its hit ``t_plane`` with the flat
     plane (broadcastable (rows, cols)); ``dir_x``/``dir_z`` are per-column world directions per
     unit z-depth, ``dy`` the per-row downward slope, ``origin`` the camera (x, height, z).
 
     Where the plane hit is not over a pit, that is the hit. Rays whose plane hit lies beyond
-    the fog (fully fogged: they show the backdrop) keep it too."""
+    the fog (fully fogged: they show the backdrop) keep it too. With ``t_max`` (the depth
+    range the world reports, ``depth_output``), a ray over a pit whose hit lies beyond it is
+    not marched further and gets NaN (unknown): the march over the whole full-resolution grid
+    cost as much as the image's."""
     x0, height, z0 = origin
     shape = np.broadcast_shapes(t_plane.shape, dir_x.shape, dy.shape)
     t = np.broadcast_to(t_plane, shape).astype(np.float64)
@@ -98,7 +102,11 @@ def ground_depth(
     norm_h = np.hypot(dxb, dzb)
     out = t.copy()
     h0 = relief_height(x0 + t * dxb, z0 + t * dzb, slabs)
-    active = np.flatnonzero((h0 < 0) & (t * norm_h < FOG_END_M))
+    pit = (h0 < 0) & (t * norm_h < FOG_END_M)
+    if t_max is not None:
+        out[pit & (t > t_max)] = np.nan  # a sunken hit is farther than the plane's
+        pit &= t <= t_max
+    active = np.flatnonzero(pit)
     if active.size == 0:
         return out
     flat = (dxb.ravel(), dzb.ravel(), dyb.ravel(), norm_h.ravel())
@@ -121,6 +129,9 @@ def ground_depth(
         hit_idx = np.concatenate([hit_idx, idx[hit]])
         # a ray still above the floor beyond the fog shows the backdrop: keep the plane hit
         going = ~hit & (hi * flat[3][idx] < FOG_END_M)
+        if t_max is not None:
+            out.ravel()[idx[going & (hi > t_max)]] = np.nan
+            going &= hi <= t_max
         idx, lo, step = idx[going], hi[going], step[going]
     for _ in range(BISECTIONS):
         mid = 0.5 * (hit_lo + hit_hi)

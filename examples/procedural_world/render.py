@@ -28,6 +28,7 @@ from streameval.worlds.procedural_world.camera import (
     intrinsics,
     resized_rays,
 )
+from streameval.worlds.procedural_world.depth_output import reported_depth
 from streameval.worlds.procedural_world.looks import CLEAN_LOOK, Look, LookTextures, look_textures
 from streameval.worlds.procedural_world.relief import ground_depth
 from streameval.worlds.procedural_world.scene import (
@@ -114,8 +115,12 @@ class Renderer:
         depth_downsample: int,
         seed: int,
         memory: AppearanceMemory,
+        depth_range_m: float | None = None,
+        depth_resolvable_step: float | None = None,
     ) -> None:
         self.width = width
+        self.depth_range_m = depth_range_m
+        self.depth_resolvable_step = depth_resolvable_step
         self.height = height
         self.camera_height = camera_height
         self.seed = seed
@@ -201,7 +206,11 @@ class Renderer:
         w = self.width
         slabs = ground_slabs(state.x, state.z, _GROUND_SLAB_WINDOW, self.seed, self.memory)
         image = self._shade(state, objects, layers, (dir_x[:w], dir_z[:w]), slabs, look)
-        depth = self._depth(state, layers, (dir_x[w:], dir_z[w:]), slabs)
+        depth = reported_depth(
+            self._depth(state, layers, (dir_x[w:], dir_z[w:]), slabs),
+            self.depth_range_m,
+            self.depth_resolvable_step,
+        )
         return Rendered(image=image, depth=depth, objects_in_view=objects_in_view)
 
     def visible_ground_and_sky(self, state: CameraState) -> tuple[set[tuple[int, int]], set[int]]:
@@ -509,6 +518,7 @@ class Renderer:
                 dy[below],
                 (state.x, self.camera_height, state.z),
                 slabs,
+                self.depth_range_m,
             )
             ground = ground.copy()
             ground[below] = sunk

@@ -33,7 +33,9 @@ class WorldFrame:
     ``depth`` is metric z-depth at (H // d, W // d), pixel (i, j) on the ray through image
     point ((j + 0.5)·W/w − 0.5, (i + 0.5)·H/h − 0.5) (the ``cv2.resize`` convention); the
     backdrop is infinitely far and has depth ``inf``, as has a surface so far that the fog
-    has turned it into pure backdrop (horizontal distance ≥ ``FOG_END_M``).
+    has turned it into pure backdrop (horizontal distance ≥ ``FOG_END_M``). Pixels the world
+    reports as unknown (``WorldConfig.depth_range_m``, ``depth_resolvable_step``;
+    ``depth_output``) are NaN.
     """
 
     image: npt.NDArray[np.uint8]
@@ -64,6 +66,8 @@ class ProceduralWorld:
             depth_downsample=self.config.depth_downsample,
             seed=self.config.seed,
             memory=self._memory,
+            depth_range_m=self.config.depth_range_m,
+            depth_resolvable_step=self.config.depth_resolvable_step,
         )
         self._response = KeyResponse(self.config)
         self.intrinsics: FloatArray = self._renderer.k.copy()

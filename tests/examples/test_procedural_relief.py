@@ -10,7 +10,14 @@ from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig, Wor
 from streameval.worlds.procedural_world.scene import CELL_M, FOG_END_M, PIT_DEPTH_M
 
 FloatArray = npt.NDArray[np.float64]
-SMALL = {"width": 320, "height": 216}
+# the renderer's exact depth on its former 1/4 grid (no range, no unknown pixels: ``depth_output``)
+SMALL = {
+    "width": 320,
+    "height": 216,
+    "depth_downsample": 4,
+    "depth_range_m": None,
+    "depth_resolvable_step": None,
+}
 
 
 def run(keys: str, config: WorldConfig) -> list[WorldFrame]:

@@ -50,6 +50,11 @@ FloatArray = npt.NDArray[np.float64]
 FPS = 16.0
 
 
+EXACT = WorldConfig(depth_downsample=4, depth_range_m=None, depth_resolvable_step=None)
+"""The renderer's exact depth on a 1/4 grid: what the geometry tests check (the default world
+reports full-resolution depth with a range and unknown pixels, ``depth_output``)."""
+
+
 def run(keys: str, config: WorldConfig | None = None) -> list[WorldFrame]:
     world = ProceduralWorld(config)
     return [world.step(k) for k in keys]
@@ -80,7 +85,7 @@ def test_frame_contents_and_intrinsics() -> None:
     cfg = WorldConfig()
     frame = ProceduralWorld(cfg).step("W")
     assert frame.image.shape == (432, 640, 3) and frame.image.dtype == np.uint8
-    assert frame.depth.shape == (108, 160) and frame.depth.dtype == np.float32
+    assert frame.depth.shape == (432, 640) and frame.depth.dtype == np.float32
     assert frame.pose.shape == (4, 4) and frame.intrinsics.shape == (3, 3)
     f = 320.0 / math.tan(math.radians(35.0))
     expected = np.array([[f, 0.0, 319.5], [0.0, f, 215.5], [0.0, 0.0, 1.0]])
@@ -89,10 +94,13 @@ def test_frame_contents_and_intrinsics() -> None:
     # the camera stays at eye height, upright
     assert frame.pose[1, 3] == pytest.approx(-cfg.camera_height)
     np.testing.assert_allclose(frame.pose[:3, 1], [0.0, 1.0, 0.0], atol=1e-12)
-    # depth: positive, finite on the ground, inf only on the infinitely far backdrop
-    assert (frame.depth > 0).all()
+    # depth: positive where known, finite on the near ground, inf only on the infinitely far
+    # backdrop, NaN (unknown) beyond the range and on the grazing ground (``depth_output``)
+    known = ~np.isnan(frame.depth)
+    assert (frame.depth[known] > 0).all()
     assert np.isfinite(frame.depth[-1]).all()
     assert np.isinf(frame.depth).any()
+    assert (~known).any() and np.nanmax(frame.depth[np.isfinite(frame.depth)]) <= 12.0
 
 
 def test_determinism_and_reset() -> None:
@@ -101,7 +109,7 @@ def test_determinism_and_reset() -> None:
     for fa, fb in zip(a, b, strict=True):
         assert np.array_equal(fa.image, fb.image)
         assert np.array_equal(fa.pose, fb.pose)
-        assert np.array_equal(fa.depth, fb.depth)
+        assert np.array_equal(fa.depth, fb.depth, equal_nan=True)
     world = ProceduralWorld()
     first = [world.step(k) for k in keys[:5]]
     world.reset()
@@ -214,7 +222,7 @@ def _grid_pixels(frame: WorldFrame) -> tuple[FloatArray, FloatArray]:
 def test_depth_and_pose_reproject_onto_the_next_frames(t: int) -> None:
     """Back-project frame t with its depth and pose, project into frame t+2: the depth map
     there agrees, and the image there shows the same content (a shuffle does not)."""
-    frames = run("W" * 10 + "R" * 6 + "A" * 8)
+    frames = run("W" * 10 + "R" * 6 + "A" * 8, EXACT)
     a, b = frames[t], frames[t + 2]
     k = a.intrinsics
     uu, vv = _grid_pixels(a)
@@ -490,8 +498,9 @@ def test_forget_is_visible_to_geometry_on_a_revisit() -> None:
         errors: FloatArray = covisibility_errors(views, stride=1).errors
         return errors
 
-    clean = revisit_errors(WorldConfig(yaw_rate_deg=360.0))
-    forget = revisit_errors(world_config_for_defect("forget", yaw_rate_deg=360.0))
+    exact = {"depth_downsample": 4, "depth_range_m": None, "depth_resolvable_step": None}
+    clean = revisit_errors(WorldConfig(yaw_rate_deg=360.0, **exact))
+    forget = revisit_errors(world_config_for_defect("forget", yaw_rate_deg=360.0, **exact))
     # Same pose, yet the reference's floor lookup lands on the neighbouring pixel wherever the
     # projection falls a hair below a whole pixel, so the clean world has its own share of
     # errors at depth edges (docs/methods.md#global_memory); the forgetting world must add to it.
@@ -512,7 +521,7 @@ def test_image_defects_leave_poses_alone(name: str) -> None:
     spoiled = run(keys, world_config_for_defect(name))
     for c, s in zip(clean, spoiled, strict=True):
         assert np.array_equal(c.pose, s.pose)
-        assert np.array_equal(c.depth, s.depth)
+        assert np.array_equal(c.depth, s.depth, equal_nan=True)
         assert np.abs(c.image.astype(int) - s.image.astype(int)).mean() > 2
     assert np.array_equal(run(keys, world_config_for_defect(name))[-1].image, spoiled[-1].image)
 
