@@ -75,3 +75,13 @@ def test_a_strafe_with_a_turn_keeps_both_parts() -> None:
     assert fit is not None and exact_trans is not None
     assert abs(fit.trans_amp - exact_trans.trans_amp) < 1e-3 * exact_trans.trans_amp
     assert abs(fit.rot_amp - 2 * 2.0) < 1e-3
+
+
+def test_a_flat_slide_has_no_type_evidence() -> None:
+    # a picture sliding sideways: no turn's field (no v, no x² growth) and no parallax; it
+    # gets the no-fit rule (weight 1), not 0 / (0 + 0 + 1e-6) = a pure turn
+    flat = [FitSample(f, X, Y, np.full_like(X, 3.0), np.zeros_like(X), None) for f in (0, 16, 32)]
+    assert fit_flow_rotation_per_frame(flat, F) is None
+    with_turn = [*flat, _yaw(48, 4.0 / F)]
+    fit = fit_flow_rotation_per_frame(with_turn, F)
+    assert fit is not None and fit.n_frames == 1 and fit.p_yaw > 0.99

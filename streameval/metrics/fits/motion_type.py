@@ -37,6 +37,11 @@ F64 = npt.NDArray[np.float64]
 
 # Fewer pooled points than this and a least-squares fit means nothing.
 MIN_FIT_POINTS = 10
+# A depth-free frame whose turn and parallax amplitudes together are below this fraction of its
+# mean flow carries no weight: it moves, but shows neither a turn's field nor any parallax (a
+# flat picture sliding sideways). Without it, 0 / (0 + 0 + 1e-6) typed such a frame a pure
+# turn. Clean turns and strafes sit at 0.8-4x their mean flow (docs/methods.md#motion-type-fit).
+TYPE_EVIDENCE_FRAC = 0.1
 # The depth-free estimators, by the method name results and provenance record
 # (docs/methods.md#motion-type-fit): the per-frame one with its noise floor is the default, the
 # pooled one is kept so that a cache scored with it can be told apart.
@@ -256,11 +261,15 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     residual ``u − ω·(f + x²/f)`` less the same spread of ``v − ω·g``: a lateral translation
     gives no vertical flow, so that spread is the flow's own error on this frame (the
     estimator's noise floor), which a pure turn would otherwise read as parallax (clean yaw
-    p_yaw 0.90 → 0.96 on the procedural world, docs/methods.md#motion-type-fit).
+    p_yaw 0.90 → 0.96 on the procedural world, docs/methods.md#motion-type-fit). A moving frame
+    with neither (below ``TYPE_EVIDENCE_FRAC`` of its mean flow) carries no weight either.
     """
     ok = np.isfinite(s.u) & np.isfinite(s.v)
     x, y, u, v = (a[ok].astype(np.float64) for a in (s.x, s.y, s.u, s.v))
-    if x.size < MIN_FIT_POINTS or math.hypot(float(u.mean()), float(v.mean())) < MOTION_FLOOR_PX:
+    if x.size < MIN_FIT_POINTS:
+        return None
+    moving = math.hypot(float(u.mean()), float(v.mean()))
+    if moving < MOTION_FLOOR_PX:
         return None
     g = x * y / focal
     denom = float(np.dot(g, g))
@@ -268,7 +277,10 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     u5, u95 = np.percentile(u - omega * (focal + x * x / focal), FIT_AMP_PCT)
     v5, v95 = np.percentile(v - omega * g, FIT_AMP_PCT)
     trans_amp = max(0.0, float(u95 - u5) - float(v95 - v5))
-    return trans_amp, abs(omega) * focal, int(x.size)
+    rot_amp = abs(omega) * focal
+    if trans_amp + rot_amp < TYPE_EVIDENCE_FRAC * moving:
+        return None  # it moves, but neither as a turn nor with parallax: no type evidence
+    return trans_amp, rot_amp, int(x.size)
 
 
 def fit_flow_rotation_per_frame(samples: list[FitSample], focal: float) -> MotionFit | None:
