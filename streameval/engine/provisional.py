@@ -61,7 +61,8 @@ class LiveScores:
     def _motion_type(self, span: SegmentSpan) -> MotionType | None:
         # as episode_scores.motion_fits, for one segment
         wanted = fit_frames(span.start, span.end, self.fps, len(self.track.frame_keys))
-        fit = fit_motion_type([self._samples[f] for f in wanted if f in self._samples], self._focal)
+        samples = [self._samples[f] for f in wanted if f in self._samples]
+        fit = fit_motion_type(samples, self._focal, span.stable)
         return None if fit is None else MotionType(p_trans=fit.p_trans, p_yaw=fit.p_yaw)
 
     def compute(self) -> dict[str, MetricResult]:

@@ -34,7 +34,12 @@ from streameval.metrics.memory.revisit_memory import (
     revisit_memory_for,
 )
 from streameval.metrics.registry import metric_specs, resolve_target
-from streameval.metrics.segments import equal_split_keys, equal_split_spans
+from streameval.metrics.segments import (
+    SegmentSpan,
+    equal_split_keys,
+    equal_split_spans,
+    segment_spans,
+)
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
 from streameval.results.cache.episode import EpisodeCache
@@ -80,11 +85,22 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
     segment index."""
     by_frame = {s.frame: s for s in cache.fit_samples}
     focal = analysis_focal(int(cache.meta.get("analysis_width", ANALYSIS_WIDTH)))
-    plan = fit_plan(equal_split_keys(cache.meta), cache.frame_keys, cache.fps)
+    split = equal_split_keys(cache.meta)
+    plan = fit_plan(split, cache.frame_keys, cache.fps)
+    stable = {span.index: span.stable for span in control_spans(cache)}
     return {
-        j: fit_motion_type([by_frame[f] for f in wanted if f in by_frame], focal)
+        j: fit_motion_type([by_frame[f] for f in wanted if f in by_frame], focal, stable.get(j))
         for j, wanted in plan.items()
     }
+
+
+def control_spans(cache: EpisodeCache) -> list[SegmentSpan]:
+    """The segments the control columns score: the reference's equal split for a delivery
+    without an action log, else the key log's runs (``control_scores``)."""
+    split = equal_split_keys(cache.meta)
+    if split is not None:
+        return equal_split_spans(split, cache.sx.size, cache.fps) if cache.sx.size else []
+    return segment_spans(cache.frame_keys, cache.sx.size, cache.fps)
 
 
 def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:

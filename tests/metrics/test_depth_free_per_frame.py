@@ -85,3 +85,24 @@ def test_a_flat_slide_has_no_type_evidence() -> None:
     with_turn = [*flat, _yaw(48, 4.0 / F)]
     fit = fit_flow_rotation_per_frame(with_turn, F)
     assert fit is not None and fit.n_frames == 1 and fit.p_yaw > 0.99
+
+
+def test_the_depth_free_type_is_read_in_the_stable_zone() -> None:
+    # frames 0 and 16 still do the previous key (a strafe), 48 and 64 the turn
+    samples = [_strafe(0, 0.05), _strafe(16, 0.05), _yaw(48, 4.0 / F), _yaw(64, 4.0 / F)]
+    whole = fit_motion_type(samples, F)
+    zone = fit_motion_type(samples, F, range(48, 70))
+    assert whole is not None and whole.p_yaw < 0.5
+    assert zone is not None and zone.p_yaw > 0.99 and zone.n_frames == 2
+    # no sample with type evidence in the zone: every sample, as before
+    assert fit_motion_type(samples, F, range(30, 40)) == whole
+    still_zone = [*samples[:2], _yaw(48, 0.0)]
+    assert fit_motion_type(still_zone, F, range(48, 70)) == fit_motion_type(still_zone, F)
+
+
+def test_depth_samples_ignore_the_zone() -> None:
+    invz = np.full_like(X, 0.2)
+    samples = [
+        FitSample(f, X, Y, np.full_like(X, 1.0 + f), np.zeros_like(X), invz) for f in (0, 48)
+    ]
+    assert fit_motion_type(samples, F, range(40, 60)) == fit_motion_type(samples, F)

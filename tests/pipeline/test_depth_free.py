@@ -56,3 +56,15 @@ def test_a_fast_turn_is_a_turn_without_depth() -> None:
     # are sampled from their one-frame pair (docs/methods.md#motion-type-fit)
     fits = _fits("clean", "LR", yaw_rate_deg=90.0)
     assert max(fits["L"] + fits["R"]) < 0.1, fits  # measured 0.05-0.06; 0.72 from the pair
+
+
+def test_a_late_turn_is_a_late_turn_not_a_strafe() -> None:
+    # 3 s late in 5 s keys: the first 3 s of L do the strafe before it. Direction is read in the
+    # stable zone, after those 3 s, and so is the depth-free motion type
+    # (docs/methods.md#motion-type-fit); latency still falls
+    model = ImageOnly("clean", response_delay_s=3.0)
+    schedule = Schedule.per_key(list("DLR"), 5.0, model.fps)
+    outcome = run(InProcessSource(model, schedule, episode="e", model_name="m", suite="t"))
+    metrics = outcome.scores.metrics
+    assert metrics["direction_accuracy_rot"].normalized > 85, metrics["direction_accuracy_rot"]
+    assert metrics["response_latency_rot"].normalized < 60, metrics["response_latency_rot"]

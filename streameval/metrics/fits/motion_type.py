@@ -300,10 +300,25 @@ def fit_flow_rotation_per_frame(samples: list[FitSample], focal: float) -> Motio
     return MotionFit(p_trans, p_yaw, trans_amp, rot_amp, DEPTH_FREE_METHOD, len(parts), n_points)
 
 
-def fit_motion_type(samples: list[FitSample], focal: float) -> MotionFit | None:
-    """Depth parallax when every sample carries depth, else the per-frame depth-free estimator."""
+def fit_motion_type(
+    samples: list[FitSample], focal: float, stable: range | None = None
+) -> MotionFit | None:
+    """Depth parallax when every sample carries depth (WorldMark: every sample), else the
+    per-frame depth-free estimator on the samples in ``stable`` (the segment's stable zone, as
+    signal indices), when those give a fit, else on every sample.
+
+    Why the stable zone: direction, purity and stability are read there, after the first 3 s of
+    a segment (docs/methods.md#control-segments); the fit's 25-90 % picks start inside that
+    transient, where a model that answers late still does the previous key, and a 3 s-late
+    turn read as the strafe before it (docs/methods.md#motion-type-fit).
+    """
     if not samples:
         return None
     if all(s.invz is not None for s in samples):
         return fit_depth_parallax(samples)
+    if stable is not None:
+        inside = [s for s in samples if s.frame in stable]
+        fit = fit_flow_rotation_per_frame(inside, focal) if inside else None
+        if fit is not None:
+            return fit
     return fit_flow_rotation_per_frame(samples, focal)
