@@ -66,7 +66,7 @@ CASES: list[tuple[str, Callable[[Path], None], str, str, tuple[str, ...]]] = [
     ("nan_pose", _nan_pose, "poses.npy", "non-finite pose at frame 12", POSE_METRICS),
     ("pose_shape", _pose_shape, "poses.npy", "shape (96, 3, 4)", POSE_METRICS),
     ("intrinsics", _nan_intrinsics, "intrinsics.npy", "non-finite values", ("memory_scene_f1",)),
-    ("depth_shape", _depth_shape, "depth_metric.npy", "shape (96, 160)", ("memory_scene_f1",)),
+    ("depth_shape", _depth_shape, "depth_metric.npy", "shape (96, 640)", ("memory_scene_f1",)),
     ("no_mask", _mask_without_mask, "depth_valid_mask.npz", "which array is the mask",
      ("memory_scene_f1",)),
     ("mask_shape", _mask_shape, "depth_valid_mask.npz", "mask shape", ("memory_scene_f1",)),
