@@ -86,17 +86,18 @@ def test_forgetting_worlds_score_lower_on_a_retrace(action: int, defect: str) ->
 
 
 def test_reported_depth_marks_range_and_unresolved_pixels_unknown() -> None:
-    """NaN beyond the range and on both sides of a step larger than ``step`` × the nearer depth;
-    the backdrop (inf) stays inf, a smooth surface stays exact, and the input is not modified."""
+    """NaN on both sides of a step larger than ``step`` × the nearer depth, and beyond the
+    range; the backdrop (inf) stays inf, a smooth surface stays exact, the input is kept."""
     depth = np.array(
-        [[np.inf, np.inf, np.inf, np.inf], [5.0, 5.05, 5.1, 20.0], [2.0, 2.0, 2.0, 2.0]],
-        dtype=np.float32,
+        [[np.inf] * 4, [10.0, 10.1, 10.2, 30.0], [10.0, 10.1, 10.2, 10.3]], dtype=np.float32
     )
-    out = reported_depth(depth, 12.0, 0.015)
-    assert np.isinf(out[0]).all()
-    assert np.isnan(out[1, 2:]).all()  # 5.1 next to 20 (a silhouette); 20 beyond the range
-    assert np.isnan(out[1:, 0]).all() and np.isnan(out[2, 1:3]).all()  # 5 m above 2 m
-    assert out[1, 1] == np.float32(5.05) or np.isnan(out[1, 1])
-    assert np.isfinite(depth).sum() == 8  # input unchanged
+    stepped = reported_depth(depth, None, 0.015)
+    unknown = np.zeros(depth.shape, dtype=bool)
+    unknown[1, 2:] = unknown[2, 3] = True  # both sides of the 10.2 | 30 and 30 / 10.3 steps
+    np.testing.assert_array_equal(np.isnan(stepped), unknown)
+    np.testing.assert_array_equal(stepped[~unknown], depth[~unknown])  # inf and 1 % steps kept
+    ranged = reported_depth(depth, 10.15, None)
+    np.testing.assert_array_equal(np.isnan(ranged), np.isfinite(depth) & (depth > 10.15))
+    assert np.isinf(ranged[0]).all() and np.isfinite(depth).sum() == 8  # input unchanged
     assert reported_depth(depth, None, None) is depth
     assert not unresolved(np.full((3, 3), 4.0, np.float32), 0.015).any()
