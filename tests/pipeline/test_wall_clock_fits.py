@@ -72,13 +72,13 @@ def test_a_slow_server_scores_as_its_frames_do_in_process(tmp_path: Path) -> Non
     assert sorted({s.frame for s in cache.fit_samples}) == sorted(
         {f for frames in picks.values() for f in frames}
     )
-    # planned on the nominal schedule (the old behaviour, kept for a video clock), the same
-    # frames give other motion-type weights
+    # planned on the nominal schedule (the old behaviour, kept for a video clock), other frames
+    # are sampled. (Their weights cannot differ here: a flat picture sliding sideways shows
+    # neither a turn nor parallax, so no frame of it carries type evidence,
+    # docs/methods.md#motion-type-fit.)
     run(ListSource(_slow_server(None)), tmp_path / "nominal", config=CONFIG)
     nominal = EpisodeCache.load(tmp_path / "nominal" / "cache")
     assert {s.frame for s in nominal.fit_samples} != {s.frame for s in cache.fit_samples}
-    nominal_scores = _scores(tmp_path / "nominal")
-    assert [nominal_scores[m]["details"] for m in CONTROL] != [wall[m]["details"] for m in CONTROL]
 
 
 def test_the_recording_keeps_the_picks_and_replays_bit_identically(tmp_path: Path) -> None:
