@@ -11,15 +11,16 @@ each) keep the run to a few minutes on two cores.
 The OpenGL world needs the optional extra: ``pip install -e '.[bench]'`` (moderngl) and a Mesa
 EGL driver (``apt-get install libegl-mesa0``); without it only the procedural world is printed.
 
-Measured (2 loaded cores, 837 s; CPU default stack; README "How the numbers are made"): still
+Measured (2 loaded cores, 606 s; CPU default stack; README "How the numbers are made"): still
 worlds, lossless and CRF 18/28, score direction accuracy and purity 0 on both worlds; clean
-accuracy 99.9 / 95.6 (procedural, trans / rot) and 99.5 / 98.1 (OpenGL); reverse -> accuracy 0;
-a 3 s lag -> latency 38-41 against 86-99 clean; 1 s stalls in every 3 s -> stability 58.6 / 8.6
-against 100; a strafe that also turns -> trans purity 83.6 / 63.9 against 98.6 / 94.4; a jump
-at each switch -> Revisit 50.9 (procedural, a cut at each switch: Local 0) / 88.4 (OpenGL)
-against 99-100; blur within 2 points. Open: a 3 s-late turn also loses rotation accuracy
-(56.9 / 82.5: the fit reads the segment's 25-90 %, where the world still does the previous
-key); a still CRF 28 clip keeps some stability (rot 50.0 procedural, trans 16.5 OpenGL).
+accuracy 99.9 / 96.2 (procedural, trans / rot) and 99.4 / 98.2 (OpenGL); reverse -> accuracy 0;
+a 3 s lag -> latency 38-41 against 86-99 clean, accuracy kept (rot 96.0 / 99.1); 1 s stalls in
+every 3 s -> stability 58.6 / 8.6 against 100, accuracy kept; a strafe that also turns -> trans
+purity 84.0 / 64.0 against 98.6 / 94.3; a jump at each switch -> Revisit 50.9 (procedural, a
+cut at each switch: Local 0) / 88.4 (OpenGL) against 99-100; blur within 1.3 points; 30 deg/s
+turns: rotation accuracy 97.8 / 98.3. Open: a still CRF 28 clip keeps some stability (rot 50.0
+procedural, trans 16.5 OpenGL); with 30 deg/s turns the shared v_ref of latency puts the
+strafes out of reach (latency trans 32.9).
 
 Usage: python bench/validity.py [--seconds-per-key 5]
 """
