@@ -13,11 +13,12 @@ with the ``amnesia`` world (the whole scene forgotten at half the loop), on the 
     per distinct frame), with the main parts also timed alone, and rescore's kernel, which
     computes the return gate again (a live run remembers the episode end's).
 
-Measured (60 s square_loop: 1,440 frames, 23 pairs of 24 distinct frames; a 2-core machine
-shared with other jobs at a load of 6-13, so wall ≈ 1.5× CPU and the threads bought nothing):
-CPU 0.55 keep + 0.4 episode end + 1.05 scoring ≈ 1.9–2.2 s (wall 2.9–3.5 s), against CPU
-2.8–3.5 s (wall 3.9–5.2 s) before frames were shared between pairs, measured alongside
-(docs/methods.md#closed-loop-memory-metrics).
+Measured (60 s square_loop: 1,440 frames, 23 pairs of 24 distinct frames; 2 cores): on the
+quiet machine, three runs, CPU 0.49–0.53 keep + 0.46–0.49 episode end + 0.90–0.91 scoring =
+1.86–1.92 s (wall 1.25–1.32 s: SIFT, SSIM and Gram on 2 threads). Shared with other jobs at a
+load of 6-13 (wall ≈ 1.5× CPU, the threads bought nothing): CPU 1.9–2.2 s (wall 2.9–3.5 s),
+against CPU 2.8–3.5 s (wall 3.9–5.2 s) before frames were shared between pairs, measured
+alongside (docs/methods.md#closed-loop-memory-metrics).
 
 Usage: python bench/worldatlas_memory.py [--loop-seconds 60] [--keep DIR]
 """
