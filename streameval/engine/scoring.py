@@ -15,7 +15,6 @@ from streameval.core.metric_result import MetricResult
 from streameval.engine.quality_scoring import quality_metrics
 from streameval.metrics.control.kernels import (
     MotionType,
-    control_metrics,
     control_metrics_for_spans,
 )
 from streameval.metrics.fits.geometry import views_from_frames
@@ -85,8 +84,7 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
     segment index."""
     by_frame = {s.frame: s for s in cache.fit_samples}
     focal = analysis_focal(int(cache.meta.get("analysis_width", ANALYSIS_WIDTH)))
-    split = equal_split_keys(cache.meta)
-    plan = fit_plan(split, cache.frame_keys, cache.fps)
+    plan = fit_plan(equal_split_keys(cache.meta), cache.frame_keys, cache.fps)
     stable = {span.index: span.stable for span in control_spans(cache)}
     return {
         j: fit_motion_type([by_frame[f] for f in wanted if f in by_frame], focal, stable.get(j))
@@ -95,11 +93,13 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
 
 
 def control_spans(cache: EpisodeCache) -> list[SegmentSpan]:
-    """The segments the control columns score: the reference's equal split for a delivery
-    without an action log, else the key log's runs (``control_scores``)."""
+    """The segments the control columns score: for a delivery without an action log the
+    reference's equal split of the last signal sample's time
+    (docs/methods.md#departures-from-the-reference), so the windows equal the published
+    benchmark's; else the key log's runs."""
     split = equal_split_keys(cache.meta)
-    if split is not None:
-        return equal_split_spans(split, cache.sx.size, cache.fps) if cache.sx.size else []
+    if split is not None and cache.sx.size:
+        return equal_split_spans(split, cache.sx.size, cache.fps)
     return segment_spans(cache.frame_keys, cache.sx.size, cache.fps)
 
 
@@ -175,17 +175,8 @@ def control_scores(inp: ScoringInput) -> dict[str, MetricResult]:
     types = {
         j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in inp.motion_fits.items() if f
     }
-    split = equal_split_keys(cache.meta)
-    if split is not None and cache.sx.size:
-        # a delivery without an action log: the reference's equal split of the last signal
-        # sample's time (docs/methods.md#departures-from-the-reference), so the windows equal the
-        # published benchmark's
-        spans = equal_split_spans(split, cache.sx.size, cache.fps)
-        return control_metrics_for_spans(
-            cache.sx, cache.srad, spans, cache.fps, types, provisional=not inp.final
-        )
-    return control_metrics(
-        cache.sx, cache.srad, cache.frame_keys, cache.fps, types, provisional=not inp.final
+    return control_metrics_for_spans(
+        cache.sx, cache.srad, control_spans(cache), cache.fps, types, provisional=not inp.final
     )
 
 
