@@ -8,12 +8,21 @@ grid and invZ when depth exists; the fit itself is scoring-time work in
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from functools import lru_cache
+
 import cv2
 import numpy as np
 import numpy.typing as npt
 
-from streameval.constants import FIT_PIXEL_STEP, MIN_DEPTH
-from streameval.metrics.fits.motion_type import FitSample
+from streameval.constants import FIT_PIXEL_STEP, MIN_DEPTH, MOTION_FLOOR_PX
+from streameval.metrics.fits.motion_type import (
+    FitSample,
+    analysis_focal,
+    rotation_flow,
+    rotation_rate,
+)
 
 F32 = npt.NDArray[np.float32]
 
@@ -56,7 +65,7 @@ def raster_sample(
     return invz.reshape(-1)[::FIT_PIXEL_STEP], u.reshape(-1)[::FIT_PIXEL_STEP]
 
 
-def sample_fit(frame: int, flow: F32, depth: F32 | None) -> FitSample:
+def sample_fit(frame: int, flow: F32, depth: F32 | None, *, derotated: bool = False) -> FitSample:
     """Samples of ``flow`` (H, W, 2) at ``frame`` for the motion-type fit.
 
     With depth: flow resized to the depth map (bilinear, as the reference resizes u), every
@@ -97,6 +106,7 @@ def sample_fit(frame: int, flow: F32, depth: F32 | None) -> FitSample:
         u=u.reshape(-1),
         v=v.reshape(-1),
         invz=None,
+        derotated=derotated,
     )
 
 
@@ -109,3 +119,61 @@ def needs_short_pair(flow: F32) -> bool:
     pair's median displacement exceeds ``FIT_SHORT_PAIR_PX`` (read on every 8th pixel)."""
     sub = flow[::8, ::8]
     return float(np.median(np.hypot(sub[..., 0], sub[..., 1]))) > FIT_SHORT_PAIR_PX
+
+
+@lru_cache(maxsize=4)
+def _pixel_offsets(height: int, width: int) -> tuple[npt.NDArray[np.float64], ...]:
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float64)
+    return xs - (width - 1) / 2.0, ys - (height - 1) / 2.0
+
+
+def derotated_flow(
+    flow_fn: Callable[[npt.NDArray[np.uint8], npt.NDArray[np.uint8]], F32],
+    prev: npt.NDArray[np.uint8],
+    nxt: npt.NDArray[np.uint8],
+    flow: F32,
+) -> F32:
+    """The flow of ``prev → nxt`` as its turn field plus what is left once the turn is warped
+    out of the pair (docs/methods.md#motion-type-fit, "Derotation").
+
+    Why: a pure turn has a depth-free field the depth-free fit removes, but DIS measures that
+    field with an error that grows with the displacement and is not random: on the procedural
+    world's ground it reads the turn's ``x²/f`` part up to a quarter short at the frame's lower
+    corners (0.35 px of a 6 px flow), and the fit read that bowl as parallax (clean 4.5 °/s
+    yaw: p_yaw 0.955). So ω is read from ``flow``'s vertical component on the fit's grid
+    (``rotation_rate``), ``nxt`` is warped back by the rotation homography ``K·R_y(ω)·K⁻¹``
+    (f from the 70° FOV, centre at the frame's middle), and the flow is measured again between
+    ``prev`` and the warped frame, where a turn leaves almost nothing to measure and a strafe
+    leaves its parallax. The result is ``rotation_flow(ω)`` plus that second flow, in the pair's
+    units, so the fit reads it as it reads any flow (first order in ω: ``K·R·K⁻¹`` moves a point
+    by ``rotation_flow`` plus terms in ω², which the second flow carries). A turn under the
+    still-video floor at the centre is not warped out: ``flow`` is returned as it is.
+    """
+    height, width = flow.shape[:2]
+    focal = analysis_focal(width)
+    plain = sample_fit(0, flow, None)
+    ok = np.isfinite(plain.u) & np.isfinite(plain.v)
+    x, y, v = (np.asarray(a[ok], np.float64) for a in (plain.x, plain.y, plain.v))
+    omega = rotation_rate(x, y, v, focal) if x.size else 0.0
+    if abs(omega) * focal < MOTION_FLOOR_PX:
+        return flow
+    cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
+    k = np.array([[focal, 0.0, cx], [0.0, focal, cy], [0.0, 0.0, 1.0]])
+    c, s = math.cos(omega), math.sin(omega)
+    turn = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    # dst(p) = nxt(H·p): where the turn took prev's pixel p
+    homography = k @ turn @ np.linalg.inv(k)
+    warped = cv2.warpPerspective(
+        nxt,
+        homography,
+        (width, height),
+        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_REPLICATE,
+    )
+    rest = flow_fn(prev, np.asarray(warped, dtype=np.uint8))
+    xs, ys = _pixel_offsets(height, width)
+    turn_u, turn_v = rotation_flow(xs, ys, omega, focal)
+    out = np.empty_like(rest, dtype=np.float32)
+    out[..., 0] = turn_u + rest[..., 0]
+    out[..., 1] = turn_v + rest[..., 1]
+    return out

@@ -23,7 +23,7 @@ from streameval.perception.analysis import Gray, rgb_to_gray, to_analysis_rgb
 from streameval.perception.depth import DepthBackend
 from streameval.perception.flow import FlowBackend, flow_input
 from streameval.perception.memory import MemoryPerception
-from streameval.perception.motion_samples import needs_short_pair, sample_fit
+from streameval.perception.motion_samples import derotated_flow, needs_short_pair, sample_fit
 from streameval.perception.signals import flow_signals
 from streameval.protocol.keys import FAMILY
 from streameval.results.cache.quality import shrink_for_quality
@@ -161,11 +161,10 @@ class Perceiver:
                 if self._fits(target):
                     step.fit = True
                     step.depth = self._depth.pop(target, None)
-                    middle = self._recent.get(target + 1)
-                    if step.depth is None and middle is not None and needs_short_pair(step.flow):
-                        # docs/methods.md#motion-type-fit: a fast depth-free frame is sampled
-                        # from its one-frame pair, in the signal pair's units (doubled)
-                        step.fit_flow = 2.0 * self.flow(prev, middle)
+                    if step.depth is None:
+                        step.fit_flow = self._depth_free_fit_flow(
+                            target, prev, flow_frame, step.flow
+                        )
             self._next_signal = target + 1
         for old in [k for k in self._recent if k <= target]:
             del self._recent[old]
@@ -175,6 +174,18 @@ class Perceiver:
         step.from_network = step.depth is not None and target in self._estimated
         self._estimated.discard(target)
         return step
+
+    def _depth_free_fit_flow(
+        self, target: int, prev: Gray, nxt: Gray, flow: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """The flow a depth-free fit frame is sampled from (docs/methods.md#motion-type-fit): a
+        fast pair's one-frame pair instead, doubled to stay in the signal pair's units, and
+        either way with its turn warped out and put back as the exact field
+        (``derotated_flow``)."""
+        middle = self._recent.get(target + 1)
+        if middle is not None and needs_short_pair(flow):
+            return 2.0 * derotated_flow(self.flow, prev, middle, self.flow(prev, middle))
+        return derotated_flow(self.flow, prev, nxt, flow)
 
     def finish(self, step: FlowStep) -> PerceptionOutput:
         """The second half, in frame order: signals and fit sample from the step's flow, memory,
@@ -191,7 +202,7 @@ class Perceiver:
             step.srad.append(s_rad)
             if step.fit:
                 fit_flow = flow if step.fit_flow is None else step.fit_flow
-                sample = sample_fit(step.target, fit_flow, step.depth)
+                sample = sample_fit(step.target, fit_flow, step.depth, derotated=step.depth is None)
         embedding = self.memory.observe(event, image) if self.memory is not None else None
         statistics = None
         if self.imaging:

@@ -3,10 +3,13 @@ still frames carry no weight, all-still samples give no fit, exact fields are ty
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from streameval.metrics.fits.motion_type import (
     DEPTH_FREE_METHOD,
+    PLAIN_DEPTH_FREE_METHOD,
     FitSample,
     analysis_focal,
     fit_flow_rotation,
@@ -20,13 +23,13 @@ Y, X = (a.reshape(-1).astype(np.float32) for a in np.mgrid[-200:201:24, -300:301
 
 def _yaw(frame: int, omega: float) -> FitSample:
     u, v = omega * (F + X * X / F), omega * X * Y / F
-    return FitSample(frame, X, Y, u.astype(np.float32), v.astype(np.float32), None)
+    return FitSample(frame, X, Y, u.astype(np.float32), v.astype(np.float32), None, True)
 
 
 def _strafe(frame: int, tx: float) -> FitSample:
     invz = 1.0 / (2.0 + 8.0 * ((X + 300) / 600) ** 2)  # depth varies across the view
     u = (F * tx * invz).astype(np.float32)
-    return FitSample(frame, X, Y, u, np.zeros_like(u), None)
+    return FitSample(frame, X, Y, u, np.zeros_like(u), None, True)
 
 
 def test_a_turn_that_stalls_is_still_a_turn() -> None:
@@ -36,6 +39,12 @@ def test_a_turn_that_stalls_is_still_a_turn() -> None:
     assert fit.p_yaw > 0.99 and fit.n_frames == 2
     pooled = fit_flow_rotation(samples, F)
     assert pooled is not None and pooled.p_yaw < 0.8  # the pooled ω read the stall as parallax
+
+
+def test_samples_perceived_without_derotation_keep_their_method_name() -> None:
+    plain = [replace(_yaw(0, 0.01), derotated=False), _yaw(16, 0.01)]
+    fit = fit_flow_rotation_per_frame(plain, F)
+    assert fit is not None and fit.method == PLAIN_DEPTH_FREE_METHOD
 
 
 def test_a_strafe_is_translation_and_all_still_is_no_fit() -> None:
@@ -48,7 +57,7 @@ def _noisy(sample: FitSample, sigma: float, seed: int) -> FitSample:
     rng = np.random.default_rng(seed)
     u = sample.u + rng.normal(0.0, sigma, sample.u.shape).astype(np.float32)
     v = sample.v + rng.normal(0.0, sigma, sample.v.shape).astype(np.float32)
-    return FitSample(sample.frame, sample.x, sample.y, u, v, None)
+    return FitSample(sample.frame, sample.x, sample.y, u, v, None, True)
 
 
 def test_flow_noise_is_not_parallax() -> None:

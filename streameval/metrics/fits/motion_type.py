@@ -43,9 +43,11 @@ MIN_FIT_POINTS = 10
 # turn. Clean turns and strafes sit at 0.8-4x their mean flow (docs/methods.md#motion-type-fit).
 TYPE_EVIDENCE_FRAC = 0.1
 # The depth-free estimators, by the method name results and provenance record
-# (docs/methods.md#motion-type-fit): the per-frame one with its noise floor is the default, the
-# pooled one is kept so that a cache scored with it can be told apart.
-DEPTH_FREE_METHOD = "flow_rotation_noise_floor"
+# (docs/methods.md#motion-type-fit): the per-frame one with its noise floor on derotated samples
+# is the default; the same on plain samples (a cache perceived before derotation) and the
+# pooled one are kept so that a cache scored with them can be told apart.
+DEPTH_FREE_METHOD = "flow_derotated_noise_floor"
+PLAIN_DEPTH_FREE_METHOD = "flow_rotation_noise_floor"
 POOLED_DEPTH_FREE_METHOD = "flow_vertical_rotation"
 
 
@@ -103,7 +105,9 @@ def analysis_focal(width: int, fov_deg: float = FOV_DEG) -> float:
 class FitSample:
     """Coarse flow grid of one sampled frame; ``invz`` is None without depth.
 
-    ``x``/``y`` are pixel offsets from the image centre in analysis pixels.
+    ``x``/``y`` are pixel offsets from the image centre in analysis pixels. ``derotated``: the
+    flow is the frame's turn field plus the flow measured after warping that turn out of the
+    pair (``perception.motion_samples.derotated_flow``), not the flow measured directly.
     """
 
     frame: int
@@ -112,6 +116,7 @@ class FitSample:
     u: F32
     v: F32
     invz: F32 | None
+    derotated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +255,21 @@ def fit_flow_rotation(samples: list[FitSample], focal: float) -> MotionFit | Non
     )
 
 
+def rotation_rate(x: F64, y: F64, v: F64, focal: float) -> float:
+    """The yaw ω (radians per pair) that best explains the vertical flow ``v`` at image offsets
+    (x, y): least squares of v on ``g = x·y/f``, the only vertical flow a yaw makes (a strafe
+    makes none). 0 when the points span no such field (all on a row or a column)."""
+    g = x * y / focal
+    denom = float(np.dot(g, g))
+    return float(np.dot(g, v)) / denom if denom > 0 else 0.0
+
+
+def rotation_flow(x: F64, y: F64, omega: float, focal: float) -> tuple[F64, F64]:
+    """The flow (u, v) a yaw of ω radians makes at image offsets (x, y), to first order in ω:
+    ``u = ω·(f + x²/f)``, ``v = ω·x·y/f``, whatever the depth."""
+    return omega * (focal + x * x / focal), omega * (x * y / focal)
+
+
 def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | None:
     """(trans_amp, rot_amp, points) of one sampled frame, or None when it does not move.
 
@@ -271,11 +291,10 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     moving = math.hypot(float(u.mean()), float(v.mean()))
     if moving < MOTION_FLOOR_PX:
         return None
-    g = x * y / focal
-    denom = float(np.dot(g, g))
-    omega = float(np.dot(g, v)) / denom if denom > 0 else 0.0
-    u5, u95 = np.percentile(u - omega * (focal + x * x / focal), FIT_AMP_PCT)
-    v5, v95 = np.percentile(v - omega * g, FIT_AMP_PCT)
+    omega = rotation_rate(x, y, v, focal)
+    turn_u, turn_v = rotation_flow(x, y, omega, focal)
+    u5, u95 = np.percentile(u - turn_u, FIT_AMP_PCT)
+    v5, v95 = np.percentile(v - turn_v, FIT_AMP_PCT)
     trans_amp = max(0.0, float(u95 - u5) - float(v95 - v5))
     rot_amp = abs(omega) * focal
     if trans_amp + rot_amp < TYPE_EVIDENCE_FRAC * moving:
@@ -297,7 +316,8 @@ def fit_flow_rotation_per_frame(samples: list[FitSample], focal: float) -> Motio
     rot_amp = float(sum(a[1] for a in parts))
     p_trans, p_yaw = _weights(trans_amp, rot_amp)
     n_points = sum(a[2] for a in parts)
-    return MotionFit(p_trans, p_yaw, trans_amp, rot_amp, DEPTH_FREE_METHOD, len(parts), n_points)
+    method = DEPTH_FREE_METHOD if all(s.derotated for s in samples) else PLAIN_DEPTH_FREE_METHOD
+    return MotionFit(p_trans, p_yaw, trans_amp, rot_amp, method, len(parts), n_points)
 
 
 def fit_motion_type(

@@ -159,6 +159,7 @@ class EpisodeCache:
         frames = np.array([s.frame for s in self.fit_samples], dtype=np.int64)
         sizes = np.array([s.u.size for s in self.fit_samples], dtype=np.int64)
         has_depth = np.array([s.invz is not None for s in self.fit_samples], dtype=bool)
+        derotated = np.array([s.derotated for s in self.fit_samples], dtype=bool)
 
         def cat(parts: list[npt.NDArray[np.float32]]) -> npt.NDArray[np.float32]:
             return np.concatenate(parts) if parts else np.zeros(0, np.float32)
@@ -176,6 +177,7 @@ class EpisodeCache:
             "fit_frames": frames,
             "fit_sizes": sizes,
             "fit_has_depth": has_depth,
+            "fit_derotated": derotated,
             "fit_x": cat([s.x for s in self.fit_samples]),
             "fit_y": cat([s.y for s in self.fit_samples]),
             "fit_u": cat([s.u for s in self.fit_samples]),
@@ -221,8 +223,16 @@ class EpisodeCache:
         fit_depth = member(data, "fit_has_depth", npz_path, ndim=1, kind="b")
         points = [member(data, f"fit_{c}", npz_path, ndim=1, kind="f") for c in "xyuv"]
         invz = member(data, "fit_invz", npz_path, ndim=1, kind="f")
-        if not len(fit_frames) == len(fit_sizes) == len(fit_depth):
-            raise BadInputError(npz_path, "fit_frames, fit_sizes, fit_has_depth differ in length")
+        # absent from caches perceived before derotation (docs/methods.md#motion-type-fit)
+        fit_derotated = (
+            member(data, "fit_derotated", npz_path, ndim=1, kind="b")
+            if "fit_derotated" in data
+            else np.zeros(len(fit_frames), dtype=bool)
+        )
+        if not len(fit_frames) == len(fit_sizes) == len(fit_depth) == len(fit_derotated):
+            raise BadInputError(
+                npz_path, "fit_frames, fit_sizes, fit_has_depth, fit_derotated differ in length"
+            )
         n_stored = len(points[0])
         # each size counts points of fit_x..fit_invz: 0 up to all of them. Checked one by one
         # and summed as Python ints, so that no size wraps around in int64 / uint64 arithmetic
@@ -240,7 +250,9 @@ class EpisodeCache:
             raise BadInputError(npz_path, f"fit frames outside 0..{len(keys) - 1}")
         samples: list[FitSample] = []
         offset = 0
-        for frame, size, depth in zip(fit_frames, sizes, fit_depth, strict=True):
+        for frame, size, depth, turned in zip(
+            fit_frames, sizes, fit_depth, fit_derotated, strict=True
+        ):
             sl = slice(offset, offset + size)
             offset += size
             samples.append(
@@ -251,6 +263,7 @@ class EpisodeCache:
                     u=data["fit_u"][sl],
                     v=data["fit_v"][sl],
                     invz=data["fit_invz"][sl] if bool(depth) else None,
+                    derotated=bool(turned),
                 )
             )
         memory_path = directory / "memory.npz"
