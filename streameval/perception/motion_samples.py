@@ -23,8 +23,10 @@ from streameval.metrics.fits.motion_type import (
     rotation_flow,
     rotation_rate,
 )
+from streameval.perception.analysis import rgb_to_gray
 
 F32 = npt.NDArray[np.float32]
+Texture = tuple[F32, F32]  # horizontal and vertical gradient energy at the depth-free grid
 
 # Depth-free grid: flow averaged over 4×4 blocks, then every FIT_PIXEL_STEP-th block, i.e. the
 # same point density the depth path gets from a quarter-resolution depth map.
@@ -39,6 +41,11 @@ FIT_BORDER_PX = 2 * FLOWGRID_DOWNSAMPLE * FIT_PIXEL_STEP
 # fine, foreshortened texture at ~30 px (an OpenGL room's floor read a 35 px turn as −25 px),
 # and holds at ~15 px (docs/methods.md#motion-type-fit).
 FIT_SHORT_PAIR_PX = 12.0
+# Gradient energy (mean squared Sobel gradient, grey levels per pixel, over a grid point's 4×4
+# block) under which a flow component is not measured at all, even in a mostly flat image: the
+# OpenGL room's flat-colour walls, where DIS fills the flow in from the edges (clean strafe
+# p_trans 0.61 without it, 0.92 with it; textured scenes sit at 0.5-10 and are unchanged).
+FIT_TEXTURE_FLOOR = 0.2
 
 
 def _grid_coords(height: int, width: int, scale_x: float, scale_y: float) -> tuple[F32, F32]:
@@ -65,13 +72,24 @@ def raster_sample(
     return invz.reshape(-1)[::FIT_PIXEL_STEP], u.reshape(-1)[::FIT_PIXEL_STEP]
 
 
-def sample_fit(frame: int, flow: F32, depth: F32 | None, *, derotated: bool = False) -> FitSample:
+def sample_fit(
+    frame: int,
+    flow: F32,
+    depth: F32 | None,
+    *,
+    derotated: bool = False,
+    texture: Texture | None = None,
+) -> FitSample:
     """Samples of ``flow`` (H, W, 2) at ``frame`` for the motion-type fit.
 
     With depth: flow resized to the depth map (bilinear, as the reference resizes u), every
     6th element of the flattened map (``raster_sample``). Without: flow block-averaged to a
     quarter size, every 6th block of a 2-D grid (our depth-free estimator needs x and y), NaN
-    where the point or its flow's end lies within ``FIT_BORDER_PX`` of the frame's edge.
+    where the point or its flow's end lies within ``FIT_BORDER_PX`` of the frame's edge; with
+    ``texture`` (``texture_grid`` of the pair's first frame), u is also NaN where the image has
+    less horizontal gradient than at the median grid point (or than ``FIT_TEXTURE_FLOOR``), and
+    v where it has less vertical gradient: a flow component is only measured along an image
+    gradient (the aperture problem), and DIS fills the rest in from its neighbours.
     """
     h_a, w_a, _ = flow.shape
     cx, cy = (w_a - 1) / 2.0, (h_a - 1) / 2.0
@@ -99,6 +117,13 @@ def sample_fit(frame: int, flow: F32, depth: F32 | None, *, derotated: bool = Fa
     inside = _inside(gx, w_a) & _inside(gx + u, w_a) & _inside(gy, h_a) & _inside(gy + v, h_a)
     u[~inside] = np.nan
     v[~inside] = np.nan
+    if texture is not None and inside.any():
+        # docs/methods.md#motion-type-fit, "Texture": each component on the better-textured
+        # half of the grid along its own axis (points at the median are kept), never where the
+        # image is flat along it
+        for comp, grad in ((u, texture[0]), (v, texture[1])):
+            keep_from = max(float(np.median(grad[inside])), FIT_TEXTURE_FLOOR)
+            comp[inside & (grad < keep_from)] = np.nan
     return FitSample(
         frame=frame,
         x=(gx - cx).reshape(-1).astype(np.float32),
@@ -108,6 +133,22 @@ def sample_fit(frame: int, flow: F32, depth: F32 | None, *, derotated: bool = Fa
         invz=None,
         derotated=derotated,
     )
+
+
+def texture_grid(image: npt.NDArray[np.uint8]) -> Texture:
+    """Mean squared horizontal and vertical intensity gradient (Sobel, grey levels per pixel)
+    over each 4×4 block of the depth-free grid, at the grid's points: where a flow component
+    can be measured (``sample_fit``'s ``texture``)."""
+    gray = image if image.ndim == 2 else rgb_to_gray(image)
+    g = gray.astype(np.float32)
+    h, w = g.shape[0] // FLOWGRID_DOWNSAMPLE, g.shape[1] // FLOWGRID_DOWNSAMPLE
+    out: list[F32] = []
+    for dx, dy in ((1, 0), (0, 1)):
+        grad = cv2.Sobel(g, cv2.CV_32F, dx, dy, ksize=3) / 8.0
+        energy = np.asarray(grad * grad, dtype=np.float32)
+        block = cv2.resize(energy, (w, h), interpolation=cv2.INTER_AREA)
+        out.append(np.asarray(block[::FIT_PIXEL_STEP, ::FIT_PIXEL_STEP], np.float32))
+    return out[0], out[1]
 
 
 def _inside(coord: F32, size: int) -> npt.NDArray[np.bool_]:
@@ -132,6 +173,7 @@ def derotated_flow(
     prev: npt.NDArray[np.uint8],
     nxt: npt.NDArray[np.uint8],
     flow: F32,
+    texture: Texture | None = None,
 ) -> F32:
     """The flow of ``prev → nxt`` as its turn field plus what is left once the turn is warped
     out of the pair (docs/methods.md#motion-type-fit, "Derotation").
@@ -141,18 +183,19 @@ def derotated_flow(
     world's ground it reads the turn's ``x²/f`` part up to a quarter short at the frame's lower
     corners (0.35 px of a 6 px flow), and the fit read that bowl as parallax (clean 4.5 °/s
     yaw: p_yaw 0.955). So ω is read from ``flow``'s vertical component on the fit's grid
-    (``rotation_rate``), ``nxt`` is warped back by the rotation homography ``K·R_y(ω)·K⁻¹``
-    (f from the 70° FOV, centre at the frame's middle), and the flow is measured again between
-    ``prev`` and the warped frame, where a turn leaves almost nothing to measure and a strafe
-    leaves its parallax. The result is ``rotation_flow(ω)`` plus that second flow, in the pair's
-    units, so the fit reads it as it reads any flow (first order in ω: ``K·R·K⁻¹`` moves a point
-    by ``rotation_flow`` plus terms in ω², which the second flow carries). A turn under the
+    (``rotation_rate``, on the points ``texture`` keeps), ``nxt`` is warped back by the
+    rotation homography ``K·R_y(ω)·K⁻¹`` (f from the 70° FOV, centre at the frame's middle),
+    and the flow is measured again between ``prev`` and the warped frame, where a turn leaves
+    almost nothing to measure and a strafe leaves its parallax. The result is
+    ``rotation_flow(ω)`` plus that second flow, in the pair's units, so the fit reads it as it
+    reads any flow (first order in ω: ``K·R·K⁻¹`` moves a point by ``rotation_flow`` plus terms
+    in ω², which the second flow carries). A turn under the
     still-video floor at the centre is not warped out: ``flow`` is returned as it is.
     """
     height, width = flow.shape[:2]
     focal = analysis_focal(width)
-    plain = sample_fit(0, flow, None)
-    ok = np.isfinite(plain.u) & np.isfinite(plain.v)
+    plain = sample_fit(0, flow, None, texture=texture)
+    ok = np.isfinite(plain.v)
     x, y, v = (np.asarray(a[ok], np.float64) for a in (plain.x, plain.y, plain.v))
     omega = rotation_rate(x, y, v, focal) if x.size else 0.0
     if abs(omega) * focal < MOTION_FLOOR_PX:

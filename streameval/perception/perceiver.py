@@ -23,7 +23,13 @@ from streameval.perception.analysis import Gray, rgb_to_gray, to_analysis_rgb
 from streameval.perception.depth import DepthBackend
 from streameval.perception.flow import FlowBackend, flow_input
 from streameval.perception.memory import MemoryPerception
-from streameval.perception.motion_samples import derotated_flow, needs_short_pair, sample_fit
+from streameval.perception.motion_samples import (
+    Texture,
+    derotated_flow,
+    needs_short_pair,
+    sample_fit,
+    texture_grid,
+)
 from streameval.perception.signals import flow_signals
 from streameval.protocol.keys import FAMILY
 from streameval.results.cache.quality import shrink_for_quality
@@ -67,6 +73,7 @@ class FlowStep:
     flow: npt.NDArray[np.float32] | None = None
     fit: bool = False  # the target frame is sampled for the motion-type fit
     fit_flow: npt.NDArray[np.float32] | None = None  # the sample's flow when not ``flow``
+    fit_texture: Texture | None = None  # depth-free: where u and v can be measured
     depth: npt.NDArray[np.float32] | None = None  # the target frame's, for its fit sample
     from_network: bool = False  # that depth came from the depth backend
 
@@ -162,7 +169,7 @@ class Perceiver:
                     step.fit = True
                     step.depth = self._depth.pop(target, None)
                     if step.depth is None:
-                        step.fit_flow = self._depth_free_fit_flow(
+                        step.fit_flow, step.fit_texture = self._depth_free_fit_flow(
                             target, prev, flow_frame, step.flow
                         )
             self._next_signal = target + 1
@@ -177,15 +184,17 @@ class Perceiver:
 
     def _depth_free_fit_flow(
         self, target: int, prev: Gray, nxt: Gray, flow: npt.NDArray[np.float32]
-    ) -> npt.NDArray[np.float32]:
+    ) -> tuple[npt.NDArray[np.float32], Texture]:
         """The flow a depth-free fit frame is sampled from (docs/methods.md#motion-type-fit): a
         fast pair's one-frame pair instead, doubled to stay in the signal pair's units, and
         either way with its turn warped out and put back as the exact field
-        (``derotated_flow``)."""
+        (``derotated_flow``); and the texture of the pair's first frame (``texture_grid``)."""
         middle = self._recent.get(target + 1)
+        texture = texture_grid(prev)
         if middle is not None and needs_short_pair(flow):
-            return 2.0 * derotated_flow(self.flow, prev, middle, self.flow(prev, middle))
-        return derotated_flow(self.flow, prev, nxt, flow)
+            short = self.flow(prev, middle)
+            return 2.0 * derotated_flow(self.flow, prev, middle, short, texture), texture
+        return derotated_flow(self.flow, prev, nxt, flow, texture), texture
 
     def finish(self, step: FlowStep) -> PerceptionOutput:
         """The second half, in frame order: signals and fit sample from the step's flow, memory,
@@ -202,7 +211,13 @@ class Perceiver:
             step.srad.append(s_rad)
             if step.fit:
                 fit_flow = flow if step.fit_flow is None else step.fit_flow
-                sample = sample_fit(step.target, fit_flow, step.depth, derotated=step.depth is None)
+                sample = sample_fit(
+                    step.target,
+                    fit_flow,
+                    step.depth,
+                    derotated=step.depth is None,
+                    texture=step.fit_texture,
+                )
         embedding = self.memory.observe(event, image) if self.memory is not None else None
         statistics = None
         if self.imaging:

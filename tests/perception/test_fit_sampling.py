@@ -1,5 +1,6 @@
 """Depth-free fit samples (docs/methods.md#motion-type-fit): no sample where content enters or
-leaves the view, and a fast frame is sampled from its one-frame pair."""
+leaves the view, a flow component only where the image has gradient along it, and a fast frame
+is sampled from its one-frame pair."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from streameval.perception.motion_samples import (
     FIT_SHORT_PAIR_PX,
     needs_short_pair,
     sample_fit,
+    texture_grid,
 )
 
 W, H = 640, 432
@@ -49,3 +51,20 @@ def test_a_fast_pair_is_resampled_short() -> None:
     assert needs_short_pair(half)
     half[: H // 2 + 8] = 0.0
     assert not needs_short_pair(half)
+
+
+def test_each_flow_component_is_kept_where_the_image_has_gradient_along_it() -> None:
+    # left half: vertical stripes (horizontal gradient: u is measurable, v is not); right
+    # half: horizontal stripes (the other way round)
+    ys, xs = np.mgrid[0:H, 0:W]
+    stripes = np.where(xs < W // 2, (xs // 3) % 2, (ys // 3) % 2)
+    image = (60 + 120 * stripes).astype(np.uint8)
+    plain = sample_fit(0, _uniform(3.0, 0.5), None)
+    sample = sample_fit(0, _uniform(3.0, 0.5), None, texture=texture_grid(image))
+    inside = np.isfinite(plain.u)
+    left = inside & (sample.x < -24)
+    right = inside & (sample.x > 24)
+    assert left.sum() > 20 and right.sum() > 20
+    assert np.isfinite(sample.u[left]).all() and np.isnan(sample.v[left]).all()
+    assert np.isnan(sample.u[right]).all() and np.isfinite(sample.v[right]).all()
+    assert np.array_equal(np.isnan(sample.u[~inside]), np.ones((~inside).sum(), bool))

@@ -283,23 +283,27 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     estimator's noise floor), which a pure turn would otherwise read as parallax (clean yaw
     p_yaw 0.90 → 0.96 on the procedural world, docs/methods.md#motion-type-fit). A moving frame
     with neither (below ``TYPE_EVIDENCE_FRAC`` of its mean flow) carries no weight either.
+    u and v are each read where they are known: perception blanks them separately where the
+    image has too little gradient along their axis (docs/methods.md#motion-type-fit, "Texture").
     """
-    ok = np.isfinite(s.u) & np.isfinite(s.v)
-    x, y, u, v = (a[ok].astype(np.float64) for a in (s.x, s.y, s.u, s.v))
-    if x.size < MIN_FIT_POINTS:
+    ok_u, ok_v = np.isfinite(s.u), np.isfinite(s.v)
+    if min(int(ok_u.sum()), int(ok_v.sum())) < MIN_FIT_POINTS:
         return None
+    x, y = s.x.astype(np.float64), s.y.astype(np.float64)
+    u, v = s.u[ok_u].astype(np.float64), s.v[ok_v].astype(np.float64)
     moving = math.hypot(float(u.mean()), float(v.mean()))
     if moving < MOTION_FLOOR_PX:
         return None
-    omega = rotation_rate(x, y, v, focal)
-    turn_u, turn_v = rotation_flow(x, y, omega, focal)
+    omega = rotation_rate(x[ok_v], y[ok_v], v, focal)
+    turn_u, _ = rotation_flow(x[ok_u], y[ok_u], omega, focal)
+    _, turn_v = rotation_flow(x[ok_v], y[ok_v], omega, focal)
     u5, u95 = np.percentile(u - turn_u, FIT_AMP_PCT)
     v5, v95 = np.percentile(v - turn_v, FIT_AMP_PCT)
     trans_amp = max(0.0, float(u95 - u5) - float(v95 - v5))
     rot_amp = abs(omega) * focal
     if trans_amp + rot_amp < TYPE_EVIDENCE_FRAC * moving:
         return None  # it moves, but neither as a turn nor with parallax: no type evidence
-    return trans_amp, rot_amp, int(x.size)
+    return trans_amp, rot_amp, int(ok_u.sum())
 
 
 def fit_flow_rotation_per_frame(samples: list[FitSample], focal: float) -> MotionFit | None:
