@@ -31,6 +31,7 @@ import numpy.typing as npt
 from streameval.protocol.schedule import Schedule
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
+from bench.validity import Frames  # a model that plays frames rendered in advance
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.transports.inprocess.driver import InProcessSource
@@ -40,23 +41,11 @@ TARGET = 0.97
 GL_FAMILIES = ("noise", "flat", "hifreq", "outdoor")  # tests/perception/scene_families.py
 
 
-class Rendered:
-    """A model that plays frames rendered in advance."""
-
-    def __init__(self, frames: list[Frame], fps: float) -> None:
-        self.frames, self.fps, self.k = frames, fps, 0
-
-    def step(self, key: str) -> Frame:
-        frame = self.frames[min(self.k, len(self.frames) - 1)]
-        self.k += 1
-        return frame
-
-
 def weights(frames: list[Frame], fps: float, schedule: Schedule) -> dict[str, list[float]]:
     """Per key, the segments' weight of the key's own type (p_yaw of L/R, p_trans of A/D)."""
     h, w = frames[0].shape[:2]
     source = InProcessSource(
-        Rendered(frames, fps), schedule, episode="e", model_name="m", suite="motion_type",
+        Frames(frames, fps), schedule, episode="e", model_name="m", suite="motion_type",
         width=w, height=h,
     )  # fmt: skip
     outcome = asyncio.run(run_episode(source, config=PipelineConfig()))
