@@ -242,10 +242,8 @@ def fit_flow_rotation(samples: list[FitSample], focal: float) -> MotionFit | Non
     x, y, u, v = (np.concatenate(p) for p in (xs, ys, us, vs))
     if x.size < MIN_FIT_POINTS:
         return None
-    g = x * y / focal
-    denom = float(np.dot(g, g))
-    omega = float(np.dot(g, v)) / denom if denom > 0 else 0.0
-    residual = u - omega * (focal + x * x / focal)
+    omega = rotation_rate(x, y, v, focal)
+    residual = u - rotation_flow(x, y, omega, focal)[0]
     p5, p95 = np.percentile(residual, FIT_AMP_PCT)
     trans_amp = float(p95 - p5)
     rot_amp = abs(omega) * focal
