@@ -75,6 +75,7 @@ def _fit_sizes(sizes: Callable[[int], list[int]], dtype: type = np.int64) -> Cal
         d["fit_sizes"] = np.array(values, dtype=dtype)
         d["fit_frames"] = np.zeros(len(values), np.int64)
         d["fit_has_depth"] = np.zeros(len(values), bool)
+        d["fit_derotated"] = np.zeros(len(values), bool)
 
     return lambda cache: _rewrite_npz(cache / "signals.npz", change)
 
@@ -110,6 +111,12 @@ CASES: dict[str, tuple[Callable[[Path], None], str, str]] = {
                            "fit_sizes[0] is -3 (expected 0 to "),
     "fit_sizes wrap around": (_fit_sizes(lambda n: [2**64 - 1, n + 1], np.uint64), "signals.npz",
                               f"fit_sizes[0] is {2**64 - 1}"),
+    "fit_derotated short": (lambda c: _rewrite_npz(
+        c / "signals.npz", lambda d: d.update(fit_derotated=d["fit_derotated"][:-1])),
+        "signals.npz", "fit_derotated differ in length"),
+    "fit_derotated not bool": (lambda c: _rewrite_npz(
+        c / "signals.npz", lambda d: d.update(fit_derotated=d["fit_derotated"] * 0.5)),
+        "signals.npz", "fit_derotated"),
 }  # fmt: skip
 
 
