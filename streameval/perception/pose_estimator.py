@@ -142,7 +142,7 @@ class CpuPoseEstimator:
                 self._prev_gray,
                 gray,
                 self._tracked,
-                None,  # type: ignore[call-overload]
+                None,  # type: ignore[call-overload, unused-ignore]  # OpenCV 5.1 stubs take None
                 winSize=(21, 21),
                 maxLevel=3,
             )
