@@ -143,14 +143,26 @@ def keep_fit_samples(
     picks, the open (last) segment's all; at the end (``final``) only picks. A closed
     segment whose last pick could still move (its 90 % point within 3 frames of the episode's
     current end: ``fit_limit_settled``) keeps all its samples until it settles."""
+    wanted = fit_frames_wanted(frame_keys, fps, final=final)[1]
+    return [s for s in samples if s.frame in wanted]
+
+
+def fit_frames_wanted(
+    frame_keys: list[str], fps: float, *, final: bool
+) -> tuple[frozenset[int], frozenset[int]]:
+    """``(picks, wanted)`` of an adaptive plan so far: the fit frames that can no longer change
+    (a closed, settled segment's picks; at the end every segment's), and every frame whose
+    sample is still needed (those, and all frames of segments not settled yet;
+    ``keep_fit_samples``)."""
     n = len(frame_keys)
     segments = segments_from_keys(frame_keys)
+    picks: set[int] = set()
     wanted: set[int] = set()
     for j, seg in enumerate(segments):
         if FAMILY.get(seg.key) not in ("lat", "yaw"):
             continue
         if final or (j < len(segments) - 1 and fit_limit_settled(seg.start, seg.end, n)):
-            wanted.update(fit_frames(seg.start, seg.end, fps, n))
+            picks.update(fit_frames(seg.start, seg.end, fps, n))
         else:
             wanted.update(range(seg.start, seg.end))
-    return [s for s in samples if s.frame in wanted]
+    return frozenset(picks), frozenset(picks | wanted)

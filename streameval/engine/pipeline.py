@@ -26,15 +26,12 @@ import numpy as np
 from streameval import __version__
 from streameval.constants import EQUAL_SPLIT_KEYS
 from streameval.core.events import (
-    ChunkDone,
-    EndOfStream,
     EpisodeEnd,
     EpisodeInfo,
     EpisodeNotStarted,
     EpisodeStart,
     ErrorEvent,
     FrameEvent,
-    KeySent,
 )
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.core.registry import split_spec
@@ -46,16 +43,16 @@ from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
 from streameval.engine.keys_ignored import KeysIgnoredWatch
 from streameval.engine.perception_plan import (
     PerceptionPlan,
-    keep_fit_samples,
+    fit_frames_wanted,
     plan_for,
-    recorded_plan,
     settled,
     with_dropped,
 )
 from streameval.engine.provisional import LiveScores
 from streameval.engine.scoring import episode_document, score_episode
+from streameval.engine.source_reader import read_source
 from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
-from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD
+from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
 from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.metrics.segments import equal_split_keys
 from streameval.perception.depth import DepthBackend, create_depth_backend
@@ -75,69 +72,6 @@ from streameval.results.cache.episode import MemoryCache
 from streameval.results.cache.quality import QualityCache, QualityRatings
 from streameval.results.provenance import library_versions
 from streameval.results.scores_file import write_scores
-
-
-async def _read(
-    source: Source,
-    worker: PerceptionWorker,
-    observers: list[EpisodeObserver],
-    stats: EpisodeStats,
-) -> None:
-    """Pull events from the source into the perception queue; observers see every frame
-    received, dropped or not."""
-    while True:
-        try:
-            event = await source.recv()
-        except EndOfStream:
-            break
-        except Exception as exc:  # a broken source ends its episode, never the process
-            message = f"{source!r}: source failed: {exc}"
-            await worker.put(ErrorEvent(message, fatal=True, source="source"))
-            await worker.put(EpisodeEnd(frames=stats.received, complete=False, reason=message))
-            break
-        if isinstance(event, EpisodeStart):
-            # here, not when perception has caught up: observers (the recorder) must hear of
-            # the episode before its first frame
-            for o in observers:
-                o.on_start(event.info)
-            stats.info = event.info
-            recorded = recorded_plan(event.info.extra)
-            stats.drop = recorded.dropped if recorded is not None else frozenset()
-        elif isinstance(event, FrameEvent):
-            stats.received += 1
-            now = time.perf_counter()
-            stats.t_first = stats.t_first if stats.t_first is not None else now
-            stats.t_last = now
-            if event.t_wall is not None:
-                stats.arrivals[event.index] = event.t_wall
-            sent = stats.key_times.pop(event.index, None)
-            if sent is not None and event.t_wall is not None:
-                stats.step_latencies.append(event.t_wall - sent)
-            for o in observers:
-                o.on_frame(event)
-            if (source.droppable and worker.full()) or event.index in stats.drop:
-                stats.dropped += 1
-                stats.dropped_frames.append(event.index)
-                stats.dropped_keys[event.index] = event.key
-                continue
-        elif isinstance(event, ChunkDone):
-            stats.chunks.append(event)
-            for o in observers:
-                o.on_chunk(event)
-            continue
-        elif isinstance(event, KeySent):
-            stats.key_times[event.frame] = event.t_wall
-            if not stats.key_changes or stats.key_changes[-1][1] != event.key:
-                stats.key_changes.append((event.t_wall, event.key))
-            for o in observers:
-                o.on_key(event)
-            continue
-        await worker.put(event)
-        if isinstance(event, EpisodeEnd):
-            break
-    # Not in a ``finally``: when cancelled, the worker is stopped instead, and a full queue
-    # would block this put forever.
-    await worker.put(None)
 
 
 class _Episode:
@@ -160,6 +94,7 @@ class _Episode:
         self.observers = observers
         self.stats = stats
         self.worker: PerceptionWorker | None = None
+        self.perceiver: Perceiver | None = None  # made and used by the perception threads
         self.start_errors: list[ErrorEvent] = []
         self.info: EpisodeInfo | None = None
         self.track: EpisodeTrack | None = None
@@ -189,7 +124,7 @@ class _Episode:
         self.memory = MemoryPerception(self.embedder, detector, self.plan.views)
         if self.config.cuts and detector is None:
             self.memory.failure = f"{self.config.cuts} could not start"
-        return Perceiver(
+        self.perceiver = Perceiver(
             self.flow,
             self.plan.fit_frames,
             self.config.analysis_width,
@@ -201,6 +136,7 @@ class _Episode:
             keep_quality_frames=self.config.quality_frames or bool(self.config.quality),
             fit_every_frame=self.plan.adaptive,
         )
+        return self.perceiver
 
     def start(self, info: EpisodeInfo) -> None:
         self.info = info
@@ -273,6 +209,8 @@ class _Episode:
             self.track.fit_samples.append(out.fit_sample)
             if out.depth_used:
                 self.track.depth_frames_used += 1
+        if out.derotated_samples:  # picks of closed segments, their turn warped out now
+            self._derotated(out.derotated_samples)
         keys = self.track.frame_keys
         if self.keys_watch.frame_keys_grew(keys, self.track.sx.view(), self.track.srad.view()):
             for o in self.observers:
@@ -287,11 +225,36 @@ class _Episode:
         self._progress(event)
 
     def _prune_fit_samples(self, *, final: bool) -> None:
+        """Keep the adaptive plan's samples still needed (``keep_fit_samples``), and tell the
+        perceiver which picks are settled: it warps their turns out (``Perceiver.derotate``)."""
         assert self.track is not None and self.info is not None
         track = self.track
-        kept = keep_fit_samples(track.fit_samples, track.frame_keys, self.info.fps, final=final)
+        picks, wanted = fit_frames_wanted(track.frame_keys, self.info.fps, final=final)
+        kept = [s for s in track.fit_samples if s.frame in wanted]
+        if not final and self.perceiver is not None:
+            self.perceiver.derotate(picks, wanted)
         if track.replace_fit_samples(kept) and self.live is not None:
             self.live.fit_samples_replaced()
+
+    def _derotated(self, samples: tuple[FitSample, ...] | list[FitSample]) -> None:
+        """Put the perceiver's warped-out samples in place of their plain ones."""
+        assert self.track is not None
+        by_frame = {s.frame: s for s in samples}
+        track = self.track
+        track.fit_samples = [by_frame.get(s.frame, s) for s in track.fit_samples]
+        if self.live is not None:
+            self.live.fit_samples_replaced()
+
+    def derotate_final_picks(self) -> None:
+        """At the end, the perception threads done: the final picks whose turn is still to
+        warp out (their segments settled with the last frames) are warped out here."""
+        if not self.plan.adaptive or self.perceiver is None or self.track is None:
+            return
+        assert self.info is not None
+        picks, _ = fit_frames_wanted(self.track.frame_keys, self.info.fps, final=True)
+        done = self.perceiver.derotate_now(picks)
+        if done:
+            self._derotated(done)
 
     def pad_dropped_tail(self) -> None:
         """Frames dropped after the last one perceived still belong to the episode."""
@@ -422,7 +385,7 @@ async def run_episode(
 
     try:
         async with asyncio.TaskGroup() as tg:
-            tg.create_task(_read(source, worker, observers, stats))
+            tg.create_task(read_source(source, worker, observers, stats))
             tg.create_task(apply_results())
     except asyncio.CancelledError:
         cancelled = True
@@ -566,6 +529,7 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
             "embedding_calibration": memory_meta.get("embedding_calibration"),
         },
     }
+    await asyncio.to_thread(episode.derotate_final_picks)
     episode.settle_plan()
     cache = track.to_cache(meta, memory_cache)
     cache.quality = quality_cache

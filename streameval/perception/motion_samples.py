@@ -192,14 +192,35 @@ def derotated_flow(
     in ω², which the second flow carries). A turn under the
     still-video floor at the centre is not warped out: ``flow`` is returned as it is.
     """
-    height, width = flow.shape[:2]
-    focal = analysis_focal(width)
+    omega = turn_to_warp_out(flow, texture)
+    if omega is None:
+        return flow
+    return warped_out_flow(flow_fn, prev, nxt, omega)
+
+
+def turn_to_warp_out(flow: F32, texture: Texture | None = None) -> float | None:
+    """``derotated_flow``'s turn ω (radians per pair), read from ``flow``'s vertical component on
+    the fit's grid; None when it is under the still-video floor at the centre (nothing to warp
+    out). Separate from the warp so a live episode can decide at once and warp later, only the
+    frames the fit picks (``Perceiver``), with the same arithmetic as at once."""
+    focal = analysis_focal(flow.shape[1])
     plain = sample_fit(0, flow, None, texture=texture)
     ok = np.isfinite(plain.v)
     x, y, v = (np.asarray(a[ok], np.float64) for a in (plain.x, plain.y, plain.v))
     omega = rotation_rate(x, y, v, focal) if x.size else 0.0
-    if abs(omega) * focal < MOTION_FLOOR_PX:
-        return flow
+    return None if abs(omega) * focal < MOTION_FLOOR_PX else omega
+
+
+def warped_out_flow(
+    flow_fn: Callable[[npt.NDArray[np.uint8], npt.NDArray[np.uint8]], F32],
+    prev: npt.NDArray[np.uint8],
+    nxt: npt.NDArray[np.uint8],
+    omega: float,
+) -> F32:
+    """``derotated_flow`` for a known turn ``omega``: the flow of ``prev`` → ``nxt`` with ``nxt``
+    warped back by ``K·R_y(ω)·K⁻¹``, plus the turn's exact field."""
+    height, width = prev.shape[:2]
+    focal = analysis_focal(width)
     cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
     k = np.array([[focal, 0.0, cx], [0.0, focal, cy], [0.0, 0.0, 1.0]])
     c, s = math.cos(omega), math.sin(omega)

@@ -8,6 +8,7 @@ thread); one instance per episode, never shared between threads.
 from __future__ import annotations
 
 import math
+import queue
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,10 +26,11 @@ from streameval.perception.flow import FlowBackend, flow_input
 from streameval.perception.memory import MemoryPerception
 from streameval.perception.motion_samples import (
     Texture,
-    derotated_flow,
     needs_short_pair,
     sample_fit,
     texture_grid,
+    turn_to_warp_out,
+    warped_out_flow,
 )
 from streameval.perception.signals import flow_signals
 from streameval.protocol.keys import FAMILY
@@ -37,6 +39,25 @@ from streameval.results.cache.quality import shrink_for_quality
 
 class FrameRejectedError(InvalidDataError):
     """A frame that cannot be analysed (wrong shape or dtype)."""
+
+
+MAX_PENDING_TURNS = 480
+"""Depth-free fit frames of a wall-clock episode whose turn is warped out only once the fit
+picks them (``Perceiver``), at most: 30 s of 16 fps, one analysis frame each (~0.27 MB grey).
+Past it a frame is warped out at once, as a planned episode's fit frames are."""
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingTurn:
+    """What warping a fit frame's turn out needs (``warped_out_flow``), kept until the fit
+    picks the frame or leaves it: the pair's frames, the turn, the texture, and whether the
+    sample is of the one-frame pair doubled (a fast pair)."""
+
+    prev: Gray
+    nxt: Gray
+    omega: float
+    doubled: bool
+    texture: Texture
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +76,7 @@ class PerceptionOutput:
     depth_from_network: bool = False  # the fit sample's depth came from the depth backend
     statistics: npt.NDArray[np.float64] | None = None  # imaging statistics row of this frame
     quality_frame: npt.NDArray[np.uint8] | None = None  # kept for Q-Align (a 1-fps frame)
+    derotated_samples: tuple[FitSample, ...] = ()  # earlier fit frames, their turn warped out
 
 
 @dataclass(slots=True)
@@ -74,6 +96,8 @@ class FlowStep:
     fit: bool = False  # the target frame is sampled for the motion-type fit
     fit_flow: npt.NDArray[np.float32] | None = None  # the sample's flow when not ``flow``
     fit_texture: Texture | None = None  # depth-free: where u and v can be measured
+    fit_derotated: bool = True  # depth-free: False while its turn is still to warp out
+    derotated_samples: tuple[FitSample, ...] = ()  # earlier fit frames, warped out now
     depth: npt.NDArray[np.float32] | None = None  # the target frame's, for its fit sample
     from_network: bool = False  # that depth came from the depth backend
 
@@ -98,6 +122,16 @@ class Perceiver:
     ``fit_frames``: frames whose flow is sampled for the motion-type fit (from the plan);
     ``fit_every_frame``: every frame is (a wall-clock episode, whose segments' ends are known
     only when they close: the pipeline keeps the picks).
+
+    A wall-clock episode's depth-free fit frame that turns is sampled from its plain flow at
+    first (``derotated=False``, what live scores read) and keeps its pair; the turn is warped
+    out (docs/methods.md#motion-type-fit, "Derotation") only for the frames the fit picks, when
+    the pipeline names them (``derotate``, read at the next frame; ``derotate_now`` once the
+    frames are all in). Why: one more flow and a warp on every lateral and yaw frame cost a
+    live session ~40 % more CPU for the one frame a second the fit keeps (a 16 s depth-free
+    session: 8.8 s at once, 6.6–6.9 s deferred, 6.5–6.7 s without derotation). Same
+    arithmetic, same frames as warping at once, so the samples are bit-identical to a
+    replay's.
     """
 
     flow: FlowBackend
@@ -117,6 +151,10 @@ class Perceiver:
     _next_signal: int = 0
     _last_index: int = -1
     _scratch: npt.NDArray[np.float32] | None = None
+    _pending: dict[int, _PendingTurn] = field(default_factory=dict)
+    _requests: queue.SimpleQueue[tuple[frozenset[int], frozenset[int]]] = field(
+        default_factory=queue.SimpleQueue
+    )
 
     def _fits(self, frame: int) -> bool:
         if self.fit_every_frame:  # every lateral or yaw frame (the only ones fitted)
@@ -130,6 +168,7 @@ class Perceiver:
     def flow_step(self, event: FrameEvent) -> FlowStep:
         """The first half of a frame: checks, the analysis frames, the flow of the signal it
         completes (the perceiver's frame history is this half's alone)."""
+        derotated = self._answer_requests()
         i = event.index
         if i <= self._last_index:
             raise FrameRejectedError(f"frame {i}: out of order (after frame {self._last_index})")
@@ -158,6 +197,7 @@ class Perceiver:
             self._next_signal += 1
         start = self._next_signal - len(sx)
         step = FlowStep(event, image, gray, start, sx, srad, target)
+        step.derotated_samples = derotated
         if target >= 0:
             prev = self._recent.get(target)
             if prev is None:
@@ -169,9 +209,7 @@ class Perceiver:
                     step.fit = True
                     step.depth = self._depth.pop(target, None)
                     if step.depth is None:
-                        step.fit_flow, step.fit_texture = self._depth_free_fit_flow(
-                            target, prev, flow_frame, step.flow
-                        )
+                        self._depth_free_fit_flow(step, prev, flow_frame)
             self._next_signal = target + 1
         for old in [k for k in self._recent if k <= target]:
             del self._recent[old]
@@ -182,19 +220,66 @@ class Perceiver:
         self._estimated.discard(target)
         return step
 
-    def _depth_free_fit_flow(
-        self, target: int, prev: Gray, nxt: Gray, flow: npt.NDArray[np.float32]
-    ) -> tuple[npt.NDArray[np.float32], Texture]:
+    def _depth_free_fit_flow(self, step: FlowStep, prev: Gray, nxt: Gray) -> None:
         """The flow a depth-free fit frame is sampled from (docs/methods.md#motion-type-fit): a
         fast pair's one-frame pair instead, doubled to stay in the signal pair's units, and
         either way with its turn warped out and put back as the exact field
-        (``derotated_flow``); and the texture of the pair's first frame (``texture_grid``)."""
+        (``turn_to_warp_out``, ``warped_out_flow``); and the texture of the pair's first frame
+        (``texture_grid``). A wall-clock episode keeps the pair to warp out later (class
+        docstring) and samples the plain flow meanwhile."""
+        assert step.flow is not None
+        target = step.target
         middle = self._recent.get(target + 1)
         texture = texture_grid(prev)
-        if middle is not None and needs_short_pair(flow):
-            short = self.flow(prev, middle)
-            return 2.0 * derotated_flow(self.flow, prev, middle, short, texture), texture
-        return derotated_flow(self.flow, prev, nxt, flow, texture), texture
+        pair, doubled = step.flow, False
+        if middle is not None and needs_short_pair(step.flow):
+            pair, nxt, doubled = self.flow(prev, middle), middle, True
+        step.fit_texture = texture
+        scale = 2.0 if doubled else 1.0
+        omega = turn_to_warp_out(pair, texture)
+        if omega is None:  # nothing to warp out: the sample is final now
+            step.fit_flow = scale * pair if doubled else pair
+            return
+        if self.fit_every_frame and len(self._pending) < MAX_PENDING_TURNS:
+            self._pending[target] = _PendingTurn(prev, nxt, omega, doubled, texture)
+            step.fit_flow = scale * pair if doubled else pair
+            step.fit_derotated = False
+            return
+        out = warped_out_flow(self.flow, prev, nxt, omega)
+        step.fit_flow = scale * out if doubled else out
+
+    def _warped_out_sample(self, frame: int) -> FitSample:
+        """The sample ``flow_step`` + ``finish`` give a planned episode's fit frame ``frame``."""
+        turn = self._pending.pop(frame)
+        out = warped_out_flow(self.flow, turn.prev, turn.nxt, turn.omega)
+        return sample_fit(
+            frame, 2.0 * out if turn.doubled else out, None, derotated=True, texture=turn.texture
+        )
+
+    def derotate(self, frames: frozenset[int], keep: frozenset[int]) -> None:
+        """The pipeline's word (any thread): warp out the turns of ``frames`` (fit picks that no
+        longer change) and forget the pairs of frames not in ``keep``; done on the flow
+        thread at its next frame, the samples coming out with that frame's output."""
+        self._requests.put((frames, keep))
+
+    def _answer_requests(self) -> tuple[FitSample, ...]:
+        out: list[FitSample] = []
+        while True:
+            try:
+                frames, keep = self._requests.get_nowait()
+            except queue.Empty:
+                return tuple(out)
+            out.extend(self._warped_out_sample(f) for f in sorted(frames & self._pending.keys()))
+            for f in [f for f in self._pending if f not in keep]:
+                del self._pending[f]
+
+    def derotate_now(self, frames: frozenset[int]) -> list[FitSample]:
+        """At the episode's end, once the perception threads are done: the turns of the fit's
+        final picks ``frames`` still pending (earlier words included), warped out here."""
+        self._requests = queue.SimpleQueue()  # their frames are pending still, or were answered
+        done = [self._warped_out_sample(f) for f in sorted(frames & self._pending.keys())]
+        self._pending.clear()
+        return done
 
     def finish(self, step: FlowStep) -> PerceptionOutput:
         """The second half, in frame order: signals and fit sample from the step's flow, memory,
@@ -215,7 +300,7 @@ class Perceiver:
                     step.target,
                     fit_flow,
                     step.depth,
-                    derotated=step.depth is None,
+                    derotated=step.depth is None and step.fit_derotated,
                     texture=step.fit_texture,
                 )
         embedding = self.memory.observe(event, image) if self.memory is not None else None
@@ -236,4 +321,5 @@ class Perceiver:
             step.from_network,
             statistics,
             quality_frame,
+            step.derotated_samples,
         )

@@ -20,14 +20,14 @@ import pytest
 from streameval.protocol.schedule import Schedule
 from streameval.replay.rollout import read_rollout_dir
 
-from streameval.core.events import EpisodeStart
+from streameval.core.events import EpisodeEnd, EpisodeInfo, EpisodeStart, FrameEvent
 from streameval.engine.config import PipelineConfig
 from streameval.engine.perception_plan import PLAN_KEY, keep_fit_samples, plan_for, recorded_plan
 from streameval.engine.recording import RecordingObserver
 from streameval.engine.scoring import fit_plan
 from streameval.metrics.fits.motion_type import FitSample, fit_frames
 from streameval.results.cache.episode import EpisodeCache
-from tests.pipeline.helpers import ListSource, run, shifting_events
+from tests.pipeline.helpers import ListSource, run, shifting_events, textured
 
 CONFIG = PipelineConfig(queue_size=64, cuts="scenedetect-adaptive")
 KEYS = "ADLR"
@@ -133,3 +133,76 @@ def test_a_segment_closing_at_the_end_waits_until_its_picks_settle(n_after: int)
         assert kept == set(fit_frames(0, 10, 16.0, len(keys)))
     else:
         assert kept == set(range(10))
+
+
+def _turning_server(clock: str | None) -> list[Any]:
+    """Frames of a camera turning in place, 0.5° a frame (a yaw homography of one texture,
+    no depth given): L/R frames turn, A/D frames stand still, so the depth-free fit frames of
+    L and R carry a turn to warp out (A is still)."""
+    import cv2
+
+    from streameval.metrics.fits.motion_type import analysis_focal
+
+    width, height, fps = 640, 432, 16.0
+    keys, per_key = "LARL", 40  # keys of 2.5 s
+    schedule = Schedule.per_key(list(keys), per_key / fps, fps)
+    focal = analysis_focal(width)
+    k = np.array([[focal, 0.0, (width - 1) / 2], [0.0, focal, (height - 1) / 2], [0, 0, 1.0]])
+    canvas = textured(11, height, width)
+    extra: dict[str, Any] = {"live": True}
+    if clock is not None:
+        extra["interactivity"] = {"clock": clock, "seconds_per_key": per_key / fps}
+    info = EpisodeInfo("turning", "synthetic-model", "test", fps, schedule, "memory", extra=extra)
+    events: list[Any] = [EpisodeStart(info)]
+    heading = 0.0
+    for i in range(schedule.total_frames):
+        key = schedule.key_for_frame(i)
+        heading += {"L": -0.5, "R": 0.5}.get(key, 0.0) * np.pi / 180.0
+        c, s = np.cos(heading), np.sin(heading)
+        turn = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+        image = cv2.warpPerspective(
+            canvas, k @ turn @ np.linalg.inv(k), (width, height),
+            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REFLECT,
+        )  # fmt: skip
+        events.append(FrameEvent(i, np.ascontiguousarray(image), key, i / fps))
+    events.append(EpisodeEnd(schedule.total_frames))
+    return events
+
+
+@pytest.mark.parametrize("pending_limit", [480, 2])
+def test_a_live_episode_warps_out_only_its_picks_and_gets_the_planned_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pending_limit: int
+) -> None:
+    """A wall-clock episode samples every lateral/yaw frame plain and warps the turn out
+    (docs/methods.md#motion-type-fit, "Derotation") only at the picks, once they settle or at
+    the end; planned on a schedule it keeps (a replay), the picks are warped out at once.
+    Bit-identical samples either way, also when the pending pairs overflow their limit."""
+    import streameval.perception.perceiver as perceiver
+
+    monkeypatch.setattr(perceiver, "MAX_PENDING_TURNS", pending_limit)
+    warps: list[int] = []
+    original = perceiver.warped_out_flow
+
+    def counted(*args: Any) -> Any:
+        warps.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(perceiver, "warped_out_flow", counted)
+    live = run(ListSource(_turning_server("wall")), tmp_path / "live", config=CONFIG)
+    live_warps = len(warps)
+    warps.clear()
+    planned = run(ListSource(_turning_server(None)), tmp_path / "planned", config=CONFIG)
+    assert live.complete and planned.complete
+    a = EpisodeCache.load(tmp_path / "live" / "cache").fit_samples
+    b = EpisodeCache.load(tmp_path / "planned" / "cache").fit_samples
+    assert [s.frame for s in a] == [s.frame for s in b] and len(a) >= 12
+    assert all(s.derotated for s in a) and all(s.derotated for s in b)
+    for x, y in zip(a, b, strict=True):
+        assert np.array_equal(x.u, y.u, equal_nan=True) and np.array_equal(x.v, y.v, equal_nan=True)
+    assert _scores(tmp_path / "live") == _scores(tmp_path / "planned")
+    turning = {s.frame for s in a if not 40 <= s.frame < 80}  # the L, R, L picks
+    assert len(warps) == len(turning)  # planned: the turning picks only
+    if pending_limit > 40:
+        assert live_warps == len(turning)  # live: the same warps, done once the picks are known
+    else:
+        assert live_warps > 40  # past the limit every turning frame is warped out at once
