@@ -247,8 +247,12 @@ class _Episode:
 
     def derotate_final_picks(self) -> None:
         """At the end, the perception threads done: the final picks whose turn is still to
-        warp out (their segments settled with the last frames) are warped out here."""
+        warp out (their segments settled with the last frames) are warped out here. Not
+        while the flow thread still runs (it outlived its join when cancelled): the flow
+        backend is that thread's, and those picks keep their plain samples."""
         if not self.plan.adaptive or self.perceiver is None or self.track is None:
+            return
+        if self.worker is not None and self.worker.running():
             return
         assert self.info is not None
         picks, _ = fit_frames_wanted(self.track.frame_keys, self.info.fps, final=True)

@@ -107,6 +107,10 @@ class PerceptionWorker:
         with contextlib.suppress(queue.Full):
             self._inbox.put_nowait(None)
 
+    def running(self) -> bool:
+        """Whether either thread is still alive (after ``join``: it timed out)."""
+        return self._thread.is_alive() or self._finisher.is_alive()
+
     def join(self, timeout: float | None = None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         self._thread.join(timeout)
