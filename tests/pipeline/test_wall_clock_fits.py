@@ -11,6 +11,7 @@ the reference's picks of the segments that arrived.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -180,16 +181,16 @@ def test_a_live_episode_warps_out_only_its_picks_and_gets_the_planned_samples(
     import streameval.perception.perceiver as perceiver
 
     monkeypatch.setattr(perceiver, "MAX_PENDING_TURNS", pending_limit)
-    warps: list[int] = []
+    warps: list[str] = []  # the thread of each warp
     original = perceiver.warped_out_flow
 
     def counted(*args: Any) -> Any:
-        warps.append(1)
+        warps.append(threading.current_thread().name)
         return original(*args)
 
     monkeypatch.setattr(perceiver, "warped_out_flow", counted)
     live = run(ListSource(_turning_server("wall")), tmp_path / "live", config=CONFIG)
-    live_warps = len(warps)
+    live_warps = list(warps)
     warps.clear()
     planned = run(ListSource(_turning_server(None)), tmp_path / "planned", config=CONFIG)
     assert live.complete and planned.complete
@@ -202,7 +203,10 @@ def test_a_live_episode_warps_out_only_its_picks_and_gets_the_planned_samples(
     assert _scores(tmp_path / "live") == _scores(tmp_path / "planned")
     turning = {s.frame for s in a if not 40 <= s.frame < 80}  # the L, R, L picks
     assert len(warps) == len(turning)  # planned: the turning picks only
-    if pending_limit > 40:
-        assert live_warps == len(turning)  # live: the same warps, done once the picks are known
+    if pending_limit > 40:  # live: the same warps, once the picks are known
+        assert len(live_warps) == len(turning)
+        # L's and R's picks when the next key began (on the flow thread), the last L's at the end
+        last = sum(1 for f in turning if f >= 120)
+        assert live_warps.count("perception") == len(turning) - last > 0 and last > 0
     else:
-        assert live_warps > 40  # past the limit every turning frame is warped out at once
+        assert len(live_warps) > 40  # past the limit every turning frame is warped out at once
