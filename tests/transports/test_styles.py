@@ -4,7 +4,8 @@ read at chunk boundaries, the procedural world), attached with its built-in prof
 reversed direction accuracy, a server 1.5 s late scores a lower response latency, and a turn.
 
 Measured (2-core machine): direction accuracy clean 100 / reversed 0 for every style; turn
-(L/R) rotation accuracy 86.6–89.9; response_latency_trans on time vs 1.5 s late: worldfoundry
+(L/R) rotation accuracy 97.0–99.5 (86.6–89.9 before the depth-free fit's derotation,
+docs/methods.md#motion-type-fit); response_latency_trans on time vs 1.5 s late: worldfoundry
 82.8 vs 43.8, keycode 85.9 vs 57.8, press 58.3 vs 18.3, gamecraft 69.8 vs 41.3, camera-pose
 86.1 vs 0.0 (press servers answer one block late already: one press queued per block)."""
 
