@@ -90,11 +90,11 @@ def test_key_names_the_server_does_not_know_are_reported_as_ignored(tmp_path: Pa
     seen = _Warnings()
 
     async def both() -> tuple[EpisodeOutcome, EpisodeOutcome]:
-        ignored, right = await asyncio.gather(
-            attach_style("press", ("A", "D", "A"), 2.0, profile=str(wrong),
-                         observers=[seen]),
-            attach_style("press", ("A", "D"), 2.0),
-        )  # fmt: skip
+        # one after the other, as test_styles runs its sessions (side by side, a loaded
+        # machine's press server answered late enough to look like keys that move nothing)
+        ignored = await attach_style("press", ("A", "D", "A"), 2.0, profile=str(wrong),
+                                     observers=[seen])  # fmt: skip
+        right = await attach_style("press", ("A", "D"), 2.0)
         return ignored, right
 
     ignored, right = asyncio.run(both())

@@ -29,9 +29,11 @@ def _metrics(path: Path) -> dict[str, Any]:
 
 
 async def _pair(tmp_path: Path) -> tuple[EpisodeOutcome, EpisodeOutcome]:
-    on_time, late = await asyncio.gather(
-        attach_style("worldfoundry", ("A", "D"), 3.0, results_dir=tmp_path / "on_time"),
-        attach_style("worldfoundry", ("A", "D"), 3.0, results_dir=tmp_path / "late", delay_s=1.5),
+    # one after the other, as test_styles runs its sessions (side by side they overloaded a
+    # busy two-core machine and an on-time server fell late)
+    on_time = await attach_style("worldfoundry", ("A", "D"), 3.0, results_dir=tmp_path / "on_time")
+    late = await attach_style(
+        "worldfoundry", ("A", "D"), 3.0, results_dir=tmp_path / "late", delay_s=1.5
     )
     return on_time, late
 
