@@ -21,6 +21,12 @@ FIT_MIN_FRAMES = 3
 FIT_PIXEL_STEP = 6
 FIT_INVZ_PCT = (1.0, 99.0)
 FIT_AMP_PCT = (5.0, 95.0)
+# The depth-free estimator's spreads on derotated samples (ours, not the reference's): P10-P90,
+# not P5-P95. Why: an aliased renderer's silhouettes jump whole columns as a turn moves them
+# (3-8 of ~160 grid points a frame, the u residual there up to ±0.4 px on a 4.4 px turn), which
+# P95 - P5 read as parallax (clean 4.5 °/s turns p_yaw 0.963 in one town); a strafe's parallax
+# spans the frame and barely narrows (docs/methods.md#motion-type-fit, "Spread").
+DEPTH_FREE_SPREAD_PCT = (10.0, 90.0)
 MIN_DEPTH = 1e-3
 FIT_EPS = 1e-6
 

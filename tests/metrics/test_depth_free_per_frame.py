@@ -41,6 +41,21 @@ def test_a_turn_that_stalls_is_still_a_turn() -> None:
     assert pooled is not None and pooled.p_yaw < 0.8  # the pooled ω read the stall as parallax
 
 
+def test_spreads_are_p10_p90_on_derotated_samples_and_p5_p95_on_older_ones() -> None:
+    """A few outlier points (an aliased silhouette jumping a column as the turn moves it) do
+    not make a turn parallax on derotated samples; a cache perceived before keeps its numbers."""
+    turn = _yaw(0, 4.0 / F)
+    u = turn.u.copy()
+    u[:30] -= 0.4  # 30 of 442 points (7 %): within P5 - P95, outside P10 - P90
+    outliers = FitSample(0, X, Y, u, turn.v, None, True)
+    new = fit_flow_rotation_per_frame([outliers], F)
+    old = fit_flow_rotation_per_frame([replace(outliers, derotated=False)], F)
+    assert new is not None and old is not None
+    assert new.trans_amp < 1e-4 and new.p_yaw > 0.9999
+    assert abs(old.trans_amp - 0.4) < 1e-3 and old.p_yaw < 0.91
+    assert old.method == PLAIN_DEPTH_FREE_METHOD
+
+
 def test_samples_perceived_without_derotation_keep_their_method_name() -> None:
     plain = [replace(_yaw(0, 0.01), derotated=False), _yaw(16, 0.01)]
     fit = fit_flow_rotation_per_frame(plain, F)
@@ -78,7 +93,7 @@ def test_a_strafe_with_a_turn_keeps_both_parts() -> None:
     mixed = []
     for f in (0, 16):
         y, s = _yaw(f, 2.0 / F), _strafe(f, 0.05)
-        mixed.append(FitSample(f, X, Y, y.u + s.u, y.v + s.v, None))
+        mixed.append(FitSample(f, X, Y, y.u + s.u, y.v + s.v, None, True))
     fit = fit_flow_rotation_per_frame(mixed, F)
     exact_trans = fit_flow_rotation_per_frame([_strafe(f, 0.05) for f in (0, 16)], F)
     assert fit is not None and exact_trans is not None

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import (
+    DEPTH_FREE_SPREAD_PCT,
     FIT_AMP_PCT,
     FIT_EPS,
     FIT_EVERY_S,
@@ -275,8 +276,9 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     carries no weight: its flow is codec noise, and read as parallax it made a turn that
     stutters look like a strafe. Otherwise ω is this frame's own (a turn that speeds up, slows
     down or stalls has one ω per frame, which a pooled ω averages away): least squares of v on
-    ``g = x·y/f``; ``rot_amp = |ω|·f``. ``trans_amp`` is the spread ``P95 − P5`` of the
-    residual ``u − ω·(f + x²/f)`` less the same spread of ``v − ω·g``: a lateral translation
+    ``g = x·y/f``; ``rot_amp = |ω|·f``. ``trans_amp`` is the spread ``P90 − P10`` of the
+    residual ``u − ω·(f + x²/f)`` less the same spread of ``v − ω·g`` (``P95 − P5`` on samples
+    perceived before derotation; ``DEPTH_FREE_SPREAD_PCT``): a lateral translation
     gives no vertical flow, so that spread is the flow's own error on this frame (the
     estimator's noise floor), which a pure turn would otherwise read as parallax (clean yaw
     p_yaw 0.90 → 0.96 on the procedural world, docs/methods.md#motion-type-fit). A moving frame
@@ -295,8 +297,10 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     omega = rotation_rate(x[ok_v], y[ok_v], v, focal)
     turn_u, _ = rotation_flow(x[ok_u], y[ok_u], omega, focal)
     _, turn_v = rotation_flow(x[ok_v], y[ok_v], omega, focal)
-    u5, u95 = np.percentile(u - turn_u, FIT_AMP_PCT)
-    v5, v95 = np.percentile(v - turn_v, FIT_AMP_PCT)
+    # a cache perceived before derotation keeps its numbers (and its method name)
+    pct = DEPTH_FREE_SPREAD_PCT if s.derotated else FIT_AMP_PCT
+    u5, u95 = np.percentile(u - turn_u, pct)
+    v5, v95 = np.percentile(v - turn_v, pct)
     trans_amp = max(0.0, float(u95 - u5) - float(v95 - v5))
     rot_amp = abs(omega) * focal
     if trans_amp + rot_amp < TYPE_EVIDENCE_FRAC * moving:
