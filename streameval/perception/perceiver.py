@@ -60,6 +60,11 @@ class _PendingTurn:
     texture: Texture
 
 
+def _signal_units(flow: npt.NDArray[np.float32], doubled: bool) -> npt.NDArray[np.float32]:
+    """A fit flow in the signal pair's units: a fast pair's one-frame flow doubled."""
+    return 2.0 * flow if doubled else flow
+
+
 @dataclass(frozen=True, slots=True)
 class PerceptionOutput:
     """Signals completed by one frame: ``start`` is the first signal index in ``sx``/``srad``.
@@ -235,25 +240,23 @@ class Perceiver:
         if middle is not None and needs_short_pair(step.flow):
             pair, nxt, doubled = self.flow(prev, middle), middle, True
         step.fit_texture = texture
-        scale = 2.0 if doubled else 1.0
         omega = turn_to_warp_out(pair, texture)
         if omega is None:  # nothing to warp out: the sample is final now
-            step.fit_flow = scale * pair if doubled else pair
-            return
-        if self.fit_every_frame and len(self._pending) < MAX_PENDING_TURNS:
+            step.fit_flow = _signal_units(pair, doubled)
+        elif self.fit_every_frame and len(self._pending) < MAX_PENDING_TURNS:
             self._pending[target] = _PendingTurn(prev, nxt, omega, doubled, texture)
-            step.fit_flow = scale * pair if doubled else pair
+            step.fit_flow = _signal_units(pair, doubled)
             step.fit_derotated = False
-            return
-        out = warped_out_flow(self.flow, prev, nxt, omega)
-        step.fit_flow = scale * out if doubled else out
+        else:
+            out = warped_out_flow(self.flow, prev, nxt, omega)
+            step.fit_flow = _signal_units(out, doubled)
 
     def _warped_out_sample(self, frame: int) -> FitSample:
         """The sample ``flow_step`` + ``finish`` give a planned episode's fit frame ``frame``."""
         turn = self._pending.pop(frame)
         out = warped_out_flow(self.flow, turn.prev, turn.nxt, turn.omega)
         return sample_fit(
-            frame, 2.0 * out if turn.doubled else out, None, derotated=True, texture=turn.texture
+            frame, _signal_units(out, turn.doubled), None, derotated=True, texture=turn.texture
         )
 
     def derotate(self, frames: frozenset[int], keep: frozenset[int]) -> None:
