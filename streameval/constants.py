@@ -27,6 +27,15 @@ FIT_AMP_PCT = (5.0, 95.0)
 # P95 - P5 read as parallax (clean 4.5 °/s turns p_yaw 0.963 in one town); a strafe's parallax
 # spans the frame and barely narrows (docs/methods.md#motion-type-fit, "Spread").
 DEPTH_FREE_SPREAD_PCT = (10.0, 90.0)
+# On derotated samples the depth-free rot_amp is sqrt(ω² − (k·SE)²)·f, k this, SE the standard
+# error of ω's own least-squares fit on v (ours): scatter in v adds to the measured ω in
+# quadrature, and an ω within k standard errors of 0 is no turn at all. Why: a strafe past
+# high-frequency stripes (the OpenGL room) measures v with 0.2-0.5 px of scatter, and its ω read
+# 0.1-2.4 px of turn per pair (p_trans 0.903-0.932). The clean strafes' ω (true ω 0) sit at
+# |ω|/SE RMS 1.0 (procedural), 1.3 (OpenGL noise walls), 2.4 (high-frequency walls), at most 4.5:
+# neighbouring grid points share DIS's patches, so the nominal SE is too small where the flow's
+# error is correlated. A 15 px turn at SE 0.6 px keeps 98 % of itself.
+DEPTH_FREE_OMEGA_SE = 5.0
 MIN_DEPTH = 1e-3
 FIT_EPS = 1e-6
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
+from streameval.metrics.fits import motion_type
 from streameval.metrics.fits.motion_type import (
     DEPTH_FREE_METHOD,
     PLAIN_DEPTH_FREE_METHOD,
@@ -86,6 +88,31 @@ def test_flow_noise_is_not_parallax() -> None:
     strafe = [_noisy(_strafe(f, 0.05), 0.15, f) for f in (0, 16, 32)]
     fit = fit_flow_rotation_per_frame(strafe, F)
     assert fit is not None and fit.p_trans > 0.97, fit
+
+
+def _v_scatter(sample: FitSample, sigma: float, seed: int) -> FitSample:
+    rng = np.random.default_rng(seed)
+    return replace(sample, v=(sample.v + rng.normal(0.0, sigma, sample.v.shape)).astype(np.float32))
+
+
+def test_scatter_in_v_is_not_a_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A strafe whose v is measured with 0.4 px of scatter (fine stripes): its least-squares ω
+    is noise: rot_amp is ω less 5 of its standard errors, in quadrature."""
+    for seed in range(6):
+        strafe = [_v_scatter(_strafe(f, 0.02), 0.4, 10 * seed + f) for f in (0, 16, 32)]
+        fit = fit_flow_rotation_per_frame(strafe, F)
+        assert fit is not None and fit.p_trans > 0.999, fit
+        monkeypatch.setattr(motion_type, "DEPTH_FREE_OMEGA_SE", 0.0)
+        unfloored = fit_flow_rotation_per_frame(strafe, F)
+        monkeypatch.undo()
+        assert unfloored is not None and unfloored.p_trans < 0.961, unfloored
+        # a cache perceived before derotation keeps its numbers
+        old = fit_flow_rotation_per_frame([replace(s, derotated=False) for s in strafe], F)
+        assert old is not None and old.rot_amp == unfloored.rot_amp
+    # a 4 px turn under the same scatter (SE ~0.22 px): ~0.15 px a frame less of it, all turn
+    turn = [_v_scatter(_yaw(f, 4.0 / F), 0.4, f) for f in (0, 16, 32)]
+    fit = fit_flow_rotation_per_frame(turn, F)
+    assert fit is not None and fit.p_yaw > 0.999 and 3 * 3.75 < fit.rot_amp < 3 * 3.95, fit
 
 
 def test_a_strafe_with_a_turn_keeps_both_parts() -> None:

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import (
+    DEPTH_FREE_OMEGA_SE,
     DEPTH_FREE_SPREAD_PCT,
     FIT_AMP_PCT,
     FIT_EPS,
@@ -263,6 +264,17 @@ def rotation_rate(x: F64, y: F64, v: F64, focal: float) -> float:
     return float(np.dot(g, v)) / denom if denom > 0 else 0.0
 
 
+def omega_std_error(x: F64, y: F64, residual: F64, focal: float) -> float:
+    """Standard error of ``rotation_rate``'s ω given its v residual at (x, y): the residual's
+    variance (n − 1 degrees of freedom) over ``Σg²``, ``g = x·y/f``. What the flow's own
+    scatter in v alone would make of ω; 0 when the points span no turn's field."""
+    g = x * y / focal
+    denom = float(np.dot(g, g))
+    if denom <= 0 or residual.size < 2:
+        return 0.0
+    return math.sqrt(float(np.dot(residual, residual)) / (residual.size - 1) / denom)
+
+
 def rotation_flow(x: F64, y: F64, omega: float, focal: float) -> tuple[F64, F64]:
     """The flow (u, v) a yaw of ω radians makes at image offsets (x, y), to first order in ω:
     ``u = ω·(f + x²/f)``, ``v = ω·x·y/f``, whatever the depth."""
@@ -281,7 +293,10 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     perceived before derotation; ``DEPTH_FREE_SPREAD_PCT``): a lateral translation
     gives no vertical flow, so that spread is the flow's own error on this frame (the
     estimator's noise floor), which a pure turn would otherwise read as parallax (clean yaw
-    p_yaw 0.90 → 0.96 on the procedural world, docs/methods.md#motion-type-fit). A moving frame
+    p_yaw 0.90 → 0.96 on the procedural world, docs/methods.md#motion-type-fit). Likewise on
+    derotated samples ``rot_amp`` is ``|ω|`` less 5 of its standard errors, in quadrature
+    (``DEPTH_FREE_OMEGA_SE``): the ω that scatter in v alone makes, which a strafe past fine
+    stripes would otherwise read as a turn. A moving frame
     with neither (below ``TYPE_EVIDENCE_FRAC`` of its mean flow) carries no weight either.
     u and v are each read where they are known: perception blanks them separately where the
     image has too little gradient along their axis (docs/methods.md#motion-type-fit, "Texture").
@@ -303,6 +318,9 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     v5, v95 = np.percentile(v - turn_v, pct)
     trans_amp = max(0.0, float(u95 - u5) - float(v95 - v5))
     rot_amp = abs(omega) * focal
+    if s.derotated:  # the turn's own noise floor (DEPTH_FREE_OMEGA_SE)
+        omega_se = omega_std_error(x[ok_v], y[ok_v], v - turn_v, focal)
+        rot_amp = math.sqrt(max(0.0, omega**2 - (DEPTH_FREE_OMEGA_SE * omega_se) ** 2)) * focal
     if trans_amp + rot_amp < TYPE_EVIDENCE_FRAC * moving:
         return None  # it moves, but neither as a turn nor with parallax: no type evidence
     return trans_amp, rot_amp, int(ok_u.sum())
