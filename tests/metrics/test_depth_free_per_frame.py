@@ -17,6 +17,8 @@ from streameval.metrics.fits.motion_type import (
     fit_flow_rotation,
     fit_flow_rotation_per_frame,
     fit_motion_type,
+    omega_std_error,
+    rotation_rate,
 )
 
 F = analysis_focal(640)
@@ -157,3 +159,19 @@ def test_depth_samples_ignore_the_zone() -> None:
         FitSample(f, X, Y, np.full_like(X, 1.0 + f), np.zeros_like(X), invz) for f in (0, 48)
     ]
     assert fit_motion_type(samples, F, range(40, 60)) == fit_motion_type(samples, F)
+
+
+def test_omega_std_error_is_the_least_squares_standard_error() -> None:
+    """Against the textbook formula for a regression through the origin: the residual variance
+    s² = RSS / (n − 1), Var(ω) = s² / Σg² (written out naively, point by point)."""
+    rng = np.random.default_rng(7)
+    x, y = rng.uniform(-300, 300, 200), rng.uniform(-200, 200, 200)
+    v = 0.01 * x * y / F + rng.normal(0.0, 0.3, 200)
+    omega = rotation_rate(x, y, v, F)
+    residual = v - omega * x * y / F
+    rss = sum(float(r) ** 2 for r in residual)
+    sgg = sum((float(a) * float(b) / F) ** 2 for a, b in zip(x, y, strict=True))
+    assert omega_std_error(x, y, residual, F) == pytest.approx((rss / 199 / sgg) ** 0.5, rel=1e-12)
+    # no turn's field to fit (all on one row) or a single point: 0
+    assert omega_std_error(x, np.zeros_like(y), residual, F) == 0.0
+    assert omega_std_error(x[:1], y[:1], residual[:1], F) == 0.0
