@@ -236,7 +236,7 @@ class _Episode:
         if track.replace_fit_samples(kept) and self.live is not None:
             self.live.fit_samples_replaced()
 
-    def _derotated(self, samples: tuple[FitSample, ...] | list[FitSample]) -> None:
+    def _derotated(self, samples: tuple[FitSample, ...]) -> None:
         """Put the perceiver's warped-out samples in place of their plain ones."""
         assert self.track is not None
         by_frame = {s.frame: s for s in samples}

@@ -276,11 +276,11 @@ class Perceiver:
             for f in [f for f in self._pending if f not in keep]:
                 del self._pending[f]
 
-    def derotate_now(self, frames: frozenset[int]) -> list[FitSample]:
+    def derotate_now(self, frames: frozenset[int]) -> tuple[FitSample, ...]:
         """At the episode's end, once the perception threads are done: the turns of the fit's
         final picks ``frames`` still pending (earlier words included), warped out here."""
         self._requests = queue.SimpleQueue()  # their frames are pending still, or were answered
-        done = [self._warped_out_sample(f) for f in sorted(frames & self._pending.keys())]
+        done = tuple(self._warped_out_sample(f) for f in sorted(frames & self._pending.keys()))
         self._pending.clear()
         return done
 

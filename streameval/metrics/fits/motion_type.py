@@ -314,12 +314,13 @@ def _frame_amplitudes(s: FitSample, focal: float) -> tuple[float, float, int] | 
     _, turn_v = rotation_flow(x[ok_v], y[ok_v], omega, focal)
     # a cache perceived before derotation keeps its numbers (and its method name)
     pct = DEPTH_FREE_SPREAD_PCT if s.derotated else FIT_AMP_PCT
+    residual_v = v - turn_v
     u5, u95 = np.percentile(u - turn_u, pct)
-    v5, v95 = np.percentile(v - turn_v, pct)
+    v5, v95 = np.percentile(residual_v, pct)
     trans_amp = max(0.0, float(u95 - u5) - float(v95 - v5))
     rot_amp = abs(omega) * focal
     if s.derotated:  # the turn's own noise floor (DEPTH_FREE_OMEGA_SE)
-        omega_se = omega_std_error(x[ok_v], y[ok_v], v - turn_v, focal)
+        omega_se = omega_std_error(x[ok_v], y[ok_v], residual_v, focal)
         rot_amp = math.sqrt(max(0.0, omega**2 - (DEPTH_FREE_OMEGA_SE * omega_se) ** 2)) * focal
     if trans_amp + rot_amp < TYPE_EVIDENCE_FRAC * moving:
         return None  # it moves, but neither as a turn nor with parallax: no type evidence
