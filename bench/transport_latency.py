@@ -39,11 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from streameval.protocol.wire import Frame, decode, encode
 
 from streameval.core.events import EndOfStream, FrameEvent, KeySent
-from streameval.transports.live import LiveConfig, LiveSource
-from streameval.transports.mqtt import MqttSource
-from streameval.transports.mqtt_serve import serve_mqtt
-from streameval.transports.webrtc import WebRTCSource
-from streameval.transports.webrtc_serve import WebRTCServer
+from streameval.transports.base import LiveConfig, LiveSource
+from streameval.transports.mqtt.serve import serve_mqtt
+from streameval.transports.mqtt.transport import MqttSource
+from streameval.transports.webrtc.serve import WebRTCServer
+from streameval.transports.webrtc.transport import WebRTCSource
 
 W, H, FPS = 640, 432, 16.0
 BLOCKS = 4
@@ -264,7 +264,7 @@ def _load() -> str:
 
 
 def main() -> None:
-    import streameval.transports.live as live_module
+    import streameval.transports.base as live_module
 
     # one frame in flight: the latency of a single key, not of a pipelined request window
     live_module.STEP_WINDOW = 1

@@ -21,9 +21,9 @@ import numpy as np
 from aiohttp import WSMsgType, web
 
 from streameval.core.events import FrameEvent
-from streameval.transports.live import LiveConfig
+from streameval.transports.base import LiveConfig
 from streameval.transports.profiles import load_profile
-from streameval.transports.websocket import WebSocketSource
+from streameval.transports.websocket.transport import WebSocketSource
 
 W, H = 640, 432
 PROFILE = """

@@ -11,7 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # `--cuts auto` (the default) means PySceneDetect here, in this process and in the CLI
 # subprocesses the tests start: a TransNetV2 worker (torch) per episode tripled the suite's
 # time on two cores. TransNetV2 itself is tested by name (tests/perception/test_cuts.py,
-# tests/pipeline/test_memory_validity.py); test_auto_cuts_follow_the_environment checks `auto`.
+# tests/engine/test_memory_validity.py); test_auto_cuts_follow_the_environment checks `auto`.
 os.environ.setdefault("STREAMEVAL_CUTS", "scenedetect-adaptive")
 
 

@@ -1,7 +1,7 @@
 """``streameval dashboard --mqtt URL``: the live screen of evaluations running elsewhere.
 
 The same App as a local run, without a pipeline: live score updates from the broker
-(``transports/remote_watch.py``) are turned into the observer calls a local pipeline would
+(``transports/mqtt/remote_watch.py``) are turned into the observer calls a local pipeline would
 make (start, progress, error, warning, end), one dashboard job per remote episode. Results travel
 with their status, reason and scalar details and the final message carries the outcome, so
 the screen after the episode is the local one: final scores, ``✓``, the same frame count
@@ -26,7 +26,7 @@ from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome, Progress
 from streameval.engine.scoring import EpisodeScores
 from streameval.errors import redact_url
-from streameval.transports.remote_watch import metric_results, watch_scores
+from streameval.transports.mqtt.remote_watch import metric_results, watch_scores
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from streameval.errors import BadInputError
 from streameval.results.scores_file import find_scores_files
-from streameval.transports.mqtt_url import connect_problem, is_mqtt_error
+from streameval.transports.mqtt.url import connect_problem, is_mqtt_error
 
 
 def browse_app(results: list[Path]) -> Any:
@@ -87,14 +87,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_dashboard_mqtt(args: argparse.Namespace) -> int:
-    from streameval.transports.mqtt_url import parse_mqtt_url
+    from streameval.transports.mqtt.url import parse_mqtt_url
 
     if getattr(args, "results", None):
         raise BadInputError("dashboard", "RESULTS_DIR... or --mqtt URL, not both")
 
     parse_mqtt_url(args.mqtt, session_required=False)  # bad URL: exit 2 before anything
     if args.no_tui or not (sys.stdout.isatty() and sys.stdin.isatty()):
-        from streameval.transports.remote_watch import format_update, watch_scores
+        from streameval.transports.mqtt.remote_watch import format_update, watch_scores
 
         try:
             from streameval.errors import redact_url
@@ -113,7 +113,7 @@ def run_dashboard_mqtt(args: argparse.Namespace) -> int:
                 raise BadInputError(args.mqtt, connect_problem(exc)) from None
             raise
         return 0
-    from streameval.transports.remote_watch import check_broker
+    from streameval.transports.mqtt.remote_watch import check_broker
     from streameval.tui.remote import RemoteDashboardApp
 
     try:

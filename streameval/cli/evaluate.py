@@ -56,7 +56,7 @@ def run_episodes(
     extra: list[EpisodeObserver] = []
     publisher = None
     if args.publish_mqtt:
-        from streameval.transports.scores_publisher import MqttScoresPublisher
+        from streameval.transports.mqtt.scores_publisher import MqttScoresPublisher
 
         publisher = MqttScoresPublisher(args.publish_mqtt)
         extra.append(publisher)

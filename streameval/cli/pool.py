@@ -126,7 +126,7 @@ def run_pool(args: argparse.Namespace) -> int:
     try:
         return _run_pool(args)
     except aiomqtt.MqttError as exc:
-        from streameval.transports.mqtt_url import connect_problem
+        from streameval.transports.mqtt.url import connect_problem
 
         raise BadInputError(args.broker, connect_problem(exc, "cannot reach the broker")) from None
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from streameval.errors import BadInputError
 from streameval.protocol.wire import IMAGE_ENCODINGS
-from streameval.transports.mqtt_url import connect_problem, is_mqtt_error
+from streameval.transports.mqtt.url import connect_problem, is_mqtt_error
 
 LOOPBACK = "127.0.0.1"
 
@@ -72,7 +72,7 @@ async def _serve_mqtt(
     """Serve until interrupted; "serving … on URL" is printed once the broker has taken the
     connection (a script may start evaluators on that line), never for a refused one."""
     from streameval.errors import redact_url
-    from streameval.transports.mqtt_serve import serve_mqtt
+    from streameval.transports.mqtt.serve import serve_mqtt
 
     ready = asyncio.Event()
     serving = asyncio.create_task(
@@ -92,7 +92,7 @@ async def _serve_mqtt(
 
 async def _serve_webrtc(args: argparse.Namespace, name: str, fps: float, w: int, h: int) -> None:
     from streameval.runs.python_model import load_python_model
-    from streameval.transports.webrtc_serve import WebRTCServer
+    from streameval.transports.webrtc.serve import WebRTCServer
 
     host, port = _listen_address(args.webrtc)
 

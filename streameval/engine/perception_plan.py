@@ -95,7 +95,7 @@ def recorded_plan(extra: Mapping[str, Any]) -> PerceptionPlan | None:
 
 
 def is_wall_clock(info: EpisodeInfo) -> bool:
-    """A live episode whose keys were held for wall-clock seconds (``transports.live``)."""
+    """A live episode whose keys were held for wall-clock seconds (``transports.base``)."""
     interactivity = info.extra.get("interactivity")
     return isinstance(interactivity, dict) and interactivity.get("clock") == "wall"
 

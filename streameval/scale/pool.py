@@ -57,7 +57,7 @@ RECONCILE_EVERY_S = 5.0
 
 def broker_target(url: str) -> Any:
     """The broker of ``mqtt://[USER:PASS@]HOST:PORT`` (no session: the pool finds those)."""
-    from streameval.transports.mqtt_url import parse_mqtt_url
+    from streameval.transports.mqtt.url import parse_mqtt_url
 
     target = parse_mqtt_url(url, session_required=False)
     if target.session is not None:
@@ -68,7 +68,7 @@ def broker_target(url: str) -> Any:
 def _client(target: Any, **extra: Any) -> Any:
     import aiomqtt
 
-    from streameval.transports.mqtt_url import client_kwargs
+    from streameval.transports.mqtt.url import client_kwargs
 
     return aiomqtt.Client(
         **client_kwargs(target),  # type: ignore[arg-type]
@@ -172,7 +172,7 @@ class PoolEvaluator:
                 if lost is not None:
                     raise lost  # the broker went away: say so (exit 2), not a silent exit 0
         except aiomqtt.MqttError as exc:
-            from streameval.transports.mqtt_url import connect_problem
+            from streameval.transports.mqtt.url import connect_problem
 
             raise BadInputError(self.broker_url, connect_problem(exc, "broker")) from None
 
@@ -269,8 +269,8 @@ class PoolEvaluator:
             self._say(f"{offer.session}: done, {outcome.frames} frames, {state}")
 
     async def _evaluate(self, offer: SessionOffer, results_dir: Path) -> EpisodeOutcome:
-        from streameval.transports.live import LiveConfig
-        from streameval.transports.mqtt import MqttSource
+        from streameval.transports.base import LiveConfig
+        from streameval.transports.mqtt.transport import MqttSource
 
         live = LiveConfig(
             clock=offer.clock,

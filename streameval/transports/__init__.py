@@ -1,6 +1,9 @@
-"""Network transports: live model servers over MQTT, WebRTC and MJPEG/HTTP (docs/serve-formats.md).
+"""Network transports: live model servers over WebRTC, WebSocket, MJPEG/HTTP and MQTT, and
+models in process (docs/serve-formats.md).
 
-``live`` holds what every network source shares (key plan, admission, end of episode);
-each transport module only connects, sends keys and decodes frames. ``urls`` maps an
-``attach`` URL to its source.
+One folder per transport (``webrtc/``, ``websocket/``, ``mjpeg/``, ``mqtt/``, ``inprocess/``),
+each with its ``transport.py`` (the attaching source) and, where we serve that style too, its
+``serve.py``. ``base`` holds what every network source shares (key plan, admission, end of
+episode); ``profiles/`` says how a family of servers talks, as data; ``urls`` is the one
+scheme → source table behind ``attach URL``.
 """

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from streameval.errors import BadInputError
 from streameval.protocol.wire import WireError, parse_key_map
-from streameval.transports.live import Clock, LiveConfig, LiveSource
+from streameval.transports.base import Clock, LiveConfig, LiveSource
 
 if TYPE_CHECKING:
     from streameval.transports.profiles import ServerProfile
-
-NETWORK_SCHEMES = (
-    "mqtt",
-    "mqtts",
-    "webrtc+http",
-    "webrtc+https",
-    "mjpeg+http",
-    "mjpeg+https",
-    "ws",
-    "wss",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +40,9 @@ def default_clock(url: str, lossless: bool) -> Clock:
 def open_network_source(
     url: str, keys: tuple[str, ...], *, episode: str, suite: str, options: AttachOptions
 ) -> LiveSource:
+    """The source for ``url``, chosen by its scheme in ``SCHEMES`` (one table)."""
     scheme = url.split("://", 1)[0]
-    if scheme not in NETWORK_SCHEMES:
+    if scheme not in SCHEMES:
         raise BadInputError(url, f"unsupported URL scheme {scheme!r}")
     if options.seconds_per_key <= 0:
         raise BadInputError("--seconds-per-key", f"must be > 0, got {options.seconds_per_key}")
@@ -60,61 +51,117 @@ def open_network_source(
         seconds_per_key=options.seconds_per_key,
         no_frame_timeout_s=options.no_frame_timeout_s,
     )
-    common = {"episode": episode, "suite": suite, "config": live, "fps": options.fps}
-    if scheme.startswith("mqtt"):
-        from streameval.transports.mqtt import MqttSource
+    request = _Request(url, keys, episode, suite, live, options)
+    if not scheme.startswith("mqtt"):
+        request.key_names(None)  # a bad --key-map is named before the profile is read
+    return SCHEMES[scheme](request)
 
-        return MqttSource(url, keys, **common)  # type: ignore[arg-type]
-    try:
-        names = parse_key_map(options.key_map)
-    except WireError as exc:
-        raise BadInputError("--key-map", str(exc)) from None
-    profile = _profile_for(url, scheme, options)
-    if profile is not None:
-        from streameval.transports.keychannel import check_templates
 
-        names = profile.key_names(_key_map_entries(options.key_map))
-        check_templates(profile, names, keys)
-    if scheme in ("ws", "wss"):
-        from streameval.transports.websocket import WebSocketSource
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """What every opener gets: the URL, the keys, and the attach options."""
 
-        assert profile is not None
-        return WebSocketSource(
-            url,
-            keys,
-            profile=profile,
-            key_names=names,
-            keys_url=options.keys_url,
-            **common,  # type: ignore[arg-type]
-        )
-    if scheme.startswith("webrtc"):
-        from streameval.transports.webrtc import WebRTCSource
+    url: str
+    keys: tuple[str, ...]
+    episode: str
+    suite: str
+    live: LiveConfig
+    options: AttachOptions
 
-        return WebRTCSource(
-            url,
-            keys,
-            key_names=names,
-            lossless=options.lossless,
-            profile=profile,
-            **common,  # type: ignore[arg-type]
-        )
-    from streameval.transports.mjpeg import MjpegSource
+    def common(self) -> dict[str, object]:
+        return {
+            "episode": self.episode,
+            "suite": self.suite,
+            "config": self.live,
+            "fps": self.options.fps,
+        }
 
-    if not options.keys_url:
-        raise BadInputError(url, "an MJPEG stream needs --keys-url URL to send keys to")
-    return MjpegSource(
-        url,
-        keys,
-        keys_url=options.keys_url,
-        key_names=names,
+    def key_names(self, profile: ServerProfile | None) -> dict[str, str]:
+        """The server's name for each of our keys: ``--key-map`` over the profile's."""
+        try:
+            names = parse_key_map(self.options.key_map)
+        except WireError as exc:
+            raise BadInputError("--key-map", str(exc)) from None
+        if profile is not None:
+            from streameval.transports.profiles.keychannel import check_templates
+
+            names = profile.key_names(_key_map_entries(self.options.key_map))
+            check_templates(profile, names, self.keys)
+        return names
+
+
+def _open_mqtt(r: _Request) -> LiveSource:
+    from streameval.transports.mqtt.transport import MqttSource
+
+    return MqttSource(r.url, r.keys, **r.common())  # type: ignore[arg-type]
+
+
+def _open_websocket(r: _Request) -> LiveSource:
+    from streameval.transports.websocket.transport import WebSocketSource
+
+    profile = _profile_for(r.url, r.options)
+    names = r.key_names(profile)
+    assert profile is not None  # _profile_for insists on one for a WebSocket
+    return WebSocketSource(
+        r.url,
+        r.keys,
         profile=profile,
-        **common,  # type: ignore[arg-type]
+        key_names=names,
+        keys_url=r.options.keys_url,
+        **r.common(),  # type: ignore[arg-type]
     )
 
 
-def _profile_for(url: str, scheme: str, options: AttachOptions) -> ServerProfile | None:
+def _open_webrtc(r: _Request) -> LiveSource:
+    from streameval.transports.webrtc.transport import WebRTCSource
+
+    profile = _profile_for(r.url, r.options)
+    names = r.key_names(profile)
+    return WebRTCSource(
+        r.url,
+        r.keys,
+        key_names=names,
+        lossless=r.options.lossless,
+        profile=profile,
+        **r.common(),  # type: ignore[arg-type]
+    )
+
+
+def _open_mjpeg(r: _Request) -> LiveSource:
+    from streameval.transports.mjpeg.transport import MjpegSource
+
+    profile = _profile_for(r.url, r.options)
+    names = r.key_names(profile)
+    if not r.options.keys_url:
+        raise BadInputError(r.url, "an MJPEG stream needs --keys-url URL to send keys to")
+    return MjpegSource(
+        r.url,
+        r.keys,
+        keys_url=r.options.keys_url,
+        key_names=names,
+        profile=profile,
+        **r.common(),  # type: ignore[arg-type]
+    )
+
+
+SCHEMES: dict[str, Callable[[_Request], LiveSource]] = {
+    "mqtt": _open_mqtt,
+    "mqtts": _open_mqtt,
+    "webrtc+http": _open_webrtc,
+    "webrtc+https": _open_webrtc,
+    "mjpeg+http": _open_mjpeg,
+    "mjpeg+https": _open_mjpeg,
+    "ws": _open_websocket,
+    "wss": _open_websocket,
+}
+"""URL scheme → the opener of its source: the one table of network transports."""
+NETWORK_SCHEMES = tuple(SCHEMES)
+
+
+def _profile_for(url: str, options: AttachOptions) -> ServerProfile | None:
     """The ``--profile`` of this attach, checked against the URL's transport; a WebSocket
     needs one (its servers share no common message format to fall back on)."""
+    scheme = url.split("://", 1)[0]
     transport = "ws" if scheme in ("ws", "wss") else scheme.split("+", 1)[0]
     if options.profile is None:
         if transport == "ws":

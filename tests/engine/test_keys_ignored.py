@@ -14,7 +14,7 @@ from streameval.constants import MOTION_FLOOR_PX
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.engine.keys_ignored import MESSAGE, KeysIgnoredWatch, segment_moved
 from streameval.transports.profiles import PROFILES
-from tests.pipeline.helpers import run, world_source
+from tests.engine.helpers import run, world_source
 from tests.transports.styles import attach_style
 
 # Real-time sessions on two shared cores: a score assertion can miss when the machine is

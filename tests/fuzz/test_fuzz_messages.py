@@ -25,9 +25,9 @@ from streameval.core.events import (
     FrameEvent,
     KeySent,
 )
-from streameval.transports.live import LiveConfig
+from streameval.transports.base import LiveConfig
 from streameval.transports.profiles import load_profile
-from streameval.transports.websocket import WebSocketSource
+from streameval.transports.websocket.transport import WebSocketSource
 from tests.fuzz.conftest import FUZZ, bounded
 from tests.fuzz.strategies import JSON_VALUES, NASTY_NUMBERS, NASTY_STRINGS
 

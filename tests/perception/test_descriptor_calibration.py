@@ -2,7 +2,7 @@
 docs/methods.md#cpu-defaults-and-backends): Local Memory reads a wider kernel (σ_L² = 1.0) on
 which clean turns, the fast 90 °/s one included, stay under its threshold and real mutations land
 above it; Revisit Memory keeps the embedding's own σ² = 0.2 (its forget contrast:
-tests/pipeline/test_memory_validity.py and the test below).
+tests/engine/test_memory_validity.py and the test below).
 
 Measured on Local Memory's kernel (bench/descriptor_calibration.py; τ = 0.34, clean p50 / p95 /
 max in units of τ): noise ≤ 0.01 at every speed; slow (15 °/s) ≤ 0.11 max on every family; normal

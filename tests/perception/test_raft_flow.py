@@ -23,12 +23,12 @@ from streameval.engine.config import PipelineConfig
 from streameval.errors import BackendUnavailableError, BadInputError
 from streameval.perception.flow import create_flow_backend, flow_input, flow_provenance
 from streameval.results.cache.episode import EpisodeCache
+from tests.engine.helpers import run, textured, world_source
 from tests.perception.raft_large_layout import (
     RAFT_LARGE_NUM_PARAMS,
     RAFT_LARGE_STATE,
     RAFT_SMALL_NUM_PARAMS,
 )
-from tests.pipeline.helpers import run, textured, world_source
 
 torch = pytest.importorskip("torch")
 raft_net = pytest.importorskip("streameval.perception.raft_net")

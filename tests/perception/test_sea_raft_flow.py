@@ -20,7 +20,7 @@ import pytest
 from streameval.engine.config import PipelineConfig
 from streameval.errors import BackendUnavailableError
 from streameval.perception.flow import create_flow_backend, flow_input, flow_provenance
-from tests.pipeline.helpers import run, textured, world_source
+from tests.engine.helpers import run, textured, world_source
 
 sea_raft_flow = pytest.importorskip("streameval.perception.sea_raft_flow")
 

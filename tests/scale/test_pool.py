@@ -95,7 +95,7 @@ class Background:
 
 
 async def _serve(broker: Broker, session: str, ready: asyncio.Event) -> None:
-    from streameval.transports.mqtt_serve import serve_mqtt
+    from streameval.transports.mqtt.serve import serve_mqtt
 
     w = world()
     await serve_mqtt(

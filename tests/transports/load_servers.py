@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from streameval.transports.mqtt_serve import serve_mqtt
-from streameval.transports.webrtc_serve import WebRTCServer
+from streameval.transports.mqtt.serve import serve_mqtt
+from streameval.transports.webrtc.serve import WebRTCServer
 
 W, H, FPS = 640, 432, 16.0
 

@@ -17,8 +17,8 @@ from streameval.core.observers import EpisodeObserver, EpisodeOutcome, FrameEven
 from streameval.core.tasks import cancel_and_wait
 from streameval.engine.pipeline import run_episode
 from streameval.engine.recording import RecordingObserver
-from streameval.transports.live import LiveConfig
-from streameval.transports.mqtt import MqttSource
+from streameval.transports.base import LiveConfig
+from streameval.transports.mqtt.transport import MqttSource
 from tests.transports.conftest import Broker
 from tests.transports.scripted import Script, good, scripted_server
 from tests.transports.watchdog import watchdog
@@ -188,7 +188,7 @@ def test_frame_size_change_ends_the_episode_keeping_earlier_frames(
 
 
 def test_broker_restart_reconnects_and_reports_the_gap(broker: Broker, tmp_path: Path) -> None:
-    from streameval.transports.mqtt_serve import serve_mqtt
+    from streameval.transports.mqtt.serve import serve_mqtt
     from tests.transports.load_servers import Panner
 
     async def run() -> EpisodeOutcome:

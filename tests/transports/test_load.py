@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from streameval.core.events import EndOfStream, EpisodeEnd, FrameEvent
-from streameval.transports.live import LiveConfig, LiveSource
-from streameval.transports.mqtt import MqttSource
-from streameval.transports.webrtc import WebRTCSource
+from streameval.transports.base import LiveConfig, LiveSource
+from streameval.transports.mqtt.transport import MqttSource
+from streameval.transports.webrtc.transport import WebRTCSource
 from tests.transports.conftest import Broker
 
 pytestmark = pytest.mark.long  # `make test-long`

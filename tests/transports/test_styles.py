@@ -72,7 +72,7 @@ def test_clean_scores_high_reversed_low_and_a_turn_is_a_turn(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_late_server_scores_lower_response_latency(name: str) -> None:
-    """Two 4 s keys (the switch's segment has a stable zone; test_webrtc_public.py)."""
+    """Two 4 s keys (the switch's segment has a stable zone; webrtc/test_public_peer.py)."""
     on_time, late = asyncio.run(
         _in_turn(
             attach_style(name, ("A", "D"), 4.0),

@@ -4,7 +4,7 @@ These are *not* Perceptual or Aesthetic Quality (docs/methods.md#imaging-statist
 carries those names);
 they are cheap, interpretable statistics reported under their own names, each chosen so that
 it moves with its own defect and stays put under the others (measured on the procedural
-world, ``tests/metrics/test_imaging_defects.py``):
+world, ``tests/metrics/quality/test_imaging_defects.py``):
 
 - **sharpness**: RMS of the 4-neighbour Laplacian with the noise's share removed
   (``var(L) − 20 σ̂²``: white noise of variance σ² adds exactly 20 σ² to the Laplacian's

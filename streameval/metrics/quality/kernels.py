@@ -8,7 +8,7 @@ and the CPU imaging statistics. ``rescore`` reruns these kernels without the mod
 - Q-Align (WorldMark): softmax over the logits of {excellent, good, fair, poor, bad}, weighted
   by {5, 4, 3, 2, 1}: x in [1, 5]; the column is ``100·(x − 1)/4``. (The Q-Align scorer
   weights by {1, 0.75, 0.5, 0.25, 0} instead, which is the same number divided by 100:
-  ``tests/metrics/test_quality.py`` checks the two against each other.)
+  ``tests/metrics/quality/test_kernels.py`` checks the two against each other.)
 - Drift (WorldAtlas ``rollout_imaging_drift`` / ``rollout_aesthetic_drift``): up to 300 frames
   evenly spread over the rollout, in 10 consecutive segments, one score per segment;
   ``drift = (best − worst)/|best|``; normalised ``100·(1 − clamp(drift, 0, 1))`` (WorldAtlas:

@@ -1,0 +1,1 @@
+"""Models in process: a ``python:module:factory`` model stepped on its own thread."""

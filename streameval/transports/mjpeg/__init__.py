@@ -1,0 +1,1 @@
+"""MJPEG over HTTP: a ``multipart/x-mixed-replace`` stream, keys sent to another URL."""

@@ -1,0 +1,1 @@
+"""WebSocket model servers: the attaching client and what each server message is."""

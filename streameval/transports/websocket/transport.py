@@ -1,0 +1,272 @@
+"""``attach ws://HOST:PORT/PATH --profile NAME``: a WebSocket model server (aiohttp client).
+
+The profile (``profiles/``) says everything about the server: frames as binary JPEG/PNG
+messages or base64 in a JSON field; its other messages JSON text or msgpack; which message
+answers ``configure``, which closes a chunk with statistics, which reports an error; and how
+keys go (templates, hold/press/pose, heartbeat; ``keychannel.py``), on this socket or on
+``--keys-url`` (http(s):// POST or another ws(s)://). docs/serve-formats.md#websocket.
+
+Faults keep the episode (``LiveSource``): a socket closed mid-episode ends it incomplete with
+the close code and reason (and, when we had been silent for a while and the profile sends no
+heartbeat, says that the server may want one); a message over the size limit is refused by
+aiohttp, which closes the socket (1009), named as such; no answer to ``configure`` within the
+profile's timeout, or no frame, ends it incomplete; an undecodable, truncated or wrong-kind
+message is counted and reported, the episode goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from streameval.errors import BadInputError
+from streameval.protocol.wire import Frame
+from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
+from streameval.transports.profiles import ServerProfile
+from streameval.transports.profiles.keychannel import HttpPostOut, KeyChannel, KeyOut, WsOut
+from streameval.transports.profiles.templates import TemplateError
+from streameval.transports.websocket.messages import (
+    Incoming,
+    MessageProblem,
+    read_binary,
+    read_text,
+)
+
+DEFAULT_FPS = 16.0
+CLOSE_CODES = {
+    1000: "normal closure",
+    1001: "going away",
+    1002: "protocol error",
+    1003: "unsupported data",
+    1006: "abnormal closure, no close frame",
+    1007: "invalid payload",
+    1008: "policy violation",
+    1009: "message too big",
+    1011: "internal server error",
+    1012: "service restart",
+    1013: "try again later",
+}
+SILENT_HINT_S = 2.0
+"""Silent this long before a drop: the drop may be the server's idle/heartbeat timeout."""
+
+
+def close_description(code: int | None, reason: str) -> str:
+    name = CLOSE_CODES.get(code or 0, "")
+    what = f"code {code}" + (f" {name}" if name else "") if code else "no close code"
+    return what + (f", reason {reason!r}" if reason else "")
+
+
+async def open_keys_url(session: Any, url: str, max_bytes: int) -> tuple[KeyOut, Any]:
+    """``--keys-url``: POST to http(s)://, or messages on a ws(s):// socket of its own."""
+    import aiohttp
+
+    scheme = url.split("://", 1)[0]
+    if scheme in ("http", "https"):
+        return HttpPostOut(session, url), None
+    if scheme in ("ws", "wss"):
+        try:
+            ws = await session.ws_connect(url, max_msg_size=max_bytes, autoping=True)
+        except (aiohttp.ClientError, OSError) as exc:
+            raise BadInputError(url, f"keys WebSocket unreachable: {exc}") from None
+        return WsOut(ws), ws
+    raise BadInputError("--keys-url", f"{url!r}: expected http(s):// or ws(s)://")
+
+
+class WebSocketSource(LiveSource):
+    scheme = "ws"
+
+    def __init__(
+        self,
+        url: str,
+        keys: tuple[str, ...],
+        *,
+        episode: str,
+        suite: str,
+        config: LiveConfig,
+        profile: ServerProfile,
+        key_names: dict[str, str],
+        keys_url: str | None = None,
+        fps: float | None = None,
+    ) -> None:
+        super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        self.profile = profile
+        self.key_names = key_names
+        self.keys_url = keys_url
+        self.chunks_from_server = profile.stats is not None
+        self._session: Any = None
+        self._ws: Any = None
+        self._keys_ws: Any = None
+        self.channel: KeyChannel | None = None
+        self._ready = asyncio.Event()
+        self._n = 0
+        self.t_open: float | None = None
+
+    async def open_transport(self) -> ServerInfo:
+        import aiohttp
+
+        self._session = aiohttp.ClientSession()
+        try:
+            self._ws = await self._session.ws_connect(
+                self.url,
+                max_msg_size=self.profile.frames.max_message_bytes,
+                autoping=True,
+                heartbeat=None,
+            )
+        except aiohttp.WSServerHandshakeError as exc:
+            raise BadInputError(self.url, f"not a WebSocket endpoint: HTTP {exc.status}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise BadInputError(self.url, f"server unreachable: {exc}") from None
+        out: KeyOut = WsOut(self._ws)
+        if self.profile.keys.channel == "keys-url":
+            if not self.keys_url:
+                raise BadInputError(
+                    self.url, f"profile {self.profile.name!r} sends keys to --keys-url URL"
+                )
+            out, self._keys_ws = await open_keys_url(
+                self._session, self.keys_url, self.profile.frames.max_message_bytes
+            )
+        fps = self.fps_hint or self.profile.fps or DEFAULT_FPS
+        self.channel = KeyChannel(
+            self.profile, self.key_names, out, fps=fps, episode=self.episode, on_lost=self.lost
+        )
+        try:
+            self.channel.check(self.keys)
+        except TemplateError as exc:
+            raise BadInputError(self.profile.path, str(exc)) from None
+        self._tasks.append(asyncio.create_task(self._read()))
+        if self.profile.ready is None:
+            self._ready.set()
+        self.t_open = time.perf_counter()
+        await self.channel.start()
+        host = urlsplit(self.url).hostname or "remote"
+        return ServerInfo(host, fps)
+
+    # ------------------------------------------------------------ reading
+
+    async def _read(self) -> None:
+        import aiohttp
+
+        ws = self._ws
+        code: int | None = None
+        reason = ""
+        try:
+            while not self._ended:
+                msg = await ws.receive()
+                if msg.type == aiohttp.WSMsgType.TEXT:
+                    self.handle("text", msg.data)
+                elif msg.type == aiohttp.WSMsgType.BINARY:
+                    self.handle("binary", msg.data)
+                elif msg.type == aiohttp.WSMsgType.CLOSE:
+                    code, reason = msg.data, str(msg.extra or "")
+                    break
+                elif msg.type == aiohttp.WSMsgType.ERROR:
+                    code = ws.close_code or 1006
+                    reason = " ".join(str(msg.data).split())
+                    break
+                elif msg.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING):
+                    code = ws.close_code
+                    break
+        except (aiohttp.ClientError, ConnectionError, OSError) as exc:
+            reason = str(exc)
+        except Exception as exc:  # never a silent dead reader: the episode ends, says why
+            self.lost(f"reading the WebSocket failed: {type(exc).__name__}: {exc}")
+            return
+        if not self._ended:
+            self.lost(self.closed_reason(code or ws.close_code, reason))
+
+    def closed_reason(self, code: int | None, reason: str) -> str:
+        """One line for a socket that closed under us: the code, the reason, and whether the
+        server may have dropped a silent client."""
+        line = f"WebSocket closed by the server ({close_description(code, reason)})"
+        if code == 1009:
+            line += f": a message over the {self.profile.frames.max_message_bytes}-byte limit"
+        if not self.log.keys_sent and not self._ready.is_set():
+            line += " before it answered configure"
+        silence = self.channel.silence() if self.channel is not None else None
+        if silence is None and self.t_open is not None:
+            silence = time.perf_counter() - self.t_open
+        if silence is not None and silence >= SILENT_HINT_S:
+            beat = self.profile.keys.heartbeat_s
+            if not beat:
+                line += (
+                    f"; we had sent nothing for {silence:.1f} s and profile "
+                    f"{self.profile.name!r} sends no heartbeat: this server may need one "
+                    "([keys] heartbeat_s and [templates.heartbeat])"
+                )
+            else:
+                line += f"; nothing sent for {silence:.1f} s (heartbeat every {beat:g} s)"
+        return line
+
+    def handle(self, kind: Literal["text", "binary"], data: str | bytes) -> None:
+        """One server message (the reader calls this; so does the message fuzz suite)."""
+        try:
+            if isinstance(data, str):
+                incoming = read_text(data, self.profile)
+            else:
+                incoming = read_binary(bytes(data), self.profile)
+        except MessageProblem as exc:
+            self.reject(str(exc))
+            if kind == "binary" or self.profile.frames.encoding == "base64":
+                self._n += 1  # a frame slot the server used: chunk positions stay aligned
+            return
+        except Exception as exc:  # a reader bug must cost one message, never the session
+            self.reject(f"{kind} message could not be read ({type(exc).__name__}: {exc})")
+            return
+        self._apply(incoming)
+
+    def _apply(self, incoming: Incoming) -> None:
+        if incoming.kind == "frame" and incoming.image is not None:
+            self.deliver(Frame(index=self._n, key=None, image=incoming.image), time.perf_counter())
+            self._n += 1
+        elif incoming.kind == "stats":
+            self.server_chunk(incoming.frames, incoming.stats)
+        elif incoming.kind == "ready":
+            self._ready.set()
+        elif incoming.kind == "error":
+            self._report("server_error", f"{self.url}: server says: {incoming.text}")
+
+    # ------------------------------------------------------------ LiveSource hooks
+
+    async def wait_ready(self) -> None:
+        if self.profile.ready is None:
+            return
+        timeout = self.profile.ready.timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
+        except TimeoutError:
+            raise ConnectionError(
+                f"no answer to configure within {timeout:g} s "
+                f"(profile {self.profile.name!r} waits for {self.profile.ready.match.fields})"
+            ) from None
+
+    def on_chunk_closed(self) -> None:
+        if self.channel is not None:
+            self.channel.chunk_closed()
+
+    def on_frame_admitted(self) -> None:
+        if self.channel is not None:
+            self.channel.frame()
+
+    async def send_step(self, index: int, key: str) -> None:
+        raise NotImplementedError("WebSocket servers play at their own rate (stream mode)")
+
+    async def send_key(
+        self, kind: Literal["keydown", "keyup", "heartbeat"], key: str | None
+    ) -> None:
+        assert self.channel is not None
+        await self.channel.key(kind, key)
+
+    async def close_transport(self) -> None:
+        if self.channel is not None:
+            await self.channel.close()
+        for ws in (self._keys_ws, self._ws):
+            if ws is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(ws.close(), 2.0)
+        if self._session is not None:
+            with contextlib.suppress(Exception):
+                await self._session.close()

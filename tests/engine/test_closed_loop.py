@@ -1,0 +1,83 @@
+"""The closed-loop memory metrics through the pipeline on a short memory_loop: a world that
+forgets scores lower than a clean one, the clean world's half-life shows no measurable decay,
+and rescore reproduces every number from the cache alone
+(docs/methods.md#memory_revisit_fidelity)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from streameval.protocol.memory_loop import memory_loop
+from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
+
+from streameval.engine.rescore import rescore_dir
+from streameval.transports.inprocess.driver import InProcessSource
+from tests.engine.helpers import run
+
+SECONDS = 6.0
+# Stated margins (clean − amnesia) on this short loop; bench/worldatlas_memory.py prints the
+# full table for all six trajectories.
+FIDELITY_MARGIN = 0.1
+RENDERING_MARGIN = 0.03
+
+
+def _source(defect: str, trajectory: str = "yaw_loop_180") -> InProcessSource:
+    loop = memory_loop(trajectory, fps=24.0, seconds=SECONDS)
+    config = replace(
+        world_config_for_defect(defect),
+        width=320,
+        height=216,
+        fps=24.0,
+        yaw_rate_deg=loop.yaw_rate_deg,
+        forward_speed=loop.speed(2.0),
+    )
+    if config.forget_scene_at_s is not None:  # the amnesia preset: forget at the turnaround
+        config = replace(config, forget_scene_at_s=SECONDS / 2)
+    return InProcessSource(
+        ProceduralWorld(config),
+        loop.schedule(),
+        episode=trajectory,
+        model_name=f"procedural-world-{defect}",
+        suite="memory_loop",
+        width=320,
+        height=216,
+        trajectory=trajectory,
+    )
+
+
+def test_amnesia_scores_lower_and_rescore_is_bit_identical(tmp_path: Path) -> None:
+    clean = run(_source("clean"), tmp_path / "clean").scores.metrics
+    amnesia = run(_source("amnesia"), tmp_path / "amnesia").scores.metrics
+    for name in (
+        "memory_revisit_fidelity",
+        "memory_geometric_closure",
+        "memory_rendering_recovery",
+    ):
+        assert clean[name].status == "official", (name, clean[name].reason)
+        assert clean[name].details["pair_source"] == "strict"
+        assert clean[name].details["pair_count"] > 0
+    fid_c, fid_a = clean["memory_revisit_fidelity"], amnesia["memory_revisit_fidelity"]
+    assert fid_c.details["feature_backend"] == "cpu-colorhist-rbf"
+    assert (fid_c.normalized or 0) - (fid_a.normalized or 0) >= FIDELITY_MARGIN
+    ren_c, ren_a = clean["memory_rendering_recovery"], amnesia["memory_rendering_recovery"]
+    assert ren_c.details["gram_backend"] == "cpu-filterbank-gram"
+    assert (ren_c.normalized or 0) - (ren_a.normalized or 0) >= RENDERING_MARGIN
+    half = clean["memory_half_life"]
+    assert half.status == "not_applicable" and half.details["reason_code"] == "no_measurable_decay"
+    assert (tmp_path / "clean" / "cache" / "closed_loop" / "frames").is_dir()
+    assert rescore_dir(tmp_path / "clean").changed == []
+    assert rescore_dir(tmp_path / "amnesia").changed == []
+
+
+@pytest.mark.long
+def test_square_loop_amnesia_lowers_rendering_recovery(tmp_path: Path) -> None:
+    """square_loop's revisits are loose matches and the amnesia world redraws the scene in the
+    same style: only the layout-aware (2×2 grid) Gram term tells them apart."""
+    clean = run(_source("clean", "square_loop"), tmp_path / "clean").scores.metrics
+    amnesia = run(_source("amnesia", "square_loop"), tmp_path / "amnesia").scores.metrics
+    ren_c, ren_a = clean["memory_rendering_recovery"], amnesia["memory_rendering_recovery"]
+    assert ren_c.status == "official", ren_c.reason
+    assert ren_c.details["gram_backend"] == "cpu-filterbank-gram"
+    assert (ren_c.normalized or 0) - (ren_a.normalized or 0) >= RENDERING_MARGIN
