@@ -47,12 +47,19 @@ def clean(metric: str) -> float:
     return value("clean", KEYS, metric)
 
 
+def _scores_as_one(s: dict[str, float | None]) -> None:
+    for name in ACC + PUR + STAB + LAT:
+        assert s[name] is not None and s[name] >= 90.0, (name, s[name])
+
+
 def test_clean_model_scores_as_one() -> None:
-    s = scores(*CLEAN)
-    for name in ACC + PUR:
-        assert s[name] is not None and s[name] >= 90.0, (name, s[name])
-    for name in STAB + LAT:
-        assert s[name] is not None and s[name] >= 90.0, (name, s[name])
+    """On the episode the defect tests compare against (one key of each family)."""
+    _scores_as_one(scores("clean", KEYS))
+
+
+@pytest.mark.long
+def test_clean_model_scores_as_one_on_all_six_keys() -> None:
+    _scores_as_one(scores(*CLEAN))
 
 
 def test_wrong_direction_gives_zero_accuracy_and_keeps_purity() -> None:
