@@ -30,7 +30,7 @@ test: $(STAMP)
 # Load and stress tests (4 sessions at 16 FPS over MQTT and WebRTC; SIGKILL at random moments
 # of replay/rescore/attach) and the episodes that repeat in kind what `make test` covers
 # (further validity defects, calibration sweeps, TransNetV2 pools): their own command, run
-# before resolving (figures in the notes).
+# before merging a change they cover (the figures they measured are in their docstrings).
 test-long: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider -m long $(ARGS)
 

@@ -1,4 +1,5 @@
-"""Calibration of the CPU descriptor's mutation threshold (issue 9), as measured.
+"""Calibration of the CPU descriptor's mutation threshold, as measured
+(docs/methods.md#cpu-defaults-and-backends).
 
 Prints, for every scene family (plain noise textures, large flat colours, high-frequency
 detail, outdoor-like gradients; ``tests/perception/scene_families.py``) and turn speed

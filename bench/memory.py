@@ -1,4 +1,4 @@
-"""Cost of the memory metrics (issue 3), on the CPU defaults.
+"""Cost of the memory metrics (docs/methods.md#memory-metrics), on the CPU defaults.
 
 Prints, for one 120 s 640×432 rollout replayed as fast as possible, in one run:
   - pipeline frames/s with memory perception off, with the CPU embedding + PySceneDetect, and

@@ -1,4 +1,4 @@
-"""Per-frame cost of the online (provisional) update at minute 1 and minute 30 (issue 8).
+"""Per-frame cost of the online (provisional) update at minute 1 and minute 30.
 
 A 30-minute episode at 16 FPS is fed frame by frame into the pipeline's own state (an
 ``EpisodeTrack``: signals, keys, motion-type samples) with the provisional update every 0.5 s

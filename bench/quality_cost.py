@@ -1,4 +1,4 @@
-"""Cost of the quality perception (issue 14): CPU imaging statistics and the 1-fps frames.
+"""Cost of the quality perception: CPU imaging statistics and the 1-fps frames.
 
 Prints, for one 60 s 640×432 rollout of the procedural world (lossy x264, like a delivery):
   - milliseconds per frame of the imaging statistics: a full row (sharpness, noise,

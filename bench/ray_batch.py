@@ -1,4 +1,4 @@
-"""Batch replay on Ray against the local run (issue 15).
+"""Batch replay on Ray against the local run (docs/architecture.md#batch-on-ray).
 
 Prints, for N procedural-world rollouts scored with the default CPU configuration, in one
 run (this machine is shared and noisy: read the ratios measured side by side):

@@ -1,4 +1,4 @@
-"""Throughput of the replay pipeline against the bare flow backend (issue 2).
+"""Throughput of the replay pipeline against the bare flow backend (docs/benchmarks.md#pipeline).
 
 Prints, for one 120 s 640×432 rollout and in one run (this machine is noisy; ratios measured
 side by side are what to read):
@@ -122,7 +122,7 @@ def main() -> None:
     threads = PipelineConfig().opencv_threads
     load_before = os.getloadavg()[0]
     flow_fps, n = bare_flow_fps(r120, args.flow, threads)
-    # Issue 2's pipeline: control metrics only (memory perception has its own bench).
+    # The control pipeline: control metrics only (memory perception has its own bench).
     # (no quality perception either: bench/quality_cost.py measures it)
     control = PipelineConfig(
         flow=args.flow, embedding=None, cuts=None, imaging=False, quality_frames=False

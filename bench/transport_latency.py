@@ -1,4 +1,4 @@
-"""Latency and decode cost of the network transports (issue 11).
+"""Latency and decode cost of the network transports (docs/serve-formats.md).
 
 Prints, on loopback with a model that costs nothing (a fixed 640×432 frame):
   - key-to-frame latency: from the evaluator's ``step`` (the key for frame i) to frame i

@@ -176,7 +176,7 @@ STILL_COLUMNS = [c for c in COLUMNS if c.startswith(("direction_accuracy", "dire
 
 def still_families(worlds: dict[str, Callable[..., tuple[list[Frame], float]]], spk: float) -> None:
     """Still worlds on every scene family the table above does not show: the highest direction
-    accuracy or purity (the issue's bar: <= 5), lossless and x264 CRF 18 / 28."""
+    accuracy or purity (our bar for a still: <= 5), lossless and x264 CRF 18 / 28."""
     print("\n== stills on every scene family: max of accuracy and purity (trans, rot) ==")
     schedule = Schedule.per_key(KEYS, spk, 16.0)
     keys = list(schedule.frame_keys())

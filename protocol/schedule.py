@@ -1,7 +1,8 @@
 """Key schedules driven by a video clock.
 
 The clock is the frame count divided by the fps, never wall time: a model that renders slowly
-still gets 20 s of *video* per key (issue 2). Segment boundaries are whole frames.
+still gets 20 s of *video* per key (docs/methods.md#frame-rate). Segment boundaries are whole
+frames.
 """
 
 from __future__ import annotations

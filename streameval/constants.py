@@ -66,7 +66,7 @@ LATENCY_RESPONSE_GATE = 0.1
 LATENCY_MIN_SS_SAMPLES = 2  # steady state is 0 if the stable zone has <= this many samples
 
 # --- memory metrics (docs/methods.md#memory-metrics) ---
-# (appended for memory_local / memory_revisit / memory_global)
+# (read by metrics/memory/local_memory.py, revisit_memory.py and global_memory.py)
 # Local Memory; δ is per episode (docs/methods.md#per-episode-motion-step)
 LOCAL_DELTA_S = 0.5  # WorldMark's DELTA_FRAC: δ = mean(mag) × (0.5 s × fps), per episode
 LOCAL_MIN_SAMPLES = 5  # WorldMark's NMIN: fewer motion-indexed samples -> frozen (not_applicable)

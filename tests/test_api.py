@@ -1,5 +1,5 @@
-"""Issue 13: a Python API usable from a notebook — ``evaluate`` inside a running event loop
-(as Jupyter has), ``aevaluate`` awaited, both returning the scores."""
+"""A Python API usable from a notebook — ``evaluate`` inside a running event loop (as Jupyter has),
+``aevaluate`` awaited, both returning the scores."""
 
 from __future__ import annotations
 

@@ -2,10 +2,10 @@
 
 All numbers, statuses, exclusions and ranks come from ``streameval.leaderboard``; this module only
 draws them, as a rich table in the terminal or as Markdown (``--markdown``); ``--json``,
-``--csv`` and ``--html FILE`` are in ``table_formats`` and ``report.master``. A terminal too
+``--csv`` and ``--html FILE`` are in ``leaderboard.formats`` and ``report.master``. A terminal too
 narrow for every column gets the columns in several stacked tables, never fewer columns.
 
-Colour: in the terminal the seed's colours (best bold green, second yellow, worst red). Markdown
+Colour: in the terminal WorldMark's colours (best bold green, second yellow, worst red). Markdown
 has no colour, so each ranked value carries an emoji in front — 🟢 best, 🟡 second, 🔴 worst —
 and a legend line says so; emoji survive GitHub, GitLab and chat renderers, where
 bold/italic would be easy to miss. Partial cells show ``value (k/N) [lower, upper]``; cells

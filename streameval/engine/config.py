@@ -21,7 +21,8 @@ class PipelineConfig:
     provisional_every_s: float = 0.5  # wall seconds between provisional score updates
     analysis_width: int = ANALYSIS_WIDTH
     analysis_height: int = ANALYSIS_HEIGHT
-    # memory perception (issue 3); None switches a job off (its metrics are then `missing`)
+    # memory perception (docs/methods.md#memory-metrics); None switches a job off (its
+    # metrics are then `missing`)
     embedding: str | None = "cpu-colorhist-rbf"  # or "dinov2-base" (weights: local/HF cache)
     cuts: str | None = "auto"  # TransNetV2 when installed, else PySceneDetect adaptive
     # depth network for the motion-type fit when frames come without depth
@@ -33,7 +34,8 @@ class PipelineConfig:
     # threads against 224–273 on 1 (bench/throughput.py). None keeps OpenCV's default.
     opencv_threads: int | None = 1
     # Q-Align at episode end ("qalign" or "qalign:DIR", weights local/HF cache); None = the
-    # quality columns are not_applicable (issue 14). Its 1-fps frames are cached either way.
+    # quality columns are not_applicable (docs/methods.md#perceptual_quality). Its 1-fps frames
+    # are cached either way.
     quality: str | None = None
     imaging: bool = True  # CPU imaging statistics (sharpness, noise, exposure, flicker, ...)
     # Q-Align's 1-fps frames, kept (≈ 400 kB per second of video in memory, 210 KiB as PNG in

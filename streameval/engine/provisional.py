@@ -2,7 +2,7 @@
 
 The pipeline used to rebuild the whole track into a cache and rescore it at every provisional
 update, a cost that grew with the episode. Here the control columns come from
-``IncrementalControl`` (amortised O(1) work per frame; see ``metrics/control_online.py`` for
+``IncrementalControl`` (amortised O(1) work per frame; see ``metrics/control/online.py`` for
 which values are exact on the prefix and which are provisional), motion-type fits of closed
 segments are computed once, and fit samples are indexed as they arrive. Other metrics
 registered as ``live`` (``metrics/registry.py``) still run their kernel on a cache of the
@@ -59,7 +59,7 @@ class LiveScores:
         self.control.invalidate(frame)
 
     def _motion_type(self, span: SegmentSpan) -> MotionType | None:
-        # as episode_scores.motion_fits, for one segment
+        # as engine.scoring.motion_fits, for one segment
         wanted = fit_frames(span.start, span.end, self.fps, len(self.track.frame_keys))
         samples = [self._samples[f] for f in wanted if f in self._samples]
         fit = fit_motion_type(samples, self._focal, span.stable)

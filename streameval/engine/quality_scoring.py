@@ -54,7 +54,7 @@ def _sharpness_drift(statistics: np.ndarray | None) -> MetricResult:
 
 def quality_metrics(quality: QualityCache | None, fps: float) -> dict[str, MetricResult]:
     """Every quality result of the episode (names: ``QUALITY_METRICS``, ``DRIFT_METRICS``,
-    ``metrics.imaging.STATISTIC_METRICS``)."""
+    ``metrics.quality.imaging.STATISTIC_METRICS``)."""
     statistics = quality.statistics if quality is not None else None
     out = imaging_metrics(statistics, fps)
     ratings = quality.ratings if quality is not None else None

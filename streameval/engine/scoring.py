@@ -45,7 +45,8 @@ from streameval.results.cache.episode import EpisodeCache
 from streameval.results.scores_file import scores_document
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
-# The control columns' kernel, as registered (``live_scores`` updates it incrementally).
+# The control columns' kernel, as registered (``provisional.LiveScores`` updates it
+# incrementally).
 CONTROL_KERNEL = "streameval.engine.scoring:control_scores"
 
 
@@ -186,7 +187,8 @@ def memory_scores(inp: ScoringInput) -> dict[str, MetricResult]:
 
 
 def quality_scores(inp: ScoringInput) -> dict[str, MetricResult]:
-    """Q-Align columns, seed-004 drift and the CPU imaging statistics (``quality_scores``)."""
+    """Q-Align columns, WorldAtlas rollout drift and the CPU imaging statistics
+    (docs/methods.md#quality-metrics)."""
     return quality_metrics(inp.cache.quality, inp.cache.fps)
 
 

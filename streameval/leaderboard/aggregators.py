@@ -29,7 +29,7 @@ column's own formula evaluated with every missing episode at its worst / best po
   the column value;
 - ``local_memory``: missing episodes with a cut and mutation rate 1 / without a cut and rate 0
   (the mean mutation rate skips ``None`` — a cut that left no countable pair — as
-  ``memory_local.local_memory_model`` does);
+  ``local_memory`` below does);
 - ``revisit_memory``: an episode mean, so WorldAtlas's bounds formula above;
 - ``global_memory``: lower bound 0 (``e`` has no upper limit), upper with ``e = 0``;
 - ``memory_scene_f1`` (WorldAtlas's leaderboard task score, memory_loop): the mean of the
@@ -103,8 +103,8 @@ def _scored_segment_values(result: MetricResult, low: float = -1.0) -> list[floa
     """The values of the scored segments in ``details["segments"]``; None when unusable.
 
     Unusable = no segment list, an entry that is not an object, a scored entry without a finite
-    value or outside ``[low, 1]`` (a file edited by hand, issue 10: a latency segment of −1
-    made the column −100), or no scored entry at all (an official episode always has one).
+    value or outside ``[low, 1]`` (a file edited by hand: a latency segment of −1 once made the
+    column −100), or no scored entry at all (an official episode always has one).
     """
     segments = result.details.get("segments")
     if not isinstance(segments, list):
@@ -158,8 +158,8 @@ def local_memory(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
     """``100·(1 − share of episodes with a cut)·(1 − mean mutation rate)``
     (docs/methods.md#memory-metrics).
 
-    As ``memory_local.local_memory_model``: the mean mutation rate skips ``None`` (an episode
-    whose hard cut left no countable pair) and is 0 when no episode has a rate.
+    The mean mutation rate skips ``None`` (an episode whose hard cut left no countable pair, as
+    ``metrics.memory.local_memory`` writes it) and is 0 when no episode has a rate.
     """
     cuts: list[float] = []
     rates: list[float] = []

@@ -1,7 +1,7 @@
 """Master-table columns, read from the metric registry at call time.
 
 A column is a registered metric with ``column=True`` (``metrics/registry.py``), in registration
-order; a metric registered later (a test's toy metric, another issue's family) appears in
+order; a metric registered later (a test's toy metric, another family) appears in
 ``table``, the dashboard and the report without touching this package. A metric registered for
 some suites only (``MetricSpec.suites``: the WorldAtlas columns, memory_loop) is a column of a
 table whose results hold an episode of one of them, and its cells count those episodes alone.
@@ -45,8 +45,8 @@ class Column:
 
 
 def table_columns(suites: Iterable[str] = (), *, every_suite: bool = False) -> tuple[Column, ...]:
-    """The registered column metrics, in registration order: those of every suite (seed
-    000's master table) plus those defined for one of ``suites``; ``every_suite``: all."""
+    """The registered column metrics, in registration order: those of every suite
+    (WorldMark's master table) plus those defined for one of ``suites``; ``every_suite``: all."""
     present = set(suites)
     return tuple(
         Column.from_spec(s)

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from streameval.leaderboard.cells import Cell
 
 Rank = Literal["best", "second", "worst"]
-# The seed's colours for each rank, for the views that draw them.
+# WorldMark's colours for each rank, for the views that draw them.
 RANK_COLOURS: dict[Rank, str] = {"best": "green", "second": "yellow", "worst": "red"}
 
 

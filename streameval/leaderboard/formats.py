@@ -58,7 +58,8 @@ def table_csv(table: MasterTable, diag: Diagnostics | None = None) -> str:
 
 
 def empty_table_message(table: MasterTable, rule: ExclusionRule) -> str | None:
-    """When the rule left no model: say so, and how to see everything (issue 13, finding 1)."""
+    """When the rule left no model: say so, and how to see everything (an empty table would
+    not say why it is empty)."""
     if table.rows or not table.excluded:
         return None
     n = len(table.excluded)
@@ -76,7 +77,7 @@ def empty_table_message(table: MasterTable, rule: ExclusionRule) -> str | None:
 
 def backend_notes(table: MasterTable) -> list[str]:
     """A note per provenance backend that differs between the table's included models: their
-    numbers are not strictly comparable (issue 13, finding 8)."""
+    numbers are not strictly comparable (docs/methods.md#provenance)."""
     used: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for row in table.rows:
         for record in row.episodes:

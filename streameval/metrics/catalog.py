@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from streameval.metrics.registry import MetricSpec, register_metric
 
-_CONTROL_KERNEL = "streameval.engine.scoring:control_scores"  # = episode_scores.CONTROL_KERNEL
+_CONTROL_KERNEL = "streameval.engine.scoring:control_scores"  # = engine.scoring.CONTROL_KERNEL
 _MEMORY_KERNEL = "streameval.engine.scoring:memory_scores"
 _QUALITY_KERNEL = "streameval.engine.scoring:quality_scores"
 _WORLDATLAS_KERNEL = "streameval.metrics.worldatlas.scores:worldatlas_scores"
@@ -157,7 +157,7 @@ for _name, _label in (
             label=_label,
             family="quality",
             kernel=_QUALITY_KERNEL,
-            column=False,  # a CPU statistic in its own unit (metrics/imaging.py), no column
+            column=False,  # a CPU statistic in its own unit (metrics/quality/imaging.py), no column
             description="CPU imaging statistic, never under the Q-Align names "
             "(docs/methods.md#imaging-statistics)",
             status_rules="missing: no frame measured",
@@ -265,9 +265,10 @@ for _name, _label, _short, _what, _rules in (
         )
     )
 
-# Wall-time interactivity (metrics/interactivity.py, issue 11): measured by the pipeline from
-# arrival times and key sends and written in scores.json's own ``interactivity`` block (not under
-# ``metrics``: they describe the session, not the world, and no benchmark normalises them).
+# Wall-time interactivity (metrics/interactivity.py, docs/methods.md#interactivity): measured by
+# the pipeline from arrival times and key sends and written in scores.json's own
+# ``interactivity`` block (not under ``metrics``: they describe the session, not the world, and
+# no benchmark normalises them).
 # Registered here so the dashboard and report take labels, units and direction from one place.
 for _name, _label, _short, _unit, _higher, _what in (
     ("delivered_fps", "Delivered fps", "fps", "fps", True, "frames over the wall span of arrivals"),

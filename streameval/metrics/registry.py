@@ -3,14 +3,14 @@
 In the spirit of lm-evaluation-harness's ``register_metric`` (one entry carries what the table,
 the logger and the aggregation need) and torchmetrics' functional/stateful split (the kernel is
 a pure function; the registry only says how to call it and how to aggregate its results). The
-scores writer (``episode_scores.score_episode``), ``rescore``, ``streameval table``, the
+scores writer (``engine.scoring.score_episode``), ``rescore``, ``streameval table``, the
 dashboard's live panel and leaderboard all read these specs, so adding a metric is **its kernel
 module + one registration** — no column list, label map or aggregator table to edit elsewhere.
 
 A complete example — a quality metric that is a master-table column, and a WorldAtlas
 metric defined only for the memory_loop suite (``catalog.py`` registers the real ones)::
 
-    # streameval/metrics/quality_sharpness.py — the kernel: pure numpy, no I/O
+    # streameval/metrics/quality/sharpness.py (new) — the kernel: pure numpy, no I/O
     def sharpness(laplacian_var: FloatArray) -> MetricResult: ...
 
     # the episode adapter (in the same module): the cache -> {metric name: MetricResult}
@@ -24,7 +24,7 @@ metric defined only for the memory_loop suite (``catalog.py`` registers the real
             label="Sharpness",                       # table / dashboard header
             short="Sharp",                           # narrow header
             family="quality",                        # control | memory | quality | worldatlas | …
-            kernel="streameval.metrics.quality_sharpness:sharpness_scores",
+            kernel="streameval.metrics.quality.sharpness:sharpness_scores",
             aggregation="streameval.leaderboard.aggregators:episode_mean",
             higher_is_better=True,
             description="Laplacian variance of the frame, normalised to [0, 100]",

@@ -3,7 +3,7 @@ than one scene"; a detector that fails makes the result ``missing``, never "no c
 
 Two detectors behind one interface:
 
-- ``TransNetV2Detector`` (``transnetv2``, the seed's detector) — TransNetV2 in its own
+- ``TransNetV2Detector`` (``transnetv2``, WorldMark's detector) — TransNetV2 in its own
   worker process; it lives in ``transnet.py`` (windowing, worker, pipe protocol).
 - :class:`SceneDetectCuts` (``scenedetect-adaptive`` / ``scenedetect-content``, the light
   option) — PySceneDetect's AdaptiveDetector / ContentDetector, streamed frame by frame in the

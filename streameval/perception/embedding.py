@@ -2,18 +2,18 @@
 vector per frame,
 compared by ``1 − cos``.
 
-The seed's backbone is DINOv2-base "patch-mean": L2-normalise every patch token, average them,
+WorldMark's backbone is DINOv2-base "patch-mean": L2-normalise every patch token, average them,
 re-normalise (:class:`Dinov2PatchMean`). It needs weights that an offline machine does not have,
 so the CPU default is a descriptor of our own, :class:`ColorHistRbf` (``cpu-colorhist-rbf``),
 that needs none and runs in about a millisecond per 640×432 frame. Its distances are on another
 scale than DINOv2's, so every backend declares a :class:`DescriptorCalibration`: its own
-mutation threshold (DINOv2 keeps the seed's TAU_MUT = 0.10) and the distance scale that puts
-its ``1 − cos`` on the seed's scale (``scale × d > TAU_MUT`` ⇔ ``d > tau_mut``). The CPU
+mutation threshold (DINOv2 keeps WorldMark's TAU_MUT = 0.10) and the distance scale that puts
+its ``1 − cos`` on WorldMark's scale (``scale × d > TAU_MUT`` ⇔ ``d > tau_mut``). The CPU
 descriptor's threshold was chosen from measured distributions (``bench/descriptor_calibration.py``,
 ``tests/perception/test_descriptor_calibration.py``): clean camera motion on procedural-world
 clips and on four unlike scene families stays under it, hard cuts and scene swaps land above it.
 Its numbers are *not* DINOv2 numbers; provenance records the backend (``name``) and the
-calibration used (issue 9).
+calibration used (docs/methods.md#cpu-defaults-and-backends).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class DescriptorCalibration:
 
     ``tau_mut``: the mutation threshold on this backend's own distances; ``distance_scale``:
     ``TAU_MUT / tau_mut``, the factor Local Memory applies to the distances as they enter its
-    kernel, so the kernel and its threshold stay the seed's (parity holds: DINOv2's scale is
+    kernel, so the kernel and its threshold stay WorldMark's (parity holds: DINOv2's scale is
     exactly 1). Recorded in the cache and in scores.json provenance, so ``rescore`` applies the
     calibration the embeddings were made with, not whatever the code says later.
 
@@ -100,7 +100,7 @@ class DescriptorCalibration:
 
 
 SEED_CALIBRATION = DescriptorCalibration(TAU_MUT, 1.0)
-"""DINOv2 patch-mean, the seed's descriptor: TAU_MUT on unscaled distances."""
+"""DINOv2 patch-mean, WorldMark's descriptor: TAU_MUT on unscaled distances."""
 
 
 class EmbeddingBackend(Protocol):
@@ -121,7 +121,7 @@ class EmbeddingBackend(Protocol):
 # fixed pixel count keeps the cost and the histogram's noise independent of the input size.
 # 160×108 is an exact 4× of the analysis frame, shrunk by 4×4 box averages: point sampling
 # aliased fine detail (2–8 px stripes, grain), and a slow clean pan over it moved the histogram
-# by up to 0.55 (issue 9; 0.19 with box averages).
+# by up to 0.55 (0.19 with box averages; tests/perception/test_descriptor_calibration.py).
 _THUMB_W, _THUMB_H = 160, 108
 _L_BINS, _AB_BINS = 8, 16  # over cv2's 8-bit Lab (L, a, b each 0..255)
 _EDGE_BINS = 4  # floor(log1p(0.3 |∇L|)) clipped: flat, soft, textured, edge

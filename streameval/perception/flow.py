@@ -1,10 +1,11 @@
 """Dense optical flow backends.
 
 The CPU default is OpenCV DIS (FAST preset): ~4–5 ms per 640×432 pair here and accurate to ~1 %
-on combined shift + zoom (ENVIRONMENT.md), where ULTRAFAST is biased. Network backends, loaded
-only when chosen (torch stays out of ``import streameval``): ``raft[:FILE]`` / ``raft-small``
-(our RAFT with torchvision's weights, ``raft_flow.py``) and ``sea-raft:CHECKOUT`` (the
-reference's network from a local SEA-RAFT checkout, ``sea_raft_flow.py``).
+on textured frames under a known combined shift + zoom, where ULTRAFAST is biased (measured
+when the default was chosen). Network backends, loaded only when chosen (torch stays out of
+``import streameval``): ``raft[:FILE]`` / ``raft-small`` (our RAFT with torchvision's weights,
+``raft_flow.py``) and ``sea-raft:CHECKOUT`` (the reference's network from a local SEA-RAFT
+checkout, ``sea_raft_flow.py``).
 
 Every backend returns the flow in pixels of the analysis frame it is given (the unit Sx/Srad
 are in). A backend whose network wants colour says ``input = "rgb"`` and gets the colour

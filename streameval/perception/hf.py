@@ -5,10 +5,10 @@ download would make a run's result depend on the network. ``from_pretrained`` is
 with ``local_files_only=True``; before that, :func:`resolve_pretrained` checks the files itself
 so that the error names the exact file (``config.json``, ``model.safetensors``) and the command
 that fetches it, instead of transformers' generic "couldn't connect" message (which, without
-``HF_HUB_OFFLINE=1``, only comes after ~20–90 s of retries; ENVIRONMENT.md).
+``HF_HUB_OFFLINE=1``, only comes after ~20–90 s of retries for each missing hub file).
 
 Image preprocessing is done with cv2/numpy (:func:`resize_rgb`, :func:`normalize_imagenet`) so
-that torchvision is not needed (it would pull a multi-GB CUDA torch; ENVIRONMENT.md).
+that torchvision is not needed (it pins a torch release of its own, a CUDA build of several GB).
 torch and transformers are untyped at this boundary: they are handled as ``Any``.
 """
 

@@ -1,4 +1,5 @@
-"""What perception keeps for the memory metrics while frames stream in (issue 3).
+"""What perception keeps for the memory metrics while frames stream in
+(docs/methods.md#memory-metrics).
 
 Per frame: one appearance embedding row and a push to the shot-cut detector. At the planned
 Global Memory view frames (≤ 64, 1 s apart): the pose + depth + intrinsics the frame came

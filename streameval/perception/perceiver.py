@@ -146,7 +146,7 @@ class Perceiver:
     memory: MemoryPerception | None = None
     depth_backend: DepthBackend | None = None
     fps: float = 16.0  # the episode's frame rate: which frames are Q-Align's 1-fps frames
-    imaging: bool = True  # CPU imaging statistics (metrics.imaging)
+    imaging: bool = True  # CPU imaging statistics (metrics.quality.imaging)
     keep_quality_frames: bool = True  # the 1-fps frames, so quality needs no video later
     fit_every_frame: bool = False
     _estimated: set[int] = field(default_factory=set)  # fit frames with network depth

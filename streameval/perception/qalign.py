@@ -1,6 +1,6 @@
 """The Q-Align (OneAlign) quality backend: rating-word logits of a video at 1 fps.
 
-Seed 000 scores Perceptual and Aesthetic Quality with Q-Align / OneAlign (``q-future/one-align``),
+WorldMark scores Perceptual and Aesthetic Quality with Q-Align / OneAlign (``q-future/one-align``),
 an mPLUG-Owl2 model shipped with remote code. It is asked, in video mode, "How would you rate
 the {quality|aesthetics} of this video?" and the answer "The {task} of the video is" is read off
 at its last position: the logits of the five rating words (``metrics.quality`` turns them into
@@ -180,7 +180,7 @@ def rate_episode(
     """Q-Align's answers for one episode's 1-fps frames: the whole video per task (WorldMark
     columns), and each drift segment per task (WorldAtlas, docs/methods.md#rollout_imaging_drift),
     segments from
-    ``metrics.quality.drift_segments``."""
+    ``metrics.quality.kernels.drift_segments``."""
     logits = {task: backend.rating_logits(frames, task) for task in QUALITY_TASKS.values()}
     segments = drift_segments(len(frames)) or []
     segment_logits = {

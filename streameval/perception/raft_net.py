@@ -2,8 +2,8 @@
 ``raft_small``.
 
 Why our own: the reference's flow is a network (SEA-RAFT), and torchvision's RAFT is the
-pip-installable one, but torchvision cannot be installed beside our torch (it pulls torch
-2.14.1, a multi-GB CUDA build; ENVIRONMENT.md). So this module follows the *layout* of
+pip-installable one, but torchvision cannot be installed beside our torch (it pins a torch
+release of its own, a CUDA build of several GB). So this module follows the *layout* of
 torchvision's ``torchvision/models/optical_flow/raft.py`` (BSD-3-Clause, © Soumith Chintala
 and the torchvision contributors) — the same module tree, parameter names and shapes — so that
 torchvision's published checkpoints (``raft_large_C_T_SKHT_V2-ff5fadd5.pth``, ...) load into

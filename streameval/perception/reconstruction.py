@@ -7,7 +7,7 @@ Two ways to get views:
 - ``views_from_frames`` (``streameval.metrics.fits.geometry``) — pose + depth sent by the model with
   each frame, or read from a sidecar. No network, so the numbers only depend on what the
   model said about itself.
-- A :class:`ReconstructionBackend` that reconstructs from the images alone. The seed uses
+- A :class:`ReconstructionBackend` that reconstructs from the images alone. WorldMark uses
   VGGT(-Omega); transformers has no VGGT class and the ``vggt`` package is not on the package
   index (``pip download vggt`` finds no distribution), so the ``vggt`` entry raises
   BackendUnavailableError naming the missing package rather than substituting something

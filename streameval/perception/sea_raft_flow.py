@@ -21,8 +21,8 @@ Three departures, each for a stated reason:
 - **No ImageNet initialisation.** ``RAFT(args)`` initialises its encoders from torchvision's
   ImageNet ResNet-34 (importing torchvision and downloading its weights) before the checkpoint
   overwrites every one of those values. That step is skipped while constructing (torchvision
-  cannot be installed here; ENVIRONMENT.md); ``strict=True`` then proves no parameter kept an
-  initial value.
+  is not a dependency: it pins a torch release of its own, a CUDA build of several GB);
+  ``strict=True`` then proves no parameter kept an initial value.
 
 The checkout's modules have generic names (``raft``, ``utils``, ``config``, ...): they are
 imported with the checkout first on ``sys.path`` and any module of the same name set aside,

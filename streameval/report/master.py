@@ -1,7 +1,7 @@
 """The master table as HTML: for ``table --html FILE`` and the top of ``index.html``.
 
 The numbers, ranks and exclusions are the ``MasterTable``'s (``streameval.leaderboard``); this
-module only draws them, as ``table_cli`` does for the terminal.
+module only draws them, as ``cli/table.py`` does for the terminal.
 """
 
 from __future__ import annotations

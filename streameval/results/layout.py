@@ -2,7 +2,7 @@
 
 Layout: ``OUT/<model>/<episode>/`` (scores.json, cache/, report.html, recording/) with one
 ``OUT/results.jsonl``. The model is part of the path so that two models evaluated into the
-same ``--out`` never overwrite each other (issue 13, finding 2).
+same ``--out`` never overwrite each other (docs/cli.md#results-directory).
 
 An existing episode is never replaced silently: by default it is kept and reported; with
 ``overwrite`` its folder is cleared first (so no stale recording or report of the former run

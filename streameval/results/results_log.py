@@ -1,8 +1,8 @@
 """``OUT/results.jsonl``: one line per episode, the latest run of it (JSONL).
 
 A re-run of an episode replaces its line instead of appending a second one, so the file can
-be read as "the state of every episode in this folder" (issue 13, finding 2: duplicate lines
-and statuses lost to ``null``). Each line carries the episode's status and reason and every
+be read as "the state of every episode in this folder" (appending gave duplicate lines, and
+statuses were lost to ``null``). Each line carries the episode's status and reason and every
 metric's status beside its value. The file is rewritten through a temporary file and a
 rename, so a crash never leaves half a line.
 """

@@ -9,9 +9,9 @@ It imports neither OpenCV, PyAV nor the pipeline (``tests/results/test_scores_fi
 
 Reading is strict about structure and ranges: every problem is a ``BadInputError`` naming the
 file (one line for the user, the other files still read). The bounds and the published JSON
-Schema come from the input layer (``streameval.inputs``, issue 10); an official entry whose
-``normalized`` is null is read as ``missing`` (WorldAtlas, docs/methods.md#statuses) rather than
-rejecting the file.
+Schema come from the input layer (``streameval.inputs``, docs/cli.md#bad-input); an official
+entry whose ``normalized`` is null is read as ``missing`` (WorldAtlas, docs/methods.md#statuses)
+rather than rejecting the file.
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def load_episode(path: Path) -> EpisodeRecord:
     Every problem is a ``BadInputError`` naming the file, so the caller can report it in one
     line and go on with the other files.
     """
-    doc = read_json_file(path)  # bounded: size, nesting, digits, finite numbers (issue 10)
+    doc = read_json_file(path)  # bounded: size, nesting, digits, finite numbers
     if not isinstance(doc, dict):
         raise BadInputError(path, f"expected a JSON object, got {type(doc).__name__}")
     if doc.get("format") not in READABLE_FORMATS:

@@ -1,11 +1,11 @@
 """Jobs of the memory_loop suite (docs/methods.md#suites): the six WorldAtlas trajectories, driven
 live.
 
-Kept apart from ``cli.py`` because a loop is not a worldmark action: its episode is a
-trajectory name, its schedule splits the frames equally among the trajectory's tokens, its
-default rate is 24 FPS (not the model's), and the procedural world must be configured so that
-one pan token turns exactly 30 degrees and one push token moves exactly one step. Results go
-to ``OUT/<model>/<trajectory>/`` like every other episode.
+Kept apart from the worldmark jobs (``builders.py``) because a loop is not a worldmark action:
+its episode is a trajectory name, its schedule splits the frames equally among the
+trajectory's tokens, its default rate is 24 FPS (not the model's), and the procedural world
+must be configured so that one pan token turns exactly 30 degrees and one push token moves
+exactly one step. Results go to ``OUT/<model>/<trajectory>/`` like every other episode.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ retries (``max_retries``); the retry clears what the dead attempt left in the ep
 GPU backends are placed by asking Ray for ``gpus_per_episode`` GPUs per task, which also sets
 the task's ``CUDA_VISIBLE_DEVICES``.
 
-Only this module imports Ray, and only ``cli.py`` imports it, when ``--ray`` is given.
+Only this module imports Ray, and only ``cli/ray.py`` imports it, when ``--ray`` is given.
 """
 
 from __future__ import annotations

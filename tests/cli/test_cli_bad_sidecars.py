@@ -1,7 +1,8 @@
-"""Replaying a memory_loop rollout whose sidecars are unusable (issue 12): the episode is still
-replayed and scored, the WorldAtlas metrics that need the bad file are ``missing`` with a reason
-naming the file and the defect, one ``error: <path>: <what>`` line is printed, the exit status
-is 2, and ``rescore`` gives the same statuses (the reasons live in the episode cache)."""
+"""Replaying a memory_loop rollout whose sidecars are unusable (docs/cli.md#memory_loop-suite): the
+episode is still replayed and scored, the WorldAtlas metrics that need the bad file are ``missing``
+with a reason naming the file and the defect, one ``error: <path>: <what>`` line is printed, the
+exit status is 2, and ``rescore`` gives the same statuses (the reasons live in the episode
+cache)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, findings 6 and 7: every argument has help text; Ctrl-C is a user stop (130), not
+"""Every argument has help text; Ctrl-C is a user stop (130, docs/cli.md#exit-status), not
 bad input, finalizes the episode in progress and says where the results are."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13: progress on long --no-tui work with rich's bars (episode i/N, frames, ETA)."""
+"""Progress on long --no-tui work with rich's bars (episode i/N, frames, ETA)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A delivery without an action log (``<MODEL>/<image>_<action>.mp4``) is scored on the
-reference's equal split of the signal time (docs/methods.md#control-segments, issue 9): segment
+reference's equal split of the signal time (docs/methods.md#control-segments): segment
 windows, switch times, latency windows, the motion-type fit frames and Revisit's reversals, as the
 published benchmark computes them on the same video. The kernels have golden parity (tests/parity);
 this checks that replaying a delivery actually takes that path, end to end, and that rescore keeps

@@ -42,7 +42,7 @@ def test_strafe_and_yaw_are_typed_without_depth() -> None:
     fits = _fits("clean", "ADLR")
     # measured 1.000 with the turn's noise floor, 0.990-0.997 without (DEPTH_FREE_OMEGA_SE)
     assert min(fits["A"] + fits["D"]) > 0.998, fits
-    # p_yaw >= 0.97 (the bar): measured p_trans 0.021-0.029 with derotation, 0.04-0.05
+    # p_yaw >= 0.97 (our bar): measured p_trans 0.021-0.029 with derotation, 0.04-0.05
     # without (DIS reads the turn's x²/f part short at the frame's lower corners)
     assert max(fits["L"] + fits["R"]) < 0.03, fits
 

@@ -1,4 +1,5 @@
-"""Streaming final == rescore == replay of the recording, bit for bit (issue 2)."""
+"""Streaming final == rescore == replay of the recording, bit for bit
+(docs/how-the-numbers-are-made.md)."""
 
 from __future__ import annotations
 

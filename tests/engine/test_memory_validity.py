@@ -1,4 +1,5 @@
-"""Memory metrics on the procedural world (issue 3): forgetting, hard cuts, freezing."""
+"""Memory metrics on the procedural world (docs/methods.md#memory-metrics): forgetting, hard
+cuts, freezing."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def test_clean_world_remembers() -> None:
     # Global: the reference's floor lookup leaves a floor on exact geometry
     # (docs/methods.md#global_memory): 97.68 here (e = 0.0012) with the depth the world
     # reports (full resolution, 12 m range, unknown where not single-valued); 88.45 on its
-    # exact 160×108 depth; 100 with the bilinear lookup. A clean world scores >= 90 (issue 21).
+    # exact 160×108 depth; 100 with the bilinear lookup. A clean world, the demo's perfect
+    # model, must score >= 90.
     assert _value(m["global_memory"]) > 90.0
 
 
@@ -77,7 +79,7 @@ def test_forgetting_shows_in_global_diagnostics_not_in_the_median() -> None:
     """The e of docs/methods.md#global_memory is the median of the pooled co-visibility errors. With
     the world's exact pose and depth every consistent point has error 0, and what the forgetting
     world regenerated is a minority of the pool, so e stays at the clean world's floor — a known
-    limit of the statistic, not of the world (see memory_global). The diagnostics in the details
+    limit of the statistic, not of the world (see global_memory.py). The diagnostics in the details
     do see it. On WSW (forward, back, forward again over the same street), not AD: the world
     reports depth within 12 m only (``depth_output``), and on the 20 s AD path no regenerated
     object within that range is seen again (forget and clean pools were identical, share 0.0 on

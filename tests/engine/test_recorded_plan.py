@@ -1,7 +1,8 @@
-"""A live recording replays bit-identically even where the live run dropped frames or its
-segments ran longer than the nominal schedule perception planned on (issue 11, wall clock):
-the recording keeps the plan and the drops (``perception_plan.py``) and its replay honours
-them. Without them the same replay scores differently — what the README used to admit."""
+"""A live recording replays bit-identically even where the live run dropped frames or its segments
+ran longer than the nominal schedule perception planned on (a wall clock,
+docs/serve-formats.md#alignment-and-recordings): the recording keeps the plan and the drops
+(``perception_plan.py``) and its replay honours them. Without them the same replay scores
+differently — what the README used to admit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A wall-clock episode samples the motion-type fit at its segments' real picks (issue 11).
+"""A wall-clock episode samples the motion-type fit at its segments' real picks
+(docs/serve-formats.md#fits-on-a-wall-clock).
 
 A server that plays slower than its nominal rate makes every key's segment shorter than
 ``seconds per key × nominal fps``; perception planned on that nominal schedule sampled the

@@ -1,4 +1,4 @@
-"""WorldMark Global Memory of the procedural world with its own pose and depth (issue 21).
+"""WorldMark Global Memory of the procedural world with its own pose and depth.
 
 The clean world is the demo's perfect model, so it must score as one on every WorldMark action:
 >= 90 with the reference's nearest-pixel floor lookup (docs/methods.md#global_memory), which

@@ -1,4 +1,5 @@
-"""Fuzz suite settings (issue 10): a fast subset in every test run, 10,000+ cases on demand.
+"""Fuzz suite settings (docs/cli.md#bad-input): a fast subset in every test run, 10,000+ cases
+on demand.
 
 ``FUZZ_CASES`` is the number of generated cases for the whole suite (default 400, split
 among the fuzz tests); ``make fuzz`` runs it with ``FUZZ_CASES=10000``. Every case is

@@ -1,4 +1,5 @@
-"""Property-based fuzzing of the command line and the in-process ``attach`` path (issue 10).
+"""Property-based fuzzing of the command line and the in-process ``attach`` path
+(docs/cli.md#bad-input).
 
 Every case runs ``streameval.cli.main.main`` in this process, or drives ``InProcessSource`` with a
 model that returns generated objects. Properties: exit status 0, 1 or 2 (argparse: 0 or 2);

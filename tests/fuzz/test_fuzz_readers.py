@@ -1,5 +1,5 @@
-"""Property-based fuzzing of the rollout readers (issue 10): for any input, a reader either
-returns a value that meets the input rules or raises one ``BadInputError`` line naming the
+"""Property-based fuzzing of the rollout readers (docs/cli.md#bad-input): for any input, a reader
+either returns a value that meets the input rules or raises one ``BadInputError`` line naming the
 input — never another exception, never unbounded time."""
 
 from __future__ import annotations

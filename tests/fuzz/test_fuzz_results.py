@@ -1,5 +1,5 @@
-"""Property-based fuzzing of what ``rescore`` and ``table`` read (issue 10): a real episode
-cache and scores.json, damaged at random. Whatever survives the checks must also survive the
+"""Property-based fuzzing of what ``rescore`` and ``table`` read (docs/cli.md#bad-input): a real
+episode cache and scores.json, damaged at random. Whatever survives the checks must also survive the
 kernels and the table without an exception, and never rank an out-of-range value."""
 
 from __future__ import annotations
@@ -117,7 +117,8 @@ def test_fuzz_episode_cache_then_kernels(scored_dir: Path, data: st.DataObject) 
             json.dumps(doc, allow_nan=False)
             for result in scores.metrics.values():
                 if result.status == "official":
-                    # the imaging diagnostics (issue 14) are official with a raw value only
+                    # the imaging statistics (docs/methods.md#imaging-statistics) are official
+                    # with a raw value only
                     if result.normalized is None:
                         assert result.raw is not None and math.isfinite(result.raw)
                     else:

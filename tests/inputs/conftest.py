@@ -1,1 +1,1 @@
-"""Shared builders for the input-layer tests (issue 10)."""
+"""Shared builders for the input-layer tests (docs/cli.md#bad-input)."""

@@ -1,4 +1,5 @@
-"""Misbehaving in-process models for ``attach python:tests.inputs.models:NAME`` (issue 10).
+"""Misbehaving in-process models for ``attach python:tests.inputs.models:NAME``
+(docs/cli.md#bad-input).
 
 Each factory is one defect a user's research code really shows: raising in the factory or
 ``reset()``, ``SystemExit`` from ``step()``, a ``step()`` that never returns, frames that change

@@ -1,8 +1,8 @@
 """``attach python:`` against misbehaving models: one line each, never a traceback or a hang.
 
-Issue 10 "attach" class: a factory, import or ``reset()`` that raises; ``step()`` raising
-``SystemExit(3)``; a ``step()`` that never returns; frames that change size (now the same
-rule as replay: the episode ends incomplete); wrong-shaped per-frame geometry; absurd fps.
+The bad input of ``attach`` (docs/cli.md#bad-input): a factory, import or ``reset()`` that raises;
+``step()`` raising ``SystemExit(3)``; a ``step()`` that never returns; frames that change size (now
+the same rule as replay: the episode ends incomplete); wrong-shaped per-frame geometry; absurd fps.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Issue 10 regressions on ``replay``: path escape, parser limits, numbers, wrong files, bad
-geometry and messages. Each bad rollout is one line naming its file; the good one beside it
-is still scored; nothing is written outside ``--out``."""
+"""Bad input to ``replay`` (docs/cli.md#bad-input): path escape, parser limits, numbers, wrong
+files, bad geometry and messages. Each bad rollout is one line naming its file; the good one beside
+it is still scored; nothing is written outside ``--out``."""
 
 from __future__ import annotations
 

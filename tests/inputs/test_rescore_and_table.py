@@ -1,6 +1,6 @@
-"""Issue 10 regressions on ``rescore`` and ``table``: damaged caches are one line each (the other
-episodes are still rescored), a folder without a cache is reported, corrupt cut indices and
-``"complete": "yes"`` are refused, and out-of-range scores are never ranked."""
+"""Bad input to ``rescore`` and ``table`` (docs/cli.md#bad-input): damaged caches are one line each
+(the other episodes are still rescored), a folder without a cache is reported, corrupt cut indices
+and ``"complete": "yes"`` are refused, and out-of-range scores are never ranked."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ def missing(reason: str) -> dict[str, Any]:
 
 
 def control(values: list[float], *, signed: bool = False, extra: int = 0) -> dict[str, Any]:
-    """A control metric as control.py writes it: scored segments, plus ``extra``
+    """A control metric as ``metrics/control/kernels.py`` writes it: scored segments, plus ``extra``
     not_applicable and dropped segments that must never be averaged in."""
     segments: list[dict[str, Any]] = [
         {"index": i, "key": "W", "family": "fwd", "status": "scored", "value": v, "reason": None}

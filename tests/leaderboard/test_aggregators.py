@@ -188,7 +188,7 @@ def test_bounds_contain_the_value(tmp_path: Path) -> None:
 
 
 def test_local_memory_skips_none_mutation_rate(tmp_path: Path) -> None:
-    # A hard cut that left no countable pair: official 0, mutation_rate None (memory_local.py).
+    # A hard cut that left no countable pair: official 0, mutation_rate None (local_memory.py).
     write_model(
         tmp_path,
         "m",

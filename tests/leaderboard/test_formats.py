@@ -1,5 +1,5 @@
-"""Issue 13: ``table`` says why it is empty and how to see everything (finding 1), never drops
-columns at 80 columns (finding 3), flags mixed backends and writes JSON, CSV and HTML (8)."""
+"""``table`` says why it is empty and how to see everything, never drops columns at 80
+columns, flags mixed backends and writes JSON, CSV and HTML (docs/cli.md#table)."""
 
 from __future__ import annotations
 

@@ -262,7 +262,7 @@ def test_official_without_value_is_missing(tmp_path: Path) -> None:
 
 def test_nan_in_scores_json_refuses_the_file(tmp_path: Path) -> None:
     # NaN is not JSON (our writer never emits it): the file is refused, one line naming it,
-    # never tabulated as if fine (issue 10)
+    # never tabulated as if fine (docs/cli.md#bad-input)
     nan_metric = official(50.0)
     nan_metric["normalized"] = float("nan")
     write_model(tmp_path, "m", [{"perceptual_quality": nan_metric}])

@@ -161,7 +161,8 @@ def test_still_floor_pooling_is_the_references() -> None:
 
 @pytest.mark.parametrize("fps", [16.0])
 def test_issue_repros(fps: float) -> None:
-    """The two repros of issue 9, with the reference's numbers."""
+    """Two hand-made cases with the reference's numbers: a 3-frame stall in a W segment (one
+    hiccup), and a W→R switch judged against Sx alone (mixed families)."""
     v = np.ones(64)
     v[30:33] = 0
     spans = equal_split_spans(["W"], 64, fps)

@@ -81,7 +81,8 @@ def test_backprojection(name: str) -> None:
 
 
 def test_negative_focal_is_kept_signed() -> None:
-    """Seed 003 keeps signed focal lengths; the reference floors them to 1e-8 (huge coordinates)."""
+    """WorldAtlas's documented rule keeps signed focal lengths; the reference code floors them
+    to 1e-8 (huge coordinates)."""
     for name in ("backproject__negative_fy", "backproject__negative_fx"):
         data = arrays("kernels", name)
         k = data["in.intrinsics"].astype(np.float64)

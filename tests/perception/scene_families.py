@@ -1,7 +1,7 @@
 """Scene families unlike the procedural world, panned at several speeds, generated in code.
 
 Why: the CPU descriptor was first calibrated on procedural-world clips only, and on a slow,
-clean turn in a plainly textured room it flagged steady motion as mutations (issue 9). Its
+clean turn in a plainly textured room it flagged steady motion as mutations. Its
 threshold is only trustworthy if clean motion stays under it on content it was not tuned on:
 plain noise textures, large flat colours, high-frequency detail and outdoor-like gradients.
 

@@ -1,8 +1,7 @@
-"""The CPU descriptor's two calibrated scales (issue 9, issue 21;
-docs/methods.md#cpu-defaults-and-backends): Local Memory reads a wider kernel (σ_L² = 1.0) on
-which clean turns, the fast 90 °/s one included, stay under its threshold and real mutations land
-above it; Revisit Memory keeps the embedding's own σ² = 0.2 (its forget contrast:
-tests/engine/test_memory_validity.py and the test below).
+"""The CPU descriptor's two calibrated scales (docs/methods.md#cpu-defaults-and-backends): Local
+Memory reads a wider kernel (σ_L² = 1.0) on which clean turns, the fast 90 °/s one included, stay
+under its threshold and real mutations land above it; Revisit Memory keeps the embedding's own
+σ² = 0.2 (its forget contrast: tests/engine/test_memory_validity.py and the test below).
 
 Measured on Local Memory's kernel (bench/descriptor_calibration.py; τ = 0.34, clean p50 / p95 /
 max in units of τ): noise ≤ 0.01 at every speed; slow (15 °/s) ≤ 0.11 max on every family; normal
@@ -104,7 +103,7 @@ def test_a_clean_turn_keeps_local_memory_near_100() -> None:
     after = [s for f in ("flat", "hifreq", "outdoor") for s in _turn_scores(f, "normal", **scale)]
     print(f"\nLocal Memory of clean turns: before {before}, after {after}")
     assert min(after) >= 95.0
-    assert min(before) < 80.0  # the issue's symptom, reproduced
+    assert min(before) < 80.0  # the uncalibrated symptom, reproduced
 
 
 @pytest.mark.long
@@ -112,7 +111,7 @@ def test_a_fast_clean_turn_keeps_local_memory_on_every_family() -> None:
     """90 °/s: on σ² = 0.2 with τ = 0.6 the flat-colour turn lost Local Memory (50–83); Local
     Memory's wider kernel keeps every family at 100."""
     cal = ColorHistRbf().calibration
-    old = {"distance_scale": TAU_MUT / 0.6}  # the single-scale calibration before issue 21
+    old = {"distance_scale": TAU_MUT / 0.6}  # the former single-scale calibration
     new = {"distance_scale": cal.distance_scale, "local_exponent": cal.local_exponent}
     lines = []
     for family in FAMILIES:

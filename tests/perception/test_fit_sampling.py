@@ -5,7 +5,9 @@ is sampled from its one-frame pair."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from streameval.perception import motion_samples
 from streameval.perception.motion_samples import (
     FIT_BORDER_PX,
     FIT_SHORT_PAIR_PX,
@@ -37,10 +39,35 @@ def test_points_whose_flow_leaves_the_view_carry_no_sample() -> None:
     assert np.allclose(moved.u[~leaving & ~edge], 40.0)
 
 
-def test_the_depth_path_is_untouched_by_the_border() -> None:
-    depth = np.full((108, 160), 5.0, np.float32)
-    sample = sample_fit(0, _uniform(40.0), depth)
-    assert np.isfinite(sample.u).all() and sample.invz is not None
+def test_the_depth_path_is_untouched_by_the_border(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With depth the samples are the reference's (docs/methods.md#motion-type-fit): flow
+    resized bilinearly to the depth map, every 6th element of the flattened maps, nothing
+    masked at the frame's edge — written out here for a flow linear in x and y, which the
+    bilinear resize reproduces exactly at the depth pixels' centres."""
+    ys, xs = np.mgrid[0:H, 0:W].astype(np.float32)
+    flow = np.stack([0.1 * xs + 30.0, 0.05 * ys + 2.0], axis=-1)  # 30-94 px: leaves the view
+    dh, dw = 108, 160
+    depth = (1.0 + np.arange(dh * dw, dtype=np.float32) % 7).reshape(dh, dw)
+    sample = sample_fit(0, flow, depth)
+
+    idx = np.arange(0, dh * dw, 6)  # FIT_PIXEL_STEP over the flattened map
+    col, row = idx % dw, idx // dw
+    src_x, src_y = (col + 0.5) * (W / dw) - 0.5, (row + 0.5) * (H / dh) - 0.5
+    assert sample.invz is not None
+    np.testing.assert_allclose(sample.invz, 1.0 / depth.reshape(-1)[idx], rtol=1e-6)
+    np.testing.assert_allclose(sample.u, 0.1 * src_x + 30.0, rtol=1e-5)
+    np.testing.assert_allclose(sample.v, 0.05 * src_y + 2.0, rtol=1e-5)
+    np.testing.assert_allclose(sample.x, src_x - (W - 1) / 2, atol=1e-4)
+    np.testing.assert_allclose(sample.y, src_y - (H - 1) / 2, atol=1e-4)
+
+    # the same flow without depth loses its right-hand points to the border ...
+    assert np.isnan(sample_fit(0, flow, None).u).any()
+    # ... and no border width changes the depth path
+    for border in (0, 10 * FIT_BORDER_PX):
+        monkeypatch.setattr(motion_samples, "FIT_BORDER_PX", border)
+        again = sample_fit(0, flow, depth)
+        for field in ("x", "y", "u", "v", "invz"):
+            assert np.array_equal(getattr(again, field), getattr(sample, field)), (border, field)
 
 
 def test_a_fast_pair_is_resampled_short() -> None:

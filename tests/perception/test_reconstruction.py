@@ -94,7 +94,7 @@ def test_global_memory_from_model_pose_and_depth() -> None:
         assert bent_score < 30.0, (defect, motion)
     # forget moves and resizes regenerated objects, but they are a minority of the co-visible
     # points: WorldMark's median barely moves (forgetting shows in Revisit Memory and in the
-    # share_over_tau_g diagnostic, see memory_global)
+    # share_over_tau_g diagnostic, see metrics/memory/global_memory.py)
     assert abs(scores["forget", "AD"][0] - scores["clean", "AD"][0]) < 5.0
 
 

@@ -46,16 +46,31 @@ def test_delivery_keeps_its_own_fps(tmp_path: Path) -> None:
     assert rollout.schedule.boundaries == (0, 480, 960)
 
 
-def test_duration_within_ten_percent_is_accepted(tmp_path: Path) -> None:
-    read_delivery(write_video(tmp_path / "M" / "001_001.mp4", count=16 * 19, fps=16))
+@pytest.mark.parametrize("frames", [16 * 18, 16 * 19, 16 * 22])  # 18 s and 22 s: the edges
+def test_duration_within_ten_percent_is_accepted(tmp_path: Path, frames: int) -> None:
+    """Action 1 (W) is one key of 20 s: 18–22 s are read as they are, every frame kept and
+    the one segment spanning them all, not cut or stretched to 20 s."""
+    rollout = read_delivery(write_video(tmp_path / "M" / "001_001.mp4", count=frames, fps=16))
+    assert (rollout.episode, rollout.fps, rollout.frame_count) == ("M/001_001", 16.0, frames)
+    assert rollout.schedule.keys == ("W",)
+    assert rollout.schedule.boundaries == (0, frames)
+    events = collect(rollout.open())
+    assert sum(isinstance(e, FrameEvent) for e in events) == frames
+    assert events[-1] == EpisodeEnd(frames=frames, complete=True)
 
 
-def test_duration_off_by_more_than_ten_percent_is_refused(tmp_path: Path) -> None:
-    video = write_video(tmp_path / "M" / "001_001.mp4", count=16 * 16, fps=16)
+@pytest.mark.parametrize(
+    ("frames", "duration"), [(16 * 16, "16.00"), (16 * 18 - 1, "17.94"), (16 * 22 + 1, "22.06")]
+)
+def test_duration_off_by_more_than_ten_percent_is_refused(
+    tmp_path: Path, frames: int, duration: str
+) -> None:
+    video = write_video(tmp_path / "M" / "001_001.mp4", count=frames, fps=16)
     with pytest.raises(BadInputError) as err:
         read_delivery(video)
     assert err.value.source == str(video)
-    assert "duration 16.00 s" in str(err.value) and "expected 20 s ± 10%" in str(err.value)
+    assert f"duration {duration} s" in str(err.value)
+    assert "expected 20 s ± 10%" in str(err.value)
 
 
 def test_bad_names_are_refused_naming_the_file(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Issue 13 "must show": report.html and index.html open in a real headless browser
-(Chromium from Debian, installed by .ci/run); the screenshot is not blank and shows the plots.
+"""report.html and index.html open in a real headless browser (Chromium from Debian, installed by
+.ci/run); the screenshot is not blank and shows the plots.
 
 Plot presence is read from pixel colours only the figures draw: the bars (#0072B2) and the
 segment shading of a W key (#0072B2 at 15 % on white ≈ (217, 234, 243)).

@@ -1,6 +1,6 @@
-"""Issue 13, finding 2: OUT/<model>/<episode>/, no silent overwrite, --resume, one line per
-episode in results.jsonl; finding 4: attach without PYTHONPATH, --model-name; finding 5:
---record lossless|lossy|off; finding 6: exit codes of a user stop."""
+"""The results directory (docs/cli.md#results-directory): OUT/<model>/<episode>/, no silent
+overwrite, --resume, one line per episode in results.jsonl; attach without PYTHONPATH,
+--model-name; --record lossless|lossy|off; exit codes of a user stop."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def test_attach_finds_a_module_in_the_working_directory_and_names_the_model(
     episode = out / "my-model" / "008_AD"
     doc = json.loads((episode / "scores.json").read_text())
     assert doc["model"] == "my-model"
-    provenance = doc["provenance"]  # finding 8: versions, a timestamp and the source
+    provenance = doc["provenance"]  # versions, a timestamp and the source
     assert provenance["source"] == "python:my-model"
     assert provenance["created_at"].endswith("+00:00")
     assert {"python", "numpy", "opencv", "av"} <= set(provenance["versions"])

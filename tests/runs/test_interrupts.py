@@ -1,6 +1,6 @@
-"""Interrupting a run (issue 10 "must show"): SIGINT and SIGTERM finalize the episode in
-progress as incomplete with scores.json written; SIGKILL at random moments during replay,
-rescore and attach leaves only complete, parseable files (atomic writes).
+"""Interrupting a run (docs/cli.md#exit-status): SIGINT and SIGTERM finalize the episode in progress
+as incomplete with scores.json written; SIGKILL at random moments during replay, rescore and attach
+leaves only complete, parseable files (atomic writes).
 
 Each run is a real ``python -m streameval`` process. Temporary files of the atomic writes
 (``*.tmp``, ``*.tmp.npz``) may survive a SIGKILL; they are never read, and the next write of
@@ -64,7 +64,7 @@ def test_signal_finalizes_the_episode_as_incomplete(tmp_path: Path, sig: signal.
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert b"Traceback" not in err, err.decode()
-    assert proc.returncode == 130  # a stop someone asked for (issue 13), not bad input
+    assert proc.returncode == 130  # a stop someone asked for, not bad input
     doc = json.loads(next(out.glob("*/008_AD/scores.json")).read_text())
     # frames still queued for perception when the signal lands are dropped (cancel = stop
     # now), so on a loaded machine the count may be anything short of the whole episode

@@ -1,4 +1,4 @@
-"""A real mosquitto broker on loopback per test module (ENVIRONMENT.md: it does not start by
+"""A real mosquitto broker on loopback per test module (Debian's mosquitto does not start by
 itself; we start it with our own config and stop it by its PID)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 13: ``streameval dashboard RESULTS_DIR`` browses finished results: leaderboard (the
-table's rule, ``a`` for every model), drill-down, and ``o`` opens an episode's report."""
+"""``streameval dashboard RESULTS_DIR`` browses finished results: leaderboard (the table's rule,
+``a`` for every model), drill-down, and ``o`` opens an episode's report."""
 
 from __future__ import annotations
 

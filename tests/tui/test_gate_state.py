@@ -1,5 +1,5 @@
-"""The dashboard shows a memory_loop episode's return gate as it happens (issue 12): the
-control panel's subtitle says whether and where the camera departed and came back."""
+"""The dashboard shows a memory_loop episode's return gate as it happens: the control panel's
+subtitle says whether and where the camera departed and came back."""
 
 from __future__ import annotations
 

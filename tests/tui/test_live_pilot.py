@@ -202,7 +202,7 @@ async def test_leaderboard_sort_and_drill_down(tmp_path: Path) -> None:
         board = app.leaderboard
         assert app.screen is board
         # the same rule as `streameval table`: 2 episodes < 10, so nothing is ranked, and the
-        # notes say so and how to see every model (issue 13, finding 1)
+        # notes say so and how to see every model
         assert board.table is not None and board.table.rows == ()
         assert [e.model for e in board.table.excluded] == ["synthetic"]
         notes = board.query_one("#leaderboard-notes")

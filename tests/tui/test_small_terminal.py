@@ -1,4 +1,4 @@
-"""Issue 13, finding 3: at 80×24 the score panels stay on screen after a run."""
+"""At 80×24 the score panels stay on screen after a run."""
 
 from __future__ import annotations
 

@@ -160,7 +160,7 @@ class LiveScreen(Screen[None]):
         ):
             plot.show(values, trace.keys if trace else (), total, key)
         # A short terminal (80×24) cannot hold the plots and both score panels: once the
-        # shown episode has ended its scores matter more than its signals (issue 13).
+        # shown episode has ended its scores matter more than its signals.
         self.set_class(ep is not None and ep.outcome is not None, "ended")
         if ep is not None and ep.outcome is not None:
             scores = ep.outcome.scores.metrics

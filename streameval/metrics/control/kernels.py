@@ -40,7 +40,7 @@ from streameval.metrics.control.segment import (  # re-exported (``__all__``)
 from streameval.metrics.segments import SegmentSpan, check_fps, segment_spans
 from streameval.protocol.keys import Family, channel_of, expected_sign
 
-# Not in constants.py (reported to the lead):
+# Not in constants.py (only the control kernels read them):
 # master-table scale: WorldMark's columns are normalised to [0, 100]
 # (docs/methods.md#scales-and-rounding)
 PERCENT = 100.0
@@ -164,7 +164,7 @@ class _Column:
 class _Tally:
     """A column's entries after classification: the kept values (in entry order) and the
     counts. Adding tallies of consecutive segments gives the tally of them all, which is how
-    the online accumulator classifies a closed segment once (``control_online.py``)."""
+    the online accumulator classifies a closed segment once (``online.py``)."""
 
     entries: list[dict[str, Any]]
     kept: list[float]

@@ -1,6 +1,6 @@
 """Control metrics of WorldMark (docs/methods.md#control-metrics) for one segment or one key switch:
 Direction Accuracy, Direction Purity, Motion Stability and Response Latency as pure kernels over
-numpy arrays. ``control.py`` scores a whole episode with them (and re-exports them).
+numpy arrays. ``kernels.py`` scores a whole episode with them (and re-exports them).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from streameval.metrics.control.smoothing import moving_average
 from streameval.metrics.segments import check_fps
 from streameval.protocol.keys import Family
 
-# Not in constants.py (reported to the lead):
+# Not in constants.py (only the control kernels read them):
 # docs/methods.md#direction-purity: fwd and unfitted lat/yaw segments split |Sx| half/half
 PURITY_EVEN_SPLIT = 0.5
 # docs/methods.md#motion-stability: a hiccup lasts >= 0.3 s, the smoothing window

@@ -1,6 +1,6 @@
 """Order statistics and valid-sample positions kept up to date as samples arrive.
 
-The online control accumulator (``control_online.py``) needs, at every provisional update,
+The online control accumulator (``online.py``) needs, at every provisional update,
 the P75 of |channel| over every valid sample so far (latency's ``v_ref``,
 docs/methods.md#response-latency) and the positions of the valid samples around one key switch.
 Recomputing either over the prefix is O(episode) per update; here each new sample costs O(log n) (a

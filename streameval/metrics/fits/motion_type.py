@@ -6,7 +6,7 @@ WorldMark fits ``u = a·invZ + b`` over sampled frames: translation flow scales 
 depth (``a``), rotation flow does not (``b``). Without depth we use our own estimator (below)
 that reads the rotation from the *vertical* flow, which translation along x never produces.
 
-This is the scoring side: pure numpy, no OpenCV. Perception (``perception/motion_type.py``)
+This is the scoring side: pure numpy, no OpenCV. Perception (``perception/motion_samples.py``)
 only produces the samples (``FitSample``: the flow on a coarse grid, and invZ when depth
 exists) at the frames ``fit_frames`` plans; the fit turns them into weights, so ``rescore``
 needs neither video nor OpenCV.
@@ -166,7 +166,7 @@ class ParallaxFit:
 
 
 def fit_parallax_points(frames: list[tuple[F64, F64]]) -> ParallaxFit | None:
-    """Seed 000's fit on per-frame (invZ, u) samples, in float64, in the reference's order.
+    """WorldMark's fit on per-frame (invZ, u) samples, in float64, in the reference's order.
 
     Per frame, keep the points with P1 <= invZ <= P99 (inclusive, numpy linear percentiles
     over that frame's samples); pool the frames; least squares ``u = a·invZ + b`` with numpy's
@@ -204,7 +204,7 @@ def fit_parallax_points(frames: list[tuple[F64, F64]]) -> ParallaxFit | None:
 
 
 def fit_depth_parallax(samples: list[FitSample]) -> MotionFit | None:
-    """Seed 000 on the samples that carry depth (``fit_parallax_points``)."""
+    """WorldMark's fit on the samples that carry depth (``fit_parallax_points``)."""
     frames = [
         (s.invz.astype(np.float64), s.u.astype(np.float64)) for s in samples if s.invz is not None
     ]

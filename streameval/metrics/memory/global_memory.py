@@ -271,7 +271,7 @@ def global_memory(
 
     ``views`` are the reconstructed views (normally at ``select_views``); None means there is no
     reconstruction — not_applicable with ``unavailable_reason`` (never a made-up number).
-    ``details["e"]`` feeds ``global_memory_model``.
+    ``details["e"]`` feeds the model aggregate (``leaderboard.aggregators.global_memory``).
     """
     if views is None:
         return MetricResult.not_applicable(unavailable_reason or REASON_NO_BACKEND)

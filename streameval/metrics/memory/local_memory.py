@@ -8,8 +8,9 @@ passes the next multiple of δ. Adjacent samples are compared by appearance (``1
 patch-mean descriptors); a distance above ``TAU_MUT = 0.10`` is a mutation. Episode score
 ``100·(1 − cut)·(1 − mutation_rate)``.
 A stand-in descriptor's distances enter the kernel multiplied by its calibrated
-``distance_scale`` (issue 9; 1 for DINOv2, so WorldMark's numbers are untouched), which puts them
-on WorldMark's scale: the threshold and the score stay WorldMark's.
+``distance_scale`` (docs/methods.md#cpu-defaults-and-backends; 1 for DINOv2, so WorldMark's
+numbers are untouched), which puts them on WorldMark's scale: the threshold and the score stay
+WorldMark's.
 
 Decisions (where WorldMark leaves room; docs/methods.md#local_memory):
 
@@ -169,7 +170,7 @@ def local_memory(
     (1 = the distances as they are; docs/methods.md#cpu-defaults-and-backends).
 
     ``details["hard_cut"]`` (bool) and ``details["mutation_rate"]`` (float, None only when a hard
-    cut left no countable pair) feed ``local_memory_model``.
+    cut left no countable pair) feed the model aggregate (``leaderboard.aggregators.local_memory``).
     """
     fps = check_fps(fps)
     if not (math.isfinite(distance_scale) and distance_scale > 0.0):

@@ -24,8 +24,8 @@ world, ``tests/metrics/quality/test_imaging_defects.py``):
   ``|L_t − (L_{t−1} + L_{t+1})/2| / L_t``: an exposure ramp or a slow change of scene is
   nearly linear over three frames and cancels, a frame-to-frame flicker does not.
 
-No library computes these without torch or a CUDA build (piq/pyiqa/torchvision are excluded,
-ENVIRONMENT.md); the filters are OpenCV's. Per-frame cost is measured by
+No library computes these without torch or a CUDA build (piq, pyiqa and torchvision all pull a
+CUDA build of torch of several GB); the filters are OpenCV's. Per-frame cost is measured by
 ``bench/quality_cost.py``.
 """
 

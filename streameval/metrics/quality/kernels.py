@@ -76,7 +76,8 @@ def drift_segments(n: int) -> list[npt.NDArray[np.int64]] | None:
 
 
 def rollout_drift(segment_scores: Sequence[float], details: dict[str, object]) -> MetricResult:
-    """Seed 004 drift from one score per segment: ``(best − worst)/|best|``."""
+    """WorldAtlas rollout drift from one score per segment: ``(best − worst)/|best|``
+    (docs/methods.md#rollout_imaging_drift)."""
     scores = np.asarray(segment_scores, dtype=np.float64)
     if scores.size < DRIFT_SEGMENTS:
         return MetricResult.not_applicable(

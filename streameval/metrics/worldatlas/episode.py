@@ -194,7 +194,7 @@ def _scene(
             "scene_diagonal": scored.score.scene_diagonal,
             "outbound_sampled_frames": scored.outbound_frames,
             "return_sampled_frames": scored.return_frames,
-            # Seed 003's leaderboard task value: 0 for a valid-input gate failure.
+            # WorldAtlas's leaderboard task value: 0 for a valid-input gate failure.
             "task_value": overlap.f1 if gate.passed else 0.0,
         }
     )

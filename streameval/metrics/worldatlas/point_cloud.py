@@ -46,7 +46,7 @@ def frame_intrinsics(
     """(fx, fy, cx, cy) of one frame from a (3,3), (K,3,3), (K,>=4) or (>=4,) array.
 
     A per-frame array shorter than the track repeats its last row (a static camera
-    exported once). Seed 003 keeps signed focal lengths (preserve_signed_nonzero_focal),
+    exported once). WorldAtlas keeps signed focal lengths (preserve_signed_nonzero_focal),
     and refuses zero or non-finite ones: they cannot be projected, and no value is repaired.
     """
     values = np.asarray(intrinsics)

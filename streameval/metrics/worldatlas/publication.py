@@ -69,7 +69,8 @@ def arithmetic_mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-# Seed 004's normalization of the memory_loop metrics: bounded, nATE reversed.
+# WorldAtlas's normalization of the memory_loop metrics, bounded, nATE reversed
+# (docs/methods.md#worldatlas-scale).
 MEMORY_LOOP_NORMALIZATION: dict[str, MinMax] = {
     "memory_return_gate": MinMax(0.0, 1.0, True),
     "memory_scene_f1": MinMax(0.0, 1.0, True),
@@ -80,7 +81,8 @@ MEMORY_LOOP_NORMALIZATION: dict[str, MinMax] = {
 
 @dataclass(frozen=True, slots=True)
 class TaskScore:
-    """Seed 003's leaderboard memory_scene_f1 over N episodes."""
+    """WorldAtlas's leaderboard memory_scene_f1 over N episodes
+    (docs/methods.md#memory_scene_f1)."""
 
     measured: int  # |M|: measured returns plus zero-valued gate failures
     total: int  # N

@@ -58,7 +58,8 @@ def min_gap_frames(fps: float, min_gap_seconds: float = MIN_GAP_SECONDS) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ReturnGate:
-    """Seed 001's gate on one pose track, with the evidence for its decision."""
+    """WorldAtlas's return gate on one pose track, with the evidence for its decision
+    (docs/methods.md#memory_return_gate)."""
 
     pairs: F64  # (M, 7) strict revisit pairs, columns PAIR_COLUMNS
     departure_profile: F64  # d(0, t)
@@ -235,7 +236,7 @@ def nearest_pose_pairs(
     min_gap_seconds: float = MIN_GAP_SECONDS,
     rotation_weight: float = ROTATION_WEIGHT,
 ) -> F64:
-    """Seed 001's fallback when no strict pair exists: for every frame its nearest earlier
+    """WorldAtlas's fallback when no strict pair exists: for every frame its nearest earlier
     pose at least g frames before, with neither the return-distance nor the excursion test
     (pair_source = nearest_pose_fallback). These pairs can reflect control error and must be
     read together with the failed gate."""
@@ -310,7 +311,8 @@ class MemorySplit:
 def episode_split(
     pairs: F64, distance: F64, *, min_frames: int = MIN_SEGMENT_POSE_FRAMES
 ) -> MemorySplit | None:
-    """Seed 003: the longest-gap revisit episode (i*, j*) with >= 2 pose frames on each side.
+    """WorldAtlas's memory_scene_f1 episode: the longest-gap revisit (i*, j*) with >= 2 pose
+    frames on each side.
 
     Ties prefer earlier endpoints. The turnaround is the earliest internal frame farthest
     from i*; frames after j* are excluded. Selection never looks at the scene score.

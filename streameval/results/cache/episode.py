@@ -42,8 +42,8 @@ F64 = npt.NDArray[np.float64]
 
 @dataclass
 class MemoryCache:
-    """What the memory metrics need (issue 3): per-frame embeddings, the cut detector's cuts,
-    and the geometry of the Global Memory views — never frames.
+    """What the memory metrics need (docs/methods.md#memory-metrics): per-frame embeddings, the
+    cut detector's cuts, and the geometry of the Global Memory views — never frames.
 
     ``embeddings`` (T, D) float32, NaN rows for frames not embedded, None without an
     embedding backend; ``cuts`` None when the detector failed (``cut_failure`` says why) or

@@ -1,14 +1,14 @@
 """What the quality metrics need from an episode, kept in its cache: so ``rescore`` needs no video.
 
-- the frames Q-Align samples (1 fps, ``metrics.quality.one_fps_frames``), as lossless PNG,
+- the frames Q-Align samples (1 fps, ``metrics.quality.kernels.one_fps_frames``), as lossless PNG,
   shrunk so that their longer side is at most 448 px: Q-Align pads a frame to a square and
   resizes it to 448 × 448, so nothing it would see is lost (up to resampling order);
-- the CPU imaging statistics, one row per frame (``metrics.imaging.STAT_FIELDS``);
+- the CPU imaging statistics, one row per frame (``metrics.quality.imaging.STAT_FIELDS``);
 - what the Q-Align backend answered at episode end: the rating-word logits for the whole
   video and for each drift segment, per task, and which backend it was (or why it failed).
 
-Scoring is a kernel over these (``episode_scores``); ``rescore --quality`` reruns the model on
-the cached frames.
+Scoring is a kernel over these (``engine.scoring.quality_scores``); ``rescore --quality`` reruns
+the model on the cached frames.
 """
 
 from __future__ import annotations

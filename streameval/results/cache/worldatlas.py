@@ -1,9 +1,9 @@
 """The WorldAtlas part of an episode cache (``cache/worldatlas.npz``): poses and coarse depth.
 
-Read back through issue 10's checked ``.npz`` layer: a damaged or foreign archive is one
-``BadInputError`` naming the file and the array, never a crash deep inside a kernel. Values are
-not judged here (NaN pose rows mark frames without a pose, NaN intrinsics frames without
-depth): the kernels turn unusable values into a per-metric ``missing`` with the reason.
+Read back through the checked ``.npz`` layer (``inputs/npz.py``): a damaged or foreign archive
+is one ``BadInputError`` naming the file and the array, never a crash deep inside a kernel.
+Values are not judged here (NaN pose rows mark frames without a pose, NaN intrinsics frames
+without depth): the kernels turn unusable values into a per-metric ``missing`` with the reason.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""aiortc on loopback (ENVIRONMENT.md): no STUN server, and host candidates on 127.0.0.1.
+"""aiortc on loopback: no STUN server, and host candidates on 127.0.0.1.
 
-aioice skips loopback addresses when it gathers host candidates; a peer that talks to a
-server on 127.0.0.1 must offer exactly that address (and nothing else: we never announce
-another interface of this machine to a loopback peer).
+aiortc's default configuration adds a public STUN server, which a loopback peer must not
+depend on (``RTCConfiguration(iceServers=[])``). aioice skips loopback addresses when it
+gathers host candidates; a peer that talks to a server on 127.0.0.1 must offer exactly that
+address (and nothing else: we never announce another interface of this machine to a loopback
+peer).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 reference written from docs/methods.md.
 
 The reference uses plain Python loops over lists and shares no helper with the implementation.
-Conventions checked (module docstring of ``memory_local``, the reference's rules,
+Conventions checked (module docstring of ``local_memory``, the reference's rules,
 docs/methods.md#local_memory): signal index i is sampled when the running sum reaches the threshold,
 which starts at δ and grows by δ per sample (one sample per index, catching up after a large step);
 a missing sample adds nothing (docs/methods.md#missing-samples-are-skipped); a pair is excluded when

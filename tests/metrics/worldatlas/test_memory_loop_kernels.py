@@ -1,4 +1,5 @@
-"""Closed-loop memory kernels (issue 22): fidelity, geometric closure, rendering, half-life.
+"""Closed-loop memory kernels (docs/methods.md#closed-loop-memory-metrics): fidelity, geometric
+closure, rendering, half-life.
 
 Scenes are synthetic and exact: a textured plane seen through two known cameras, so the
 pixels of the second view are what the poses predict (up to resampling). The naive SSIM and

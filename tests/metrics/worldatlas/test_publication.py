@@ -1,4 +1,5 @@
-"""Normalization families, reducers, the leaderboard task score, protocol state (seeds 3–4)."""
+"""WorldAtlas publication rules: normalization families, reducers, the leaderboard task score,
+protocol state (docs/methods.md#worldatlas-scale, docs/methods.md#suites)."""
 
 from __future__ import annotations
 

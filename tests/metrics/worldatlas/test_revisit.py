@@ -18,7 +18,7 @@ from streameval.metrics.worldatlas.revisit import (
 
 
 def _naive_distance(poses: np.ndarray) -> np.ndarray:
-    """Seed 001 equation (1), pair by pair."""
+    """WorldAtlas's pose distance (docs/methods.md#memory_return_gate), pair by pair."""
     p = poses[:, :3, 3]
     extent = max(np.linalg.norm(p - p[0], axis=1))
     n = len(poses)
