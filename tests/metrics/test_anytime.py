@@ -160,6 +160,18 @@ def test_intervals_are_nested_and_narrow() -> None:
     assert width[62] < 0.3  # half the cases: within ±15 points of 100
 
 
+def test_a_miss_keeps_the_last_interval_then_ends_exact() -> None:
+    """A sorted order is not random: the sequence closes in on 1 and then misses when the zeros
+    come. The running intersection would be empty; the last non-empty interval is kept (never
+    low > high) and the last case still gives the exact mean."""
+    x = np.r_[np.ones(60), np.zeros(40)]
+    low, high = confidence_sequence(x, 100)
+    assert np.all(low <= high)
+    assert low[-2] > 0.6  # missed
+    assert low[70] == low[98] and high[70] == high[98]  # kept
+    assert low[-1] == high[-1] == 0.6
+
+
 def test_rescaled_by_bounds() -> None:
     x = np.random.default_rng(13).random(25)
     unit_low, unit_high = confidence_sequence(x, 40)
