@@ -1,7 +1,9 @@
 """streameval: a streaming, real-time evaluator for live world-model rollouts.
 
 Python API (docs/python-api.md): ``streameval.evaluate(model, out=...)`` and
-``await streameval.aevaluate(...)``; both return an ``Evaluation``. Importing stays cheap
+``await streameval.aevaluate(...)``; both return an ``Evaluation``.
+``streameval.confidence_sequence(values, population)``: the anytime-valid interval on a column's
+full-set value after each case. Importing stays cheap
 (no OpenCV, no torch): the pipeline and its backends load when an episode runs.
 """
 
@@ -10,5 +12,6 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from streameval.api import Evaluation, aevaluate, evaluate
+from streameval.metrics.anytime import confidence_sequence
 
-__all__ = ["Evaluation", "__version__", "aevaluate", "evaluate"]
+__all__ = ["Evaluation", "__version__", "aevaluate", "confidence_sequence", "evaluate"]
