@@ -30,6 +30,7 @@ from streameval.worlds.procedural_world.camera import (
 )
 from streameval.worlds.procedural_world.depth_output import reported_depth
 from streameval.worlds.procedural_world.looks import CLEAN_LOOK, Look, LookTextures, look_textures
+from streameval.worlds.procedural_world.picture import Picture
 from streameval.worlds.procedural_world.relief import ground_depth
 from streameval.worlds.procedural_world.scene import (
     BACKDROP_SECTORS,
@@ -144,6 +145,7 @@ class Renderer:
         self._init_ground()
         self._init_backdrop()
         self._look_textures: tuple[Look, LookTextures] | None = None
+        self.picture: Picture | None = None  # a case image standing in the start view
 
     # ----------------------------------------------------------------- constant geometry
 
@@ -206,12 +208,25 @@ class Renderer:
         w = self.width
         slabs = ground_slabs(state.x, state.z, _GROUND_SLAB_WINDOW, self.seed, self.memory)
         image = self._shade(state, objects, layers, (dir_x[:w], dir_z[:w]), slabs, look)
-        depth = reported_depth(
-            self._depth(state, layers, (dir_x[w:], dir_z[w:]), slabs),
-            self.depth_range_m,
-            self.depth_resolvable_step,
-        )
+        raw_depth = self._depth(state, layers, (dir_x[w:], dir_z[w:]), slabs)
+        if self.picture is not None:
+            image, raw_depth = self._with_picture(self.picture, state, image, raw_depth)
+        depth = reported_depth(raw_depth, self.depth_range_m, self.depth_resolvable_step)
         return Rendered(image=image, depth=depth, objects_in_view=objects_in_view)
+
+    def _with_picture(
+        self, picture: Picture, state: CameraState, image: Image, depth: Float32Array
+    ) -> tuple[Image, Float32Array]:
+        """A case image standing in the view (``picture``), drawn where it is the nearest
+        surface, its depth in the depth map."""
+        if depth.shape == image.shape[:2]:
+            at_pixels = depth
+        else:  # the depth grid is coarser: its nearest cell decides a pixel's occlusion
+            at_pixels = cv2.resize(
+                depth, (self.width, self.height), interpolation=cv2.INTER_NEAREST
+            )
+        image = picture.over_image(state, self.image_rays, image, at_pixels)
+        return image, picture.over_depth(state, self.depth_rays, depth)
 
     def visible_ground_and_sky(self, state: CameraState) -> tuple[set[tuple[int, int]], set[int]]:
         """Ground slabs and backdrop sectors in view (what the forget defect tracks)."""

@@ -18,6 +18,7 @@ from streameval.worlds.procedural_world.camera import CameraState, advance, pose
 from streameval.worlds.procedural_world.config import WorldConfig
 from streameval.worlds.procedural_world.defects import KeyResponse, degrade
 from streameval.worlds.procedural_world.looks import CLEAN_LOOK, Look
+from streameval.worlds.procedural_world.picture import Picture
 from streameval.worlds.procedural_world.render import Rendered, Renderer
 from streameval.worlds.procedural_world.scene import AppearanceMemory
 
@@ -88,9 +89,20 @@ class ProceduralWorld:
         """How many frames have been produced since the last reset."""
         return self._frame
 
-    def reset(self) -> None:
+    def reset(self, image: npt.NDArray[np.uint8] | None = None, prompt: str | None = None) -> None:
         """Back to the start: origin, looking along +z, clean look, no history, nothing
-        forgotten."""
+        forgotten. With a case ``image`` (RGB), the world starts from it: the image stands
+        as a picture across the start view (``picture``), so the first frame is the image and
+        the keys move over it and past it. The ``prompt`` is accepted as every benchmark case
+        sends one; a procedural town has no use for a caption."""
+        del prompt
+        self._renderer.picture = (
+            None
+            if image is None
+            else Picture.standing(
+                image, self.width, self.height, self.intrinsics, self.config.camera_height
+            )
+        )
         self._state = CameraState()
         self._look = CLEAN_LOOK
         self._frame = 0
