@@ -143,12 +143,13 @@ def _numbered_images(folder: Path, set_name: str) -> list[Path]:
         raise BadInputError(
             folder, f"no images (expected 000.jpg, 001.jpg, ... for set {set_name})"
         )
-    for expected in range(len(by_number)):
+    highest = max(by_number)
+    for expected in range(len(by_number)):  # a gap, if any, shows below len(by_number)
         if expected not in by_number:
+            suffix = by_number[highest].suffix
             raise BadInputError(
-                folder,
-                f"image {expected:03d} is missing: images are numbered 000 .. "
-                f"{len(by_number) - 1:03d} without a gap (row i of the action and caption "
+                folder / f"{expected:03d}{suffix}",
+                f"missing image (images run to {highest:03d}; row i of the action and caption "
                 "files is image i)",
             )
     return [by_number[i] for i in range(len(by_number))]
