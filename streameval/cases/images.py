@@ -255,10 +255,12 @@ def _zoom(picture: npt.NDArray[np.float32], factor: float) -> npt.NDArray[np.flo
         return picture
     h, w = picture.shape
     m = cv2.getRotationMatrix2D(((w - 1) / 2, (h - 1) / 2), 0.0, factor)
-    out: npt.NDArray[np.float32] = cv2.warpAffine(
-        picture, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
-    )
-    return out
+    out = cv2.warpAffine(picture, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+    return np.asarray(out, dtype=np.float32)
+
+
+def _shrink(grey: npt.NDArray[np.float32], size: tuple[int, int]) -> npt.NDArray[np.float32]:
+    return np.asarray(cv2.resize(grey, size, interpolation=cv2.INTER_AREA), dtype=np.float32)
 
 
 def _best_ncc(search: npt.NDArray[np.float32], frame: npt.NDArray[np.float32]) -> float | None:
@@ -294,10 +296,10 @@ def first_frame_similarity(image: npt.NDArray[Any], frame: npt.NDArray[Any]) -> 
     fh, fw = frame_grey.shape
     aspect = fw / fh
     size = _analysis_size(aspect)
-    frame_small = cv2.resize(frame_grey, size, interpolation=cv2.INTER_AREA)
+    frame_small = _shrink(frame_grey, size)
     images_small = [
-        cv2.resize(_centre_crop(image_grey, aspect), size, interpolation=cv2.INTER_AREA),
-        cv2.resize(image_grey, size, interpolation=cv2.INTER_AREA),  # stretched to fit
+        _shrink(_centre_crop(image_grey, aspect), size),
+        _shrink(image_grey, size),  # stretched to fit
     ]
     flat_frame = float(frame_small.std()) < FLAT_STD
     flat_image = float(images_small[0].std()) < FLAT_STD
