@@ -16,7 +16,7 @@ intrinsics file for every image when the set has an intrinsics folder; the publi
 ``style`` sets have one too). Rows are matched to images by number, so the images must be
 numbered 0 .. N-1 without a gap. Each (image, action) is one case named as WorldMark names
 its video, ``{image:03d}_{action:03d}``. A caption is its row as written, without the
-whitespace around it (a final ``\r`` of a Windows line end included). When
+whitespace around it (a Windows line end's carriage return included). When
 ``action_protocol.txt`` is there, its table must be the one streameval drives
 (``protocol.suites.WORLDMARK``): inputs of another revision would otherwise be scored
 against the wrong keys.
