@@ -32,7 +32,7 @@ from streameval.inputs.paths import present
 MANIFEST_SUFFIX = ".jsonl"
 
 
-def index_cases(path: Path) -> CaseSet:
+def index_cases(path: Path | str) -> CaseSet:
     """The cases at ``path`` with every text, intrinsics and manifest line checked, before
     their images are read."""
     path = Path(path)
@@ -48,7 +48,7 @@ def index_cases(path: Path) -> CaseSet:
 
 
 def load_cases(
-    path: Path,
+    path: Path | str,
     *,
     sets: str | None = None,
     images: str | None = None,
