@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from streameval.errors import UnknownNameError
 
+WORLDMARK_SUITE = "worldmark"  # the suite name in meta.json, scores.json and case manifests
 # worldmark: 15 action sequences, each key held 20 s at a nominal 16 FPS.
 WORLDMARK: dict[int, str] = {
     1: "W",

@@ -182,7 +182,7 @@ def test_wheel_installs_exactly_one_top_level_package(tmp_path: Path) -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "constants", "protocol", "schemas"),
     ("core", "inputs"),
-    ("metrics", "replay", "transports", "worlds"),
+    ("metrics", "replay", "transports", "worlds", "cases"),
     ("results",),
     ("perception", "leaderboard"),
     ("engine", "report"),

@@ -25,10 +25,10 @@ _REPLAY_TESTS = str(Path(__file__).resolve().parent.parent / "replay")
 if _REPLAY_TESTS not in sys.path:
     sys.path.insert(0, _REPLAY_TESTS)
 
-# The case budget is split among the fuzz tests of this folder (11). The divisor is smaller
+# The case budget is split among the fuzz tests of this folder (15). The divisor is smaller
 # because some spaces are exhausted early (a few hundred argument lists) and the whole-replay
 # test runs a fifth of its share: the session line reports the cases actually run.
-FUZZ_TESTS = 9
+FUZZ_TESTS = 12
 TOTAL_CASES = int(os.environ.get("FUZZ_CASES", "400"))
 CASES_PER_TEST = max(10, math.ceil(TOTAL_CASES / FUZZ_TESTS))
 # Wall seconds one case may take on a busy 2-core machine (a real case takes milliseconds).
