@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FLOW_STRIDE
+from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, DEFAULT_FPS, FLOW_STRIDE
 from streameval.core.events import FrameEvent
 from streameval.errors import InvalidDataError
 from streameval.metrics.fits.motion_type import FitSample
@@ -145,7 +145,7 @@ class Perceiver:
     height: int = ANALYSIS_HEIGHT
     memory: MemoryPerception | None = None
     depth_backend: DepthBackend | None = None
-    fps: float = 16.0  # the episode's frame rate: which frames are Q-Align's 1-fps frames
+    fps: float = DEFAULT_FPS  # the episode's frame rate: which frames are Q-Align's 1-fps frames
     imaging: bool = True  # CPU imaging statistics (metrics.imaging)
     keep_quality_frames: bool = True  # the 1-fps frames, so quality needs no video later
     fit_every_frame: bool = False

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
 
 Image = npt.NDArray[np.uint8]
@@ -35,7 +36,7 @@ class EpisodeData:
 
     @property
     def fps(self) -> float:
-        return float(self.scores.get("fps") or 16.0)
+        return float(self.scores.get("fps") or DEFAULT_FPS)
 
     def metric(self, name: str) -> dict[str, Any]:
         entry = self.scores.get("metrics", {}).get(name)
