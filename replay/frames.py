@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from streameval.replay.layout import FRAME_NAME_DIGITS, one_line
 
-from streameval.core.events import Image
+from streameval.core.arrays import Image
 from streameval.errors import BadInputError, InvalidDataError
 
 _FRAME_NAME = re.compile(rf"^(\d{{{FRAME_NAME_DIGITS}}})\.png$")

@@ -42,7 +42,8 @@ from streameval.replay.layout import (
 )
 from streameval.replay.npyappend import NpyAppender
 
-from streameval.core.events import ChunkDone, EpisodeInfo, FloatArray, FrameEvent, KeySent
+from streameval.core.arrays import F64
+from streameval.core.events import ChunkDone, EpisodeInfo, FrameEvent, KeySent
 from streameval.errors import BadInputError
 
 
@@ -74,7 +75,7 @@ class _Sidecar:
     def __init__(self, name: str, shape: tuple[int, ...]) -> None:
         self.name = name
         self.shape = shape
-        self.values: list[FloatArray] = []
+        self.values: list[F64] = []
         self.missing_from: int | None = None
         self.seen = False  # any frame carried one: a gap is then worth reporting
 

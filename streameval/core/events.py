@@ -12,10 +12,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.arrays import F64, Image
 from streameval.protocol.schedule import Schedule
-
-Image = npt.NDArray[np.uint8]
-FloatArray = npt.NDArray[np.float64]
 
 
 class EndOfStream(Exception):
@@ -68,9 +66,9 @@ class FrameEvent:
     key: str
     t_video: float
     t_wall: float | None = None
-    pose: FloatArray | None = None
+    pose: F64 | None = None
     depth: npt.NDArray[np.float32] | None = None
-    intrinsics: FloatArray | None = None
+    intrinsics: F64 | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import DEFAULT_FPS
+from streameval.core.arrays import Image
 from streameval.errors import BadInputError
 
-Image = npt.NDArray[np.uint8]
 THUMB_WIDTH = 160  # px: enough to recognise a view, small enough for 40 of them in one page
 
 

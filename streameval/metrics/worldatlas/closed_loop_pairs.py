@@ -23,6 +23,8 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.arrays import F64
+
 SIFT_RATIO = 0.75  # ref _sift_correspondences(ratio=0.75): Lowe's ratio test
 SIFT_MAX_MATCHES = 400  # ref _sift_correspondences(max_matches=400), best distances first
 MIN_SIFT_MATCHES = 12  # ref DEFAULT_MIN_SIFT_MATCHES
@@ -32,7 +34,6 @@ HALF_LIFE_MIN_VALUE_RANGE = 0.02  # pairing fit_exponential_half_life(min_value_
 HALF_LIFE_MAX_TAU_GAP_MULTIPLE = 10.0  # pairing fit_exponential_half_life: tau <= 10 * span
 HALF_LIFE_OFFSET_STEPS = 41  # pairing fit_exponential_half_life: linspace(..., num=41), twice
 
-F64 = NDArray[np.float64]
 FloatSequence = Sequence[float] | NDArray[np.floating[Any]]
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import EQUAL_SPLIT_KEYS
+from streameval.core.arrays import F64
 from streameval.errors import BadInputError
 from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
 from streameval.inputs.jsonfile import read_json_object
@@ -37,7 +38,6 @@ CACHE_FORMAT = "streameval.results.cache.episode/1"
 
 _CACHE_KEYS = frozenset((*KEYS, NO_KEY))
 _MAX_FLOW_PX = 1e6
-F64 = npt.NDArray[np.float64]
 
 
 @dataclass

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
+from streameval.core.arrays import F64
 from streameval.errors import BadInputError
 from streameval.inputs.npz import load_npz, member
 from streameval.protocol.keys import KEYS, NO_KEY
 
 CACHE_FILE = "timing.npz"
-F64 = npt.NDArray[np.float64]
 
 
 @dataclass
