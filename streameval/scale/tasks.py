@@ -78,7 +78,7 @@ def worker_id() -> str:
 def scores_complete(results_dir: Path) -> bool:
     """True when ``results_dir/scores.json`` is readable and says the episode completed.
 
-    scores.json is written last and atomically (``cache.write_json``), after the cache: a
+    scores.json is written last and atomically (``write_json_atomic``), after the cache: a
     worker killed mid-episode leaves no scores.json, so its episode is never taken as done.
     """
     try:

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.core.arrays import Image
+from streameval.core.atomic import savez_atomic, write_json_atomic
 from streameval.errors import BadInputError
 
 QUALITY_FRAME_SIDE = 448  # Q-Align's input side (its CLIP image processor)
@@ -147,16 +148,15 @@ class QualityCache:
             shutil.rmtree(frames_dir)
         os.replace(tmp_dir, frames_dir)
         stats = self.statistics if self.statistics is not None else np.zeros((0, 0))
-        tmp = directory / ("imaging.tmp.npz")
-        np.savez(tmp, statistics=stats, has_statistics=np.array(self.statistics is not None))
-        os.replace(tmp, directory / STATS_FILE)
+        has_statistics = np.array(self.statistics is not None)
+        savez_atomic(
+            directory / STATS_FILE, {"statistics": stats, "has_statistics": has_statistics}
+        )
         payload = {
             "ratings": self.ratings.to_json() if self.ratings is not None else None,
             "failure": self.failure,
         }
-        tmp_json = directory / (QUALITY_FILE + ".tmp")
-        tmp_json.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-        os.replace(tmp_json, directory / QUALITY_FILE)
+        write_json_atomic(directory / QUALITY_FILE, payload)
 
     @classmethod
     def load(cls, directory: Path) -> QualityCache | None:
