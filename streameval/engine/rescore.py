@@ -91,7 +91,7 @@ def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreO
         rerate(cache, quality, cache_dir)
     scores = score_episode(cache)
     doc = episode_document(cache.meta, scores, len(cache.frame_keys))
-    old_path = results_dir / "scores.json"
+    old_path = results_dir / SCORES_FILE
     changed: list[str] = []
     if old_path.is_file():
         try:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from streameval.constants import DEFAULT_FPS
 from streameval.core.arrays import Image
 from streameval.errors import BadInputError
+from streameval.results.scores_file import SCORES_FILE
 
 THUMB_WIDTH = 160  # px: enough to recognise a view, small enough for 40 of them in one page
 
@@ -49,7 +50,7 @@ class EpisodeData:
 
 def load_episode_data(results_dir: Path) -> EpisodeData:
     """Read ``results_dir``; a missing cache only removes the signal plots (the scores stay)."""
-    path = results_dir / "scores.json"
+    path = results_dir / SCORES_FILE
     try:
         scores = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
