@@ -21,10 +21,10 @@ from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
-from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, one_line, present
+from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, present
 
 from streameval.core.arrays import F64
-from streameval.errors import BadInputError, InvalidDataError
+from streameval.errors import BadInputError, InvalidDataError, one_line
 from streameval.inputs.arrays import (
     check_real_dtype,
     first_bad,

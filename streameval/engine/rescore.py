@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streameval.engine.scoring import episode_document, score_episode
-from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import one_line, read_json_file
+from streameval.errors import BadInputError, one_line
+from streameval.inputs.jsonfile import read_json_file
 from streameval.inputs.paths import present
 from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.results.cache.episode import EpisodeCache

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streameval.constants import DEFAULT_FPS
-from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import one_line
+from streameval.errors import BadInputError, one_line
 from streameval.inputs.numbers import FPS
 
 if TYPE_CHECKING:

@@ -23,9 +23,9 @@ from streameval.core.events import (
     KeySent,
     SourceError,
 )
+from streameval.errors import one_line
 from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
 from streameval.inputs.frames import frame_problem
-from streameval.inputs.jsonfile import one_line
 from streameval.protocol.schedule import Schedule
 from streameval.transports.inprocess.model_thread import (
     DEFAULT_STEP_TIMEOUT_S,
