@@ -24,7 +24,6 @@ WORLDMARK: dict[int, str] = {
     15: "WRS",
 }
 WORLDMARK_SECONDS_PER_KEY = 20.0
-WORLDMARK_FPS = 16.0
 # A delivery is valid when its duration is 20 s x keys within ±10 % (docs/methods.md#suites).
 WORLDMARK_DURATION_TOLERANCE = 0.10
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from streameval.replay.adapters import is_adapter_dir, read_adapter_dir
 from streameval.replay.delivery import read_delivery
-from streameval.replay.layout import ACTIONS, META, VIDEO_SUFFIXES, is_video_file, one_line, present
+from streameval.replay.layout import ACTIONS, META, VIDEO_SUFFIXES, is_video_file, present
 from streameval.replay.rollout import Rollout, read_rollout_dir
 
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, one_line
 
 # Arguments are expanded this many directory levels down (root/MODEL/episode).
 _MAX_DEPTH = 2

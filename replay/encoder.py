@@ -20,7 +20,7 @@ from pathlib import Path
 
 import av
 
-from streameval.core.events import Image
+from streameval.core.arrays import Image
 
 CODEC = "libx264rgb"
 PIX_FMT = "rgb24"

@@ -18,10 +18,10 @@ import av
 import cv2
 import numpy as np
 import numpy.typing as npt
-from streameval.replay.layout import FRAME_NAME_DIGITS, one_line
+from streameval.replay.layout import FRAME_NAME_DIGITS
 
-from streameval.core.events import Image
-from streameval.errors import BadInputError, InvalidDataError
+from streameval.core.arrays import Image
+from streameval.errors import BadInputError, InvalidDataError, one_line
 
 _FRAME_NAME = re.compile(rf"^(\d{{{FRAME_NAME_DIGITS}}})\.png$")
 

@@ -41,11 +41,6 @@ def is_video_file(path: Path) -> bool:
     return path.suffix.lower() in VIDEO_SUFFIXES and path.is_file()
 
 
-def one_line(text: str) -> str:
-    """Error messages are one line (docs/cli.md#bad-input): fold whatever a library told us."""
-    return " ".join(text.split())
-
-
 def read_json(path: Path) -> Any:
     """Parse a JSON file under the input layer's bounds (size, depth, digits, finite numbers);
     every problem is a BadInputError naming the file."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -42,7 +41,9 @@ from streameval.replay.layout import (
 )
 from streameval.replay.npyappend import NpyAppender
 
-from streameval.core.events import ChunkDone, EpisodeInfo, FloatArray, FrameEvent, KeySent
+from streameval.core.arrays import F64
+from streameval.core.atomic import write_json_atomic
+from streameval.core.events import ChunkDone, EpisodeInfo, FrameEvent, KeySent
 from streameval.errors import BadInputError
 
 
@@ -74,7 +75,7 @@ class _Sidecar:
     def __init__(self, name: str, shape: tuple[int, ...]) -> None:
         self.name = name
         self.shape = shape
-        self.values: list[FloatArray] = []
+        self.values: list[F64] = []
         self.missing_from: int | None = None
         self.seen = False  # any frame carried one: a gap is then worth reporting
 
@@ -177,9 +178,7 @@ class Recorder:
         )
 
     def _write_meta(self) -> None:
-        tmp = self.out_dir / (META + ".tmp")
-        tmp.write_text(json.dumps(self._meta, indent=2, default=str) + "\n", encoding="utf-8")
-        os.replace(tmp, self.out_dir / META)
+        write_json_atomic(self.out_dir / META, self._meta, allow_nan=True, default=str)
 
     def _check_frame(self, event: FrameEvent) -> str:
         if self.closed:

@@ -21,10 +21,10 @@ from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
-from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, one_line, present
+from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, present
 
-from streameval.core.events import FloatArray
-from streameval.errors import BadInputError, InvalidDataError
+from streameval.core.arrays import F64
+from streameval.errors import BadInputError, InvalidDataError, one_line
 from streameval.inputs.arrays import (
     check_real_dtype,
     first_bad,
@@ -74,8 +74,8 @@ class Sidecars:
     unusable is None and its defect is in ``problems``: the episode is still replayed."""
 
     frames: int
-    poses: FloatArray | None = None
-    intrinsics: FloatArray | None = None
+    poses: F64 | None = None
+    intrinsics: F64 | None = None
     depth: DepthSpec | None = None
     problems: tuple[SidecarProblem, ...] = ()
 
@@ -86,10 +86,10 @@ class Sidecars:
             kinds.setdefault(p.spoils, []).append(f"{p.path.name}: {p.problem}")
         return {kind: "; ".join(messages) for kind, messages in kinds.items()}
 
-    def pose_at(self, index: int) -> FloatArray | None:
+    def pose_at(self, index: int) -> F64 | None:
         return None if self.poses is None else self.poses[index]
 
-    def intrinsics_at(self, index: int) -> FloatArray | None:
+    def intrinsics_at(self, index: int) -> F64 | None:
         if self.intrinsics is None:
             return None
         return self.intrinsics if self.intrinsics.ndim == 2 else self.intrinsics[index]
@@ -116,12 +116,12 @@ def _first_nonfinite_frame(arr: npt.NDArray[np.float64]) -> int | None:
     return int(hits[0]) if hits.size else None
 
 
-def _read_only(arr: npt.NDArray[np.float64]) -> FloatArray:
+def _read_only(arr: npt.NDArray[np.float64]) -> F64:
     arr.flags.writeable = False  # every FrameEvent gets a view; nobody may change the recording
     return arr
 
 
-def load_poses(path: Path, frames: int) -> FloatArray:
+def load_poses(path: Path, frames: int) -> F64:
     """(T,4,4) camera-to-world, finite, homogeneous, one per frame."""
     raw = _load_small(path)
     if raw.ndim != 3 or raw.shape[1:] != (4, 4):
@@ -138,7 +138,7 @@ def load_poses(path: Path, frames: int) -> FloatArray:
     return _read_only(np.ascontiguousarray(poses))
 
 
-def load_intrinsics(path: Path, frames: int) -> FloatArray:
+def load_intrinsics(path: Path, frames: int) -> F64:
     """(3,3) for the whole episode or (T,3,3) per frame, finite."""
     raw = _load_small(path)
     if raw.shape != (3, 3) and not (raw.ndim == 3 and raw.shape[1:] == (3, 3)):

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+# --- frame rate ---
+# The rate assumed where nobody says one: WorldMark's nominal 16 fps (docs/methods.md#suites).
+# A model or server that states its own fps, a recording's timestamps and ``--fps`` win over it.
+DEFAULT_FPS = 16.0
+
 # --- analysis frame and signals (docs/methods.md#analysis-frame-and-flow-units) ---
 ANALYSIS_WIDTH = 640
 ANALYSIS_HEIGHT = 432

@@ -5,6 +5,12 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 
+def one_line(text: str) -> str:
+    """Error messages are one line (docs/cli.md#bad-input): fold whatever a library told us
+    (a traceback-like multi-line ``str(exc)``, a schema message) into single spaces."""
+    return " ".join(text.split())
+
+
 def redact_url(text: str) -> str:
     """``scheme://user:PASS@host…`` as ``scheme://user@host…``: a URL that carries credentials
     is named in error lines, logs and results without the password (the same form as

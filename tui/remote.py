@@ -21,6 +21,7 @@ from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.observer import DashboardObserver
 from streameval.tui.state import EpisodeState
 
+from streameval.constants import DEFAULT_FPS
 from streameval.core.events import EpisodeInfo, ErrorEvent
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome, Progress
@@ -102,7 +103,7 @@ class RemoteDashboardApp(DashboardApp):
             return None  # joined mid-episode without its schedule: wait for the next one
         job = len(self.model.episodes)
         self.model.episodes.append(EpisodeState(job, f"{session}/{update.episode}"))
-        fps = update.episode_fps or 16.0
+        fps = update.episode_fps or DEFAULT_FPS
         info = EpisodeInfo(
             episode=update.episode,
             model=update.model,

@@ -16,9 +16,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
+from streameval.core.arrays import F64
 
 # (forward, right, yaw) in units of forward_speed, strafe_speed, yaw_rate. Signs
 # (docs/methods.md#keys): A moves the camera left so content flows right (+Sx); L turns left (θ
@@ -69,7 +68,7 @@ def advance(
     )
 
 
-def pose_matrix(state: CameraState, camera_height: float) -> FloatArray:
+def pose_matrix(state: CameraState, camera_height: float) -> F64:
     """4×4 camera-to-world matrix (OpenCV camera axes) of ``state``."""
     c, s = math.cos(state.heading), math.sin(state.heading)
     pose = np.eye(4, dtype=np.float64)
@@ -83,7 +82,7 @@ def focal_length(width: int, fov_deg: float) -> float:
     return (width / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
 
 
-def intrinsics(width: int, height: int, fov_deg: float) -> FloatArray:
+def intrinsics(width: int, height: int, fov_deg: float) -> F64:
     """3×3 camera matrix; pixel centres at integer coordinates, so cx = (W − 1) / 2."""
     f = focal_length(width, fov_deg)
     return np.array(
@@ -100,11 +99,11 @@ class RayGrid:
     z-depth, which is what the depth map reports.
     """
 
-    dx: FloatArray  # (columns,)
-    dy: FloatArray  # (rows,)
+    dx: F64  # (columns,)
+    dy: F64  # (rows,)
 
 
-def image_rays(k: FloatArray, width: int, height: int) -> RayGrid:
+def image_rays(k: F64, width: int, height: int) -> RayGrid:
     """Rays through the pixel centres of the image."""
     fx, fy, cx, cy = k[0, 0], k[1, 1], k[0, 2], k[1, 2]
     return RayGrid(
@@ -113,7 +112,7 @@ def image_rays(k: FloatArray, width: int, height: int) -> RayGrid:
     )
 
 
-def resized_rays(k: FloatArray, width: int, height: int, out_w: int, out_h: int) -> RayGrid:
+def resized_rays(k: F64, width: int, height: int, out_w: int, out_h: int) -> RayGrid:
     """Rays through the pixel centres of the image resized to (out_w, out_h).
 
     Uses the ``cv2.resize`` convention (pixel j of the small grid sits at image coordinate

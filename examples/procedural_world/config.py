@@ -27,6 +27,8 @@ from typing import Any
 
 from streameval.protocol.keys import KEYS, NO_KEY, OPPOSITE
 
+from streameval.constants import DEFAULT_FPS
+
 
 @dataclass(frozen=True)
 class WorldConfig:
@@ -38,7 +40,7 @@ class WorldConfig:
     height: int = 432
     """Image height in pixels (the analysis height,
     docs/methods.md#analysis-frame-and-flow-units)."""
-    fps: float = 16.0
+    fps: float = DEFAULT_FPS
     """Frames per second of video time; each ``step`` advances 1/fps s."""
     fov_deg: float = 70.0
     """Horizontal field of view (the memory metrics assume 70°,

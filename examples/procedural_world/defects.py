@@ -15,13 +15,12 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-import numpy.typing as npt
 from streameval.worlds.procedural_world.camera import KEY_MOTION, CameraState
 from streameval.worlds.procedural_world.config import WorldConfig
 from streameval.worlds.procedural_world.looks import Look, look_for_cut
 from streameval.worlds.procedural_world.scene import CELL_M
 
-Image = npt.NDArray[np.uint8]
+from streameval.core.arrays import Image
 
 HARD_CUT_CELLS = (200, 2000)
 """A hard cut lands this many lattice cells (1.2–12 km) away along each axis: far enough that

@@ -23,13 +23,11 @@ The backdrop stays ``inf`` (infinitely far is known), the image is unchanged.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
-Float32Array = npt.NDArray[np.float32]
-BoolArray = npt.NDArray[np.bool_]
+from streameval.core.arrays import F32, Mask
 
 
-def unresolved(depth: Float32Array, step: float) -> BoolArray:
+def unresolved(depth: F32, step: float) -> Mask:
     """Pixels whose depth differs from a finite 4-neighbour by more than ``step`` × the
     nearer of the two (a neighbour at inf or NaN does not count: the sky's edge is a known
     surface against a known infinity). In float32, on NaN in place of inf (every comparison
@@ -48,9 +46,7 @@ def unresolved(depth: Float32Array, step: float) -> BoolArray:
     return bad
 
 
-def reported_depth(
-    depth: Float32Array, range_m: float | None, resolvable_step: float | None
-) -> Float32Array:
+def reported_depth(depth: F32, range_m: float | None, resolvable_step: float | None) -> F32:
     """``depth`` with the pixels the world reports as unknown set to NaN (module docstring);
     the same array when both rules are off."""
     if range_m is None and resolvable_step is None:

@@ -10,11 +10,8 @@ which is what makes a place look the same when the camera comes back to it.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
-IntArray = npt.NDArray[np.int64]
-U64Array = npt.NDArray[np.uint64]
-FloatArray = npt.NDArray[np.float64]
+from streameval.core.arrays import F64, I64, U64
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_J = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -23,7 +20,7 @@ _MIX_GEN = np.uint64(0xD6E8FEB86659FD93)
 _MIX_STREAM = np.uint64(0xFF51AFD7ED558CCD)
 
 
-def _splitmix(x: U64Array) -> U64Array:
+def _splitmix(x: U64) -> U64:
     """The splitmix64 finaliser: a bijection that scatters nearby inputs (wraps mod 2^64)."""
     x = x ^ (x >> np.uint64(30))
     x = x * np.uint64(0xBF58476D1CE4E5B9)
@@ -32,9 +29,7 @@ def _splitmix(x: U64Array) -> U64Array:
     return x ^ (x >> np.uint64(31))
 
 
-def cell_hash(
-    i: IntArray, j: IntArray, seed: int, generation: IntArray | int, stream: int
-) -> U64Array:
+def cell_hash(i: I64, j: I64, seed: int, generation: I64 | int, stream: int) -> U64:
     """64-bit hash of integer cell coordinates (any sign) for one property ``stream``."""
     iu = np.asarray(i, dtype=np.int64).astype(np.uint64)
     ju = np.asarray(j, dtype=np.int64).astype(np.uint64)
@@ -46,9 +41,7 @@ def cell_hash(
     return _splitmix(x ^ (gu * _MIX_GEN))
 
 
-def cell_uniform(
-    i: IntArray, j: IntArray, seed: int, generation: IntArray | int, stream: int
-) -> FloatArray:
+def cell_uniform(i: I64, j: I64, seed: int, generation: I64 | int, stream: int) -> F64:
     """Uniform [0, 1) per cell from the top 53 bits of its hash."""
     bits = cell_hash(i, j, seed, generation, stream) >> np.uint64(11)
     return bits.astype(np.float64) * (1.0 / 9007199254740992.0)

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-import numpy.typing as npt
 from streameval.worlds.procedural_world.textures import ATLAS_PAD, GROUND_TILE, TextureBank
 
-Image = npt.NDArray[np.uint8]
+from streameval.core.arrays import Image
+
 Matrix3 = tuple[float, float, float, float, float, float, float, float, float]
 
 SUN = (0.55, -0.35)

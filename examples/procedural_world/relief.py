@@ -36,9 +36,10 @@ from streameval.worlds.procedural_world.scene import (
     GroundSlabs,
 )
 
+from streameval.core.arrays import F64
+
 __all__ = ["PIT_DEPTH_M", "ground_depth", "relief_height"]
 
-FloatArray = npt.NDArray[np.float64]
 
 PIT_RAMP_M = 1.0
 """Width of the slope from a pedestal's edge down to the street floor."""
@@ -49,15 +50,15 @@ BISECTIONS = 24
 _STREET_HALF_M = CELL_M / 2 - BLOCK_HALF_M  # a street runs 4 m either side of its lattice line
 
 
-def _street_weight(offset: FloatArray) -> FloatArray:
+def _street_weight(offset: F64) -> F64:
     """1 on the street floor, 0 on a pedestal, linear in between, from the signed offset to
     the slab's centre line (a lattice line, so the middle of a street)."""
     inner = _STREET_HALF_M - PIT_RAMP_M
-    w: FloatArray = np.clip((_STREET_HALF_M - np.abs(offset)) / (_STREET_HALF_M - inner), 0, 1)
+    w: F64 = np.clip((_STREET_HALF_M - np.abs(offset)) / (_STREET_HALF_M - inner), 0, 1)
     return w
 
 
-def relief_height(x: FloatArray, z: FloatArray, slabs: GroundSlabs) -> FloatArray:
+def relief_height(x: F64, z: F64, slabs: GroundSlabs) -> F64:
     """Ground height (≤ 0) at world (x, z) inside the slab window: −depth × the street weight of
     the nearer street (a pedestal is where both streets' weights are 0)."""
     n = slabs.pit.shape[0]
@@ -69,19 +70,19 @@ def relief_height(x: FloatArray, z: FloatArray, slabs: GroundSlabs) -> FloatArra
     weight = np.maximum(
         _street_weight(x - fi * GROUND_SLAB_M), _street_weight(z - fj * GROUND_SLAB_M)
     )
-    h: FloatArray = -depth * weight
+    h: F64 = -depth * weight
     return h
 
 
 def ground_depth(
-    t_plane: FloatArray,
-    dir_x: FloatArray,
-    dir_z: FloatArray,
-    dy: FloatArray,
+    t_plane: F64,
+    dir_x: F64,
+    dir_z: F64,
+    dy: F64,
     origin: tuple[float, float, float],
     slabs: GroundSlabs,
     t_max: float | None = None,
-) -> FloatArray:
+) -> F64:
     """z-depth of the first ground hit of each ray, given its hit ``t_plane`` with the flat
     plane (broadcastable (rows, cols)); ``dir_x``/``dir_z`` are per-column world directions per
     unit z-depth, ``dy`` the per-row downward slope, ``origin`` the camera (x, height, z).
@@ -111,7 +112,7 @@ def ground_depth(
         return out
     flat = (dxb.ravel(), dzb.ravel(), dyb.ravel(), norm_h.ravel())
 
-    def below(tt: FloatArray, idx: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def below(tt: F64, idx: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
         ax, az, ay = flat[0][idx], flat[1][idx], flat[2][idx]
         return height - ay * tt <= relief_height(x0 + tt * ax, z0 + tt * az, slabs)
 

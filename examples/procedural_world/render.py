@@ -61,10 +61,7 @@ from streameval.worlds.procedural_world.textures import (
     texture_bank,
 )
 
-FloatArray = npt.NDArray[np.float64]
-Float32Array = npt.NDArray[np.float32]
-IntArray = npt.NDArray[np.int64]
-Image = npt.NDArray[np.uint8]
+from streameval.core.arrays import F32, F64, Image
 
 MAX_LAYERS = 6
 """Skyline layers resolved per column. Farther, taller objects beyond the sixth visible one
@@ -85,7 +82,7 @@ class Rendered:
     depth column ray hits (occluded or not): the view-frustum test of the forget defect."""
 
     image: Image
-    depth: Float32Array
+    depth: F32
     objects_in_view: set[tuple[int, int]]
 
 
@@ -95,8 +92,8 @@ class _Layers:
     ``top = -inf`` (never cover a pixel) and ``t = inf``."""
 
     obj: npt.NDArray[np.intp]  # index into the ObjectSet, -1 when absent
-    t: FloatArray
-    top: FloatArray  # dy of the object's top edge (negative: above the horizon)
+    t: F64
+    top: F64  # dy of the object's top edge (negative: above the horizon)
     count: int  # layers used by at least one column
 
 
@@ -254,9 +251,7 @@ class Renderer:
         order = np.argsort(kept.kind != KIND_PILLAR, kind="stable")
         return kept.take(order)
 
-    def _intersect(
-        self, state: CameraState, objects: ObjectSet, dir_x: FloatArray, dir_z: FloatArray
-    ) -> FloatArray:
+    def _intersect(self, state: CameraState, objects: ObjectSet, dir_x: F64, dir_z: F64) -> F64:
         """Ray parameter (= z-depth) of each column ray's first hit with each object, inf
         for a miss; shape (columns, objects)."""
         n_pillar = int(np.count_nonzero(objects.kind == KIND_PILLAR))
@@ -304,10 +299,10 @@ class Renderer:
         state: CameraState,
         objects: ObjectSet,
         layers: _Layers,
-        dir_x: FloatArray,
-        dir_z: FloatArray,
+        dir_x: F64,
+        dir_z: F64,
         look: Look,
-    ) -> Float32Array:
+    ) -> F32:
         """Per (layer, image column), as 5 planes: atlas x, atlas y = alpha + beta·dy,
         surface weight (1 − fog)·shade, and fog. The entry after a column's last layer is
         the backdrop (weight 0, fog 1)."""
@@ -368,7 +363,7 @@ class Renderer:
         state: CameraState,
         objects: ObjectSet,
         layers: _Layers,
-        directions: tuple[FloatArray, FloatArray],
+        directions: tuple[F64, F64],
         slabs: GroundSlabs,
         look: Look,
     ) -> Image:
@@ -411,9 +406,9 @@ class Renderer:
         self,
         state: CameraState,
         layers: _Layers,
-        directions: tuple[FloatArray, FloatArray],
+        directions: tuple[F64, F64],
         slabs: GroundSlabs,
-        maps: tuple[Float32Array, Float32Array, Float32Array, Float32Array],
+        maps: tuple[F32, F32, F32, F32],
     ) -> None:
         """Overwrite ``maps`` (atlas x, atlas y, weight, fog) at the ground pixels: below the
         base of each column's nearest object. Over a sunken street (``relief``) the texture
@@ -476,7 +471,7 @@ class Renderer:
             part += select * (src - part)
 
     @staticmethod
-    def _slab_planes(slabs: GroundSlabs) -> Float32Array:
+    def _slab_planes(slabs: GroundSlabs) -> F32:
         """(3, slabs) planes: u offset, v offset, tint."""
         return np.stack([slabs.u.ravel(), slabs.v.ravel(), slabs.tint.ravel()]).astype(np.float32)
 
@@ -506,9 +501,9 @@ class Renderer:
         self,
         state: CameraState,
         layers: _Layers,
-        directions: tuple[FloatArray, FloatArray],
+        directions: tuple[F64, F64],
         slabs: GroundSlabs,
-    ) -> Float32Array:
+    ) -> F32:
         """Exact z-depth on the depth grid; inf where the infinitely far backdrop shows,
         through the sky or through full fog."""
         w = self.width
@@ -546,12 +541,12 @@ class Renderer:
         return np.where(hidden, np.inf, depth).astype(np.float32)
 
 
-def _fog(distance: FloatArray) -> FloatArray:
+def _fog(distance: F64) -> F64:
     """Share of the backdrop in a surface at this horizontal distance."""
     return np.clip((distance - FOG_START_M) / (FOG_END_M - FOG_START_M), 0.0, 1.0)
 
 
-def _skyline(t_hit: FloatArray, top: FloatArray, dy_top: float) -> _Layers:
+def _skyline(t_hit: F64, top: F64, dy_top: float) -> _Layers:
     """Visible objects per column, nearest first, each one rising above all nearer ones.
 
     Layer k+1 is the nearest object whose top is higher on screen than layer k's (any nearer

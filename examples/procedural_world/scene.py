@@ -43,8 +43,7 @@ from streameval.worlds.procedural_world.textures import (
     TEXEL_M,
 )
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from streameval.core.arrays import F64, I64
 
 CELL_M = 12.0
 """Object lattice spacing; the lattice lines are the streets."""
@@ -101,17 +100,17 @@ class ObjectSet:
     rectangles. ``u0`` / ``v0`` are the texel offsets of the object in its material tile.
     """
 
-    cell_i: IntArray
-    cell_j: IntArray
-    kind: IntArray
-    x: FloatArray
-    z: FloatArray
-    half_x: FloatArray
-    half_z: FloatArray
-    height: FloatArray
-    material: IntArray
-    u0: FloatArray
-    v0: FloatArray
+    cell_i: I64
+    cell_j: I64
+    kind: I64
+    x: F64
+    z: F64
+    half_x: F64
+    half_z: F64
+    height: F64
+    material: I64
+    u0: F64
+    v0: F64
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
@@ -152,7 +151,7 @@ class AppearanceMemory:
     """Generations added to everything, in view or not (``forget_scene``)."""
     objects: dict[tuple[int, int], int] = field(default_factory=dict)
     ground: dict[tuple[int, int], int] = field(default_factory=dict)
-    sectors: IntArray = field(default_factory=lambda: np.zeros(BACKDROP_SECTORS, np.int64))
+    sectors: I64 = field(default_factory=lambda: np.zeros(BACKDROP_SECTORS, np.int64))
     _seen_objects: set[tuple[int, int]] = field(default_factory=set)
     _seen_ground: set[tuple[int, int]] = field(default_factory=set)
     _seen_sectors: set[int] = field(default_factory=set)
@@ -177,11 +176,11 @@ class AppearanceMemory:
         """Whether anything can differ from the clean world."""
         return self.enabled or self.epoch > 0
 
-    def object_generation(self, i: IntArray, j: IntArray) -> IntArray:
+    def object_generation(self, i: I64, j: I64) -> I64:
         seen = _lookup(self.objects, i, j) if self.enabled else np.zeros(i.shape, np.int64)
         return seen + self.epoch
 
-    def ground_generation(self, i: IntArray, j: IntArray) -> IntArray:
+    def ground_generation(self, i: I64, j: I64) -> I64:
         seen = _lookup(self.ground, i, j) if self.enabled else np.zeros(i.shape, np.int64)
         return seen + self.epoch
 
@@ -211,16 +210,14 @@ class AppearanceMemory:
             self.version += 1
 
 
-def _lookup(table: dict[tuple[int, int], int], i: IntArray, j: IntArray) -> IntArray:
+def _lookup(table: dict[tuple[int, int], int], i: I64, j: I64) -> I64:
     if not table:
         return np.zeros(i.shape, np.int64)
     flat = [table.get((int(a), int(b)), 0) for a, b in zip(i.ravel(), j.ravel(), strict=True)]
     return np.asarray(flat, dtype=np.int64).reshape(i.shape)
 
 
-def objects_in_cells(
-    cell_i: IntArray, cell_j: IntArray, seed: int, generation: IntArray
-) -> ObjectSet:
+def objects_in_cells(cell_i: I64, cell_j: I64, seed: int, generation: I64) -> ObjectSet:
     """The objects of the given cells (cells without one are dropped).
 
     Generation 0 is the clean world. A later generation (the ``forget`` defect) keeps whether
@@ -234,10 +231,10 @@ def objects_in_cells(
     ci, cj, gen = cell_i[present], cell_j[present], generation[present]
     layout = np.zeros(ci.shape, dtype=np.int64)
 
-    def v(stream: int) -> FloatArray:  # the clean world's layout
+    def v(stream: int) -> F64:  # the clean world's layout
         return cell_uniform(ci, cj, seed, layout, stream)
 
-    def g(stream: int) -> FloatArray:  # this generation's draw
+    def g(stream: int) -> F64:  # this generation's draw
         return cell_uniform(ci, cj, seed, gen, stream)
 
     kind_draw = v(_S_KIND)
@@ -285,12 +282,12 @@ def objects_in_cells(
 
 def _forget_geometry(
     forgotten: npt.NDArray[np.bool_],
-    centre: tuple[FloatArray, FloatArray],
-    position: tuple[FloatArray, FloatArray],
-    half: tuple[FloatArray, FloatArray],
-    height: FloatArray,
-    draw: Callable[[int], FloatArray],
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    centre: tuple[F64, F64],
+    position: tuple[F64, F64],
+    half: tuple[F64, F64],
+    height: F64,
+    draw: Callable[[int], F64],
+) -> tuple[F64, F64, F64, F64, F64]:
     """Move and resize the ``forgotten`` objects; the others are returned unchanged.
 
     Footprint and height scale by 1 ± U(``FORGET_SCALE``) (the sign drawn too; the footprint
@@ -324,7 +321,7 @@ def _forget_geometry(
     )
 
 
-def _signed_scale(u: FloatArray) -> FloatArray:
+def _signed_scale(u: F64) -> F64:
     """1 − s or 1 + s (the lower or upper half of ``u``) with s uniform in ``FORGET_SCALE``:
     a forgotten object is never almost its old size."""
     lo, hi = FORGET_SCALE
@@ -364,7 +361,7 @@ class ObjectField:
         return self._window
 
 
-def footprint_distance(objects: ObjectSet, x: float, z: float) -> FloatArray:
+def footprint_distance(objects: ObjectSet, x: float, z: float) -> F64:
     """Horizontal distance from (x, z) to each object's footprint (0 when inside)."""
     dx = np.abs(x - objects.x)
     dz = np.abs(z - objects.z)
@@ -383,10 +380,10 @@ class GroundSlabs:
 
     i0: int
     j0: int
-    u: FloatArray
-    v: FloatArray
-    tint: FloatArray
-    pit: FloatArray
+    u: F64
+    v: F64
+    tint: F64
+    pit: F64
     """How far the slab's streets sink (m): 0 unless the whole scene was forgotten, see
     ``relief``."""
 
@@ -414,7 +411,7 @@ def ground_slabs(x: float, z: float, half: int, seed: int, memory: AppearanceMem
     )
 
 
-def sector_offsets(memory: AppearanceMemory, seed: int) -> tuple[FloatArray, FloatArray]:
+def sector_offsets(memory: AppearanceMemory, seed: int) -> tuple[F64, F64]:
     """Backdrop texel offsets (u, v) per sector: zero in the clean world (a seamless panorama),
     a hashed jump for every sector the forget defect has regenerated."""
     gen = (

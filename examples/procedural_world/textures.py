@@ -26,9 +26,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-Float32Array = npt.NDArray[np.float32]
-Image = npt.NDArray[np.uint8]
+from streameval.core.arrays import F32, F64, Image
 
 TEXEL_M = 0.025
 """Size of a level-0 texel of the ground and of the object materials, in metres. The nearest
@@ -72,10 +70,10 @@ class TextureBank:
     """
 
     atlas: Image
-    ground_origin_x: FloatArray  # (ground_levels,)
-    ground_origin_y: FloatArray
-    material_origin_x: FloatArray  # (MATERIAL_COUNT, material_levels)
-    material_origin_y: FloatArray
+    ground_origin_x: F64  # (ground_levels,)
+    ground_origin_y: F64
+    material_origin_x: F64  # (MATERIAL_COUNT, material_levels)
+    material_origin_y: F64
     backdrop: Image  # (BACKDROP_HEIGHT, BACKDROP_WIDTH, 3), wraps horizontally
 
     @property
@@ -93,7 +91,7 @@ def periodic_noise(
     feature_px: float,
     largest_px: float,
     slope: float = 1.0,
-) -> Float32Array:
+) -> F32:
     """Zero-mean, unit-variance coloured noise that tiles in both axes.
 
     White noise is shaped in the Fourier domain: amplitude ~ 1/f^slope between the
@@ -111,11 +109,11 @@ def periodic_noise(
     amplitude[0, 0] = 0.0
     field = np.fft.irfft2(spectrum * amplitude, s=shape)
     field = (field - field.mean()) / (field.std() + 1e-12)
-    out: Float32Array = np.asarray(field, dtype=np.float32)
+    out: F32 = np.asarray(field, dtype=np.float32)
     return out
 
 
-def _hsv_to_rgb(hue: float, sat: float, val: float) -> FloatArray:
+def _hsv_to_rgb(hue: float, sat: float, val: float) -> F64:
     """One colour, hue in [0, 1), as float RGB in [0, 1]."""
     return np.array(colorsys.hsv_to_rgb(hue, sat, val), dtype=np.float64)
 
@@ -125,7 +123,7 @@ def _to_image(rgb: npt.NDArray[np.floating]) -> Image:
     return out
 
 
-def _mix(c1: FloatArray, c2: FloatArray, weight: Float32Array) -> Float32Array:
+def _mix(c1: F64, c2: F64, weight: F32) -> F32:
     w = weight[..., None]
     return (c1[None, None, :] * (1.0 - w) + c2[None, None, :] * w).astype(np.float32)
 

@@ -22,7 +22,7 @@ from streameval.worlds.procedural_world.picture import Picture
 from streameval.worlds.procedural_world.render import Rendered, Renderer
 from streameval.worlds.procedural_world.scene import AppearanceMemory
 
-FloatArray = npt.NDArray[np.float64]
+from streameval.core.arrays import F64
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +40,9 @@ class WorldFrame:
     """
 
     image: npt.NDArray[np.uint8]
-    pose: FloatArray
+    pose: F64
     depth: npt.NDArray[np.float32]
-    intrinsics: FloatArray
+    intrinsics: F64
     key: str
 
 
@@ -71,7 +71,7 @@ class ProceduralWorld:
             depth_resolvable_step=self.config.depth_resolvable_step,
         )
         self._response = KeyResponse(self.config)
-        self.intrinsics: FloatArray = self._renderer.k.copy()
+        self.intrinsics: F64 = self._renderer.k.copy()
         self.reset()
 
     @property

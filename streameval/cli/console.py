@@ -28,6 +28,7 @@ from rich.progress import Progress as RichProgress
 from streameval.core.events import EpisodeInfo, ErrorEvent
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.results.scores_file import SCORES_FILE
 
 
 def format_metric(m: MetricResult, name: str | None = None) -> str:
@@ -99,7 +100,7 @@ class ProgressPrinter(EpisodeObserver):
             reason = f"  ({m.reason})" if m.reason else ""
             self._print(f"    {name:<26} {format_metric(m, name)}{reason}")
         if outcome.results_dir is not None:
-            self._print(f"    → {outcome.results_dir / 'scores.json'}")
+            self._print(f"    → {outcome.results_dir / SCORES_FILE}")
 
 
 class ProgressBars(ProgressPrinter):

@@ -15,6 +15,7 @@ from typing import Any
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from streameval.errors import BadInputError
 from streameval.report.writer import write_reports
+from streameval.results.scores_file import SCORES_FILE
 
 
 def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -37,7 +38,7 @@ def run_report(args: argparse.Namespace) -> int:
             print(f"error: {BadInputError(root, 'no such results directory')}", file=sys.stderr)
             status = EXIT_BAD_INPUT
             continue
-        dirs = sorted(p.parent for p in root.rglob("scores.json"))
+        dirs = sorted(p.parent for p in root.rglob(SCORES_FILE))
         if not dirs:
             print(f"error: {BadInputError(root, 'no scores.json found below it')}", file=sys.stderr)
             status = EXIT_BAD_INPUT

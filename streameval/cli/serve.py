@@ -8,6 +8,7 @@ import asyncio
 import sys
 from typing import Any
 
+from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
 from streameval.protocol.wire import IMAGE_ENCODINGS
 from streameval.transports.mqtt.url import connect_problem, is_mqtt_error
@@ -47,7 +48,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from streameval.runs.python_model import load_python_model
 
     model, name = load_python_model(args.model)
-    fps = args.fps or float(getattr(model, "fps", 16.0))
+    fps = args.fps or float(getattr(model, "fps", DEFAULT_FPS))
     width = int(getattr(model, "width", 0) or 0)
     height = int(getattr(model, "height", 0) or 0)
     try:

@@ -12,17 +12,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.arrays import F64, Image
+from streameval.errors import StreamevalError
 from streameval.protocol.schedule import Schedule
-
-Image = npt.NDArray[np.uint8]
-FloatArray = npt.NDArray[np.float64]
 
 
 class EndOfStream(Exception):
-    """Raised by ``Source.recv`` when the episode has no more events."""
+    """Raised by ``Source.recv`` when the episode has no more events.
+
+    Outside the ``StreamevalError`` tree on purpose: it is the normal end of a stream, as
+    ``StopAsyncIteration`` is, never a failure; a handler of the error tree must not catch it.
+    """
 
 
-class EpisodeNotStarted(RuntimeError):
+class EpisodeNotStarted(StreamevalError, RuntimeError):
     """The source ended (or failed) before ``EpisodeStart``: there is no episode to finalize.
 
     Its own type, so that a caller that stopped the source itself (the dashboard's ``q``) can
@@ -68,9 +71,9 @@ class FrameEvent:
     key: str
     t_video: float
     t_wall: float | None = None
-    pose: FloatArray | None = None
+    pose: F64 | None = None
     depth: npt.NDArray[np.float32] | None = None
-    intrinsics: FloatArray | None = None
+    intrinsics: F64 | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.arrays import Image
 from streameval.engine.track import WorldAtlasTrack
 from streameval.metrics.worldatlas.closed_loop import resize_like
 from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
@@ -32,10 +33,8 @@ from streameval.perception.embedding import EmbeddingBackend
 from streameval.perception.gram import GramBackend, pair_distances
 from streameval.results.cache.closed_loop import CLOSED_LOOP_FRAME_SIDE
 
-Frame = npt.NDArray[np.uint8]
 
-
-def _decode(jpeg: bytes) -> Frame:
+def _decode(jpeg: bytes) -> Image:
     import cv2
 
     bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
@@ -90,11 +89,11 @@ def keep_revisit_frames(
 
 
 def _pair_features(
-    embedder: EmbeddingBackend, firsts: list[Frame], revisits: list[Frame]
+    embedder: EmbeddingBackend, firsts: list[Image], revisits: list[Image]
 ) -> npt.NDArray[np.float32]:
     """(P, 2, D) features of the pairs, each distinct frame (the same array object) embedded
     once, in one call, in order of first appearance."""
-    distinct: dict[int, Frame] = {}
+    distinct: dict[int, Image] = {}
     for frame in [*firsts, *revisits]:
         distinct.setdefault(id(frame), frame)
     rows = dict(zip(distinct, embedder.embed(list(distinct.values())), strict=True))

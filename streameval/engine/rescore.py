@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streameval.engine.scoring import episode_document, score_episode
-from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import one_line, read_json_file
+from streameval.errors import BadInputError, one_line
+from streameval.inputs.jsonfile import read_json_file
 from streameval.inputs.paths import present
 from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.results.cache.episode import EpisodeCache
@@ -91,7 +91,7 @@ def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreO
         rerate(cache, quality, cache_dir)
     scores = score_episode(cache)
     doc = episode_document(cache.meta, scores, len(cache.frame_keys))
-    old_path = results_dir / "scores.json"
+    old_path = results_dir / SCORES_FILE
     changed: list[str] = []
     if old_path.is_file():
         try:

@@ -29,8 +29,6 @@ from streameval.results.cache.closed_loop import CLOSED_LOOP_FRAME_SIDE
 from streameval.results.cache.episode import EpisodeCache, MemoryCache
 from streameval.results.cache.worldatlas import WorldAtlasCache
 
-F64 = npt.NDArray[np.float64]
-
 
 @dataclass
 class GrowableRows:

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import one_line
+from streameval.errors import BadInputError, one_line
 
 # A rotation estimated in float32 by a pose network is orthonormal to ~1e-6; ViPE and COLMAP
 # outputs to ~1e-7. 1e-3 accepts every real estimator and refuses scaled or sheared matrices.

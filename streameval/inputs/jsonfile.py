@@ -15,7 +15,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, one_line
 
 # meta.json, episode.json and scores.json are a few kB; a log of a long episode a few MB.
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -27,11 +27,6 @@ MAX_INT_DIGITS = 20
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
-
-
-def one_line(text: str) -> str:
-    """Messages are one line (docs/cli.md#bad-input): fold whatever a library said."""
-    return " ".join(text.split())
 
 
 def nesting_depth(text: str) -> int:

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import one_line
+from streameval.errors import BadInputError, one_line
 
 # The cache of a two-hour episode is tens of MB; a larger archive is not one of ours.
 MAX_NPZ_BYTES = 4 * 1024**3

@@ -16,8 +16,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import one_line
+from streameval.errors import BadInputError, one_line
 
 MAX_COMPONENT = 100
 MAX_DEPTH = 4

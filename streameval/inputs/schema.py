@@ -15,8 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import one_line
+from streameval.errors import BadInputError, one_line
 
 META_SCHEMA = "meta.schema.json"
 SCORES_SCHEMA = "scores.schema.json"

@@ -27,13 +27,10 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from streameval.constants import ANALYSIS_WIDTH, FOV_DEG
-
-FloatArray = NDArray[np.float64]
-IndexArray = NDArray[np.intp]
-BoolArray = NDArray[np.bool_]
+from streameval.core.arrays import F64, Indices, Mask
 
 
 def px_per_degree() -> float:
@@ -52,7 +49,7 @@ def flow_px_to_degrees(px: float) -> float:
     return float(px) / px_per_degree()
 
 
-def signal_pair(sx: ArrayLike, srad: ArrayLike) -> tuple[FloatArray, FloatArray]:
+def signal_pair(sx: ArrayLike, srad: ArrayLike) -> tuple[F64, F64]:
     """``sx`` and ``srad`` as fresh float64 1-D arrays of equal length (NaN = missing)."""
     sx_a = np.array(sx, dtype=np.float64)
     srad_a = np.array(srad, dtype=np.float64)
@@ -63,16 +60,16 @@ def signal_pair(sx: ArrayLike, srad: ArrayLike) -> tuple[FloatArray, FloatArray]
     return sx_a, srad_a
 
 
-def flow_magnitude(sx: ArrayLike, srad: ArrayLike) -> FloatArray:
+def flow_magnitude(sx: ArrayLike, srad: ArrayLike) -> F64:
     """``mag = sqrt(Sx² + Srad²)`` per signal (docs/methods.md#local_memory); NaN where either
     channel is missing."""
     sx_a, srad_a = signal_pair(sx, srad)
-    mag: FloatArray = np.sqrt(sx_a * sx_a + srad_a * srad_a)
+    mag: F64 = np.sqrt(sx_a * sx_a + srad_a * srad_a)
     mag[~(np.isfinite(sx_a) & np.isfinite(srad_a))] = np.nan
     return mag
 
 
-def cumulative_arc(rate: ArrayLike) -> FloatArray:
+def cumulative_arc(rate: ArrayLike) -> F64:
     """``C(f) = sum(rate_i for i < f)`` for f = 0..N (length N + 1); missing samples add 0."""
     r = np.asarray(rate, dtype=np.float64)
     if r.ndim != 1:
@@ -100,11 +97,11 @@ class Appearance:
         embedded = finite & (norm > 0.0)
         unit = np.zeros_like(e)
         unit[embedded] = e[embedded] / norm[embedded, None]
-        self.unit: FloatArray = unit
-        self.embedded: BoolArray = embedded
+        self.unit: F64 = unit
+        self.embedded: Mask = embedded
         self.n_frames: int = int(e.shape[0])
 
-    def has(self, frames: ArrayLike) -> BoolArray:
+    def has(self, frames: ArrayLike) -> Mask:
         """True for each frame index that exists and is embedded."""
         f = np.asarray(frames, dtype=np.intp)
         ok = (f >= 0) & (f < self.n_frames)
@@ -112,7 +109,7 @@ class Appearance:
         out[ok] = self.embedded[f[ok]]
         return out
 
-    def distance(self, a: ArrayLike, b: ArrayLike) -> FloatArray:
+    def distance(self, a: ArrayLike, b: ArrayLike) -> F64:
         """``1 − cos`` between frames ``a[k]`` and ``b[k]``; NaN where either is not embedded."""
         fa = np.asarray(a, dtype=np.intp)
         fb = np.asarray(b, dtype=np.intp)
@@ -135,16 +132,16 @@ def json_float(x: float | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def json_floats(xs: Sequence[float] | FloatArray) -> list[float | None]:
+def json_floats(xs: Sequence[float] | F64) -> list[float | None]:
     """``json_float`` over a sequence."""
     return [json_float(float(x)) for x in xs]
 
 
-def json_ints(xs: Sequence[int] | IndexArray) -> list[int]:
+def json_ints(xs: Sequence[int] | Indices) -> list[int]:
     """Plain ints for JSON details."""
     return [int(x) for x in xs]
 
 
-def json_pairs(a: IndexArray, b: IndexArray) -> list[list[int]]:
+def json_pairs(a: Indices, b: Indices) -> list[list[int]]:
     """``[[a0, b0], [a1, b1], ...]`` as plain ints."""
     return [[int(x), int(y)] for x, y in zip(a.tolist(), b.tolist(), strict=True)]

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from streameval.constants import FLOW_STRIDE, LATENCY_THRESHOLD
+from streameval.core.arrays import F64
 from streameval.metrics.control.kernels import reference_speed
 from streameval.metrics.registry import MetricSpec, metric_specs
 from streameval.protocol.keys import NO_KEY, channel_of, expected_sign
@@ -30,8 +30,6 @@ STALL_INTERVALS = 3.0
 FAMILY = "interactivity"
 """The registry family of the figures below (``metrics/catalog.py``): labels, units and
 direction come from there, values from ``scores.json``'s ``interactivity`` block."""
-
-F64 = npt.NDArray[np.float64]
 
 
 def _ms(x: float) -> float:

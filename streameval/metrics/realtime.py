@@ -20,12 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from streameval.constants import FLOW_STRIDE
-
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
+from streameval.core.arrays import F64
 
 BASELINE_SAMPLES = 4
 """Samples before a change whose mean and spread set the response threshold (WorldAtlas)."""

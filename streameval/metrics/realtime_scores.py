@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streameval.constants import LATENCY_THRESHOLD
+from streameval.core.arrays import F64
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.control.kernels import reference_speed
 from streameval.metrics.realtime import (
     DEFAULT_LATENCY_BUDGET_S,
-    F64,
     RESPONSE_TIMEOUT_S,
     Response,
     action_responses,

@@ -8,14 +8,12 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH
-
-Gray = npt.NDArray[np.uint8]
-RGB = npt.NDArray[np.uint8]
+from streameval.core.arrays import Image
 
 
 def to_analysis_rgb(
     image: npt.NDArray[np.uint8], width: int = ANALYSIS_WIDTH, height: int = ANALYSIS_HEIGHT
-) -> RGB:
+) -> Image:
     """RGB frame of any size -> the colour analysis frame (bilinear, as the reference): what a
     colour-input flow network (RAFT, SEA-RAFT) is given."""
     h, w = image.shape[:2]
@@ -26,14 +24,14 @@ def to_analysis_rgb(
     return np.ascontiguousarray(image, dtype=np.uint8)
 
 
-def rgb_to_gray(rgb: RGB) -> Gray:
+def rgb_to_gray(rgb: Image) -> Image:
     """The grey of a colour analysis frame (what DIS is given)."""
     return np.ascontiguousarray(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), dtype=np.uint8)
 
 
 def to_analysis_gray(
     image: npt.NDArray[np.uint8], width: int = ANALYSIS_WIDTH, height: int = ANALYSIS_HEIGHT
-) -> Gray:
+) -> Image:
     """RGB frame of any size -> grayscale analysis frame, as the reference reads frames.
 
     The reference resizes the *colour* frame to 640×432 with ``cv2.resize``'s default bilinear

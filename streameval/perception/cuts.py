@@ -21,6 +21,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from streameval.constants import DEFAULT_FPS
 from streameval.core.registry import backend_registry
 from streameval.errors import BackendUnavailableError
 from streameval.perception.hf import as_rgb_uint8
@@ -86,7 +87,9 @@ class SceneDetectCuts:
     is the frame that differs from its predecessor, i.e. the first frame of the new shot.
     """
 
-    def __init__(self, fps: float = 16.0, *, method: str = "adaptive", **options: Any) -> None:
+    def __init__(
+        self, fps: float = DEFAULT_FPS, *, method: str = "adaptive", **options: Any
+    ) -> None:
         try:
             import scenedetect
             from scenedetect.scene_manager import compute_downscale_factor
@@ -153,11 +156,11 @@ class SceneDetectCuts:
         self._done = True
 
 
-def scenedetect_adaptive(fps: float = 16.0, **options: Any) -> SceneDetectCuts:
+def scenedetect_adaptive(fps: float = DEFAULT_FPS, **options: Any) -> SceneDetectCuts:
     return SceneDetectCuts(fps, method="adaptive", **options)
 
 
-def scenedetect_content(fps: float = 16.0, **options: Any) -> SceneDetectCuts:
+def scenedetect_content(fps: float = DEFAULT_FPS, **options: Any) -> SceneDetectCuts:
     return SceneDetectCuts(fps, method="content", **options)
 
 

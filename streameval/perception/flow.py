@@ -23,10 +23,9 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.arrays import Flow
 from streameval.core.registry import backend_registry, split_spec
 from streameval.errors import BadInputError
-
-Flow = npt.NDArray[np.float32]  # (H, W, 2): u (x), v (y) in analysis pixels
 
 
 class FlowBackend(Protocol):

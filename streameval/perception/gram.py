@@ -27,15 +27,12 @@ from typing import Any, Protocol, TypeVar
 
 import cv2
 import numpy as np
-import numpy.typing as npt
 
+from streameval.core.arrays import F64, Image
 from streameval.core.parallel import thread_map
 from streameval.core.registry import backend_registry
 from streameval.errors import BackendUnavailableError
 from streameval.perception.hf import IMAGENET_MEAN, IMAGENET_STD, as_rgb_uint8
-
-Frame = npt.NDArray[np.uint8]
-F64 = npt.NDArray[np.float64]
 
 GRAM_IMAGE_SHORT_SIDE = 128  # the VGG input short side of WorldAtlas's CPU path
 # Calibration of the CPU statistic (see FilterBankGram): a 1/f noise texture against itself
@@ -51,17 +48,17 @@ class GramBackend(Protocol):
 
     name: str
 
-    def distance(self, frame_a: Frame, frame_b: Frame) -> float: ...
+    def distance(self, frame_a: Image, frame_b: Image) -> float: ...
 
 
 G = TypeVar("G")
 
 
 def _distinct_pairs(
-    statistic: Callable[[Frame], G],
+    statistic: Callable[[Image], G],
     compare: Callable[[G, G], float],
-    frames_a: Sequence[Frame],
-    frames_b: Sequence[Frame],
+    frames_a: Sequence[Image],
+    frames_b: Sequence[Image],
     *,
     threads: bool,
 ) -> list[float]:
@@ -69,7 +66,7 @@ def _distinct_pairs(
     identity) measured once, on a few threads when ``threads`` (the statistic is numpy/OpenCV
     and releases the GIL; results in order, so the values are the serial loop's)."""
     revisits = [_resize_like(b, a) for a, b in zip(frames_a, frames_b, strict=True)]
-    distinct: dict[int, Frame] = {}
+    distinct: dict[int, Image] = {}
     for frame in [*frames_a, *revisits]:
         distinct.setdefault(id(frame), frame)
     frames = list(distinct.values())
@@ -79,7 +76,7 @@ def _distinct_pairs(
 
 
 def pair_distances(
-    backend: GramBackend, frames_a: Sequence[Frame], frames_b: Sequence[Frame]
+    backend: GramBackend, frames_a: Sequence[Image], frames_b: Sequence[Image]
 ) -> list[float]:
     """The backend's distance of every pair ``(frames_a[k], frames_b[k])``; a backend with its
     own ``pair_distances`` (both here: each distinct frame once) answers for all pairs at once,
@@ -90,14 +87,14 @@ def pair_distances(
     return [float(backend.distance(a, b)) for a, b in zip(frames_a, frames_b, strict=True)]
 
 
-def _resize_like(frame: Frame, target: Frame) -> Frame:
+def _resize_like(frame: Image, target: Image) -> Image:
     if frame.shape[:2] == target.shape[:2]:
         return frame
     size = (target.shape[1], target.shape[0])
     return np.asarray(cv2.resize(frame, size, interpolation=cv2.INTER_CUBIC), dtype=np.uint8)
 
 
-def _short_side(frame: Frame, side: int = GRAM_IMAGE_SHORT_SIDE) -> Frame:
+def _short_side(frame: Image, side: int = GRAM_IMAGE_SHORT_SIDE) -> Image:
     h, w = frame.shape[:2]
     scale = side / min(h, w)
     size = (max(round(w * scale), 8), max(round(h * scale), 8))
@@ -138,7 +135,7 @@ class FilterBankGram:
             for theta in (0.0, np.pi / 4, np.pi / 2, 3 * np.pi / 4)
         ]
 
-    def grams(self, frame: Frame) -> list[F64]:
+    def grams(self, frame: Image) -> list[F64]:
         """The Gram matrices (24 × 24) of one frame: per scale, one per grid cell (row-major)."""
         image = np.asarray(_short_side(as_rgb_uint8(frame, self.name)), dtype=np.float64)
         image = image - image.reshape(-1, 3).mean(axis=0)
@@ -174,13 +171,13 @@ class FilterBankGram:
         raw = sum(float(np.mean((x - y) ** 2)) for x, y in zip(grams_a, grams_b, strict=True))
         return self.scale * raw / (self.grid * self.grid)
 
-    def distance(self, frame_a: Frame, frame_b: Frame) -> float:
+    def distance(self, frame_a: Image, frame_b: Image) -> float:
         a = as_rgb_uint8(frame_a, self.name)
         return self.compare(
             self.grams(a), self.grams(_resize_like(as_rgb_uint8(frame_b, self.name), a))
         )
 
-    def pair_distances(self, frames_a: Sequence[Frame], frames_b: Sequence[Frame]) -> list[float]:
+    def pair_distances(self, frames_a: Sequence[Image], frames_b: Sequence[Image]) -> list[float]:
         """:meth:`distance` of every pair, each distinct frame's Grams once, on a few threads
         (pure numpy/OpenCV, no state: thread-safe)."""
         a = [as_rgb_uint8(f, self.name) for f in frames_a]
@@ -292,7 +289,7 @@ class VggGram:
             channels = int(item)
         return nn.Sequential(*layers), style
 
-    def _grams(self, frame: Frame) -> list[Any]:
+    def _grams(self, frame: Image) -> list[Any]:
         torch = self._torch
         image = _short_side(frame).astype(np.float32) / np.float32(255.0)
         image = np.asarray(
@@ -317,12 +314,12 @@ class VggGram:
             total += float(((ga - gb) ** 2).mean())
         return total
 
-    def distance(self, frame_a: Frame, frame_b: Frame) -> float:
+    def distance(self, frame_a: Image, frame_b: Image) -> float:
         a = as_rgb_uint8(frame_a, self.name)
         b = _resize_like(as_rgb_uint8(frame_b, self.name), a)
         return self._compare(self._grams(a), self._grams(b))
 
-    def pair_distances(self, frames_a: Sequence[Frame], frames_b: Sequence[Frame]) -> list[float]:
+    def pair_distances(self, frames_a: Sequence[Image], frames_b: Sequence[Image]) -> list[float]:
         """:meth:`distance` of every pair, each distinct frame through the network once
         (serially: torch has its own threads)."""
         a = [as_rgb_uint8(f, self.name) for f in frames_a]

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import FIT_PIXEL_STEP, MIN_DEPTH, MOTION_FLOOR_PX
+from streameval.core.arrays import F32
 from streameval.metrics.fits.motion_type import (
     FitSample,
     analysis_focal,
@@ -25,7 +26,6 @@ from streameval.metrics.fits.motion_type import (
 )
 from streameval.perception.analysis import rgb_to_gray
 
-F32 = npt.NDArray[np.float32]
 Texture = tuple[F32, F32]  # horizontal and vertical gradient energy at the depth-free grid
 
 # Depth-free grid: flow averaged over 4×4 blocks, then every FIT_PIXEL_STEP-th block, i.e. the

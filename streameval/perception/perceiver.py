@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FLOW_STRIDE
+from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, DEFAULT_FPS, FLOW_STRIDE
+from streameval.core.arrays import Image
 from streameval.core.events import FrameEvent
 from streameval.errors import InvalidDataError
 from streameval.metrics.fits.motion_type import FitSample
 from streameval.metrics.quality.imaging import detail_stride, frame_statistics
 from streameval.metrics.quality.kernels import is_one_fps_frame
-from streameval.perception.analysis import Gray, rgb_to_gray, to_analysis_rgb
+from streameval.perception.analysis import rgb_to_gray, to_analysis_rgb
 from streameval.perception.depth import DepthBackend
 from streameval.perception.flow import FlowBackend, flow_input
 from streameval.perception.memory import MemoryPerception
@@ -53,8 +54,8 @@ class _PendingTurn:
     picks the frame or leaves it: the pair's frames, the turn, the texture, and whether the
     sample is of the one-frame pair doubled (a fast pair)."""
 
-    prev: Gray
-    nxt: Gray
+    prev: Image
+    nxt: Image
     omega: float
     doubled: bool
     texture: Texture
@@ -92,7 +93,7 @@ class FlowStep:
 
     event: FrameEvent
     image: npt.NDArray[np.uint8]
-    gray: Gray
+    gray: Image
     start: int
     sx: list[float]
     srad: list[float]
@@ -145,12 +146,12 @@ class Perceiver:
     height: int = ANALYSIS_HEIGHT
     memory: MemoryPerception | None = None
     depth_backend: DepthBackend | None = None
-    fps: float = 16.0  # the episode's frame rate: which frames are Q-Align's 1-fps frames
+    fps: float = DEFAULT_FPS  # the episode's frame rate: which frames are Q-Align's 1-fps frames
     imaging: bool = True  # CPU imaging statistics (metrics.quality.imaging)
     keep_quality_frames: bool = True  # the 1-fps frames, so quality needs no video later
     fit_every_frame: bool = False
     _estimated: set[int] = field(default_factory=set)  # fit frames with network depth
-    _recent: dict[int, Gray] = field(default_factory=dict)  # grey, or RGB for an RGB backend
+    _recent: dict[int, Image] = field(default_factory=dict)  # grey, or RGB for an RGB backend
     _keys: dict[int, str] = field(default_factory=dict)  # of the frames in _recent
     _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
     _next_signal: int = 0
@@ -225,7 +226,7 @@ class Perceiver:
         self._estimated.discard(target)
         return step
 
-    def _depth_free_fit_flow(self, step: FlowStep, prev: Gray, nxt: Gray) -> None:
+    def _depth_free_fit_flow(self, step: FlowStep, prev: Image, nxt: Image) -> None:
         """The flow a depth-free fit frame is sampled from (docs/methods.md#motion-type-fit): a
         fast pair's one-frame pair instead, doubled to stay in the signal pair's units, and
         either way with its turn warped out and put back as the exact field

@@ -34,8 +34,8 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import FOV_DEG
+from streameval.core.arrays import F64
 
-F64 = npt.NDArray[np.float64]
 ESTIMATOR_WIDTH = 320  # frames are resized to this width before tracking
 MAX_CORNERS = 300
 MIN_TRACKED = 40

@@ -25,12 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from streameval.core.arrays import Flow, Image
 from streameval.errors import BackendUnavailableError
 
-Flow = npt.NDArray[np.float32]
-RGB = npt.NDArray[np.uint8]
 INSTALL_HINT = "pip install 'streameval[heavy]' (torch==2.13.0 CPU wheel; no torchvision needed)"
 DOWNLOADS = "https://download.pytorch.org/models/"
 RAFT_LARGE_FILE = "raft_large_C_T_SKHT_V2-ff5fadd5.pth"  # torchvision's raft_large DEFAULT
@@ -67,7 +65,7 @@ def hub_checkpoint(torch: Any, filename: str) -> Path:
     return Path(torch.hub.get_dir()) / "checkpoints" / filename
 
 
-def check_rgb_pair(prev: RGB, nxt: RGB, what: str) -> None:
+def check_rgb_pair(prev: Image, nxt: Image, what: str) -> None:
     if prev.shape != nxt.shape or prev.ndim != 3 or prev.shape[2] != 3 or prev.dtype != np.uint8:
         raise ValueError(
             f"{what}: expected two RGB uint8 frames of one shape (H, W, 3), got "
@@ -132,7 +130,7 @@ class RaftFlow:
             "iterations": str(self.updates),
         }
 
-    def _prepare(self, frames: Sequence[RGB]) -> Any:
+    def _prepare(self, frames: Sequence[Image]) -> Any:
         torch = self._torch
         batch = torch.from_numpy(np.stack(frames)).to(self.device)
         x = batch.permute(0, 3, 1, 2).float() * (2.0 / 255.0) - 1.0
@@ -141,7 +139,7 @@ class RaftFlow:
             x = torch.nn.functional.pad(x, (left, right, top, bottom), mode="replicate")
         return x
 
-    def batch(self, prevs: Sequence[RGB], nexts: Sequence[RGB]) -> list[Flow]:
+    def batch(self, prevs: Sequence[Image], nexts: Sequence[Image]) -> list[Flow]:
         """Flows of several pairs in one forward pass (same frame size), each (H, W, 2)."""
         if len(prevs) != len(nexts) or not prevs:
             raise ValueError("RAFT batch: give as many next frames as previous ones, at least 1")
@@ -158,7 +156,7 @@ class RaftFlow:
             out = flow.float().cpu().numpy()
         return [np.ascontiguousarray(f, dtype=np.float32) for f in out]
 
-    def __call__(self, prev: RGB, nxt: RGB) -> Flow:
+    def __call__(self, prev: Image, nxt: Image) -> Flow:
         return self.batch([prev], [nxt])[0]
 
 

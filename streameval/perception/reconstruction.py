@@ -28,8 +28,6 @@ from streameval.core.registry import backend_registry
 from streameval.errors import BackendUnavailableError
 from streameval.metrics.memory.global_memory import GlobalView
 
-FloatArray = npt.NDArray[np.float64]
-
 
 class ReconstructionBackend(Protocol):
     """Joint reconstruction of a few frames (RGB uint8 H×W×3, about 1 s apart) -> one

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from streameval.core.arrays import Flow, Image
 from streameval.errors import BackendUnavailableError
 from streameval.perception.raft_flow import (
     check_rgb_pair,
@@ -51,8 +51,6 @@ from streameval.perception.raft_flow import (
     pick_device,
 )
 
-Flow = npt.NDArray[np.float32]
-RGB = npt.NDArray[np.uint8]
 JOB = "SEA-RAFT flow backend (sea-raft)"
 REPO = "https://github.com/princeton-vl/SEA-RAFT"
 CONFIG = Path("config/eval/spring-M.json")  # the reference's SEARAFT_CFG
@@ -212,7 +210,7 @@ class SeaRaftFlow:
             "scale": str(self.scale),
         }
 
-    def batch(self, prevs: Sequence[RGB], nexts: Sequence[RGB]) -> list[Flow]:
+    def batch(self, prevs: Sequence[Image], nexts: Sequence[Image]) -> list[Flow]:
         """Flows of several pairs in one forward pass (same frame size), each (H, W, 2)."""
         if len(prevs) != len(nexts) or not prevs:
             raise ValueError("SEA-RAFT batch: as many next frames as previous ones, at least 1")
@@ -222,7 +220,7 @@ class SeaRaftFlow:
         interpolate = torch.nn.functional.interpolate
         h, w = prevs[0].shape[:2]
 
-        def tensor(frames: Sequence[RGB]) -> Any:
+        def tensor(frames: Sequence[Image]) -> Any:
             x = torch.from_numpy(np.stack(frames)).to(self.device).permute(0, 3, 1, 2).float()
             if self.scale:
                 x = interpolate(x, scale_factor=2.0**self.scale, mode="bilinear")
@@ -238,7 +236,7 @@ class SeaRaftFlow:
             result = (flow * ratio).permute(0, 2, 3, 1).float().cpu().numpy()
         return [np.ascontiguousarray(f, dtype=np.float32) for f in result]
 
-    def __call__(self, prev: RGB, nxt: RGB) -> Flow:
+    def __call__(self, prev: Image, nxt: Image) -> Flow:
         return self.batch([prev], [nxt])[0]
 
 

@@ -16,9 +16,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.constants import DEFAULT_FPS
+from streameval.core.arrays import Image
 from streameval.errors import BadInputError
+from streameval.results.scores_file import SCORES_FILE
 
-Image = npt.NDArray[np.uint8]
 THUMB_WIDTH = 160  # px: enough to recognise a view, small enough for 40 of them in one page
 
 
@@ -35,7 +37,7 @@ class EpisodeData:
 
     @property
     def fps(self) -> float:
-        return float(self.scores.get("fps") or 16.0)
+        return float(self.scores.get("fps") or DEFAULT_FPS)
 
     def metric(self, name: str) -> dict[str, Any]:
         entry = self.scores.get("metrics", {}).get(name)
@@ -48,7 +50,7 @@ class EpisodeData:
 
 def load_episode_data(results_dir: Path) -> EpisodeData:
     """Read ``results_dir``; a missing cache only removes the signal plots (the scores stay)."""
-    path = results_dir / "scores.json"
+    path = results_dir / SCORES_FILE
     try:
         scores = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

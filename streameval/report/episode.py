@@ -9,6 +9,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from streameval.core.atomic import write_text_atomic
 from streameval.report.data import EpisodeData, load_episode_data, read_thumbnails
 from streameval.report.html import number, page, png_img, table
 from streameval.report.plots import (
@@ -155,7 +156,5 @@ def write_episode_report(results_dir: Path) -> Path:
     """Write ``results_dir/report.html``; raises ``BadInputError`` if scores.json is unreadable."""
     html = render_episode(load_episode_data(results_dir))
     path = results_dir / REPORT_NAME
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, html)
     return path

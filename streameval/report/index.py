@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from streameval.core.atomic import write_text_atomic
 from streameval.errors import BadInputError
 from streameval.leaderboard import INCLUDE_ALL, ExclusionRule, build_table, load_results
 from streameval.report.episode import REPORT_NAME
@@ -57,7 +58,5 @@ def write_index(root: Path) -> Path:
     if not root.is_dir():
         raise BadInputError(root, "no such results directory")
     path = root / INDEX_NAME
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_index(root), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, render_index(root))
     return path

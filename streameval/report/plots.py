@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streameval.constants import STABILITY_LOW, STABILITY_SMOOTH_S
+from streameval.core.arrays import Image
 from streameval.metrics.control.smoothing import moving_average
 from streameval.protocol.keys import KEYS, channel_of, expected_sign
-from streameval.report.data import EpisodeData, Image
+from streameval.report.data import EpisodeData
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

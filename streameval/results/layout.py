@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from streameval.errors import BadInputError
+from streameval.results.scores_file import SCORES_FILE
 
 ExistingPolicy = Literal["keep", "overwrite", "resume"]
 
@@ -72,7 +73,7 @@ def episode_dir(out: Path, model: str, episode: str) -> Path:
 def finished(results_dir: Path) -> bool:
     """True when ``results_dir/scores.json`` exists and says the episode completed."""
     try:
-        doc = json.loads((results_dir / "scores.json").read_text(encoding="utf-8"))
+        doc = json.loads((results_dir / SCORES_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(doc, dict) and doc.get("complete", True) is True
@@ -80,7 +81,7 @@ def finished(results_dir: Path) -> bool:
 
 def holds_results(results_dir: Path) -> bool:
     """True when a former run left anything of an episode there."""
-    return any((results_dir / name).exists() for name in ("scores.json", "cache", "recording"))
+    return any((results_dir / name).exists() for name in (SCORES_FILE, "cache", "recording"))
 
 
 @dataclass
@@ -113,7 +114,7 @@ def decide(results_dirs: list[Path], policy: ExistingPolicy) -> ExistingDecision
 
 def clear_episode_dir(results_dir: Path) -> None:
     """Remove what a former run wrote in ``results_dir`` (only our own names)."""
-    for name in ("scores.json", "report.html"):
+    for name in (SCORES_FILE, "report.html"):
         (results_dir / name).unlink(missing_ok=True)
     for name in ("cache", "recording"):
         if (results_dir / name).is_dir():

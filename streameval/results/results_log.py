@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from streameval.core.atomic import write_text_atomic
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 
 RESULTS_LOG = "results.jsonl"
@@ -72,9 +73,8 @@ def upsert_line(path: Path, entry: dict[str, Any]) -> None:
         try:
             entries = [e for e in read_lines(path) if _key(e) != _key(entry)]
             entries.append(entry)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
-            os.replace(tmp, path)
+            lines = "".join(json.dumps(e) + "\n" for e in entries)
+            write_text_atomic(path, lines, tmp=path.with_name(f"{path.name}.{os.getpid()}.tmp"))
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 

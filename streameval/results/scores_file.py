@@ -16,14 +16,13 @@ rather than rejecting the file.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streameval.core.atomic import write_json_atomic
 from streameval.core.metric_result import MetricResult
 from streameval.errors import BadInputError
 from streameval.inputs.jsonfile import read_json_file
@@ -79,21 +78,13 @@ def scores_document(
     }
 
 
-def write_json(path: Path, payload: Mapping[str, Any]) -> None:
-    """Write JSON atomically: a crash never leaves half a file behind. NaN is refused
-    (``allow_nan=False``): a non-finite number must have become a status before it gets here."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-
-
 def write_scores(results_dir: Path, doc: Mapping[str, Any]) -> Path:
     """Write ``results_dir/scores.json`` (atomically); returns its path."""
     if doc.get("format") != SCORES_FORMAT:
         raise ValueError(f"not a {SCORES_FORMAT} document: format={doc.get('format')!r}")
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / SCORES_FILE
-    write_json(path, doc)
+    write_json_atomic(path, doc)
     return path
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import one_line
+from streameval.constants import DEFAULT_FPS
+from streameval.errors import BadInputError, one_line
 from streameval.inputs.numbers import FPS
 
 if TYPE_CHECKING:
@@ -122,11 +122,11 @@ def model_size(model: object, name: str) -> int | None:
 
 
 def model_fps(model: Any, override: float | None, url: str) -> float:
-    """The fps to drive ``model`` at: ``--fps``, else ``model.fps``, else 16; in range."""
+    """The fps to drive ``model`` at: ``--fps``, else ``model.fps``, else 16 (``DEFAULT_FPS``)."""
     if override is not None:
         return FPS.check(override, "--fps")
     try:
-        value = getattr(model, "fps", 16.0)
+        value = getattr(model, "fps", DEFAULT_FPS)
     except Exception as exc:
         raise BadInputError(url, f"model.fps raised {type(exc).__name__}: {exc}") from None
     return FPS.check(value, f"{url} (model.fps)")

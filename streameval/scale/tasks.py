@@ -23,12 +23,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from streameval.core.atomic import temp_path
 from streameval.core.observers import EpisodeOutcome
 from streameval.core.registry import UnknownBackendError
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.engine.rescore import RescoreOutcome, rescore_dir
 from streameval.errors import BackendUnavailableError, BadInputError
+from streameval.results.scores_file import SCORES_FILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +80,11 @@ def worker_id() -> str:
 def scores_complete(results_dir: Path) -> bool:
     """True when ``results_dir/scores.json`` is readable and says the episode completed.
 
-    scores.json is written last and atomically (``cache.write_json``), after the cache: a
+    scores.json is written last and atomically (``write_json_atomic``), after the cache: a
     worker killed mid-episode leaves no scores.json, so its episode is never taken as done.
     """
     try:
-        doc = json.loads((results_dir / "scores.json").read_text(encoding="utf-8"))
+        doc = json.loads((results_dir / SCORES_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(doc, dict) and doc.get("complete") is True
@@ -100,8 +102,8 @@ def split_finished(tasks: Iterable[ReplayTask]) -> tuple[list[ReplayTask], list[
 def clear_results(results_dir: Path) -> None:
     """Remove what an earlier attempt wrote (only our own names): a task retried after its
     worker was killed starts from nothing, as the first attempt did."""
-    (results_dir / "scores.json").unlink(missing_ok=True)
-    (results_dir / "scores.json.tmp").unlink(missing_ok=True)
+    (results_dir / SCORES_FILE).unlink(missing_ok=True)
+    temp_path(results_dir / SCORES_FILE).unlink(missing_ok=True)
     if (results_dir / "cache").is_dir():
         shutil.rmtree(results_dir / "cache")
 

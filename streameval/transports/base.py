@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+from streameval.constants import DEFAULT_FPS
 from streameval.core.events import (
     EndOfStream,
     EpisodeEnd,
@@ -123,7 +124,7 @@ class LiveSource:
         self._reported: dict[str, int] = {}
         self._resend = False
         self.max_pending_seen = 0
-        self.chunks = ChunkLog(16.0, from_server=False)
+        self.chunks = ChunkLog(DEFAULT_FPS, from_server=False)
         self.last_refused: str | None = None
         self._server_seen = -1  # the last server frame index seen, before admission
         self._deadline: float | None = None  # wall clock: when the key plan must be done

@@ -5,11 +5,11 @@ the depth with the true pose and by reprojecting it into a later frame."""
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig, WorldFrame
 from streameval.worlds.procedural_world.scene import CELL_M, FOG_END_M, PIT_DEPTH_M
 
-FloatArray = npt.NDArray[np.float64]
+from streameval.core.arrays import F64
+
 # the renderer's exact depth on its former 1/4 grid (no range, no unknown pixels: ``depth_output``)
 SMALL = {
     "width": 320,
@@ -25,7 +25,7 @@ def run(keys: str, config: WorldConfig) -> list[WorldFrame]:
     return [world.step(k) for k in keys]
 
 
-def world_points(frame: WorldFrame) -> tuple[FloatArray, FloatArray]:
+def world_points(frame: WorldFrame) -> tuple[F64, F64]:
     """World points of the finite depth pixels (cv2.resize pixel convention) and their
     horizontal distance from the camera."""
     h, w = frame.depth.shape
@@ -37,7 +37,7 @@ def world_points(frame: WorldFrame) -> tuple[FloatArray, FloatArray]:
     z = frame.depth.astype(np.float64)
     seen = np.isfinite(z)
     cam = np.stack([(uu - k[0, 2]) / k[0, 0] * z, (vv - k[1, 2]) / k[1, 1] * z, z], -1)[seen]
-    pts: FloatArray = cam @ frame.pose[:3, :3].T + frame.pose[:3, 3]
+    pts: F64 = cam @ frame.pose[:3, :3].T + frame.pose[:3, 3]
     return pts, np.hypot(cam[:, 0], cam[:, 2])
 
 

@@ -43,10 +43,10 @@ from streameval.worlds.procedural_world.scene import (
     objects_in_cells,
 )
 
+from streameval.core.arrays import F64
 from streameval.metrics.fits.geometry import FrameGeometry, views_from_frames
 from streameval.metrics.memory.global_memory import covisibility_errors
 
-FloatArray = npt.NDArray[np.float64]
 FPS = 16.0
 
 
@@ -60,9 +60,9 @@ def run(keys: str, config: WorldConfig | None = None) -> list[WorldFrame]:
     return [world.step(k) for k in keys]
 
 
-def relative(a: WorldFrame, b: WorldFrame) -> FloatArray:
+def relative(a: WorldFrame, b: WorldFrame) -> F64:
     """Pose of ``b`` in the camera frame of ``a``."""
-    rel: FloatArray = np.linalg.inv(a.pose) @ b.pose
+    rel: F64 = np.linalg.inv(a.pose) @ b.pose
     return rel
 
 
@@ -208,7 +208,7 @@ def test_worldmark_paths_keep_clear_of_objects() -> None:
 # ------------------------------------------------------------------- geometry
 
 
-def _grid_pixels(frame: WorldFrame) -> tuple[FloatArray, FloatArray]:
+def _grid_pixels(frame: WorldFrame) -> tuple[F64, F64]:
     """Image coordinates of the depth pixels (cv2.resize convention)."""
     h, w = frame.depth.shape
     big_h, big_w = frame.image.shape[:2]
@@ -242,10 +242,10 @@ def test_depth_and_pose_reproject_onto_the_next_frames(t: int) -> None:
     ratio = cb[inside, 2] / b.depth[i, j]
     assert np.mean(np.abs(ratio - 1.0) < 0.05) > 0.9
 
-    def sample(img: npt.NDArray[np.uint8], x: FloatArray, y: FloatArray) -> FloatArray:
+    def sample(img: npt.NDArray[np.uint8], x: F64, y: F64) -> F64:
         g = img.astype(np.float32)
         out = cv2.remap(g, x.astype(np.float32)[None], y.astype(np.float32)[None], cv2.INTER_LINEAR)
-        row: FloatArray = np.asarray(out[0], dtype=np.float64)
+        row: F64 = np.asarray(out[0], dtype=np.float64)
         return row
 
     sa = sample(gray(a), uu[seen][inside], vv[seen][inside])
@@ -290,7 +290,7 @@ def test_dis_flow_has_the_spec_sign(key: str, channel: int, sign: int) -> None:
 # ---------------------------------------------------------------------- defects
 
 
-def _steps(frames: list[WorldFrame]) -> FloatArray:
+def _steps(frames: list[WorldFrame]) -> F64:
     """Per-frame motion in the previous camera frame: (dx, dz, dyaw)."""
     out = []
     for a, b in itertools.pairwise(frames):
@@ -486,7 +486,7 @@ def test_forget_is_visible_to_geometry_on_a_revisit() -> None:
     what it showed there before by amounts the co-visibility test of Global Memory keeps
     (moved objects, not vanished ones); the clean world agrees exactly."""
 
-    def revisit_errors(config: WorldConfig) -> FloatArray:
+    def revisit_errors(config: WorldConfig) -> F64:
         frames = run("L" * 17, config)  # frames 0 and 16: the same pose, 360° apart
         np.testing.assert_allclose(frames[16].pose, frames[0].pose, atol=1e-9)
         views = views_from_frames(
@@ -495,7 +495,7 @@ def test_forget_is_visible_to_geometry_on_a_revisit() -> None:
                 for i, f in ((0, frames[0]), (16, frames[16]))
             ]
         )
-        errors: FloatArray = covisibility_errors(views, stride=1).errors
+        errors: F64 = covisibility_errors(views, stride=1).errors
         return errors
 
     exact = {"depth_downsample": 4, "depth_range_m": None, "depth_resolvable_step": None}

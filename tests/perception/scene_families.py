@@ -23,8 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, FOV_DEG
-
-Image = npt.NDArray[np.uint8]
+from streameval.core.arrays import Image
 
 
 class Embedder(Protocol):

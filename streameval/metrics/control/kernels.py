@@ -23,6 +23,7 @@ from streameval.constants import (
     MIN_WINDOW_SAMPLES,
     MOTION_FLOOR_PX,
 )
+from streameval.core.arrays import F64
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.arc import json_float as _json_float
 from streameval.metrics.control.segment import (  # re-exported (``__all__``)
@@ -47,7 +48,6 @@ PERCENT = 100.0
 # docs/methods.md#still-control-segments-score-zero: the reason a segment below the floor carries
 REASON_NO_MOTION = "no_motion"
 
-FloatArray = NDArray[np.float64]
 
 CONTROL_METRIC_NAMES: tuple[str, ...] = tuple(
     f"{metric}_{pool}"
@@ -262,26 +262,26 @@ def _type_info(family: Family, mt: MotionType | None) -> dict[str, Any]:
 class _Episode:
     """The validated signals of one episode and its segment windows."""
 
-    sx: FloatArray
-    srad: FloatArray
+    sx: F64
+    srad: F64
     fps: float
     spans: list[SegmentSpan]
     stable: dict[int, _Window]
     full: dict[int, _Window]
     valid: NDArray[np.intp]
 
-    def channel(self, span: SegmentSpan, w: _Window) -> FloatArray:
-        ch: FloatArray = (self.sx if channel_of(span.key) == "sx" else self.srad)[w.index]
+    def channel(self, span: SegmentSpan, w: _Window) -> F64:
+        ch: F64 = (self.sx if channel_of(span.key) == "sx" else self.srad)[w.index]
         return ch
 
-    def v(self, span: SegmentSpan, w: _Window) -> FloatArray:
-        out: FloatArray = expected_sign(span.key) * self.channel(span, w)
+    def v(self, span: SegmentSpan, w: _Window) -> F64:
+        out: F64 = expected_sign(span.key) * self.channel(span, w)
         return out
 
-    def v_episode(self, key: str) -> tuple[FloatArray, FloatArray]:
+    def v_episode(self, key: str) -> tuple[F64, F64]:
         """The response to ``key`` over every valid sample of the episode, with its times."""
         ch = (self.sx if channel_of(key) == "sx" else self.srad)[self.valid]
-        v: FloatArray = expected_sign(key) * ch
+        v: F64 = expected_sign(key) * ch
         return v, self.valid / self.fps
 
 
@@ -370,7 +370,7 @@ def _latency_switch(
     s: SegmentSpan,
     previous_key: str,
     v_ref: float | None = None,
-    around: tuple[FloatArray, FloatArray] | None = None,
+    around: tuple[F64, F64] | None = None,
 ) -> tuple[dict[str, Any], float]:
     """The entry and value (NaN unless scored) of the switch into segment ``s``.
 

@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streameval.constants import DIR_EPS, LATENCY_REF_PCT, LATENCY_SMOOTH_S
+from streameval.core.arrays import F64
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.control.kernels import (
     _POOLS,
@@ -62,7 +63,6 @@ from streameval.metrics.control.streaming_stats import StreamingPercentile, Vali
 from streameval.metrics.segments import SegmentSpan, check_fps, segment_span
 from streameval.protocol.keys import channel_of, expected_sign
 
-FloatArray = NDArray[np.float64]
 # Motion type of a segment: called with its span when it is scored (once, when it is final).
 MotionTypeOf = Callable[[SegmentSpan], MotionType | None]
 Entry = dict[str, Any]
@@ -106,7 +106,7 @@ class _PoolState:
         return total
 
 
-def _window(r: range, sx: FloatArray, srad: FloatArray) -> _Window:
+def _window(r: range, sx: F64, srad: F64) -> _Window:
     """The kernel's window (samples finite in both channels), reading only ``r``."""
     ok = np.isfinite(sx[r.start : r.stop]) & np.isfinite(srad[r.start : r.stop])
     return _Window(r, np.arange(r.start, r.stop, dtype=np.intp)[ok])
@@ -134,7 +134,7 @@ class IncrementalControl:
         self._valid = ValidPositions()
         self._p75 = {name: StreamingPercentile(LATENCY_REF_PCT) for name in ("sx", "srad")}
 
-    def _take_signals(self, sx: FloatArray, srad: FloatArray) -> dict[str, float | None]:
+    def _take_signals(self, sx: F64, srad: F64) -> dict[str, float | None]:
         """Feed the samples that arrived since the last update; the per-channel v_ref."""
         if sx.shape[0] < self._valid.seen:  # a shorter prefix than before: start over
             self._reset_signals()
@@ -147,9 +147,7 @@ class IncrementalControl:
             refs[name] = None if value is None else value + DIR_EPS  # as reference_speed
         return refs
 
-    def _around(
-        self, span: SegmentSpan, sx: FloatArray, srad: FloatArray
-    ) -> tuple[FloatArray, FloatArray]:
+    def _around(self, span: SegmentSpan, sx: F64, srad: F64) -> tuple[F64, F64]:
         """The new key's response and times at the valid samples around ``span``'s latency
         window, with one smoothing window of margin on each side (or up to the ends)."""
         valid = self._valid.view()
@@ -160,7 +158,7 @@ class IncrementalControl:
         b = int(np.searchsorted(valid, last, "right"))
         idx = valid[max(0, a - k - 1) : min(valid.size, b + k + 1)]
         ch = sx if channel_of(span.key) == "sx" else srad
-        v: FloatArray = expected_sign(span.key) * ch[idx]
+        v: F64 = expected_sign(span.key) * ch[idx]
         return v, idx / self.fps
 
     def invalidate(self, frame: int) -> None:
@@ -196,8 +194,8 @@ class IncrementalControl:
         self,
         span: SegmentSpan,
         previous_key: str | None,
-        sx: FloatArray,
-        srad: FloatArray,
+        sx: F64,
+        srad: F64,
         motion_type: MotionTypeOf,
         valid: NDArray[np.intp],
         v_refs: dict[str, float | None],
@@ -221,8 +219,8 @@ class IncrementalControl:
 
     def compute(
         self,
-        sx: FloatArray,
-        srad: FloatArray,
+        sx: F64,
+        srad: F64,
         frame_keys: Sequence[str],
         motion_type: MotionTypeOf,
     ) -> dict[str, MetricResult]:

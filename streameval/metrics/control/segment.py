@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from streameval.constants import (
     DIR_EPS,
@@ -29,6 +29,7 @@ from streameval.constants import (
     STABILITY_RECOVER,
     STABILITY_SMOOTH_S,
 )
+from streameval.core.arrays import F64
 from streameval.metrics.control.smoothing import moving_average
 from streameval.metrics.segments import check_fps
 from streameval.protocol.keys import Family
@@ -39,7 +40,6 @@ PURITY_EVEN_SPLIT = 0.5
 # docs/methods.md#motion-stability: a hiccup lasts >= 0.3 s, the smoothing window
 HICCUP_MIN_S = STABILITY_SMOOTH_S
 
-FloatArray = NDArray[np.float64]
 LatencyReason = Literal["no_response", "weak_response"]
 
 
@@ -85,7 +85,7 @@ class LatencyScore:
     reached: bool
 
 
-def _finite(x: ArrayLike, name: str) -> FloatArray:
+def _finite(x: ArrayLike, name: str) -> F64:
     """A fresh float64 1-D copy; kernels need at least one finite sample and no NaN."""
     a = np.array(x, dtype=np.float64)
     if a.ndim != 1 or a.size == 0:
@@ -137,7 +137,7 @@ def direction_purity_segment(
     return PurityScore(on_axis / (lateral + yaw + fwd + DIR_EPS), lateral, yaw, fwd)
 
 
-def count_hiccups(vs: FloatArray, low: float, high: float, min_run: int) -> int:
+def count_hiccups(vs: F64, low: float, high: float, min_run: int) -> int:
     """Hysteresis count of dips, as the reference scans them (docs/methods.md#motion-stability,
     docs/methods.md#departures-from-the-reference).
 

@@ -12,14 +12,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 from numpy.typing import ArrayLike
 
 from streameval.constants import GLOBAL_MAX_VIEWS, GLOBAL_MIN_VIEWS, GLOBAL_VIEW_EVERY_S
+from streameval.core.arrays import F64
 from streameval.metrics.memory.global_memory import GlobalView
 from streameval.metrics.segments import check_fps
 
-FloatArray = npt.NDArray[np.float64]
 # floor(x + eps) so that a whole number of seconds computed in floating point stays whole.
 _SNAP = 1e-9
 
@@ -56,7 +55,7 @@ class FrameGeometry(NamedTuple):
 
 def intrinsics_for_depth(
     intrinsics: ArrayLike, image_size: tuple[int, int], depth_size: tuple[int, int]
-) -> FloatArray:
+) -> F64:
     """The image's pinhole intrinsics rescaled to a depth map of ``depth_size = (h, w)``.
 
     Depth pixel (i, j) lies on image point ``((j + 0.5)·W/w − 0.5, (i + 0.5)·H/h − 0.5)`` (the

@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from streameval.constants import (
     DEPTH_FREE_OMEGA_SE,
@@ -33,9 +32,7 @@ from streameval.constants import (
     FOV_DEG,
     MOTION_FLOOR_PX,
 )
-
-F32 = npt.NDArray[np.float32]
-F64 = npt.NDArray[np.float64]
+from streameval.core.arrays import F32, F64
 
 # Fewer pooled points than this and a least-squares fit means nothing.
 MIN_FIT_POINTS = 10

@@ -44,9 +44,10 @@ from streameval.constants import (
     COVIS_MIN_POINTS,
     TAU_G,
 )
+from streameval.core.arrays import F64
 from streameval.core.metric_result import MetricResult
 from streameval.errors import InvalidDataError
-from streameval.metrics.arc import FloatArray, json_float
+from streameval.metrics.arc import json_float
 
 PERCENT = 100.0
 METRIC_NAME = "global_memory"
@@ -81,7 +82,7 @@ class Covisibility:
 
     frames: list[int]
     pairs: list[dict[str, Any]]
-    errors: FloatArray
+    errors: F64
     e: float | None
     mean_e: float | None
     covis_ratio: float | None
@@ -90,7 +91,7 @@ class Covisibility:
     n_points: list[int]
 
 
-def _as(x: ArrayLike, shape: tuple[int, ...] | None, what: str, frame: int) -> FloatArray:
+def _as(x: ArrayLike, shape: tuple[int, ...] | None, what: str, frame: int) -> F64:
     a = np.array(x, dtype=np.float64)
     if (shape is not None and a.shape != shape) or (shape is None and a.ndim != 2):
         want = "(h, w)" if shape is None else str(shape)
@@ -98,7 +99,7 @@ def _as(x: ArrayLike, shape: tuple[int, ...] | None, what: str, frame: int) -> F
     return a
 
 
-def _view_arrays(view: GlobalView) -> tuple[FloatArray, NDArray[np.bool_], FloatArray, FloatArray]:
+def _view_arrays(view: GlobalView) -> tuple[F64, NDArray[np.bool_], F64, F64]:
     """(depth with 0 where not confident, confident mask, w2c 3×4, K) of one GlobalView."""
     frame = int(view.frame)
     pose = _as(view.pose, (4, 4), "pose", frame)
@@ -125,7 +126,7 @@ def _view_arrays(view: GlobalView) -> tuple[FloatArray, NDArray[np.bool_], Float
     return np.where(ok, depth, 0.0), ok, w2c, k
 
 
-def _world_points(depth: FloatArray, w2c: FloatArray, k: FloatArray) -> FloatArray:
+def _world_points(depth: F64, w2c: F64, k: F64) -> F64:
     """World point of every pixel (h, w, 3): ``Rᵀ(X_cam − t)`` (the reference's expression)."""
     h, w = depth.shape
     ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
@@ -133,15 +134,15 @@ def _world_points(depth: FloatArray, w2c: FloatArray, k: FloatArray) -> FloatArr
         [(xs - k[0, 2]) / k[0, 0] * depth, (ys - k[1, 2]) / k[1, 1] * depth, depth], axis=-1
     )
     r, t = w2c[:, :3], w2c[:, 3]
-    out: FloatArray = (cam - t) @ r
+    out: F64 = (cam - t) @ r
     return out
 
 
 def covisibility_arrays(
-    depths: Sequence[FloatArray],
-    confs: Sequence[FloatArray | NDArray[np.bool_]],
-    w2cs: Sequence[FloatArray],
-    ks: Sequence[FloatArray],
+    depths: Sequence[F64],
+    confs: Sequence[F64 | NDArray[np.bool_]],
+    w2cs: Sequence[F64],
+    ks: Sequence[F64],
     frames: Sequence[int] | None = None,
     stride: int = GLOBAL_GRID_STRIDE,
 ) -> Covisibility:
@@ -167,13 +168,13 @@ def covisibility_arrays(
         _world_points(d, np.asarray(w, np.float64), np.asarray(k, np.float64))
         for d, w, k in zip(d64, w2cs, ks, strict=True)
     ]
-    sources: list[FloatArray] = []
+    sources: list[F64] = []
     for d, ok, pts in zip(d64, conf_ok, world, strict=True):
         grid = np.zeros(d.shape, dtype=np.bool_)
         grid[::stride, ::stride] = True
         sources.append(pts[grid & ok])
     pairs: list[dict[str, Any]] = []
-    parts: list[FloatArray] = []
+    parts: list[F64] = []
     lo, hi = COVIS_DEPTH_RATIO
     n_inside_all = n_cov_all = 0
     for i in range(nv):

@@ -60,10 +60,10 @@ from streameval.constants import (
     MOTION_FLOOR_PX,
     TAU_MUT,
 )
+from streameval.core.arrays import Indices
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.arc import (
     Appearance,
-    IndexArray,
     flow_magnitude,
     json_float,
     json_floats,
@@ -122,9 +122,7 @@ def motion_indexed_samples(
     return np.asarray(taken, dtype=np.intp)
 
 
-def guarded_pairs(
-    a: IndexArray, b: IndexArray, cuts: Sequence[int], guard: int
-) -> NDArray[np.bool_]:
+def guarded_pairs(a: Indices, b: Indices, cuts: Sequence[int], guard: int) -> NDArray[np.bool_]:
     """True for each pair (a, b) with an end within ``guard`` frames of a cut (reference rule)."""
     c = np.unique(np.asarray(list(cuts), dtype=np.intp))
     if c.size == 0 or a.size == 0:

@@ -65,10 +65,10 @@ from streameval.constants import (
     TAU_C,
     TOL_ARC_PX,
 )
+from streameval.core.arrays import F64
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.arc import (
     Appearance,
-    FloatArray,
     degrees_to_flow_px,
     flow_magnitude,
     json_float,
@@ -133,16 +133,16 @@ def equal_split_reversals(keys: Sequence[str], n_signals: int) -> list[Reversal]
 
 @dataclass(frozen=True, slots=True)
 class _Signals:
-    sx: FloatArray
-    srad: FloatArray
-    arc: dict[Motion, FloatArray]  # per-sample arc / stride; NaN where missing
+    sx: F64
+    srad: F64
+    arc: dict[Motion, F64]  # per-sample arc / stride; NaN where missing
     fps: float
 
-    def channel(self, key: str, lo: int, hi: int) -> FloatArray:
+    def channel(self, key: str, lo: int, hi: int) -> F64:
         """The key's channel over [lo, hi), missing samples skipped
         (docs/methods.md#missing-samples-are-skipped)."""
         ch = (self.sx if channel_of(key) == "sx" else self.srad)[lo:hi]
-        out: FloatArray = ch[np.isfinite(ch)]
+        out: F64 = ch[np.isfinite(ch)]
         return out
 
 
@@ -207,12 +207,12 @@ def _gates(sig: _Signals, rev: Reversal) -> tuple[dict[str, Any], str | None, in
     return gates, None, t_resp
 
 
-def _first_argmin(x: FloatArray, a: float) -> int:
+def _first_argmin(x: F64, a: float) -> int:
     return int(np.argmin(np.abs(x - a)))
 
 
 def pair_frames(
-    arc: FloatArray, rev: Reversal, t_resp: int, fps: float
+    arc: F64, rev: Reversal, t_resp: int, fps: float
 ) -> tuple[list[tuple[int, int, float]], dict[str, Any]]:
     """Equal-arc pairs (i, j, resid) of one gated reversal, and the pairing details."""
     tol = degrees_to_flow_px(ROT_TOL_DEG) if rev.motion == "rot" else TOL_ARC_PX

@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.arrays import F64
 from streameval.core.metric_result import MetricResult
 
-F64 = npt.NDArray[np.float64]
 STAT_FIELDS = ("sharpness", "noise", "exposure", "clipping", "colourfulness")
 """Columns of a per-frame statistics row, in order."""
 

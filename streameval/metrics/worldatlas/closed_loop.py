@@ -28,6 +28,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.arrays import F64, Image
 from streameval.core.parallel import thread_map
 from streameval.metrics.worldatlas.closed_loop_pairs import (
     HALF_LIFE_MIN_POINTS,
@@ -64,8 +65,6 @@ GRAM_TAU = 0.002  # ref DEFAULT_GRAM_TAU (VGG Gram distance units)
 HALF_LIFE_REFERENCE_SECONDS = MEMORY_LOOP_SECONDS  # ref DEFAULT_HALF_LIFE_REFERENCE_SECONDS=60
 
 Status = Literal["official", "not_applicable"]
-Frame = NDArray[np.uint8]
-F64 = NDArray[np.float64]
 Feature = NDArray[np.floating[Any]]
 
 
@@ -91,7 +90,7 @@ def _clamp01(value: float) -> float:
     return 0.0 if value < 0.0 else 1.0 if value > 1.0 else float(value)
 
 
-def _rgb(frame: NDArray[Any], name: str = "frame") -> Frame:
+def _rgb(frame: NDArray[Any], name: str = "frame") -> Image:
     """Refuse what is not an RGB uint8 image rather than guess its range."""
     array = np.asarray(frame)
     if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
@@ -99,7 +98,7 @@ def _rgb(frame: NDArray[Any], name: str = "frame") -> Frame:
     return array
 
 
-def resize_like(frame: Frame, target: Frame) -> Frame:
+def resize_like(frame: Image, target: Image) -> Image:
     """The second frame of a pair at the first one's size (bicubic, as the reference does)."""
     if frame.shape[:2] == target.shape[:2]:
         return frame
@@ -107,7 +106,7 @@ def resize_like(frame: Frame, target: Frame) -> Frame:
     return np.asarray(resized, dtype=np.uint8)
 
 
-def _check_pairs(frames_a: Sequence[Frame], frames_b: Sequence[Frame]) -> None:
+def _check_pairs(frames_a: Sequence[Image], frames_b: Sequence[Image]) -> None:
     if len(frames_a) != len(frames_b):
         raise ValueError(f"{len(frames_a)} first frames for {len(frames_b)} revisit frames")
 
@@ -154,7 +153,7 @@ class FidelityPair:
 
 
 def revisit_fidelity_pair(
-    frame_a: Frame, frame_b: Frame, feature_a: Feature, feature_b: Feature
+    frame_a: Image, frame_b: Image, feature_a: Feature, feature_b: Feature
 ) -> FidelityPair:
     """One pair's fidelity; the revisit frame is resized to the first before SSIM.
 
@@ -177,8 +176,8 @@ def revisit_fidelity_pair(
 
 
 def revisit_fidelity(
-    frames_a: Sequence[Frame],
-    frames_b: Sequence[Frame],
+    frames_a: Sequence[Image],
+    frames_b: Sequence[Image],
     features_a: Sequence[Feature],
     features_b: Sequence[Feature],
     *,
@@ -214,8 +213,8 @@ class ClosurePair:
 
 
 def geometric_closure_pair(
-    frame_a: Frame,
-    frame_b: Frame,
+    frame_a: Image,
+    frame_b: Image,
     pose_a: F64,
     pose_b: F64,
     k_a: F64,
@@ -283,8 +282,8 @@ def _usable_intrinsics(k: F64 | None) -> bool:
 
 
 def geometric_closure(
-    frames_a: Sequence[Frame],
-    frames_b: Sequence[Frame],
+    frames_a: Sequence[Image],
+    frames_b: Sequence[Image],
     poses_a: Sequence[F64],
     poses_b: Sequence[F64],
     intrinsics_a: Sequence[F64 | None] | None,
@@ -312,7 +311,7 @@ def geometric_closure(
     ]
     # SIFT once per distinct frame (pairs share frames: the same array object), the frames and
     # then the pairs on a few threads; results in order, so bit for bit the serial loop.
-    distinct: dict[int, Frame] = {}
+    distinct: dict[int, Image] = {}
     for k in usable:
         for frame in (frames_a[k], frames_b[k]):
             distinct.setdefault(id(frame), frame)
@@ -363,7 +362,7 @@ def geometric_closure(
 # ---------------------------------------------------------------- rendering recovery
 
 
-def lab_means(frame: Frame) -> tuple[float, float, float]:
+def lab_means(frame: Image) -> tuple[float, float, float]:
     """Spatial means of CIELAB L* (0..100), a*, b* (about -128..127) of an RGB frame."""
     lab = np.asarray(cv2.cvtColor(_rgb(frame), cv2.COLOR_RGB2LAB), dtype=np.float64)
     means = lab.reshape(-1, 3).mean(axis=0)
@@ -381,15 +380,15 @@ class RenderingPair:
     texture_score: float | None
 
 
-LabMeans = Callable[[Frame], tuple[float, float, float]]
+LabMeans = Callable[[Image], tuple[float, float, float]]
 
 
 def _memo_lab_means() -> LabMeans:
     """:func:`lab_means` computed once per distinct frame (array object) of a metric call:
     pairs share frames. The entry keeps its frame alive, so no other array can reuse its id."""
-    memo: dict[int, tuple[Frame, tuple[float, float, float]]] = {}
+    memo: dict[int, tuple[Image, tuple[float, float, float]]] = {}
 
-    def means(frame: Frame) -> tuple[float, float, float]:
+    def means(frame: Image) -> tuple[float, float, float]:
         hit = memo.get(id(frame))
         if hit is None:
             hit = memo[id(frame)] = (frame, lab_means(frame))
@@ -399,8 +398,8 @@ def _memo_lab_means() -> LabMeans:
 
 
 def rendering_recovery_pair(
-    frame_a: Frame,
-    frame_b: Frame,
+    frame_a: Image,
+    frame_b: Image,
     gram_distance: float | None = None,
     *,
     means: LabMeans = lab_means,
@@ -431,8 +430,8 @@ def rendering_recovery_pair(
 
 
 def rendering_recovery(
-    frames_a: Sequence[Frame],
-    frames_b: Sequence[Frame],
+    frames_a: Sequence[Image],
+    frames_b: Sequence[Image],
     *,
     gram_distances: Sequence[float] | None = None,
     gram_backend: str | None = None,

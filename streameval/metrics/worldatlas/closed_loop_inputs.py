@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-F64 = NDArray[np.float64]
-Frame = NDArray[np.uint8]
+from streameval.core.arrays import F64, Image
 
 
 @dataclass
@@ -29,7 +28,7 @@ class ClosedLoopFrames:
     """
 
     pairs: NDArray[np.int64]
-    frames: dict[int, Frame]
+    frames: dict[int, Image]
     frame_side: int
     intrinsics: dict[int, F64] = field(default_factory=dict)
     features: NDArray[np.float32] | None = None

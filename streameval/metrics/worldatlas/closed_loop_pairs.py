@@ -23,6 +23,9 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.arrays import F64
+from streameval.errors import InvalidDataError
+
 SIFT_RATIO = 0.75  # ref _sift_correspondences(ratio=0.75): Lowe's ratio test
 SIFT_MAX_MATCHES = 400  # ref _sift_correspondences(max_matches=400), best distances first
 MIN_SIFT_MATCHES = 12  # ref DEFAULT_MIN_SIFT_MATCHES
@@ -32,7 +35,6 @@ HALF_LIFE_MIN_VALUE_RANGE = 0.02  # pairing fit_exponential_half_life(min_value_
 HALF_LIFE_MAX_TAU_GAP_MULTIPLE = 10.0  # pairing fit_exponential_half_life: tau <= 10 * span
 HALF_LIFE_OFFSET_STEPS = 41  # pairing fit_exponential_half_life: linspace(..., num=41), twice
 
-F64 = NDArray[np.float64]
 FloatSequence = Sequence[float] | NDArray[np.floating[Any]]
 
 
@@ -196,7 +198,7 @@ def reprojection_error(
 # ---------------------------------------------------------------- decay over pair gaps
 
 
-class HalfLifeUnavailable(ValueError):
+class HalfLifeUnavailable(InvalidDataError):
     """Why no half-life can be reported; ``code`` is a stable machine-readable category."""
 
     def __init__(self, code: str, message: str) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.arrays import F64, Image
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.worldatlas.closed_loop import (
     ClosedLoopResult,
@@ -48,8 +49,6 @@ CLOSED_LOOP_METRICS = (
     "memory_rendering_recovery",
     "memory_half_life",
 )
-F64 = NDArray[np.float64]
-Frame = NDArray[np.uint8]
 
 
 def closed_loop_pairs(gate: ReturnGate, poses: F64) -> tuple[F64, PairSource]:
@@ -133,7 +132,7 @@ def score_closed_loop(
 
 
 def _fidelity(
-    kept: ClosedLoopFrames, first: list[Frame], revisit: list[Frame], base: dict[str, Any]
+    kept: ClosedLoopFrames, first: list[Image], revisit: list[Image], base: dict[str, Any]
 ) -> MetricResult:
     if kept.features is None:
         reason = kept.feature_problem or "no appearance backend (embedding off)"
@@ -153,8 +152,8 @@ def _closure(
     kept: ClosedLoopFrames,
     poses: F64,
     wanted: NDArray[np.int64],
-    first: list[Frame],
-    revisit: list[Frame],
+    first: list[Image],
+    revisit: list[Image],
     base: dict[str, Any],
 ) -> MetricResult:
     outcome = geometric_closure(

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.arrays import F64
 from streameval.errors import InvalidDataError
 from streameval.metrics.worldatlas.constants import (
     MIN_PATH_LENGTH,
     MIN_ROTATION_DEGREES,
     MOVE_SPEED_THRESHOLD,
 )
-from streameval.metrics.worldatlas.pose_distance import F64
 
 # Commanded camera-frame axes, OpenCV (x right, y down, z forward).
 TRANSLATION_AXIS: dict[str, tuple[float, float, float]] = {

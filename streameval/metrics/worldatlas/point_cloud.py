@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 
+from streameval.core.arrays import F32, F64
 from streameval.errors import InvalidDataError
 from streameval.metrics.worldatlas.constants import (
     DISTANCE_THRESHOLD_FLOOR,
@@ -27,8 +28,6 @@ from streameval.metrics.worldatlas.constants import (
     ICP_TRIM_FRACTION,
 )
 
-F32 = NDArray[np.float32]
-F64 = NDArray[np.float64]
 Alignment = Literal["trimmed_icp", "centroid", "identity"]
 
 

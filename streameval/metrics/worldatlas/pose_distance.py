@@ -14,10 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.arrays import F64
 from streameval.errors import InvalidDataError
 from streameval.metrics.worldatlas.constants import DEGENERATE_TRANSLATION_EXTENT, ROTATION_WEIGHT
-
-F64 = NDArray[np.float64]
 
 
 class PoseTrackError(InvalidDataError):

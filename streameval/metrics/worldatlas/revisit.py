@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.arrays import F64
 from streameval.metrics.worldatlas.constants import (
     MAX_PAIR_DISTANCE,
     MIN_DEPARTURE_FACTOR,
@@ -26,12 +27,7 @@ from streameval.metrics.worldatlas.constants import (
     MIN_SEGMENT_POSE_FRAMES,
     ROTATION_WEIGHT,
 )
-from streameval.metrics.worldatlas.pose_distance import (
-    F64,
-    PoseDistances,
-    as_pose_track,
-    pose_distances,
-)
+from streameval.metrics.worldatlas.pose_distance import PoseDistances, as_pose_track, pose_distances
 
 PAIR_COLUMNS = (
     "first_index",

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streameval.core.arrays import F32
 from streameval.errors import InvalidDataError
 from streameval.metrics.worldatlas.constants import MAX_FRAMES_PER_SEGMENT, MAX_POINTS_PER_FRAME
 from streameval.metrics.worldatlas.point_cloud import (
-    F32,
     Alignment,
     CloudScore,
     backproject_frame,

@@ -8,7 +8,6 @@ frames are Q-Align's, at 1 fps (``quality_cache``): about 210 KiB per second as 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import EQUAL_SPLIT_KEYS
+from streameval.core.arrays import F64
+from streameval.core.atomic import savez_atomic, write_json_atomic
 from streameval.errors import BadInputError
 from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
 from streameval.inputs.jsonfile import read_json_object
@@ -31,13 +32,11 @@ from streameval.results.cache.timing import CACHE_FILE as TIMING_FILE
 from streameval.results.cache.timing import TimingCache
 from streameval.results.cache.worldatlas import CACHE_FILE as WORLDATLAS_FILE
 from streameval.results.cache.worldatlas import WorldAtlasCache
-from streameval.results.scores_file import write_json
 
 CACHE_FORMAT = "streameval.results.cache.episode/1"
 
 _CACHE_KEYS = frozenset((*KEYS, NO_KEY))
 _MAX_FLOW_PX = 1e6
-F64 = npt.NDArray[np.float64]
 
 
 @dataclass
@@ -74,9 +73,7 @@ class MemoryCache:
         }
         for j, v in enumerate(self.views):  # depth maps may differ in size between views
             arrays[f"view_depth_{j}"] = np.asarray(v.depth, dtype=np.float32)
-        tmp = path.with_name(path.stem + ".tmp.npz")
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
+        savez_atomic(path, arrays)
 
     @classmethod
     def load(cls, path: Path, frames: int) -> MemoryCache:
@@ -184,9 +181,7 @@ class EpisodeCache:
             "fit_v": cat([s.v for s in self.fit_samples]),
             "fit_invz": invz,
         }
-        tmp = directory / "signals.tmp.npz"
-        np.savez(tmp, **arrays)
-        os.replace(tmp, directory / "signals.npz")
+        savez_atomic(directory / "signals.npz", arrays)
         if self.memory is not None:
             self.memory.save(directory / "memory.npz")
         if self.worldatlas is not None:
@@ -195,7 +190,7 @@ class EpisodeCache:
             self.quality.save(directory)
         if self.timing is not None:
             self.timing.save(directory / TIMING_FILE)
-        write_json(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
+        write_json_atomic(directory / "episode.json", {"format": CACHE_FORMAT, **self.meta})
 
     @classmethod
     def load(cls, directory: Path) -> EpisodeCache:

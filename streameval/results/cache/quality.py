@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.arrays import Image
+from streameval.core.atomic import savez_atomic, write_json_atomic
 from streameval.errors import BadInputError
 
 QUALITY_FRAME_SIDE = 448  # Q-Align's input side (its CLIP image processor)
@@ -31,10 +33,8 @@ FRAMES_DIR = "quality_frames"
 STATS_FILE = "imaging.npz"
 QUALITY_FILE = "quality.json"
 
-Frame = npt.NDArray[np.uint8]
 
-
-def shrink_for_quality(image: Frame) -> Frame:
+def shrink_for_quality(image: Image) -> Image:
     """The frame with its longer side at most ``QUALITY_FRAME_SIDE`` (INTER_AREA)."""
     import cv2  # on use: the results layer and the kernels load without OpenCV
 
@@ -74,7 +74,7 @@ def _looks_like_png(path: Path) -> bool:
         return False
 
 
-class PngFrames(MutableMapping[int, Frame]):
+class PngFrames(MutableMapping[int, Image]):
     """Cached 1-fps frames by index, each decoded from its PNG when first read (then kept).
 
     Counting and membership need no decoding: scoring only counts the frames; only a Q-Align
@@ -83,12 +83,12 @@ class PngFrames(MutableMapping[int, Frame]):
 
     def __init__(self) -> None:
         self._paths: dict[int, Path] = {}
-        self._decoded: dict[int, Frame] = {}
+        self._decoded: dict[int, Image] = {}
 
     def add(self, index: int, path: Path) -> None:
         self._paths[index] = path
 
-    def __getitem__(self, index: int) -> Frame:
+    def __getitem__(self, index: int) -> Image:
         if index in self._decoded:
             return self._decoded[index]
         path = self._paths[index]
@@ -97,11 +97,11 @@ class PngFrames(MutableMapping[int, Frame]):
         bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
         if bgr is None:
             raise BadInputError(path, "unreadable quality frame")
-        frame: Frame = np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
+        frame: Image = np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
         self._decoded[index] = frame
         return frame
 
-    def __setitem__(self, index: int, frame: Frame) -> None:
+    def __setitem__(self, index: int, frame: Image) -> None:
         self._paths.pop(index, None)
         self._decoded[index] = frame
 
@@ -126,7 +126,7 @@ class QualityCache:
     """``frames``: frame index -> RGB frame at 1 fps; ``statistics`` (T, 5) float64 or None;
     ``ratings`` None when no quality backend ran; ``failure`` why it failed, if it did."""
 
-    frames: MutableMapping[int, Frame] = field(default_factory=dict)
+    frames: MutableMapping[int, Image] = field(default_factory=dict)
     statistics: npt.NDArray[np.float64] | None = None
     ratings: QualityRatings | None = None
     failure: str | None = None
@@ -148,16 +148,15 @@ class QualityCache:
             shutil.rmtree(frames_dir)
         os.replace(tmp_dir, frames_dir)
         stats = self.statistics if self.statistics is not None else np.zeros((0, 0))
-        tmp = directory / ("imaging.tmp.npz")
-        np.savez(tmp, statistics=stats, has_statistics=np.array(self.statistics is not None))
-        os.replace(tmp, directory / STATS_FILE)
+        has_statistics = np.array(self.statistics is not None)
+        savez_atomic(
+            directory / STATS_FILE, {"statistics": stats, "has_statistics": has_statistics}
+        )
         payload = {
             "ratings": self.ratings.to_json() if self.ratings is not None else None,
             "failure": self.failure,
         }
-        tmp_json = directory / (QUALITY_FILE + ".tmp")
-        tmp_json.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-        os.replace(tmp_json, directory / QUALITY_FILE)
+        write_json_atomic(directory / QUALITY_FILE, payload)
 
     @classmethod
     def load(cls, directory: Path) -> QualityCache | None:

@@ -9,19 +9,18 @@ one monotonic clock (``time.perf_counter`` live; the recorded times in a replay)
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
+from streameval.core.arrays import F64
+from streameval.core.atomic import savez_atomic
 from streameval.errors import BadInputError
 from streameval.inputs.npz import load_npz, member
 from streameval.protocol.keys import KEYS, NO_KEY
 
 CACHE_FILE = "timing.npz"
-F64 = npt.NDArray[np.float64]
 
 
 @dataclass
@@ -35,14 +34,12 @@ class TimingCache:
     change_keys: list[str]
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(path.stem + ".tmp.npz")
-        np.savez(
-            tmp,
-            arrivals=self.arrivals,
-            change_times=self.change_times,
-            change_keys=np.array(self.change_keys, dtype="<U1"),
-        )
-        os.replace(tmp, path)
+        arrays = {
+            "arrivals": self.arrivals,
+            "change_times": self.change_times,
+            "change_keys": np.array(self.change_keys, dtype="<U1"),
+        }
+        savez_atomic(path, arrays)
 
     @classmethod
     def load(cls, path: Path, frames: int) -> TimingCache:

@@ -9,7 +9,6 @@ without depth): the kernels turn unusable values into a per-metric ``missing`` w
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.atomic import savez_atomic
 from streameval.errors import BadInputError
 from streameval.inputs.npz import load_npz, member
 from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
@@ -55,9 +55,7 @@ class WorldAtlasCache:
             value = getattr(self, name)
             if value is not None:
                 arrays[name] = value
-        tmp = path.with_name(path.stem + ".tmp.npz")
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
+        savez_atomic(path, arrays)
         if self.closed_loop is not None:
             save_closed_loop(self.closed_loop, path.parent / CLOSED_LOOP_DIR)
 

@@ -23,9 +23,9 @@ from streameval.core.events import (
     KeySent,
     SourceError,
 )
+from streameval.errors import InvalidDataError, one_line
 from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
 from streameval.inputs.frames import frame_problem
-from streameval.inputs.jsonfile import one_line
 from streameval.protocol.schedule import Schedule
 from streameval.transports.inprocess.model_thread import (
     DEFAULT_STEP_TIMEOUT_S,
@@ -51,7 +51,7 @@ def _optional_array(frame: Any, name: str, dtype: type) -> Any:
         raise _BadFrameError(f"{name} is not a numeric array ({one_line(str(exc))})") from None
 
 
-class _BadFrameError(Exception):
+class _BadFrameError(InvalidDataError):
     """A frame (or its pose, intrinsics, depth) breaks the input rules; ends the episode."""
 
 

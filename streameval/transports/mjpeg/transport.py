@@ -16,6 +16,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
+from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
 from streameval.protocol.wire import (
     BROWSER_KEYS,
@@ -24,7 +25,7 @@ from streameval.protocol.wire import (
     public_key_message,
 )
 from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
-from streameval.transports.webrtc.transport import DEFAULT_FPS, http_url
+from streameval.transports.webrtc.transport import http_url
 
 if TYPE_CHECKING:
     from streameval.transports.profiles import ServerProfile

@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from streameval.constants import DEFAULT_FPS
 from streameval.core.tasks import cancel_and_wait
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.templates import TemplateError, encode, render
@@ -132,7 +133,9 @@ def check_templates(profile: ServerProfile, names: dict[str, str], keys: tuple[s
     key whose name has no keyCode (say) is one ``BadInputError`` naming the profile's file."""
     from streameval.errors import BadInputError
 
-    channel = KeyChannel(profile, names, _Nowhere(), fps=16.0, episode="check", on_lost=print)
+    channel = KeyChannel(
+        profile, names, _Nowhere(), fps=DEFAULT_FPS, episode="check", on_lost=print
+    )
     try:
         channel.check(keys)
     except TemplateError as exc:

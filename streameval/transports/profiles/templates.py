@@ -19,6 +19,8 @@ from typing import Any
 
 import msgpack
 
+from streameval.errors import InvalidDataError
+
 PLACEHOLDERS = (
     "key",
     "keycode",
@@ -38,7 +40,7 @@ BROWSER_KEYCODES = {"ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39, "ArrowDown
 """The browser's legacy ``KeyboardEvent.keyCode`` of the names that are not one letter."""
 
 
-class TemplateError(ValueError):
+class TemplateError(InvalidDataError):
     """A template that does not render; ``str()`` names the placeholder or value at fault."""
 
 

@@ -26,6 +26,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
 from streameval.protocol.wire import (
     BROWSER_KEYS,
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from streameval.transports.profiles import ServerProfile
     from streameval.transports.profiles.keychannel import KeyChannel
 
-DEFAULT_FPS = 16.0  # a public server does not say its rate; --fps overrides
 MAX_ANSWER_BYTES = 1024 * 1024
 
 

@@ -20,6 +20,7 @@ import msgpack
 import numpy as np
 import numpy.typing as npt
 
+from streameval.errors import InvalidDataError
 from streameval.protocol.wire import MAX_FRAME_SIDE
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.model import lookup
@@ -30,7 +31,7 @@ MAX_CONTROL_BYTES = 1024 * 1024
 """A control message (JSON or msgpack, not a frame) larger than this is refused unread."""
 
 
-class MessageProblem(ValueError):
+class MessageProblem(InvalidDataError):
     """A message that cannot be used; ``str()`` is one line naming what is wrong."""
 
 

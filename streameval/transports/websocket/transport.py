@@ -22,6 +22,7 @@ import time
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
@@ -35,7 +36,6 @@ from streameval.transports.websocket.messages import (
     read_text,
 )
 
-DEFAULT_FPS = 16.0
 CLOSE_CODES = {
     1000: "normal closure",
     1001: "going away",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from numpy.typing import NDArray
 
+from streameval.core.arrays import Image
 from streameval.core.parallel import thread_map
 from streameval.engine.closed_loop_frames import keep_revisit_frames
 from streameval.engine.track import WorldAtlasTrack
@@ -37,8 +37,6 @@ from tests.metrics.worldatlas.test_memory_loop_kernels import (
     pink_texture,
     render_plane_pair,
 )
-
-Frame = NDArray[np.uint8]
 
 
 def test_thread_map_keeps_order_and_raises_the_first_failure() -> None:
@@ -106,7 +104,7 @@ class _PairByPair:
 
     name = "toy"
 
-    def distance(self, frame_a: Frame, frame_b: Frame) -> float:
+    def distance(self, frame_a: Image, frame_b: Image) -> float:
         return float(frame_a.mean() - frame_b.mean()) ** 2
 
 
