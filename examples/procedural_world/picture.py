@@ -20,11 +20,9 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-import numpy.typing as npt
 from streameval.worlds.procedural_world.camera import CameraState, RayGrid
 
-Image = npt.NDArray[np.uint8]
-Float32Array = npt.NDArray[np.float32]
+from streameval.core.arrays import F32, F64, Image, Mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +36,7 @@ class Picture:
 
     @classmethod
     def standing(
-        cls, image: Image, width: int, height: int, k: npt.NDArray[np.float64], camera_height: float
+        cls, image: Image, width: int, height: int, k: F64, camera_height: float
     ) -> Picture:
         """The picture for a ``width``×``height`` camera with intrinsics ``k``: scaled by the
         ratio of the frame to the image's centre crop of the same aspect, placed where the
@@ -55,9 +53,7 @@ class Picture:
         distance = camera_height / bottom_dy if bottom_dy > 0 else 2.0
         return cls(texture, distance, float(k[0, 0]) / distance)
 
-    def _hits(
-        self, state: CameraState, rays: RayGrid
-    ) -> tuple[npt.NDArray[np.float64], Float32Array, Float32Array]:
+    def _hits(self, state: CameraState, rays: RayGrid) -> tuple[F64, F32, F32]:
         """Per column: the ray parameter (= z-depth) of the picture plane, inf where the ray
         misses it; the texture maps (x per column, y per pixel)."""
         c, s = math.cos(state.heading), math.sin(state.heading)
@@ -73,17 +69,13 @@ class Picture:
         map_x = np.where(np.isfinite(t), map_x, -1e6)
         return t, map_x.astype(np.float32), map_y.astype(np.float32)
 
-    def _mask(
-        self, t: npt.NDArray[np.float64], map_x: Float32Array, map_y: Float32Array
-    ) -> npt.NDArray[np.bool_]:
+    def _mask(self, t: F64, map_x: F32, map_y: F32) -> Mask:
         th, tw = self.texture.shape[:2]
         inside_x = (map_x >= -0.5) & (map_x <= tw - 0.5)
         inside_y = (map_y >= -0.5) & (map_y <= th - 0.5)
         return np.isfinite(t)[None, :] & inside_x[None, :] & inside_y
 
-    def over_image(
-        self, state: CameraState, rays: RayGrid, image: Image, depth: Float32Array
-    ) -> Image:
+    def over_image(self, state: CameraState, rays: RayGrid, image: Image, depth: F32) -> Image:
         """``image`` with the picture drawn where it is the nearest surface (``depth``: the
         scene's z-depth on the same pixels)."""
         t, map_x, map_y = self._hits(state, rays)
@@ -108,7 +100,7 @@ class Picture:
         np.copyto(region, drawn, where=box[..., None])
         return out
 
-    def over_depth(self, state: CameraState, rays: RayGrid, depth: Float32Array) -> Float32Array:
+    def over_depth(self, state: CameraState, rays: RayGrid, depth: F32) -> F32:
         """``depth`` with the picture's z-depth where it is the nearest surface."""
         t, map_x, map_y = self._hits(state, rays)
         mask = self._mask(t, map_x, map_y) & (t[None, :] < depth)

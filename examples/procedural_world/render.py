@@ -212,8 +212,8 @@ class Renderer:
         return Rendered(image=image, depth=depth, objects_in_view=objects_in_view)
 
     def _with_picture(
-        self, picture: Picture, state: CameraState, image: Image, depth: Float32Array
-    ) -> tuple[Image, Float32Array]:
+        self, picture: Picture, state: CameraState, image: Image, depth: F32
+    ) -> tuple[Image, F32]:
         """A case image standing in the view (``picture``), drawn where it is the nearest
         surface, its depth in the depth map."""
         if depth.shape == image.shape[:2]:

@@ -22,7 +22,7 @@ from streameval.worlds.procedural_world.picture import Picture
 from streameval.worlds.procedural_world.render import Rendered, Renderer
 from streameval.worlds.procedural_world.scene import AppearanceMemory
 
-from streameval.core.arrays import F64
+from streameval.core.arrays import F64, Image
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +89,7 @@ class ProceduralWorld:
         """How many frames have been produced since the last reset."""
         return self._frame
 
-    def reset(self, image: npt.NDArray[np.uint8] | None = None, prompt: str | None = None) -> None:
+    def reset(self, image: Image | None = None, prompt: str | None = None) -> None:
         """Back to the start: origin, looking along +z, clean look, no history, nothing
         forgotten. With a case ``image`` (RGB), the world starts from it: the image stands
         as a picture across the start view (``picture``), so the first frame is the image and
