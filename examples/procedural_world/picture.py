@@ -73,7 +73,8 @@ class Picture:
         th, tw = self.texture.shape[:2]
         inside_x = (map_x >= -0.5) & (map_x <= tw - 0.5)
         inside_y = (map_y >= -0.5) & (map_y <= th - 0.5)
-        return np.isfinite(t)[None, :] & inside_x[None, :] & inside_y
+        mask: Mask = np.isfinite(t)[None, :] & inside_x[None, :] & inside_y
+        return mask
 
     def over_image(self, state: CameraState, rays: RayGrid, image: Image, depth: F32) -> Image:
         """``image`` with the picture drawn where it is the nearest surface (``depth``: the

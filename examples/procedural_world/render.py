@@ -219,8 +219,9 @@ class Renderer:
         if depth.shape == image.shape[:2]:
             at_pixels = depth
         else:  # the depth grid is coarser: its nearest cell decides a pixel's occlusion
-            at_pixels = cv2.resize(
-                depth, (self.width, self.height), interpolation=cv2.INTER_NEAREST
+            at_pixels = np.asarray(
+                cv2.resize(depth, (self.width, self.height), interpolation=cv2.INTER_NEAREST),
+                dtype=np.float32,
             )
         image = picture.over_image(state, self.image_rays, image, at_pixels)
         return image, picture.over_depth(state, self.depth_rays, depth)

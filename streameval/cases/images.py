@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from streameval.cases.model import Case
 from streameval.errors import BadInputError, InvalidDataError
-from streameval.inputs.jsonfile import one_line
+from streameval.errors import one_line
 
 # WorldMark's largest image is 1920x1200 (2.3 MP); a 50 MP still is a camera original. Past
 # that a header is refused before decoding, so a small file claiming 60000x60000 costs nothing.
