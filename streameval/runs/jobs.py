@@ -22,6 +22,7 @@ from streameval.errors import BadInputError
 
 log = logging.getLogger(__name__)
 if TYPE_CHECKING:
+    from streameval.cases.model import Case
     from streameval.scale.tasks import ReplayTask
 
 
@@ -32,6 +33,8 @@ class EpisodeJob:
     ``open_source`` is called when the job starts (not before), so a model or a video file is
     opened only when its turn comes; it may raise ``BadInputError``. ``task``, when set, is
     the same episode as a picklable description, for running it in another process (Ray).
+    ``case``, when set, is the benchmark case the episode runs (``streameval.cases``): its
+    image, caption and intrinsics are sent to the model as its source's conditioning.
     """
 
     name: str
@@ -39,6 +42,7 @@ class EpisodeJob:
     results_dir: Path
     observers: list[EpisodeObserver] = field(default_factory=list)
     task: ReplayTask | None = None
+    case: Case | None = None
 
 
 class _LastOutcome(EpisodeObserver):
