@@ -27,8 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.cases.model import Case
-from streameval.errors import BadInputError, InvalidDataError
-from streameval.errors import one_line
+from streameval.errors import BadInputError, InvalidDataError, one_line
 
 # WorldMark's largest image is 1920x1200 (2.3 MP); a 50 MP still is a camera original. Past
 # that a header is refused before decoding, so a small file claiming 60000x60000 costs nothing.
