@@ -41,11 +41,16 @@ class TransNetWorker:
     def __init__(self, config: dict[str, Any]) -> None:
         paths = [p for p in sys.path if p and os.path.isdir(p)]
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
+        # Its own process group: a Ctrl-C at the terminal goes to the foreground group, and
+        # the evaluator, not the worker, decides what an interrupt means (the episode in
+        # progress is finalized; its cut detector must not die of the same KeyboardInterrupt).
+        # The worker still ends with the evaluator: its stdin closes.
         self.process = subprocess.Popen(
             [sys.executable, "-c", _WORKER_CODE, json.dumps(paths), json.dumps(config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
+            process_group=0,
         )
         self.inbox: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self.episodes = 0  # episodes finished by this worker

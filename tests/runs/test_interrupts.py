@@ -184,3 +184,28 @@ def test_sigkill_at_random_moments_leaves_complete_files(tmp_path: Path, command
         checked += _check_complete_files(out) if out.exists() else 0
     checked += _check_complete_files(tmp_path / "full")
     assert checked > 0
+
+
+def test_ctrl_c_at_the_terminal_does_not_kill_the_cut_detector(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C goes to the whole foreground process group: the TransNetV2 worker
+    sits in its own group, so the interrupted episode's Local Memory says what happened to
+    the episode, not "cut detector failed: KeyboardInterrupt"."""
+    out, mark = tmp_path / "out", tmp_path / "mark"
+    args = [a if a != "scenedetect-content" else "transnetv2" for a in _attach_args(out)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT),
+           "STREAMEVAL_TEST_MARK": str(mark)}  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streameval", *args],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True,  # a group of its own, as a shell's foreground job has
+    )  # fmt: skip
+    _wait_for(mark, proc)
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    _, err = proc.communicate(timeout=120)
+    assert b"Traceback" not in err, err.decode()
+    assert proc.returncode == 130
+    doc = json.loads(next(out.glob("*/008_AD/scores.json")).read_text())
+    assert doc["complete"] is False
+    local = doc["metrics"]["local_memory"]
+    assert "KeyboardInterrupt" not in json.dumps(local), local
+    assert "cut detector failed" not in (local.get("reason") or ""), local
