@@ -12,6 +12,7 @@ from functools import cache
 
 import pytest
 
+from streameval.engine.config import PipelineConfig
 from tests.engine.helpers import run, world_source
 
 # one worker runs the module: its episodes are cached per process and shared by its tests
@@ -24,9 +25,14 @@ STAB = ("motion_stability_trans", "motion_stability_rot")
 LAT = ("response_latency_trans", "response_latency_rot")
 
 
+# Control columns only: memory, texture and imaging perception off (the control scores are the
+# same with them on; a fifth of each episode's time is theirs).
+CONTROL_ONLY = PipelineConfig(cuts=None, embedding=None, gram=None, imaging=False)
+
+
 @cache
 def scores(defect: str, keys: str) -> dict[str, float | None]:
-    outcome = run(world_source(keys, SECONDS, defect))
+    outcome = run(world_source(keys, SECONDS, defect), config=CONTROL_ONLY)
     assert outcome.complete
     return {name: m.normalized for name, m in outcome.scores.metrics.items()}
 
