@@ -12,6 +12,9 @@ from streameval.cli.main import main
 from streameval.results.layout import episode_dir
 from tests.replay.replay_synth import make_rollout_dir, moving_texture, write_video
 
+# one worker runs the module: its module-scoped episodes are made once, not once per worker
+pytestmark = pytest.mark.xdist_group("cli-demo")
+
 
 def _one_line_errors(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("error: ")]

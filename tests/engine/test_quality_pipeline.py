@@ -16,6 +16,9 @@ from streameval.perception.qalign import QAlign
 from streameval.results.cache.episode import EpisodeCache
 from tests.engine.helpers import run, world_source
 
+# one worker runs the module: its module-scoped episodes are made once, not once per worker
+pytestmark = pytest.mark.xdist_group("quality-pipeline")
+
 KEYS = "WA"
 SECONDS_PER_KEY = 6.0  # 12 s: 12 frames at 1 fps, enough for 10 drift segments
 SMALL = {"width": 320, "height": 216}

@@ -14,6 +14,9 @@ from streameval.worlds.procedural_world import ProceduralWorld, world_config_for
 from streameval.metrics.quality.imaging import frame_statistics, imaging_metrics
 from streameval.perception.analysis import to_analysis_gray
 
+# one worker runs the module: its module-scoped episodes are made once, not once per worker
+pytestmark = pytest.mark.xdist_group("imaging-defects")
+
 KEYS = "W" * 16 + "A" * 16 + "R" * 16
 DEFECTS = {
     "clean": {},
