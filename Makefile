@@ -29,8 +29,10 @@ test: $(STAMP)
 
 # Load and stress tests (4 sessions at 16 FPS over MQTT and WebRTC; SIGKILL at random moments
 # of replay/rescore/attach) and the episodes that repeat in kind what `make test` covers
-# (further validity defects, calibration sweeps, TransNetV2 pools): their own command, run
-# before merging a change they cover (the figures they measured are in their docstrings).
+# (further validity defects, calibration sweeps, TransNetV2 pools, the late server on every
+# style, Global Memory on all 15 actions, every spoiled sidecar, the 20 s memory episodes):
+# their own command, run before merging a change they cover (the figures they measured are in
+# their docstrings). Each test says in a comment what of it `make test` keeps.
 test-long: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider -m long $(ARGS)
 
