@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.errors import InvalidDataError
+
 # Magic (6) + version (2) + header length (2) + header: 128 bytes keeps the data 64-byte aligned,
 # as numpy itself does, and leaves room for any (T, h, w) shape.
 _HEADER_BYTES = 128
@@ -51,7 +53,9 @@ class NpyAppender:
         if self.frame_shape is None:
             self.frame_shape = arr.shape
         elif arr.shape != self.frame_shape:
-            raise ValueError(f"frame shape {arr.shape} differs from the first, {self.frame_shape}")
+            raise InvalidDataError(
+                f"frame shape {arr.shape} differs from the first, {self.frame_shape}"
+            )
         self._file.write(arr.tobytes())
         self.count += 1
 

@@ -12,6 +12,8 @@ import math
 import time
 from collections.abc import Callable
 
+from streameval.errors import BadInputError
+
 
 class Pacer:
     """``await pacer.wait(i)`` returns no earlier than ``start + i / fps`` (monotonic clock).
@@ -53,7 +55,7 @@ def pace_for(
 ) -> float | None:
     """The replay rate the CLI asked for: ``--realtime`` = the rollout's fps, ``--fps N`` = N."""
     if realtime and fps is not None:
-        raise ValueError("--realtime and --fps are exclusive")
+        raise BadInputError("--realtime and --fps are exclusive")
     if realtime:
         return rollout_fps
     return fps

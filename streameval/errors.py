@@ -36,6 +36,14 @@ class StreamevalError(Exception):
     (the command line prints its one line and exits 2) — and ``InvalidDataError`` — a kernel,
     decoder or message reader got data it cannot use; its caller turns that into a metric
     status or a ``BadInputError`` naming the file. An exception outside the tree is a bug.
+
+    A plain ``ValueError`` is ours: a function called against its contract by our own code (a
+    kernel given arrays of the wrong shape, a window of 0, a metric registered twice), which
+    input checking upstream makes unreachable from anything a user gives. The command line
+    does not catch it: it is a bug, and its traceback is what a bug report needs. A check
+    that a user's value can reach (a file, a flag, a profile, a server message, a model's
+    output) raises from the tree; where callers already caught ``ValueError`` there, the
+    class is a ``ValueError`` too (``InvalidDataError``, ``UnknownKeyError``, ...).
     """
 
 

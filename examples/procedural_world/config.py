@@ -28,6 +28,16 @@ from typing import Any
 from streameval.protocol.keys import KEYS, NO_KEY, OPPOSITE
 
 from streameval.constants import DEFAULT_FPS
+from streameval.errors import BadInputError, UnknownNameError
+
+
+class WorldConfigError(BadInputError, ValueError):
+    """A ``WorldConfig`` field outside its range (``demo --seed -1``, say). A ``ValueError``
+    too, as a dataclass's own checks are, for callers that catch that."""
+
+
+class UnknownDefectError(UnknownNameError, ValueError):
+    """A defect preset that does not exist; the message lists the known ones."""
 
 
 @dataclass(frozen=True)
@@ -124,47 +134,51 @@ class WorldConfig:
 
     def __post_init__(self) -> None:
         if self.width < 8 or self.height < 8:
-            raise ValueError(f"width and height must be >= 8, got {self.width}x{self.height}")
+            raise WorldConfigError(f"width and height must be >= 8, got {self.width}x{self.height}")
         if not (math.isfinite(self.fps) and self.fps > 0):
-            raise ValueError(f"fps must be > 0, got {self.fps}")
+            raise WorldConfigError(f"fps must be > 0, got {self.fps}")
         if not 1.0 <= self.fov_deg <= 150.0:
-            raise ValueError(f"fov_deg must be in [1, 150], got {self.fov_deg}")
+            raise WorldConfigError(f"fov_deg must be in [1, 150], got {self.fov_deg}")
         if self.seed < 0:
-            raise ValueError(f"seed must be >= 0, got {self.seed}")
+            raise WorldConfigError(f"seed must be >= 0, got {self.seed}")
         if self.depth_downsample < 1:
-            raise ValueError(f"depth_downsample must be >= 1, got {self.depth_downsample}")
+            raise WorldConfigError(f"depth_downsample must be >= 1, got {self.depth_downsample}")
         if self.camera_height <= 0:
-            raise ValueError(f"camera_height must be > 0, got {self.camera_height}")
+            raise WorldConfigError(f"camera_height must be > 0, got {self.camera_height}")
         for name in ("depth_range_m", "depth_resolvable_step"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be > 0 or None, got {value}")
+                raise WorldConfigError(f"{name} must be > 0 or None, got {value}")
         if self.response_delay_s < 0:
-            raise ValueError(f"response_delay_s must be >= 0, got {self.response_delay_s}")
+            raise WorldConfigError(f"response_delay_s must be >= 0, got {self.response_delay_s}")
         for name in ("hiccup_period_s", "speed_decay_tau_s", "hard_cut_every_s"):
             value = getattr(self, name)
             if value is not None and not value > 0:
-                raise ValueError(f"{name} must be > 0 or None, got {value}")
+                raise WorldConfigError(f"{name} must be > 0 or None, got {value}")
         if self.forget_scene_at_s is not None and not self.forget_scene_at_s >= 0:
-            raise ValueError(
+            raise WorldConfigError(
                 f"forget_scene_at_s must be >= 0 or None, got {self.forget_scene_at_s}"
             )
         if self.freeze_after_s is not None and self.freeze_after_s < 0:
-            raise ValueError(f"freeze_after_s must be >= 0 or None, got {self.freeze_after_s}")
+            raise WorldConfigError(
+                f"freeze_after_s must be >= 0 or None, got {self.freeze_after_s}"
+            )
         if self.hiccup_duration_s < 0:
-            raise ValueError(f"hiccup_duration_s must be >= 0, got {self.hiccup_duration_s}")
+            raise WorldConfigError(f"hiccup_duration_s must be >= 0, got {self.hiccup_duration_s}")
         if self.exposure_ramp_s <= 0:
-            raise ValueError(f"exposure_ramp_s must be > 0, got {self.exposure_ramp_s}")
+            raise WorldConfigError(f"exposure_ramp_s must be > 0, got {self.exposure_ramp_s}")
         if not 0 <= self.flicker_amplitude < 1:
-            raise ValueError(f"flicker_amplitude must be in [0, 1), got {self.flicker_amplitude}")
+            raise WorldConfigError(
+                f"flicker_amplitude must be in [0, 1), got {self.flicker_amplitude}"
+            )
         if self.blur_sigma < 0 or self.noise_std < 0:
-            raise ValueError(
+            raise WorldConfigError(
                 f"blur_sigma and noise_std must be >= 0, got {self.blur_sigma}, {self.noise_std}"
             )
         valid = (*KEYS, NO_KEY)
         for src, dst in self.key_map.items():
             if src not in valid or dst not in valid:
-                raise ValueError(
+                raise WorldConfigError(
                     f"key_map entry {src!r} -> {dst!r}: keys must be one of {' '.join(valid)}"
                 )
         # a private copy: mutating the caller's dict later must not change this config
@@ -207,11 +221,12 @@ DEFECT_PRESETS: dict[str, dict[str, Any]] = {
 def world_config_for_defect(name: str, **overrides: Any) -> WorldConfig:
     """The config of preset ``name`` with ``overrides`` applied on top.
 
-    Raises ValueError naming the known presets (and the closest match) for an unknown name.
+    Raises UnknownDefectError naming the known presets (and the closest match) for an unknown
+    name.
     """
     if name not in DEFECT_PRESETS:
         known = ", ".join(sorted(DEFECT_PRESETS))
         close = difflib.get_close_matches(name, list(DEFECT_PRESETS), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown defect preset {name!r}{hint}; known presets: {known}")
+        raise UnknownDefectError(f"unknown defect preset {name!r}{hint}; known presets: {known}")
     return WorldConfig(**{**DEFECT_PRESETS[name], **overrides})

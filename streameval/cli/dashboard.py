@@ -29,7 +29,7 @@ def browse_app(results: list[Path]) -> Any:
     return DashboardApp([], options=options)
 
 
-def run_browse(args: argparse.Namespace) -> int:
+def _browse(args: argparse.Namespace) -> int:
     if not args.results:
         print("error: dashboard: give RESULTS_DIR... or --mqtt URL", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -82,11 +82,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Browse finished results, or watch a remote evaluation (``--mqtt``)."""
     if args.mqtt is None:
-        return run_browse(args)
-    return run_dashboard_mqtt(args)
+        return _browse(args)
+    return _watch(args)
 
 
-def run_dashboard_mqtt(args: argparse.Namespace) -> int:
+def _watch(args: argparse.Namespace) -> int:
     from streameval.transports.mqtt.url import parse_mqtt_url
 
     if getattr(args, "results", None):
@@ -106,13 +106,13 @@ def run_dashboard_mqtt(args: argparse.Namespace) -> int:
                 print(format_update(session, update), flush=True)
 
             asyncio.run(watch_scores(args.mqtt, show, subscribed))
-        except KeyboardInterrupt:
-            return 0
+        except KeyboardInterrupt:  # the way to stop watching
+            return EXIT_OK
         except Exception as exc:
             if is_mqtt_error(exc):
                 raise BadInputError(args.mqtt, connect_problem(exc)) from None
             raise
-        return 0
+        return EXIT_OK
     from streameval.transports.mqtt.remote_watch import check_broker
     from streameval.tui.remote import RemoteDashboardApp
 
@@ -123,4 +123,4 @@ def run_dashboard_mqtt(args: argparse.Namespace) -> int:
             raise BadInputError(args.mqtt, connect_problem(exc)) from None
         raise
     RemoteDashboardApp(args.mqtt).run()
-    return 0
+    return EXIT_OK

@@ -1,7 +1,7 @@
 """The command line: ``streameval demo | attach | replay | rescore | table | report |
 dashboard | serve | pool`` (docs/cli.md).
 
-One module per command (``cli/<command>.py``: its parser and its runner), one dispatch table
+One module per command (``cli/<command>.py``: ``add_parser`` and ``run``), one table of them
 here, and one place that turns the error tree into an exit status (docs/cli.md#exit-status:
 0 success, 2 bad input with one line naming the input, 130 stopped by the user, 1 otherwise).
 Nothing below ``cli/`` imports it.
@@ -12,66 +12,62 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from streameval import __version__
-from streameval.cli import attach, dashboard, demo, replay, rescore, serve
+from streameval.cli import (
+    attach,
+    dashboard,
+    demo,
+    pool,
+    profiles,
+    replay,
+    report,
+    rescore,
+    serve,
+    table,
+)
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, exit_status
-from streameval.cli.options import OneLineParser, add_evaluation_options, configure_logging
+from streameval.cli.options import OneLineParser, configure_logging
 from streameval.cli.ray import check_ray_usage, split_ray_flag
-from streameval.core.registry import load_target
 from streameval.errors import BadInputError
 
-Runner = Callable[[argparse.Namespace], int]
+
+class Command(Protocol):
+    """The shape of every ``cli/<command>.py``: ``add_parser`` adds the command to the
+    sub-command parsers; ``run`` runs it and returns its exit status (``cli.exit_codes``)."""
+
+    def add_parser(self, sub: Any) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
 
 
-def _lazy(target: str) -> Runner:
-    """A command's runner imported when that command runs (``"module:function"``): ``table``
-    and ``report`` need no pipeline, ``pool`` no dashboard."""
-
-    def run(args: argparse.Namespace) -> int:
-        runner: Runner = load_target(target)
-        return runner(args)
-
-    return run
-
-
-# The one dispatch table: command -> runner (each returns its exit status).
-COMMANDS: dict[str, Runner] = {
-    "demo": demo.run,
-    "attach": attach.run,
-    "replay": replay.run,
-    "rescore": rescore.run,
-    "table": _lazy("streameval.cli.table:run_table"),
-    "report": _lazy("streameval.cli.report:run_report"),
-    "dashboard": dashboard.run,
-    "serve": serve.run_serve,
-    "pool": _lazy("streameval.cli.pool:run_pool"),
-    "profiles": _lazy("streameval.cli.profiles:run_profiles"),
+# The one table of commands, in the order ``streameval --help`` lists them. A command's module
+# imports what only its runner needs (the pipeline, the dashboard, MQTT) inside ``run``.
+COMMANDS: dict[str, Command] = {
+    "demo": demo,
+    "attach": attach,
+    "serve": serve,
+    "dashboard": dashboard,
+    "replay": replay,
+    "rescore": rescore,
+    "table": table,
+    "report": report,
+    "pool": pool,
+    "profiles": profiles,
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from streameval.cli.pool import add_pool_parser
-    from streameval.cli.report import add_report_parser
-    from streameval.cli.table import add_table_parser
-
     parser = OneLineParser(
         prog="streameval",
         description="Streaming, real-time evaluator for live world-model rollouts.",
     )
     parser.add_argument("--version", action="version", version=f"streameval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
-    demo.add_parser(sub)
-    attach.add_parser(sub)
-    serve.add_parser(sub)
-    dashboard.add_parser(sub)
-    replay.add_parser(sub)
-    rescore.add_parser(sub)
-    add_table_parser(sub)
-    add_report_parser(sub)
-    add_pool_parser(sub, add_evaluation_options)
-    sub.add_parser("profiles", help="the built-in server profiles and what each expects")
+    for command in COMMANDS.values():
+        command.add_parser(sub)
     return parser
 
 
@@ -81,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args)
     try:
         check_ray_usage(args)
-        return COMMANDS[args.command](args)
+        return COMMANDS[args.command].run(args)
     except BadInputError as exc:  # unknown names and unavailable backends included
         print(f"error: {exc}", file=sys.stderr)
         return exit_status(exc)

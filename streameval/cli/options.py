@@ -124,6 +124,7 @@ def loop_plan(args: argparse.Namespace) -> LoopPlan:
 def parse_actions(text: str) -> list[int]:
     from streameval.protocol.suites import WORLDMARK
 
+    bad = argparse.ArgumentTypeError(f"worldmark action ids are 1–15, got {text!r}")
     ids: list[int] = []
     try:
         for part in text.split(","):
@@ -132,14 +133,14 @@ def parse_actions(text: str) -> list[int]:
                 lo, hi = part.split("-", 1)
                 first, last = int(lo), int(hi)
                 if not (min(WORLDMARK) <= first <= last <= max(WORLDMARK)):
-                    raise ValueError(part)  # checked before expanding: "1-10**18" stays cheap
+                    raise bad  # checked before expanding: "1-10**18" stays cheap
                 ids.extend(range(first, last + 1))
             elif part:
                 ids.append(int(part))
-    except ValueError:
-        ids = []
+    except ValueError:  # int() of what is not a number
+        raise bad from None
     if not ids or any(i not in WORLDMARK for i in ids):
-        raise argparse.ArgumentTypeError(f"worldmark action ids are 1–15, got {text!r}")
+        raise bad
     return ids
 
 

@@ -16,17 +16,17 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streameval.cli.options import pipeline_config
+from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_OK
+from streameval.cli.options import add_evaluation_options, pipeline_config
 from streameval.scale.pool_messages import PoolMessageError, SessionOffer, check_name
 
 DEFAULT_GROUP = "evaluators"
 
 
-def add_pool_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_parser(sub: Any) -> None:
     pool = sub.add_parser("pool", help="live fan-out: evaluators sharing sessions on a broker")
     verbs = pool.add_subparsers(dest="pool_command", required=True)
 
@@ -54,7 +54,7 @@ def add_pool_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None])
         default=10.0,
         help="seconds without a frame before a session ends as stalled (default 10)",
     )
-    common(evaluate)
+    add_evaluation_options(evaluate)
 
     offer = verbs.add_parser("offer", help="offer sessions to the pool")
     broker(offer)
@@ -113,7 +113,7 @@ async def _evaluate(args: argparse.Namespace) -> None:
     await member.run(stop)
 
 
-def run_pool(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Exit 0; 1 from ``status`` when a session is unaccounted for (BadInputError → 2)."""
     import aiomqtt
 
@@ -139,12 +139,12 @@ def _run_pool(args: argparse.Namespace) -> int:
         if getattr(args, "publish_mqtt", None):
             raise BadInputError("--publish-mqtt", "not with pool evaluate (claims carry it)")
         asyncio.run(_evaluate(args))
-        return 0
+        return EXIT_OK
     if args.pool_command == "offer":
         offers = _offers(args)
         asyncio.run(offer_sessions(args.broker, args.group, offers))
         print(f"offered {len(offers)} session(s) to pool {args.group!r}", file=sys.stderr)
-        return 0
+        return EXIT_OK
     view = asyncio.run(read_pool(args.broker, args.group))
     orphans = {c.session for c in view.orphans()}
     for session, claim in sorted(view.claims.items()):
@@ -156,4 +156,4 @@ def _run_pool(args: argparse.Namespace) -> int:
         )
     for name, state in sorted(view.evaluators.items()):
         print(f"evaluator {name}: {state}")
-    return 1 if orphans else 0
+    return EXIT_FAILURE if orphans else EXIT_OK

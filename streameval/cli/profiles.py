@@ -8,15 +8,21 @@ TOML (docs/serve-formats.md#server-profiles).
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from streameval.cli.exit_codes import EXIT_OK
 from streameval.transports.profiles import built_in_profiles
 
 
-def run_profiles(args: argparse.Namespace) -> int:
+def add_parser(sub: Any) -> None:
+    sub.add_parser("profiles", help="the built-in server profiles and what each expects")
+
+
+def run(args: argparse.Namespace) -> int:
     del args
     for profile in built_in_profiles():
         print(f"{profile.name:<13} {profile.description}")
         print(f"{'':<13} attach {profile.url}")
         print(f"{'':<13} {profile.expects()}")
     print("a server none of these fits: --profile FILE.toml (docs/serve-formats.md)")
-    return 0
+    return EXIT_OK

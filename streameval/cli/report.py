@@ -18,8 +18,8 @@ from streameval.report.writer import write_reports
 from streameval.results.scores_file import SCORES_FILE
 
 
-def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+def add_parser(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
         "report",
         help="write report.html per episode and index.html per results directory",
         description="(Re)draw the self-contained HTML reports of finished results: "
@@ -28,10 +28,9 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directories"
     )
-    return parser
 
 
-def run_report(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for root in args.results:
         if not root.is_dir():

@@ -8,6 +8,7 @@ import asyncio
 import sys
 from typing import Any
 
+from streameval.cli.exit_codes import EXIT_OK
 from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
 from streameval.protocol.wire import IMAGE_ENCODINGS
@@ -44,7 +45,7 @@ def _listen_address(text: str) -> tuple[str, int]:
     return (host if sep and host else LOOPBACK), number
 
 
-def run_serve(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from streameval.runs.python_model import load_python_model
 
     model, name = load_python_model(args.model)
@@ -56,15 +57,15 @@ def run_serve(args: argparse.Namespace) -> int:
             asyncio.run(_serve_webrtc(args, name, fps, width, height))
         else:
             asyncio.run(_serve_mqtt(args, model, name, fps, width, height))
-    except KeyboardInterrupt:
-        return 0
+    except KeyboardInterrupt:  # the way to stop a server: not an interrupted evaluation
+        return EXIT_OK
     except OSError as exc:
         raise BadInputError(args.webrtc or args.mqtt, f"cannot serve: {exc}") from None
     except Exception as exc:
         if is_mqtt_error(exc):
             raise BadInputError(args.mqtt, connect_problem(exc)) from None
         raise
-    return 0
+    return EXIT_OK
 
 
 async def _serve_mqtt(

@@ -61,10 +61,10 @@ def _min_episodes(text: str) -> int:
     return value
 
 
-def add_table_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``table`` to the ``streameval`` sub-command parsers (``subparsers`` is what
-    ``ArgumentParser.add_subparsers`` returned); the caller dispatches to ``run_table``."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+def add_parser(sub: Any) -> None:
+    """Add ``table`` to the ``streameval`` sub-command parsers (``sub`` is what
+    ``ArgumentParser.add_subparsers`` returned); ``cli.main`` dispatches to ``run``."""
+    parser: argparse.ArgumentParser = sub.add_parser(
         "table",
         help="master table across models",
         description=(
@@ -129,10 +129,9 @@ def add_table_parser(subparsers: Any) -> argparse.ArgumentParser:
             "drift, ...): per model the mean raw value in its own unit, unranked"
         ),
     )
-    return parser
 
 
-def run_table(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Print the table; 2 if any input was bad (reported on stderr, one line each), else 0."""
     rule = INCLUDE_ALL if args.include_all else ExclusionRule(min_episodes=args.min_episodes)
     table = tabulate(args.results, exclude=args.exclude, rule=rule, sort_by=args.sort)

@@ -31,6 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from streameval.errors import InvalidDataError
+
 Block = Literal["residual", "bottleneck"]
 Norm = Literal["batch", "instance", "none"]
 CORR_LEVELS = 4  # torchvision's raft_large and raft_small both use a 4-level pyramid
@@ -414,7 +416,7 @@ def _shape(state: Mapping[str, Tensor], key: str) -> tuple[int, ...]:
     try:
         return tuple(state[key].shape)
     except KeyError:
-        raise ValueError(f"not a torchvision-layout RAFT checkpoint: no {key!r}") from None
+        raise InvalidDataError(f"not a torchvision-layout RAFT checkpoint: no {key!r}") from None
 
 
 def _encoder(
@@ -441,7 +443,7 @@ def config_from_state_dict(state: Mapping[str, Tensor]) -> RaftConfig:
     corr_in = _shape(state, f"{me}.convcorr1.0.weight")[1]
     side = math.isqrt(corr_in // CORR_LEVELS)
     if CORR_LEVELS * side * side != corr_in or side % 2 == 0:
-        raise ValueError(f"{me}.convcorr1 takes {corr_in} channels: not 4 levels of (2r+1)²")
+        raise InvalidDataError(f"{me}.convcorr1 takes {corr_in} channels: not 4 levels of (2r+1)²")
     corr_layers = [_shape(state, f"{me}.convcorr1.0.weight")[0]]
     if f"{me}.convcorr2.0.weight" in state:
         corr_layers.append(_shape(state, f"{me}.convcorr2.0.weight")[0])

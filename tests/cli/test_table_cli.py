@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from streameval.cli.table import add_table_parser, run_table
+from streameval.cli import table as table_command
 
 
 def write_episode(root: Path, model: str, episode: str, metrics: dict[str, Any]) -> Path:
@@ -40,7 +40,7 @@ def not_applicable(reason: str) -> dict[str, Any]:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="streameval")
-    add_table_parser(parser.add_subparsers(dest="command", required=True))
+    table_command.add_parser(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(["table", *argv])
 
 
@@ -69,7 +69,7 @@ def results(tmp_path: Path) -> Path:
 
 
 def test_markdown_table(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = run_table(parse([str(results), "--markdown", "--min-episodes", "2"]))
+    code = table_command.run(parse([str(results), "--markdown", "--min-episodes", "2"]))
     out, err = capsys.readouterr()
     assert code == 0
     assert err == ""
@@ -88,13 +88,13 @@ def test_markdown_table(results: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 def test_sort_and_exclusions_are_listed(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = [str(results), "--markdown", "--sort", "perceptual_quality", "--exclude", "beta"]
-    code = run_table(parse(argv))
+    code = table_command.run(parse(argv))
     out = capsys.readouterr().out
     assert code == 0
     # Default min-episodes (10) leaves every model out: each is listed with its reason.
     assert "| (no model) |" in out
     assert "- beta (2 episodes): excluded on request; only 2 episodes (fewer than 10)" in out
-    code = run_table(parse([*argv, "--include-all"]))
+    code = table_command.run(parse([*argv, "--include-all"]))
     out = capsys.readouterr().out
     models = [line.split(" | ")[0].lstrip("| ") for line in out.splitlines()[2:6]]
     assert models == ["delta", "alpha", "gamma", ""]
@@ -107,7 +107,7 @@ def test_bad_file_exits_2_and_the_rest_is_tabulated(
     bad = results / "broken" / "000" / "scores.json"
     bad.parent.mkdir(parents=True)
     bad.write_text("[1, 2")
-    code = run_table(parse([str(results), "--markdown", "--include-all"]))
+    code = table_command.run(parse([str(results), "--markdown", "--include-all"]))
     out, err = capsys.readouterr()
     assert code == 2
     assert err.splitlines() == [f"error: {bad}: not valid JSON (Expecting ',' delimiter at line 1)"]
@@ -115,14 +115,14 @@ def test_bad_file_exits_2_and_the_rest_is_tabulated(
 
 
 def test_missing_directory_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = run_table(parse([str(tmp_path / "nope"), "--markdown"]))
+    code = table_command.run(parse([str(tmp_path / "nope"), "--markdown"]))
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip() == f"error: {tmp_path / 'nope'}: no such results directory"
 
 
 def test_terminal_table(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = run_table(parse([str(results), "--include-all", "--exclude", "gamma"]))
+    code = table_command.run(parse([str(results), "--include-all", "--exclude", "gamma"]))
     out = capsys.readouterr().out
     assert code == 0
     for text in ("streameval master table", "alpha", "beta", "delta", "85.00", "n/a", "(1/2)"):
@@ -140,12 +140,12 @@ def test_terminal_title_counts_the_demo_model_the_rule_left_out(
     default rule (fewer than 10) — the title says so instead of "0 models, 0 episodes"."""
     for i in range(3):
         write_episode(tmp_path, "procedural-world[clean]", f"{i:03d}", {"x": official(1.0)})
-    assert run_table(parse([str(tmp_path)])) == 0
+    assert table_command.run(parse([str(tmp_path)])) == 0
     out = capsys.readouterr().out
     # (the terminal's width may stack the columns: "master table (1/2) · ...")
     assert re.search(r"master table( \(\d/\d\))? · 1 model, 3 episodes \(1 excluded\)", out)
     assert "procedural-world[clean] (3 episodes): only 3 episodes" in out
-    assert run_table(parse([str(tmp_path), "--include-all"])) == 0
+    assert table_command.run(parse([str(tmp_path), "--include-all"])) == 0
     out = capsys.readouterr().out
     assert re.search(r"master table( \(\d/\d\))? · 1 model, 3 episodes\s", out)
     assert "excluded)" not in out

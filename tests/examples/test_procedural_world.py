@@ -44,6 +44,7 @@ from streameval.worlds.procedural_world.scene import (
 )
 
 from streameval.core.arrays import F64
+from streameval.errors import BadInputError, UnknownNameError
 from streameval.metrics.fits.geometry import FrameGeometry, views_from_frames
 from streameval.metrics.memory.global_memory import covisibility_errors
 
@@ -122,12 +123,17 @@ def test_determinism_and_reset() -> None:
 def test_unknown_key_and_preset_names_fail_loudly() -> None:
     with pytest.raises(UnknownKeyError):
         ProceduralWorld().step("Q")
+    with pytest.raises(UnknownNameError, match="did you mean 'delay'"):
+        world_config_for_defect("dealy")
+    with pytest.raises(UnknownNameError, match=r"known presets: .*wrong_direction"):
+        world_config_for_defect("nonsense-name")
+    with pytest.raises(BadInputError, match="key_map"):
+        WorldConfig(key_map={"A": "X"})
+    # still ValueErrors, as they were before they joined the error tree
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        WorldConfig(seed=-1)
     with pytest.raises(ValueError, match="did you mean 'delay'"):
         world_config_for_defect("dealy")
-    with pytest.raises(ValueError, match=r"known presets: .*wrong_direction"):
-        world_config_for_defect("nonsense-name")
-    with pytest.raises(ValueError, match="key_map"):
-        WorldConfig(key_map={"A": "X"})
     for name in (
         "clean",
         "delay",

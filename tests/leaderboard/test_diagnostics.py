@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from streameval.cli.table import run_table
+from streameval.cli import table as table_command
 from streameval.leaderboard import INCLUDE_ALL, build_table
 from streameval.leaderboard.diagnostics import diagnostics
 from streameval.metrics.registry import metric_names
@@ -100,24 +100,27 @@ def test_incomplete_episodes_count_when_asked(results: Path) -> None:
 def test_cli_formats_carry_the_diagnostics(
     results: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run_table(parse([str(results), "--include-all", "--diagnostics", "--json"])) == 0
+    assert table_command.run(parse([str(results), "--include-all", "--diagnostics", "--json"])) == 0
     doc = json.loads(capsys.readouterr().out)
     cells = {r["model"]: r["cells"] for r in doc["diagnostics"]["rows"]}
     assert cells["alpha"]["imaging_sharpness"]["mean"] == pytest.approx(0.3)
     assert cells["alpha"]["imaging_sharpness"]["unit"] == "1/px"
 
-    assert run_table(parse([str(results), "--include-all", "--diagnostics", "--csv"])) == 0
+    assert table_command.run(parse([str(results), "--include-all", "--diagnostics", "--csv"])) == 0
     rows = {r["model"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     assert rows["alpha"]["imaging_sharpness_mean"] == "0.3"
     assert rows["alpha"]["imaging_noise_measured"] == "1/2"
     assert rows["beta[hiccup]"]["imaging_sharpness_mean"] == ""
 
-    assert run_table(parse([str(results), "--include-all", "--diagnostics", "--markdown"])) == 0
+    assert (
+        table_command.run(parse([str(results), "--include-all", "--diagnostics", "--markdown"]))
+        == 0
+    )
     out = capsys.readouterr().out
     assert "| Model | Imaging sharpness | Imaging noise |" in out
     assert "| alpha | 0.3 1/px | 1.5 grey levels (1/2) |" in out
 
-    assert run_table(parse([str(results), "--include-all", "--diagnostics"])) == 0
+    assert table_command.run(parse([str(results), "--include-all", "--diagnostics"])) == 0
     out = capsys.readouterr().out
     assert "diagnostics (own units)" in out and "Imaging sharpness" in out and "0.3 1/px" in out
     assert "alpha" in out and "beta[hiccup]" in out
@@ -126,9 +129,9 @@ def test_cli_formats_carry_the_diagnostics(
 def test_without_the_flag_nothing_changes(
     results: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run_table(parse([str(results), "--include-all", "--json"])) == 0
+    assert table_command.run(parse([str(results), "--include-all", "--json"])) == 0
     assert "diagnostics" not in json.loads(capsys.readouterr().out)
-    assert run_table(parse([str(results), "--include-all", "--markdown"])) == 0
+    assert table_command.run(parse([str(results), "--include-all", "--markdown"])) == 0
     assert "Imaging sharpness" not in capsys.readouterr().out
 
 

@@ -43,7 +43,7 @@ def test_pace_for_cli() -> None:
     assert pace_for(24.0) is None
     assert pace_for(24.0, realtime=True) == 24.0
     assert pace_for(24.0, fps=5) == 5
-    with pytest.raises(ValueError):
+    with pytest.raises(BadInputError, match="--realtime and --fps are exclusive"):
         pace_for(24.0, realtime=True, fps=5)
 
 

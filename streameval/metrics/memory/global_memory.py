@@ -110,7 +110,7 @@ def _view_arrays(view: GlobalView) -> tuple[F64, NDArray[np.bool_], F64, F64]:
     if not np.isfinite(k).all():
         raise BadViewError(f"view at frame {frame}: non-finite intrinsics")
     if not np.array_equal(k[2], [0.0, 0.0, 1.0]) or k[0, 0] == 0.0 or k[1, 1] == 0.0:
-        raise ValueError(f"view at frame {frame}: intrinsics are not pinhole: {k.tolist()}")
+        raise BadViewError(f"view at frame {frame}: intrinsics are not pinhole: {k.tolist()}")
     if view.confidence is None:
         conf = np.ones(depth.shape, dtype=np.bool_)
     else:

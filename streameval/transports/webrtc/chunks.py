@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import struct
 
+from streameval.protocol.wire import WireError
+
 MAGIC = b"SEC1"
 HEADER = struct.Struct("<4sIHH")
 CHUNK_BYTES = 60_000
@@ -33,24 +35,24 @@ class Reassembler:
         self._size = 0
 
     def add(self, chunk: bytes) -> bytes | None:
-        """The whole message once its last chunk came; None meanwhile. ValueError when the
-        chunk is malformed or the message grows over the limit."""
+        """The whole message once its last chunk came; None meanwhile. WireError (a
+        ValueError) when the chunk is malformed or the message grows over the limit."""
         if len(chunk) < HEADER.size:
-            raise ValueError(f"chunk of {len(chunk)} bytes, shorter than its header")
+            raise WireError(f"chunk of {len(chunk)} bytes, shorter than its header")
         magic, message_id, k, n = HEADER.unpack_from(chunk)
         if magic != MAGIC or n == 0 or k >= n:
             self._reset()
-            raise ValueError("not a streameval chunk (bad header)")
+            raise WireError("not a streameval chunk (bad header)")
         if k == 0:
             self._reset()
             self._id = message_id
         elif message_id != self._id or k != len(self._parts):
             self._reset()
-            raise ValueError(f"chunk {k}/{n} of message {message_id} out of sequence")
+            raise WireError(f"chunk {k}/{n} of message {message_id} out of sequence")
         self._size += len(chunk) - HEADER.size
         if self._size > self.max_bytes:
             self._reset()
-            raise ValueError(f"message over the {self.max_bytes}-byte limit")
+            raise WireError(f"message over the {self.max_bytes}-byte limit")
         self._parts.append(chunk[HEADER.size :])
         if len(self._parts) < n:
             return None

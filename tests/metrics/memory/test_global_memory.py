@@ -224,6 +224,18 @@ def test_non_finite_pose_names_the_first_bad_view() -> None:
     assert res.reason == "view at frame 64: non-finite depth at confident pixels"
 
 
+def test_intrinsics_the_input_layer_accepts_but_not_exactly_pinhole() -> None:
+    # the sidecar check allows the last row within 1e-4 of (0, 0, 1); the kernel needs it
+    # exact, and a view it cannot use is not_applicable naming the view, never a crash
+    views = scene_views(6)
+    k = np.asarray(views[3].intrinsics, dtype=np.float64).copy()
+    k[2, 2] = 1.00001
+    views[3] = GlobalView(views[3].frame, views[3].pose, views[3].depth, k)
+    res = global_memory(views)
+    assert res.status == "not_applicable"
+    assert res.reason is not None and res.reason.startswith("view at frame 48: intrinsics")
+
+
 def test_fewer_than_two_usable_views() -> None:
     views = scene_views(3)
     dead = np.zeros(np.asarray(views[0].depth).shape, dtype=bool)
