@@ -17,8 +17,9 @@ from streameval.report.plots import (
     revisit_figure,
     signals_figure,
 )
+from streameval.results.episode_state import REPORT_FILE
 
-REPORT_NAME = "report.html"
+REPORT_NAME = REPORT_FILE  # named once, beside what clearing an episode folder removes
 
 
 def _score_rows(data: EpisodeData) -> list[list[str]]:
