@@ -314,10 +314,11 @@ for _name, _label, _short, _unit, _higher, _what in (
         )
     )
 
-# WorldAtlas's real-time axis (metrics/realtime.py, docs/methods.md#real-time-metrics): scored
-# from the cache's frame arrival times and action changes, on WorldAtlas's [0, 1] scale, and no
-# master-table columns (they rate the serving, like the interactivity figures above).
-_REALTIME_KERNEL = "streameval.metrics.realtime_scores:realtime_scores"
+# WorldAtlas's real-time axis (metrics/worldatlas/realtime.py,
+# docs/methods.md#real-time-metrics): scored from the cache's frame arrival times and action
+# changes, on WorldAtlas's [0, 1] scale, and no master-table columns (they rate the serving,
+# like the interactivity figures above).
+_REALTIME_KERNEL = "streameval.metrics.worldatlas.realtime_scores:realtime_scores"
 for _name, _label, _short, _unit, _what, _rules in (
     (
         "effective_generation_fps",
