@@ -102,7 +102,7 @@ def is_wall_clock(info: EpisodeInfo) -> bool:
 
 def plan_for(info: EpisodeInfo) -> PerceptionPlan:
     """What perception samples in this episode: a recording's own plan when it has one, else
-    the fit plan of ``episode_scores.fit_plan`` (the same one scoring reads back) and
+    the fit plan of ``engine.scoring.fit_plan`` (the same one scoring reads back) and
     ``select_views`` on the planned schedule."""
     recorded = recorded_plan(info.extra)
     if recorded is not None:
@@ -128,7 +128,7 @@ def with_dropped(plan: PerceptionPlan, dropped: Iterable[int]) -> PerceptionPlan
 
 def settled(plan: PerceptionPlan, frame_keys: list[str], fps: float) -> PerceptionPlan:
     """An adaptive plan with the fit frames of the frames that arrived (what the episode's
-    scoring reads, ``episode_scores.fit_plan``); other plans as they are."""
+    scoring reads, ``engine.scoring.fit_plan``); other plans as they are."""
     if not plan.adaptive:
         return plan
     fits = fit_plan(None, frame_keys, fps)

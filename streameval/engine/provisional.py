@@ -2,7 +2,7 @@
 
 The pipeline used to rebuild the whole track into a cache and rescore it at every provisional
 update, a cost that grew with the episode. Here the control columns come from
-``IncrementalControl`` (amortised O(1) work per frame; see ``metrics/control_online.py`` for
+``IncrementalControl`` (amortised O(1) work per frame; see ``metrics/control/online.py`` for
 which values are exact on the prefix and which are provisional), motion-type fits of closed
 segments are computed once, and fit samples are indexed as they arrive. Other metrics
 registered as ``live`` (``metrics/registry.py``) still run their kernel on a cache of the
@@ -22,8 +22,9 @@ import numpy as np
 
 from streameval.constants import ANALYSIS_WIDTH
 from streameval.core.metric_result import MetricResult
-from streameval.engine.scoring import CONTROL_KERNEL, ScoringInput, motion_fits
+from streameval.engine.scoring import motion_fits
 from streameval.engine.track import EpisodeTrack
+from streameval.metrics.catalog import CONTROL_KERNEL
 from streameval.metrics.control.kernels import MotionType
 from streameval.metrics.control.online import IncrementalControl
 from streameval.metrics.fits.motion_type import (
@@ -32,7 +33,7 @@ from streameval.metrics.fits.motion_type import (
     fit_frames,
     fit_motion_type,
 )
-from streameval.metrics.registry import metric_specs, resolve_target
+from streameval.metrics.registry import ScoringInput, metric_specs, resolve_target
 from streameval.metrics.segments import SegmentSpan
 from streameval.metrics.worldatlas.gate_online import GATE_METRIC
 
@@ -59,7 +60,7 @@ class LiveScores:
         self.control.invalidate(frame)
 
     def _motion_type(self, span: SegmentSpan) -> MotionType | None:
-        # as episode_scores.motion_fits, for one segment
+        # as engine.scoring.motion_fits, for one segment
         wanted = fit_frames(span.start, span.end, self.fps, len(self.track.frame_keys))
         samples = [self._samples[f] for f in wanted if f in self._samples]
         fit = fit_motion_type(samples, self._focal, span.stable)

@@ -21,6 +21,7 @@ import numpy as np
 
 from streameval.constants import LATENCY_THRESHOLD
 from streameval.core.metric_result import MetricResult
+from streameval.metrics.registry import ScoringInput
 from streameval.metrics.timing import F64, reference_bar, wall_rate
 from streameval.metrics.worldatlas.constants import DEFAULT_LATENCY_BUDGET_S, RESPONSE_TIMEOUT_S
 from streameval.metrics.worldatlas.realtime import (
@@ -35,7 +36,6 @@ from streameval.metrics.worldatlas.realtime import (
 from streameval.protocol.keys import NO_KEY, channel_of, expected_sign
 
 if TYPE_CHECKING:
-    from streameval.engine.scoring import ScoringInput
     from streameval.results.cache.episode import EpisodeCache
     from streameval.results.cache.timing import TimingCache
 

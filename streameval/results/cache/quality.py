@@ -7,8 +7,8 @@
 - what the Q-Align backend answered at episode end: the rating-word logits for the whole
   video and for each drift segment, per task, and which backend it was (or why it failed).
 
-Scoring is a kernel over these (``episode_scores``); ``rescore --quality`` reruns the model on
-the cached frames.
+Scoring is a kernel over these (``metrics/quality/episode.py``); ``rescore --quality`` reruns
+the model on the cached frames.
 """
 
 from __future__ import annotations
