@@ -28,7 +28,7 @@ from bench.common import KEYS_120S, write_rollout
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
-from streameval.engine.scoring import memory_metrics
+from streameval.metrics.memory.episode import memory_metrics
 from streameval.results.cache.episode import EpisodeCache
 
 

@@ -111,8 +111,8 @@ class EpisodeStats:
 def session_kind(extra: dict[str, Any]) -> str | None:
     """``served`` (a network transport), ``in-process`` (a model stepped here) or None (a
     replay of a rollout no live session recorded): what the real-time metrics may judge
-    (``metrics/realtime_scores.py``). A recording keeps it in its meta.json, so its replay says
-    what the live run said."""
+    (``metrics/worldatlas/realtime_scores.py``). A recording keeps it in its meta.json, so its
+    replay says what the live run said."""
     recorded = extra.get("session")
     if recorded in ("served", "in-process"):
         return str(recorded)

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from streameval.metrics.registry import MetricSpec, register_metric
 
-_CONTROL_KERNEL = "streameval.engine.scoring:control_scores"  # = engine.scoring.CONTROL_KERNEL
-_MEMORY_KERNEL = "streameval.engine.scoring:memory_scores"
-_QUALITY_KERNEL = "streameval.engine.scoring:quality_scores"
+# Each family's episode adapter, beside its kernels (metrics/<family>/). The control columns'
+# target is also what the engine's provisional scores recognise (engine/provisional.py updates
+# those columns incrementally instead of calling it), hence public.
+CONTROL_KERNEL = "streameval.metrics.control.episode:control_scores"
+_MEMORY_KERNEL = "streameval.metrics.memory.episode:memory_scores"
+_QUALITY_KERNEL = "streameval.metrics.quality.episode:quality_scores"
 _WORLDATLAS_KERNEL = "streameval.metrics.worldatlas.scores:worldatlas_scores"
 _LOOPS = ("memory_loop",)  # = protocol.memory_loop.MEMORY_LOOP_SUITE (kept import-free here)
 _UNIT = 1.0  # WorldAtlas metrics keep their [0, 1] scale (docs/methods.md#worldatlas-scale)
@@ -60,7 +63,7 @@ for _metric, (_label, _short, _question, _aggregation) in _CONTROL.items():
                 label=f"{_label} ({_pool_label})",
                 short=f"{_short} {_pool_short}",
                 family="control",
-                kernel=_CONTROL_KERNEL,
+                kernel=CONTROL_KERNEL,
                 aggregation=_aggregation,
                 live=True,
                 description=_question,
@@ -157,7 +160,7 @@ for _name, _label in (
             label=_label,
             family="quality",
             kernel=_QUALITY_KERNEL,
-            column=False,  # a CPU statistic in its own unit (metrics/quality/imaging.py), no column
+            column=False,  # a CPU statistic in its own unit (metrics/quality/imaging.py)
             description="CPU imaging statistic, never under the Q-Align names "
             "(docs/methods.md#imaging-statistics)",
             status_rules="missing: no frame measured",
@@ -265,10 +268,9 @@ for _name, _label, _short, _what, _rules in (
         )
     )
 
-# Wall-time interactivity (metrics/interactivity.py, docs/methods.md#interactivity): measured by
-# the pipeline from arrival times and key sends and written in scores.json's own
-# ``interactivity`` block (not under ``metrics``: they describe the session, not the world, and
-# no benchmark normalises them).
+# Wall-time interactivity (metrics/interactivity.py): measured by the pipeline from
+# arrival times and key sends and written in scores.json's own ``interactivity`` block (not under
+# ``metrics``: they describe the session, not the world, and no benchmark normalises them).
 # Registered here so the dashboard and report take labels, units and direction from one place.
 for _name, _label, _short, _unit, _higher, _what in (
     ("delivered_fps", "Delivered fps", "fps", "fps", True, "frames over the wall span of arrivals"),
@@ -315,10 +317,11 @@ for _name, _label, _short, _unit, _higher, _what in (
         )
     )
 
-# WorldAtlas's real-time axis (metrics/realtime.py, docs/methods.md#real-time-metrics): scored
-# from the cache's frame arrival times and action changes, on WorldAtlas's [0, 1] scale, and no
-# master-table columns (they rate the serving, like the interactivity figures above).
-_REALTIME_KERNEL = "streameval.metrics.realtime_scores:realtime_scores"
+# WorldAtlas's real-time axis (metrics/worldatlas/realtime.py,
+# docs/methods.md#real-time-metrics): scored from the cache's frame arrival times and action
+# changes, on WorldAtlas's [0, 1] scale, and no master-table columns (they rate the serving,
+# like the interactivity figures above).
+_REALTIME_KERNEL = "streameval.metrics.worldatlas.realtime_scores:realtime_scores"
 for _name, _label, _short, _unit, _what, _rules in (
     (
         "effective_generation_fps",

@@ -4,12 +4,14 @@
 Not master-table metrics (no benchmark defines them; docs/methods.md#interactivity): they describe
 the *session*, so they live in their own block under their own names.
 
-- delivered fps: frames over the wall span of their arrivals;
+- delivered fps: frames over the wall span of their arrivals (``timing.wall_rate``, as
+  WorldAtlas's effective generation fps);
 - jitter: |Δt − 1/fps| of consecutive arrivals, p50 and p95 in ms (0 for a perfect clock);
 - stalls: gaps longer than ``STALL_INTERVALS`` nominal intervals, with their total time;
 - key-to-response latency: from a keydown to the first frame that *moves the commanded way*
   (its flow channel, signed for the key, reaches half the episode's reference speed, the
-  same threshold as WorldMark's response latency), in wall ms.
+  same threshold as WorldMark's response latency), in wall ms (``timing.key_response``, the
+  primitive of WorldAtlas's action response latency, with this block's bar and window).
 """
 
 from __future__ import annotations
@@ -22,11 +24,19 @@ import numpy as np
 
 from streameval.constants import FLOW_STRIDE, LATENCY_THRESHOLD
 from streameval.core.arrays import F64
-from streameval.metrics.control.kernels import reference_speed
 from streameval.metrics.registry import MetricSpec, metric_specs
+from streameval.metrics.timing import key_response, reference_bar, wall_rate
 from streameval.protocol.keys import NO_KEY, channel_of, expected_sign
 
 STALL_INTERVALS = 3.0
+KEY_RESPONSE_SHARE = LATENCY_THRESHOLD
+"""A key is answered once its channel reaches this share of the episode's reference speed, a
+fixed bar: WorldMark's response-latency threshold, so that this figure and the Response
+Latency column call the same motion "moving" (WorldAtlas's action response latency raises it
+over a baseline instead, ``metrics/worldatlas/realtime.py``)."""
+KEY_WINDOW_CLOSED = False
+"""A key's search ends *before* the next key is sent: the windows are half-open, so each
+frame answers at most one key (WorldAtlas's window includes its end)."""
 FAMILY = "interactivity"
 """The registry family of the figures below (``metrics/catalog.py``): labels, units and
 direction come from there, values from ``scores.json``'s ``interactivity`` block."""
@@ -51,9 +61,9 @@ def arrival_stats(arrivals: Sequence[float], fps: float) -> dict[str, float | in
     period = 1.0 / fps
     jitter = np.abs(dt - period)
     stalled = dt > STALL_INTERVALS * period
-    span = float(t[-1] - t[0])
+    rate = wall_rate(t).fps
     return {
-        "delivered_fps": round((t.size - 1) / span, 3) if span > 0 else None,
+        "delivered_fps": round(rate, 3) if rate is not None else None,
         "jitter_ms_p50": _ms(float(np.percentile(jitter, 50))),
         "jitter_ms_p95": _ms(float(np.percentile(jitter, 95))),
         "stalls": int(stalled.sum()),
@@ -75,11 +85,8 @@ def key_response_latencies(
     n = min(sx.size, srad.size, max(0, t.size - FLOW_STRIDE))
     if n == 0:
         return [None for _ in key_names]
-    sample_t = t[FLOW_STRIDE : FLOW_STRIDE + n]
-    refs: dict[str, float] = {}
-    for channel, values in (("sx", sx[:n]), ("srad", srad[:n])):
-        finite = np.abs(values[np.isfinite(values)])
-        refs[channel] = reference_speed(finite) if finite.size else math.inf
+    channels = {"sx": sx[:n], "srad": srad[:n]}
+    bars = {name: reference_bar(values, KEY_RESPONSE_SHARE) for name, values in channels.items()}
     out: list[float | None] = []
     for j, (t_key, key) in enumerate(zip(key_times, key_names, strict=True)):
         if key == NO_KEY:
@@ -87,10 +94,9 @@ def key_response_latencies(
             continue
         t_end = key_times[j + 1] if j + 1 < len(key_times) else math.inf
         channel = channel_of(key)
-        v = expected_sign(key) * (sx[:n] if channel == "sx" else srad[:n])
-        window = (sample_t >= t_key) & (sample_t < t_end)
-        hits = np.flatnonzero(window & (v >= LATENCY_THRESHOLD * refs[channel]))
-        out.append(float(sample_t[hits[0]] - t_key) if hits.size else None)
+        signed = expected_sign(key) * channels[channel]
+        hit = key_response(signed, t, t_key, t_end, bars[channel], end_inclusive=KEY_WINDOW_CLOSED)
+        out.append(hit.latency_s if hit is not None else None)
     return out
 
 

@@ -48,7 +48,8 @@ eight control columns at once): it runs once per episode and each spec takes its
 
 Contracts a registration promises:
 
-- ``kernel(inp: ScoringInput) -> Mapping[str, MetricResult]`` (``streameval.engine.scoring``):
+- ``kernel(inp: ScoringInput) -> Mapping[str, MetricResult]`` (``ScoringInput`` below), the
+  family's episode adapter beside its kernels (``metrics/<family>/``):
   a pure function of the episode cache; a metric it cannot compute is ``not_applicable`` or
   ``missing`` with a reason, never a made-up number. A kernel that leaves a registered name out
   makes that metric ``missing`` (naming the kernel). ``kernel=None`` registers metadata only:
@@ -77,13 +78,17 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streameval.core.registry import Registry, load_target
 from streameval.errors import UnknownNameError
+
+if TYPE_CHECKING:  # the cache sits above metrics in the import layers; only its type is named
+    from streameval.metrics.fits.motion_type import MotionFit
+    from streameval.results.cache.episode import EpisodeCache
 
 EPISODE_MEAN = "streameval.leaderboard.aggregators:episode_mean"
 _CATALOG = "streameval.metrics.catalog"
@@ -135,6 +140,22 @@ class MetricSpec:
     def header(self) -> str:
         """The narrow header: ``short``, else the label."""
         return self.short or self.label
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringInput:
+    """What an episode kernel registered here receives (``engine.scoring.score_episode``
+    builds it; ``metrics/<family>/`` adapters read it).
+
+    ``cache``: the episode cache (signals, samples, memory); ``motion_fits``: the motion-type
+    fit of every lat/yaw segment, computed once and shared (control needs it, ``scores.json``
+    reports it); ``final``: False while the episode runs (provisional scores of ``live``
+    metrics on the prefix).
+    """
+
+    cache: EpisodeCache
+    motion_fits: Mapping[int, MotionFit | None]
+    final: bool
 
 
 class UnknownMetricError(UnknownNameError, KeyError):

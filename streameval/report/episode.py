@@ -18,8 +18,9 @@ from streameval.report.plots import (
     revisit_figure,
     signals_figure,
 )
+from streameval.results.episode_state import REPORT_FILE
 
-REPORT_NAME = "report.html"
+REPORT_NAME = REPORT_FILE  # named once, beside what clearing an episode folder removes
 
 
 def _score_rows(data: EpisodeData) -> list[list[str]]:
@@ -65,8 +66,8 @@ def _realtime_rows(metrics: dict[str, Any]) -> list[list[str]]:
     """WorldAtlas's real-time metrics (docs/methods.md#real-time-metrics): the value on [0, 1]
     with 4 decimals, the raw figure in its own units (seconds, frames, chunks), or the status
     and its reason; nothing when the file predates them."""
-    from streameval.metrics.realtime_scores import REALTIME_METRICS, raw_summary
     from streameval.metrics.registry import metric_spec
+    from streameval.metrics.worldatlas.realtime_scores import REALTIME_METRICS, raw_summary
 
     rows: list[list[str]] = []
     for name in REALTIME_METRICS:

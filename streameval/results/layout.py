@@ -2,27 +2,26 @@
 
 Layout: ``OUT/<model>/<episode>/`` (scores.json, cache/, report.html, recording/) with one
 ``OUT/results.jsonl``. The model is part of the path so that two models evaluated into the
-same ``--out`` never overwrite each other (docs/cli.md#results-directory).
+same ``--out`` never overwrite each other.
 
 An existing episode is never replaced silently: by default it is kept and reported; with
 ``overwrite`` its folder is cleared first (so no stale recording or report of the former run
 survives beside the new scores); with ``resume`` an episode whose scores.json says it is
-complete is skipped and an incomplete one is run again.
+complete is skipped and an incomplete one is run again. Whether a folder holds a former run,
+whether that run finished and how the folder is cleared are ``episode_state``'s answers.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import shutil
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from streameval.errors import BadInputError
-from streameval.results.scores_file import SCORES_FILE
+from streameval.results.episode_state import episode_finished, holds_results
 
 ExistingPolicy = Literal["keep", "overwrite", "resume"]
 
@@ -70,20 +69,6 @@ def episode_dir(out: Path, model: str, episode: str) -> Path:
     return candidate
 
 
-def finished(results_dir: Path) -> bool:
-    """True when ``results_dir/scores.json`` exists and says the episode completed."""
-    try:
-        doc = json.loads((results_dir / SCORES_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(doc, dict) and doc.get("complete", True) is True
-
-
-def holds_results(results_dir: Path) -> bool:
-    """True when a former run left anything of an episode there."""
-    return any((results_dir / name).exists() for name in (SCORES_FILE, "cache", "recording"))
-
-
 @dataclass
 class ExistingDecision:
     """Which episode folders to run, and why the others are left alone."""
@@ -100,7 +85,7 @@ def decide(results_dirs: list[Path], policy: ExistingPolicy) -> ExistingDecision
         if not holds_results(d) or policy == "overwrite":
             decision.run.append(d)
         elif policy == "resume":
-            if finished(d):
+            if episode_finished(d):
                 decision.skipped.append(f"{d}: finished before, skipped (--resume)")
             else:
                 decision.run.append(d)
@@ -110,12 +95,3 @@ def decide(results_dirs: list[Path], policy: ExistingPolicy) -> ExistingDecision
                 "or --resume to skip finished episodes"
             )
     return decision
-
-
-def clear_episode_dir(results_dir: Path) -> None:
-    """Remove what a former run wrote in ``results_dir`` (only our own names)."""
-    for name in (SCORES_FILE, "report.html"):
-        (results_dir / name).unlink(missing_ok=True)
-    for name in ("cache", "recording"):
-        if (results_dir / name).is_dir():
-            shutil.rmtree(results_dir / name)

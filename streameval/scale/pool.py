@@ -29,6 +29,7 @@ from streameval.core.observers import EpisodeOutcome
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.errors import BadInputError
+from streameval.results.episode_state import clear_episode
 from streameval.results.results_log import RESULTS_LOG, ResultsLog
 from streameval.scale.pool_messages import (
     OPEN_STATES,
@@ -47,7 +48,6 @@ from streameval.scale.pool_messages import (
     offers_topic,
     shared_offers_topic,
 )
-from streameval.scale.tasks import clear_results
 
 SETTLE_S = 1.0
 """After joining, retained claims and liveness have arrived within this: then look for
@@ -285,7 +285,7 @@ class PoolEvaluator:
             config=live,
         )
         await source.connect()
-        clear_results(results_dir)  # a session taken over starts from nothing
+        clear_episode(results_dir)  # a session taken over starts from nothing
         # results.jsonl is shared with the other members writing into the same --out
         log = ResultsLog(self.out / RESULTS_LOG)
         return await run_episode(

@@ -13,24 +13,21 @@ on a cluster, the local disk on one machine.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import resource
-import shutil
 import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from streameval.core.atomic import temp_path
 from streameval.core.observers import EpisodeOutcome
 from streameval.core.registry import UnknownBackendError
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.engine.rescore import RescoreOutcome, rescore_dir
 from streameval.errors import BackendUnavailableError, BadInputError
-from streameval.results.scores_file import SCORES_FILE
+from streameval.results.episode_state import clear_episode, episode_finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,35 +74,14 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def scores_complete(results_dir: Path) -> bool:
-    """True when ``results_dir/scores.json`` is readable and says the episode completed.
-
-    scores.json is written last and atomically (``write_json_atomic``), after the cache: a
-    worker killed mid-episode leaves no scores.json, so its episode is never taken as done.
-    """
-    try:
-        doc = json.loads((results_dir / SCORES_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(doc, dict) and doc.get("complete") is True
-
-
 def split_finished(tasks: Iterable[ReplayTask]) -> tuple[list[ReplayTask], list[ReplayTask]]:
-    """(tasks to run, tasks whose episode is already scored complete): resuming a batch."""
+    """(tasks to run, tasks whose episode is already scored complete): resuming a batch, with
+    the answer ``--resume`` gives (``episode_state.episode_finished``)."""
     to_run: list[ReplayTask] = []
     finished: list[ReplayTask] = []
     for task in tasks:
-        (finished if scores_complete(task.results_dir) else to_run).append(task)
+        (finished if episode_finished(task.results_dir) else to_run).append(task)
     return to_run, finished
-
-
-def clear_results(results_dir: Path) -> None:
-    """Remove what an earlier attempt wrote (only our own names): a task retried after its
-    worker was killed starts from nothing, as the first attempt did."""
-    (results_dir / SCORES_FILE).unlink(missing_ok=True)
-    temp_path(results_dir / SCORES_FILE).unlink(missing_ok=True)
-    if (results_dir / "cache").is_dir():
-        shutil.rmtree(results_dir / "cache")
 
 
 def run_replay_task(task: ReplayTask, config: PipelineConfig) -> TaskReport:
@@ -118,7 +94,9 @@ def run_replay_task(task: ReplayTask, config: PipelineConfig) -> TaskReport:
     except (BadInputError, OSError) as exc:
         message = str(exc) if isinstance(exc, BadInputError) else f"{task.rollout}: {exc}"
         return TaskReport(task.episode, task.results_dir, worker_id(), 0.0, bad_input=message)
-    clear_results(task.results_dir)
+    # a task retried after its worker was killed starts from nothing, as the first attempt did;
+    # a rollout that is the folder's own recording stays (read lazily, frame by frame)
+    clear_episode(task.results_dir, replaying=task.rollout)
     try:
         outcome = asyncio.run(
             run_episode(

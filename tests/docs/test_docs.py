@@ -412,7 +412,7 @@ DANGLING = [
 # Names that exist, or are not meant to be repository paths.
 RESOLVED = [
     "see ``metrics/control/online.py``, ``engine/pipeline.py`` and ``online.py``",
-    "``engine.scoring.fit_plan``, ``streameval.engine.scoring:control_scores``",
+    "``engine.scoring.fit_plan``, ``streameval.metrics.control.episode:control_scores``",
     "``streameval.evaluate``, ``streameval.protocol.keys``, ``streameval.worlds``",
     "docs/methods.md#control-segments and tests/parity, `streameval/protocol/`",
     "``inp.cache.sx``, ``self._samples``, ``results.jsonl``, ``report.html``",

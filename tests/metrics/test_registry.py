@@ -64,6 +64,18 @@ def test_builtin_metrics_in_design_order_with_resolvable_targets() -> None:
         assert spec.kernel is not None and callable(resolve_target(spec.kernel))
 
 
+def test_every_episode_adapter_sits_beside_its_family_kernels() -> None:
+    """Each built-in kernel target is ``streameval.metrics.<family>.<module>:<fn>`` (the
+    real-time metrics are WorldAtlas's: ``metrics/worldatlas/``), never the engine's."""
+    folder = {"realtime": "worldatlas"}
+    for spec in metric_specs():
+        if spec.kernel is None:
+            continue
+        module = spec.kernel.split(":")[0]
+        family = folder.get(spec.family, spec.family)
+        assert module.startswith(f"streameval.metrics.{family}."), (spec.name, spec.kernel)
+
+
 def test_a_name_is_registered_once() -> None:
     with pytest.raises(ValueError, match="already registered"):
         register_metric(metric_spec("local_memory"))

@@ -105,6 +105,21 @@ def test_resume_skips_finished_and_reruns_incomplete(
     assert len(_lines(out)) == 2
 
 
+def test_replaying_an_episodes_own_recording_over_it_keeps_the_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``replay OUT/m/e/recording --out OUT --overwrite`` scores the live run again from what
+    it recorded: clearing the folder must not delete the input before it is read."""
+    out = tmp_path / "out"
+    assert _demo(out) == EXIT_OK
+    episode = out / "procedural-world-clean" / "008_AD"
+    recording = episode / "recording"
+    args = ["replay", str(recording), "--out", str(out), "--no-tui", "-q", "--overwrite"]
+    assert main([*args, "--cuts", "scenedetect-content"]) == EXIT_OK, capsys.readouterr().err
+    assert (recording / "video.mp4").is_file()
+    assert json.loads((episode / "scores.json").read_text())["complete"] is True
+
+
 def test_decide_without_results_runs_everything(tmp_path: Path) -> None:
     d = tmp_path / "m" / "e"
     d.mkdir(parents=True)  # an empty folder is not a former run

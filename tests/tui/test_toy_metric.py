@@ -12,8 +12,7 @@ from textual.widgets import DataTable
 
 from streameval.cli.main import main
 from streameval.core.metric_result import MetricResult
-from streameval.engine.scoring import ScoringInput
-from streameval.metrics.registry import MetricSpec, registered
+from streameval.metrics.registry import MetricSpec, ScoringInput, registered
 from tests.tui.tui_fakes import FAST_CONFIG, ShiftingSource, async_test, shifting_job, wait_until
 
 TOY = MetricSpec(

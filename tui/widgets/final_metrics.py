@@ -17,8 +17,8 @@ from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome
 from streameval.metrics.interactivity import format_figure, registered_figures
 from streameval.metrics.quality.imaging import STATISTIC_METRICS
-from streameval.metrics.realtime_scores import REALTIME_METRICS, raw_summary
 from streameval.metrics.registry import metric_names
+from streameval.metrics.worldatlas.realtime_scores import REALTIME_METRICS, raw_summary
 
 
 def outcome_line(outcome: EpisodeOutcome) -> Text:

@@ -14,13 +14,14 @@ reason, never a zero (docs/methods.md#statuses).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from streameval.core.arrays import F64, Image
 from streameval.core.metric_result import MetricResult
+from streameval.metrics.registry import ScoringInput
 from streameval.metrics.worldatlas.closed_loop import (
     ClosedLoopResult,
     geometric_closure,
@@ -39,9 +40,6 @@ from streameval.metrics.worldatlas.revisit import (
     select_diverse_pairs,
 )
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
-
-if TYPE_CHECKING:
-    from streameval.engine.scoring import ScoringInput
 
 CLOSED_LOOP_METRICS = (
     "memory_revisit_fidelity",

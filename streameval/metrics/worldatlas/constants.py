@@ -41,3 +41,18 @@ MOTION_FRAMES = 12
 SEGMENT_COUNT = 4
 PROTOCOL_SEED = 17
 MEMORY_LOOP_SECONDS = 60.0
+
+# --- real-time axis (docs/methods.md#real-time-metrics) ---
+BASELINE_SAMPLES = 4
+"""Samples before a change whose mean and spread set the response threshold."""
+BASELINE_STDS = 2.0
+"""The threshold is the larger of a floor and the baseline's mean + this many std: motion the
+world already made before the change (drift, noise) does not answer it."""
+RESPONSE_TIMEOUT_S = 1.0
+"""A change unanswered this long counts as answered at this latency."""
+RESPONSE_WINDOW_CLOSED = True
+"""The search ends at the next change or the timeout *inclusive*: an answer seen exactly at
+the timeout is answered within it (the interactivity block's window, ``metrics/interactivity.py``,
+is half-open instead)."""
+DEFAULT_LATENCY_BUDGET_S = 1.0
+"""``--latency-budget``'s default: WorldAtlas's timeout."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from streameval.core.metric_result import MetricResult
+from streameval.metrics.registry import ScoringInput
 from streameval.metrics.worldatlas.episode import (
     WORLDATLAS_METRICS,
     MemoryLoopInputs,
@@ -21,7 +22,6 @@ from streameval.metrics.worldatlas.scene_f1 import DepthSidecar
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 
 if TYPE_CHECKING:
-    from streameval.engine.scoring import ScoringInput
     from streameval.results.cache.episode import EpisodeCache
     from streameval.results.cache.worldatlas import WorldAtlasCache
 

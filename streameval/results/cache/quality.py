@@ -7,14 +7,13 @@
 - what the Q-Align backend answered at episode end: the rating-word logits for the whole
   video and for each drift segment, per task, and which backend it was (or why it failed).
 
-Scoring is a kernel over these (``engine.scoring.quality_scores``); ``rescore --quality`` reruns
+Scoring is a kernel over these (``metrics/quality/episode.py``); ``rescore --quality`` reruns
 the model on the cached frames.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 from collections.abc import Iterator, MutableMapping
@@ -26,9 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.core.arrays import Image
-from streameval.core.atomic import savez_atomic, write_json_atomic
 from streameval.errors import BadInputError
-from streameval.metrics.quality.kernels import RATING_WORDS
 
 QUALITY_FRAME_SIDE = 448  # Q-Align's input side (its CLIP image processor)
 FRAMES_DIR = "quality_frames"
@@ -150,15 +147,16 @@ class QualityCache:
             shutil.rmtree(frames_dir)
         os.replace(tmp_dir, frames_dir)
         stats = self.statistics if self.statistics is not None else np.zeros((0, 0))
-        has_statistics = np.array(self.statistics is not None)
-        savez_atomic(
-            directory / STATS_FILE, {"statistics": stats, "has_statistics": has_statistics}
-        )
+        tmp = directory / ("imaging.tmp.npz")
+        np.savez(tmp, statistics=stats, has_statistics=np.array(self.statistics is not None))
+        os.replace(tmp, directory / STATS_FILE)
         payload = {
             "ratings": self.ratings.to_json() if self.ratings is not None else None,
             "failure": self.failure,
         }
-        write_json_atomic(directory / QUALITY_FILE, payload)
+        tmp_json = directory / (QUALITY_FILE + ".tmp")
+        tmp_json.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+        os.replace(tmp_json, directory / QUALITY_FILE)
 
     @classmethod
     def load(cls, directory: Path) -> QualityCache | None:
@@ -189,47 +187,15 @@ class QualityCache:
                         statistics = z["statistics"].astype(np.float64, copy=False)
             except (OSError, ValueError, KeyError) as exc:
                 raise BadInputError(stats_path, f"unreadable imaging statistics ({exc})") from None
-        if not isinstance(payload, dict):
-            raise BadInputError(json_path, "not a quality cache description")
+        ratings = None
         raw = payload.get("ratings")
-        ratings = None if raw is None else _ratings(raw, json_path)
-        failure = payload.get("failure")
-        if failure is not None and not isinstance(failure, str):
-            raise BadInputError(json_path, "failure must be a string or null")
-        return cls(frames, statistics, ratings, failure)
-
-
-def _logits(value: Any) -> list[float] | None:
-    """One rating's logits (``RATING_WORDS`` order), or None when ``value`` is not that."""
-    if not isinstance(value, list) or len(value) != len(RATING_WORDS):
-        return None
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
-        return None
-    out = [float(x) for x in value]
-    return out if all(math.isfinite(x) for x in out) else None
-
-
-def _ratings(raw: Any, path: Path) -> QualityRatings:
-    """``ratings`` of quality.json, every logit list checked as the kernel needs it (five
-    finite numbers): a hand-edited file is bad input naming it, never a failed rescore."""
-    want = f"{len(RATING_WORDS)} finite numbers"
-    if not (
-        isinstance(raw, dict)
-        and isinstance(raw.get("backend"), str)
-        and isinstance(raw.get("logits"), dict)
-        and isinstance(raw.get("segment_logits"), dict)
-    ):
-        raise BadInputError(path, "ratings need a backend name, logits and segment_logits")
-    logits: dict[str, list[float]] = {}
-    for task, value in raw["logits"].items():
-        parsed = _logits(value)
-        if parsed is None:
-            raise BadInputError(path, f"logits of {task!r} must be {want}")
-        logits[task] = parsed
-    segments: dict[str, list[list[float]]] = {}
-    for task, value in raw["segment_logits"].items():
-        parsed_segments = [_logits(v) for v in value] if isinstance(value, list) else [None]
-        if any(p is None for p in parsed_segments):
-            raise BadInputError(path, f"segment_logits of {task!r} must be lists of {want}")
-        segments[task] = [p for p in parsed_segments if p is not None]
-    return QualityRatings(raw["backend"], logits, segments)
+        if raw is not None:
+            ratings = QualityRatings(
+                str(raw["backend"]),
+                {str(k): [float(x) for x in v] for k, v in raw["logits"].items()},
+                {
+                    str(k): [[float(x) for x in seg] for seg in v]
+                    for k, v in raw["segment_logits"].items()
+                },
+            )
+        return cls(frames, statistics, ratings, payload.get("failure"))

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from streameval.engine.quality_scoring import NO_QALIGN, quality_metrics
-from streameval.errors import BadInputError
+from streameval.metrics.quality.episode import NO_QALIGN, quality_metrics
 from streameval.metrics.quality.imaging import STAT_FIELDS, STATISTIC_METRICS
 from streameval.metrics.quality.kernels import normalize_rating, rating_score
 from streameval.results.cache.quality import QualityCache, QualityRatings
@@ -91,38 +87,3 @@ def test_a_failed_backend_makes_quality_missing() -> None:
     for name in ("perceptual_quality", "aesthetic_quality", "rollout_imaging_drift"):
         assert out[name].status == "missing" and "out of memory" in (out[name].reason or "")
     assert out["imaging_sharpness"].status == "official"
-
-
-@pytest.mark.parametrize(
-    ("ratings", "problem"),
-    [
-        ({"backend": "q", "logits": {"quality": [1.0, 2.0]}, "segment_logits": {}}, "logits of"),
-        (
-            {"backend": "q", "logits": {"quality": [1, 2, 3, 4, "x"]}, "segment_logits": {}},
-            "logits of",
-        ),
-        (
-            {"backend": "q", "logits": {}, "segment_logits": {"quality": [[1, 2, 3, 4, 5], [1]]}},
-            "segment_logits of",
-        ),
-        ({"backend": "q"}, "ratings need"),
-        ([1, 2], "ratings need"),
-    ],
-)
-def test_a_hand_edited_quality_json_is_bad_input_naming_it(
-    tmp_path: Path, ratings: object, problem: str
-) -> None:
-    (tmp_path / "quality.json").write_text(json.dumps({"ratings": ratings, "failure": None}))
-    with pytest.raises(BadInputError, match=problem) as err:
-        QualityCache.load(tmp_path)
-    assert "quality.json" in str(err.value)
-
-
-def test_a_written_quality_json_reads_back_the_same(tmp_path: Path) -> None:
-    logits = [0.5, 1.0, -2.0, 3.0, 0.0]
-    cache = QualityCache(
-        ratings=QualityRatings("q-align", {"quality": logits}, {"quality": [logits, logits]})
-    )
-    cache.save(tmp_path)
-    loaded = QualityCache.load(tmp_path)
-    assert loaded is not None and loaded.ratings == cache.ratings and loaded.failure is None

@@ -1,4 +1,6 @@
 """Quality results of one episode from its cache: Q-Align columns, drift, imaging statistics.
+The episode adapter the metric registry calls (``quality_scores``, ``metrics/catalog.py``),
+beside the quality kernels it calls.
 
 docs/methods.md#perceptual_quality: ``perceptual_quality`` and ``aesthetic_quality`` come from
 Q-Align only; without it
@@ -10,6 +12,8 @@ has no CPU stand-in.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,7 +27,10 @@ from streameval.metrics.quality.kernels import (
     rating_score,
     rollout_drift,
 )
-from streameval.results.cache.quality import QualityCache
+from streameval.metrics.registry import ScoringInput
+
+if TYPE_CHECKING:
+    from streameval.results.cache.quality import QualityCache
 
 QUALITY_METRICS = tuple(QUALITY_TASKS)
 NO_QALIGN = (
@@ -86,3 +93,8 @@ def quality_metrics(quality: QualityCache | None, fps: float) -> dict[str, Metri
         else:
             out[name] = MetricResult.not_applicable(NO_AESTHETIC_BACKEND)
     return out
+
+
+def quality_scores(inp: ScoringInput) -> dict[str, MetricResult]:
+    """Q-Align columns, the quality drift (WorldAtlas) and the CPU imaging statistics (``quality_metrics``)."""
+    return quality_metrics(inp.cache.quality, inp.cache.fps)

@@ -1,5 +1,5 @@
-"""WorldAtlas's real-time kernels (streameval/metrics/realtime.py) against a naive reference
-and synthetic signals of known latency, and the cache adapter's statuses."""
+"""WorldAtlas's real-time kernels (streameval/metrics/worldatlas/realtime.py) against a naive
+reference and synthetic signals of known latency, and the cache adapter's statuses."""
 
 from __future__ import annotations
 
@@ -11,21 +11,20 @@ import pytest
 from streameval.protocol.keys import expected_sign
 
 from streameval.constants import FLOW_STRIDE
-from streameval.metrics.realtime import (
-    RESPONSE_TIMEOUT_S,
+from streameval.metrics.timing import wall_rate
+from streameval.metrics.worldatlas.constants import RESPONSE_TIMEOUT_S
+from streameval.metrics.worldatlas.realtime import (
     Response,
     action_responses,
     budget_pass_rate,
     clamp01,
-    effective_fps,
     latency_score,
     mean_latency,
     realtime_factor,
     response_sample,
     response_threshold,
-    wall_span,
 )
-from streameval.metrics.realtime_scores import NOT_LIVE, NOT_SERVED, realtime_metrics
+from streameval.metrics.worldatlas.realtime_scores import NOT_LIVE, NOT_SERVED, realtime_metrics
 from streameval.results.cache.episode import EpisodeCache
 from streameval.results.cache.timing import TimingCache
 
@@ -70,7 +69,8 @@ def test_response_sample_matches_the_naive_rule(seed: int) -> None:
     t0 = float(rng.uniform(0, np.nanmax(arrivals)))
     t_end = t0 + float(rng.uniform(0.1, 2.0))
     floor = float(rng.uniform(0, 1.5))
-    got = response_sample(signal, arrivals, t0, t_end, floor)
+    hit = response_sample(signal, arrivals, t0, t_end, floor)
+    got = hit.sample if hit is not None else None
     assert got == _naive_response(signal.tolist(), arrivals.tolist(), t0, t_end, floor)
 
 
@@ -99,7 +99,7 @@ def test_the_baseline_raises_the_bar_over_noise_before_the_change() -> None:
     t0 = arrivals[20] - 0.001
     assert response_threshold(signal[14:18], 0.1) == pytest.approx(0.65)
     hit = response_sample(signal, arrivals, t0, math.inf, 0.1)
-    assert hit == 30
+    assert hit is not None and hit.sample == 30
 
 
 def test_an_unanswered_change_counts_as_the_timeout_and_fails_the_budget() -> None:
@@ -132,11 +132,11 @@ def test_the_next_change_ends_the_search() -> None:
 def test_throughput_kernels() -> None:
     arrivals = np.arange(33) / 8.0  # 8 fps delivered for a 16 fps model: half real time
     arrivals[5] = np.nan
-    frames, wall = wall_span(arrivals)
-    assert (frames, wall) == (32, 4.0)
-    assert effective_fps(frames, wall) == pytest.approx(31 / 4)
-    assert realtime_factor(frames, wall, FPS) == pytest.approx(31 / 4 / FPS)
-    assert effective_fps(1, 0.0) is None and realtime_factor(2, 0.0, FPS) is None
+    rate = wall_rate(arrivals)
+    assert (rate.frames, rate.wall_s) == (32, 4.0)
+    assert rate.fps == pytest.approx(31 / 4)
+    assert realtime_factor(rate, FPS) == pytest.approx(31 / 4 / FPS)
+    assert wall_rate([1.0]).fps is None and realtime_factor(wall_rate([2.0, 2.0]), FPS) is None
     assert clamp01(1.7) == 1.0 and clamp01(-0.2) == 0.0
     assert latency_score(0.25, 1.0) == 0.75 and latency_score(3.0, 1.0) == 0.0
     assert budget_pass_rate([], 1.0) is None and mean_latency([]) is None

@@ -1,18 +1,21 @@
 """WorldAtlas's real-time axis as pure numpy kernels (docs/methods.md#real-time-metrics).
 
 Four metrics on WorldAtlas's [0, 1] scale, beside the wall-time interactivity figures
-(``metrics/interactivity.py``), which describe the same session in their own units:
+(``metrics/interactivity.py``), which describe the same session in their own units and share
+its two primitives (``metrics/timing.py``):
 
-- effective generation fps: frames over the wall span of their arrivals, against the nominal
-  fps;
+- effective generation fps: frames over the wall span of their arrivals (``wall_rate``),
+  against the nominal fps;
 - realtime factor: seconds of video per second of wall time;
 - action response latency: per action change, the wall time to the first frame whose flow
   along the action's axis clears WorldAtlas's threshold (the larger of a floor and the mean +
-  2 std of the 4 samples before the change); an unanswered change counts as the timeout;
+  2 std of the 4 samples before the change; ``key_response``); an unanswered change counts as
+  the timeout;
 - latency budget pass rate: the share of changes answered within the budget.
 
 Kernels take arrays and numbers and return numbers, so that their unit tests need no episode
 and ``rescore`` reproduces them from the cache (``realtime_scores.py`` is the cache adapter).
+WorldAtlas's constants are in ``constants.py``.
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ import numpy as np
 
 from streameval.constants import FLOW_STRIDE
 from streameval.core.arrays import F64
-
-BASELINE_SAMPLES = 4
-"""Samples before a change whose mean and spread set the response threshold (WorldAtlas)."""
-BASELINE_STDS = 2.0
-RESPONSE_TIMEOUT_S = 1.0
-"""A change unanswered this long counts as answered at this latency (WorldAtlas's timeout)."""
-DEFAULT_LATENCY_BUDGET_S = 1.0
+from streameval.metrics.timing import KeyResponse, WallRate, key_response
+from streameval.metrics.worldatlas.constants import (
+    BASELINE_SAMPLES,
+    BASELINE_STDS,
+    RESPONSE_TIMEOUT_S,
+    RESPONSE_WINDOW_CLOSED,
+)
 
 
 def clamp01(x: float) -> float:
@@ -37,24 +40,10 @@ def clamp01(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-def wall_span(arrivals: F64) -> tuple[int, float]:
-    """Frames with an arrival time and the wall seconds from the first to the last."""
-    t = arrivals[np.isfinite(arrivals)]
-    if t.size < 2:
-        return int(t.size), 0.0
-    return int(t.size), float(t.max() - t.min())
-
-
-def effective_fps(frames: int, wall_s: float) -> float | None:
-    """Frame intervals per wall second (``frames − 1`` intervals span first to last arrival,
-    the same count as the interactivity block's delivered fps); None without a span."""
-    return (frames - 1) / wall_s if frames >= 2 and wall_s > 0 else None
-
-
-def realtime_factor(frames: int, wall_s: float, fps: float) -> float | None:
-    """Video seconds per wall second over the same span: 1 for a model that keeps pace."""
-    rate = effective_fps(frames, wall_s)
-    return rate / fps if rate is not None and fps > 0 else None
+def realtime_factor(rate: WallRate, fps: float) -> float | None:
+    """Video seconds per wall second over the arrivals' wall span: 1 for a model that keeps
+    pace."""
+    return rate.fps / fps if rate.fps is not None and fps > 0 else None
 
 
 def response_threshold(baseline: F64, floor: float) -> float:
@@ -76,23 +65,24 @@ def change_frame(arrivals: F64, t_change: float) -> int:
 
 def response_sample(
     signal: F64, arrivals: F64, t_change: float, t_end: float, floor: float
-) -> int | None:
+) -> KeyResponse | None:
     """The first flow sample that answers a change sent at ``t_change``, or None.
 
     ``signal[i]`` is the flow from frame i to i + FLOW_STRIDE along the action's axis, signed
     so that obeying is positive; it is seen when frame i + FLOW_STRIDE arrives. Samples seen
-    from the change frame on and before ``t_end`` (the next change, or the timeout) are
-    searched; the threshold comes from the 4 samples before the first searched one."""
-    n = min(signal.size, max(0, arrivals.size - FLOW_STRIDE))
-    if n == 0:
-        return None
-    seen = arrivals[FLOW_STRIDE : FLOW_STRIDE + n]
+    from the change frame on and until ``t_end`` (the next change, or the timeout; inclusive)
+    are searched; the threshold comes from the 4 samples before the first searched one."""
     first = max(0, change_frame(arrivals, t_change) - FLOW_STRIDE)
     bar = response_threshold(signal[max(0, first - BASELINE_SAMPLES) : first], floor)
-    idx = np.arange(n)
-    window = (idx >= first) & np.isfinite(seen) & (seen >= t_change) & (seen <= t_end)
-    hits = np.flatnonzero(window & (signal[:n] >= bar))
-    return int(hits[0]) if hits.size else None
+    return key_response(
+        signal,
+        arrivals,
+        t_change,
+        t_end,
+        bar,
+        end_inclusive=RESPONSE_WINDOW_CLOSED,
+        first_sample=first,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +116,8 @@ def action_responses(
         if hit is None:
             out.append(Response(timeout_s, None))
             continue
-        shown = hit + FLOW_STRIDE
-        frames = shown - change_frame(arrivals, t0)
-        out.append(Response(float(arrivals[shown] - t0), max(0, frames)))
+        frames = hit.sample + FLOW_STRIDE - change_frame(arrivals, t0)
+        out.append(Response(hit.latency_s, max(0, frames)))
     return out
 
 

@@ -22,24 +22,21 @@ import numpy as np
 from streameval.constants import LATENCY_THRESHOLD
 from streameval.core.arrays import F64
 from streameval.core.metric_result import MetricResult
-from streameval.metrics.control.kernels import reference_speed
-from streameval.metrics.realtime import (
-    DEFAULT_LATENCY_BUDGET_S,
-    RESPONSE_TIMEOUT_S,
+from streameval.metrics.registry import ScoringInput
+from streameval.metrics.timing import reference_bar, wall_rate
+from streameval.metrics.worldatlas.constants import DEFAULT_LATENCY_BUDGET_S, RESPONSE_TIMEOUT_S
+from streameval.metrics.worldatlas.realtime import (
     Response,
     action_responses,
     budget_pass_rate,
     clamp01,
-    effective_fps,
     latency_score,
     mean_latency,
     realtime_factor,
-    wall_span,
 )
 from streameval.protocol.keys import NO_KEY, channel_of, expected_sign
 
 if TYPE_CHECKING:
-    from streameval.engine.scoring import ScoringInput
     from streameval.results.cache.episode import EpisodeCache
     from streameval.results.cache.timing import TimingCache
 
@@ -107,22 +104,22 @@ def _throughput(kind: str, timing: TimingCache, fps: float) -> dict[str, MetricR
             "effective_generation_fps": MetricResult.not_applicable(NOT_SERVED),
             "realtime_factor": MetricResult.not_applicable(NOT_SERVED),
         }
-    frames, wall = wall_span(timing.arrivals)
-    rate = effective_fps(frames, wall)
-    factor = realtime_factor(frames, wall, fps)
+    span = wall_rate(timing.arrivals)
+    frames, wall, rate = span.frames, span.wall_s, span.fps
+    factor = realtime_factor(span, fps)
     if rate is None or factor is None:
         reason = f"{frames} frame(s) with an arrival time: no wall span to divide by"
         return {
             "effective_generation_fps": MetricResult.missing(reason),
             "realtime_factor": MetricResult.missing(reason),
         }
-    span = {"frames": frames, "wall_seconds": wall, "target_fps": fps}
+    details = {"frames": frames, "wall_seconds": wall, "target_fps": fps}
     return {
         "effective_generation_fps": MetricResult.official(
-            rate, clamp01(rate / fps), {"unit": "fps", **span}
+            rate, clamp01(rate / fps), {"unit": "fps", **details}
         ),
         "realtime_factor": MetricResult.official(
-            factor, clamp01(factor), {"unit": "x", "video_seconds": (frames - 1) / fps, **span}
+            factor, clamp01(factor), {"unit": "x", "video_seconds": (frames - 1) / fps, **details}
         ),
     }
 
@@ -130,11 +127,10 @@ def _throughput(kind: str, timing: TimingCache, fps: float) -> dict[str, MetricR
 def _floors(cache: EpisodeCache) -> dict[str, float]:
     """Each channel's threshold floor: half its reference speed, as the interactivity block's
     key-to-response latency and WorldMark's response latency use (inf: no finite sample)."""
-    out: dict[str, float] = {}
-    for name, signal in (("sx", cache.sx), ("srad", cache.srad)):
-        finite = np.abs(signal[np.isfinite(signal)])
-        out[name] = LATENCY_THRESHOLD * reference_speed(finite) if finite.size else math.inf
-    return out
+    return {
+        "sx": reference_bar(cache.sx, LATENCY_THRESHOLD),
+        "srad": reference_bar(cache.srad, LATENCY_THRESHOLD),
+    }
 
 
 def _latency(
