@@ -96,5 +96,6 @@ def quality_metrics(quality: QualityCache | None, fps: float) -> dict[str, Metri
 
 
 def quality_scores(inp: ScoringInput) -> dict[str, MetricResult]:
-    """Q-Align columns, the quality drift (WorldAtlas) and the CPU imaging statistics (``quality_metrics``)."""
+    """Q-Align columns, the quality drift (WorldAtlas) and the CPU imaging statistics
+    (``quality_metrics``)."""
     return quality_metrics(inp.cache.quality, inp.cache.fps)
