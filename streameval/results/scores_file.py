@@ -59,10 +59,14 @@ def scores_document(
     interactivity: Mapping[str, Any] | None = None,
     provenance: Mapping[str, Any] | None = None,
     errors: Sequence[Any] = (),
+    case: Mapping[str, Any] | None = None,
+    conditioning: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``scores.json`` payload (docs/cli.md#results-directory), keys in the order every writer
-    uses."""
-    return {
+    uses. A benchmark case's episode adds ``case`` (``cases.Case.record()``) and
+    ``conditioning`` (``sent``, ``first_frame_similarity``, ``honoured``: did the model start
+    from the case image); other episodes' files are as before."""
+    doc: dict[str, Any] = {
         "format": SCORES_FORMAT,
         "model": model,
         "suite": suite,
@@ -76,6 +80,10 @@ def scores_document(
         "provenance": dict(provenance or {}),
         "errors": list(errors),
     }
+    if case is not None:
+        doc["case"] = dict(case)
+        doc["conditioning"] = dict(conditioning) if conditioning is not None else None
+    return doc
 
 
 def write_scores(results_dir: Path, doc: Mapping[str, Any]) -> Path:
