@@ -27,9 +27,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streameval.cases.conditioning import Conditioning
-from streameval.cases.model import Case, CaseSet
-from streameval.cases.select import case_order
 from streameval.core.atomic import write_json_atomic
 from streameval.core.events import ChunkDone, EpisodeInfo, FrameEvent
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
@@ -49,7 +46,9 @@ from streameval.results.results_log import upsert_line
 from streameval.runs.jobs import EpisodeJob
 from streameval.runs.memory_loop import LoopPlan
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # streameval.cases reads images with OpenCV: loaded when cases are run
+    from streameval.cases.conditioning import Conditioning
+    from streameval.cases.model import Case, CaseSet
     from streameval.runs.builders import RecordMode
 
 CASES_FILE = "cases.json"
@@ -84,7 +83,30 @@ class CaseDrive:
         return Schedule.per_key(self.keys, self.seconds_per_key, fps)
 
 
-OpenForCase = Callable[[Case, CaseDrive, Conditioning], Source]
+@dataclass(frozen=True, slots=True)
+class CaseSelection:
+    """Which cases a run takes: the case set at ``path`` narrowed by the ``--sets`` /
+    ``--images`` / ``--actions`` text (None: all), in the order of ``seed``."""
+
+    path: Path
+    sets: str | None = None
+    images: str | None = None
+    actions: str | None = None
+    seed: int | None = 0
+
+    def load(self) -> CaseSet:
+        """The selected cases, every file read and checked (``cases.load_cases``): a bad one
+        is one ``BadInputError`` line, before any episode."""
+        from streameval.cases import load_cases
+
+        return load_cases(self.path, sets=self.sets, images=self.images, actions=self.actions)
+
+    def record(self) -> dict[str, str | None]:
+        """The selection as ``cases.json`` keeps it."""
+        return {"sets": self.sets, "images": self.images, "actions": self.actions}
+
+
+OpenForCase = Callable[["Case", CaseDrive, "Conditioning"], Source]
 """Opens the model for one case: a new session that starts from ``conditioning`` and is
 driven by ``drive``. Called when the case's turn comes; may raise ``BadInputError``."""
 
@@ -162,6 +184,8 @@ def case_jobs(
     ``--images`` / ``--actions`` text, recorded in ``cases.json``. Every case's drive and
     results folder is checked here, before any episode starts.
     """
+    from streameval.cases.conditioning import Conditioning
+    from streameval.cases.select import case_order
     from streameval.runs.builders import recorders
 
     ordered, order = case_order(case_set.cases, seed)
