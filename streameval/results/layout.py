@@ -39,6 +39,14 @@ class CaseLike(Protocol):
     def name(self) -> str: ...
 
 
+@dataclass(frozen=True, slots=True)
+class CaseName:
+    """A case named by its set and name alone (a recording's or a delivery's case record)."""
+
+    set: str
+    name: str
+
+
 # A variant in brackets, ``name[x]``, becomes ``name-x``; anything else that could leave the
 # folder or that a shell would expand or split (``[ ] * ?``, spaces, quotes, ``$``...) becomes
 # "_" (after folding accents to ASCII, so a name never needs an encoding the file system may

@@ -41,6 +41,7 @@ from streameval.protocol.memory_loop import (
     MemoryLoop,
 )
 from streameval.protocol.schedule import Schedule, segments_from_keys
+from streameval.replay.layout import CASE_RUN
 from streameval.results.layout import case_dir, path_component
 from streameval.results.results_log import upsert_line
 from streameval.runs.jobs import EpisodeJob
@@ -51,7 +52,7 @@ if TYPE_CHECKING:  # streameval.cases reads images with OpenCV: loaded when case
     from streameval.cases.model import Case, CaseSet
     from streameval.runs.builders import RecordMode
 
-CASES_FILE = "cases.json"
+CASES_FILE = CASE_RUN  # replay finds a case run's recordings by it
 CASES_FORMAT = "streameval.cases/1"
 MANIFEST_FILE = "manifest.jsonl"
 CUSTOM_LOOP = "custom"  # the trajectory name of a memory_loop case given as a token list
