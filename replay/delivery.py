@@ -5,7 +5,10 @@ There is no action log: the keys come from the worldmark action id in the file n
 video's duration is split equally among them (``Schedule.split_equally``). The frame rate and
 size are the video's own (models keep their native fps, docs/methods.md#real-frame-rate), the model
 name is the parent directory's name, the suite is ``worldmark``, the episode
-``<MODEL>/<image>_<action>``.
+``<MODEL>/<image>_<action>``. In either layout of WorldMark's output spec, which names the set
+(``real/first/MODEL/`` or ``…_video_all/MODEL_first_real/``), the delivery is that case of
+that set: episode ``<image>_<action>``, a ``case`` record in its metadata, results in
+``OUT/<MODEL>/first_view/real/<image>_<action>/`` as a live run of the case.
 
 A delivery is valid when its duration is 20 s × keys within ±10 %; otherwise the file is refused
 with both durations in the message.
@@ -38,6 +41,11 @@ from streameval.inputs.numbers import FPS
 
 SUITE = "worldmark"
 _NAME = re.compile(r"^(\d+)_(\d+)$")
+# WorldMark's output spec names a delivery's set in its folders, with the view shortened to
+# "first"/"third": canonical ``{domain}/{view}/{MODEL}/``, flat ``{MODEL}_{view}_{domain}/``.
+VIEWS = ("first", "third")
+DOMAINS = ("real", "style")
+_FLAT_FOLDER = re.compile(rf"^(.+)_({'|'.join(VIEWS)})_({'|'.join(DOMAINS)})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +72,21 @@ def parse_delivery_name(path: Path) -> DeliveryName:
     return DeliveryName(image, action, keys)
 
 
+def delivery_set(path: Path) -> tuple[str, str] | None:
+    """(model, set) of a delivery video in one of WorldMark's two layouts —
+    ``real/first/MODEL/000_006.mp4`` or ``0721_video_all/MODEL_first_real/000_006.mp4`` — with
+    the set named as ``arena_inputs`` names it (``first_view/real``); None for any other
+    folder (the model is then the folder's name and the set unknown)."""
+    folder = path.absolute().parent
+    view, domain = folder.parent.name, folder.parent.parent.name
+    if view in VIEWS and domain in DOMAINS:
+        return folder.name, f"{view}_view/{domain}"
+    flat = _FLAT_FOLDER.match(folder.name)
+    if flat is not None:
+        return flat.group(1), f"{flat.group(2)}_view/{flat.group(3)}"
+    return None
+
+
 def read_delivery(path: Path) -> Rollout:
     """Read and validate one delivery video; raise ``BadInputError`` naming it."""
     name = parse_delivery_name(path)
@@ -84,11 +107,28 @@ def read_delivery(path: Path) -> Rollout:
         )
     schedule = Schedule.split_equally(name.keys, probe.frames, probe.fps)
     model = path.absolute().parent.name
+    episode = f"{model}/{path.stem}"
+    case: dict[str, object] = {}
+    in_set = delivery_set(path)
+    if in_set is not None:  # the same case names and folders as a live run of the cases
+        model, set_name = in_set
+        episode = path.stem
+        case = {
+            "case": {
+                "name": path.stem,
+                "set": set_name,
+                "image": f"{name.image:03d}",
+                "action": name.action,
+                "keys": "".join(name.keys),
+                "image_sha256": None,
+                "prompt_sha256": None,
+            }
+        }
     sidecar_dir = path.with_suffix("")
     return Rollout(
         path=path,
         layout="delivery",
-        episode=f"{model}/{path.stem}",
+        episode=episode,
         model=model,
         suite=SUITE,
         fps=probe.fps,
@@ -108,5 +148,6 @@ def read_delivery(path: Path) -> Rollout:
             EQUAL_SPLIT_KEYS: list(name.keys),
             "codec": probe.codec,
             "duration_s": duration,
+            **case,
         },
     )

@@ -5,7 +5,9 @@ Each argument may be:
 - a delivery video ``<MODEL>/<image>_<action>.mp4``;
 - a model directory full of delivery videos (read in name order; a sub-directory named after a
   video's stem holds that video's sidecars, it is not an episode);
-- a directory of any of these, up to two levels down (``runs/*/`` or ``deliveries/<MODEL>/*.mp4``).
+- a directory of any of these, up to two levels down (``runs/*/`` or ``deliveries/<MODEL>/*.mp4``);
+- a case run's model folder (``OUT/<model>/`` with its ``cases.json``, ``runs/cases.py``): the
+  recording of every case below it, ``<set>/<case>/recording/``, however deep its set.
 
 One bad rollout never hides the others: every bad one becomes one ``BadInputError`` (one line,
 naming the file) and the rest are returned.
@@ -18,7 +20,15 @@ from pathlib import Path
 
 from streameval.replay.adapters import is_adapter_dir, read_adapter_dir
 from streameval.replay.delivery import read_delivery
-from streameval.replay.layout import ACTIONS, META, VIDEO_SUFFIXES, is_video_file, present
+from streameval.replay.layout import (
+    ACTIONS,
+    CASE_RUN,
+    META,
+    RECORDING_DIR,
+    VIDEO_SUFFIXES,
+    is_video_file,
+    present,
+)
 from streameval.replay.rollout import Rollout, read_rollout_dir
 
 from streameval.errors import BadInputError, one_line
@@ -62,6 +72,9 @@ def _expand(path: Path, depth: int) -> Iterator[Rollout | BadInputError]:
     if path.is_file() or _is_episode_dir(path):
         yield _guarded(path)
         return
+    if present(path / CASE_RUN):
+        yield from _case_recordings(path)
+        return
     try:
         entries = sorted(p for p in path.iterdir() if not p.name.startswith("."))
     except OSError as exc:
@@ -76,6 +89,17 @@ def _expand(path: Path, depth: int) -> Iterator[Rollout | BadInputError]:
     for sub in entries:
         if sub.is_dir() and sub.name not in sidecar_dirs:
             yield from _expand(sub, depth + 1)
+
+
+def _case_recordings(path: Path) -> Iterator[Rollout | BadInputError]:
+    """The recordings of a case run's cases (``<set>/<case>/recording/``), in path order."""
+    try:
+        found = sorted(p.parent for p in path.rglob(f"{RECORDING_DIR}/{META}"))
+    except OSError as exc:
+        yield BadInputError(path, one_line(exc.strerror or str(exc)))
+        return
+    for recording in found:
+        yield _guarded(recording)
 
 
 def open_rollouts(paths: Iterable[str | Path]) -> tuple[list[Rollout], list[BadInputError]]:

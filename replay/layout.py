@@ -14,6 +14,10 @@ __all__ = ["present"]  # re-exported for the readers beside this module
 ROLLOUT_FORMAT = "streameval.rollout/1"
 
 META = "meta.json"
+# A benchmark case run's record (``runs/cases.py``) in ``OUT/<model>/``: the folder's episodes
+# are its cases, each with its recording at ``<set>/<case>/recording/``.
+CASE_RUN = "cases.json"
+RECORDING_DIR = "recording"
 ACTIONS = "actions.jsonl"
 KEYS = "keys.jsonl"
 CHUNKS = "chunks.jsonl"

@@ -293,10 +293,12 @@ class Recorder:
         reason: str | None = None,
         *,
         perception: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Finish every file and rewrite ``meta.json`` with the frame count and ``complete``;
         ``perception``: the frames the live run sampled and dropped (``perception_plan``), so
-        that a replay of this recording perceives the same frames."""
+        that a replay of this recording perceives the same frames; ``extra``: more fields the
+        episode learnt while it ran (a case's first-frame check)."""
         if self.closed:
             return
         self.closed = True
@@ -323,6 +325,8 @@ class Recorder:
             self._meta["sidecars_dropped"] = dropped
         if perception:
             self._meta["perception"] = perception
+        if extra:
+            self._meta.update(extra)
         self._write_meta()
         if error is not None:
             raise error

@@ -40,6 +40,7 @@ from streameval.runs.memory_loop import LoopPlan
 
 if TYPE_CHECKING:
     from streameval.leaderboard import MasterTable
+    from streameval.runs.cases import CaseSelection
     from streameval.transports.urls import AttachOptions
 
 DEFAULT_ACTIONS = ALL_ACTIONS
@@ -98,6 +99,7 @@ async def aevaluate(
     observers: Sequence[EpisodeObserver] = (),
     step_timeout: float | None = None,
     attach: AttachOptions | None = None,
+    cases: Path | str | CaseSelection | None = None,
 ) -> Evaluation:
     """Evaluate ``model`` and/or replay ``rollouts``; results go to
     ``out/<model>/<episode>/`` as with the command line.
@@ -113,6 +115,12 @@ async def aevaluate(
     (default ``model.fps``), and the replay pace of ``rollouts`` (default: flat out;
     ``realtime`` paces each at its own rate).
 
+    ``cases``: a benchmark's cases instead of ``actions`` — WorldMark's ``arena_inputs/``
+    folder or a ``.jsonl`` manifest (a path), or a ``streameval.runs.cases.CaseSelection``
+    (the path with ``sets``, ``images``, ``actions`` and the order ``seed``): each case is one
+    episode, the model's ``reset`` given the case's ``image``, ``prompt`` and ``intrinsics`` by
+    the names it takes, results in ``out/<model>/<set>/<case>/`` (docs/run-worldmark.md).
+
     ``existing``: ``"keep"`` (default: an episode already under ``out`` is not run again and
     is listed in ``bad_input``), ``"overwrite"`` or ``"resume"``. ``reports``: write
     report.html per episode and index.html (about a second per episode). Raises
@@ -123,7 +131,19 @@ async def aevaluate(
     result = Evaluation(out)
     loops = LoopPlan(tuple(trajectories) if trajectories else None, loop_seconds)
     jobs: list[EpisodeJob] = []
-    if isinstance(model, str):
+    if cases is not None:
+        jobs += _case_jobs(
+            model,
+            cases,
+            out,
+            model_name=model_name,
+            loops=loops,
+            seconds_per_key=seconds_per_key,
+            fps=fps,
+            record=record,
+            step_timeout=step_timeout,
+        )
+    elif isinstance(model, str):
         jobs += _string_jobs(
             model,
             out,
@@ -170,6 +190,57 @@ async def aevaluate(
         dirs = [o.results_dir for o in result.outcomes if o.results_dir is not None]
         await asyncio.to_thread(write_reports, dirs, out)
     return result
+
+
+def _case_jobs(
+    model: Any,
+    cases: Path | str | CaseSelection,
+    out: Path,
+    *,
+    model_name: str | None,
+    loops: LoopPlan,
+    seconds_per_key: float,
+    fps: float | None,
+    record: RecordMode,
+    step_timeout: float | None,
+) -> list[EpisodeJob]:
+    """A case set for an in-process model (an object or ``python:MODULE:FACTORY``); the cases
+    are read and checked before the model is built."""
+    from streameval.errors import BadInputError
+    from streameval.runs.cases import CaseSelection, model_case_jobs
+    from streameval.runs.python_model import load_python_model
+    from streameval.runs.python_model import model_name as own_name
+    from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
+
+    selection = cases if isinstance(cases, CaseSelection) else CaseSelection(Path(cases))
+    case_set = selection.load()
+    if model is None:
+        raise BadInputError("cases", "give the model to run the cases with")
+    origin = model if isinstance(model, str) else None
+    if isinstance(model, str):
+        from streameval.transports.urls import is_network_url
+
+        if is_network_url(model):
+            raise BadInputError(model, "cases= runs in-process models (python:) only so far")
+        timeout = DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout
+        model, loaded_name = load_python_model(model, timeout=timeout)
+    else:
+        loaded_name = own_name(model)
+    name = model_name or loaded_name
+    return model_case_jobs(
+        model,
+        name,
+        out,
+        case_set,
+        seed=selection.seed,
+        seconds_per_key=seconds_per_key,
+        loops=loops,
+        fps=fps,
+        record=record,
+        step_timeout=DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout,
+        origin=origin or name,
+        selection=selection.record(),
+    )
 
 
 def _string_jobs(
@@ -244,6 +315,7 @@ def evaluate(
     observers: Sequence[EpisodeObserver] = (),
     step_timeout: float | None = None,
     attach: AttachOptions | None = None,
+    cases: Path | str | CaseSelection | None = None,
 ) -> Evaluation:
     """``aevaluate`` for code without ``await`` (same arguments); safe inside a running event
     loop (Jupyter): the evaluation then gets its own loop in a helper thread and this call
@@ -267,6 +339,7 @@ def evaluate(
         observers=observers,
         step_timeout=step_timeout,
         attach=attach,
+        cases=cases,
     )
     try:
         asyncio.get_running_loop()

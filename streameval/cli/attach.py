@@ -9,15 +9,19 @@ from typing import Any
 
 from streameval.cli.evaluate import run_episodes
 from streameval.cli.options import (
+    add_case_options,
     add_evaluation_options,
     add_output_options,
+    case_selection,
     loop_plan,
     memory_loop_options,
     parse_actions,
     ranged,
 )
+from streameval.errors import BadInputError
 from streameval.inputs.numbers import FPS, SECONDS_PER_KEY, STEP_TIMEOUT
-from streameval.runs.builders import model_jobs, network_jobs
+from streameval.runs.builders import ALL_ACTIONS, model_jobs, network_jobs
+from streameval.runs.cases import CaseSelection, model_case_jobs
 from streameval.runs.jobs import EpisodeJob, JobsReport
 from streameval.runs.python_model import load_python_model
 from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
@@ -38,8 +42,9 @@ def add_parser(sub: Any) -> None:
     attach.add_argument(
         "--actions",
         type=parse_actions,
-        default=list(range(1, 16)),
-        help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: all 15)",
+        default=None,
+        help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: all 15); with --cases, "
+        "the cases of these actions",
     )
     attach.add_argument(
         "--seconds-per-key",
@@ -68,6 +73,7 @@ def add_parser(sub: Any) -> None:
         help="seconds a model call (factory, reset, step) may take before the episode is "
         f"ended as incomplete (default {DEFAULT_STEP_TIMEOUT_S:g})",
     )
+    add_case_options(attach)
     add_network_options(attach)
     add_evaluation_options(attach)
     add_output_options(attach, record=True)
@@ -117,6 +123,9 @@ def add_network_options(attach: argparse.ArgumentParser) -> None:
 def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     from streameval.transports.urls import is_network_url
 
+    cases = case_selection(args)
+    if cases is not None:
+        return case_attach_jobs(args, cases)
     if is_network_url(args.url):
         return network_attach_jobs(args)
     model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
@@ -124,7 +133,7 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
         model,
         args.model_name or name,
         args.out,
-        actions=args.actions,
+        actions=args.actions or ALL_ACTIONS,
         seconds_per_key=args.seconds_per_key,
         fps=args.fps,
         record=args.record,
@@ -132,6 +141,31 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
         loops=loop_plan(args),
         step_timeout=args.step_timeout,
         origin=args.url,
+    )
+
+
+def case_attach_jobs(args: argparse.Namespace, cases: CaseSelection) -> list[EpisodeJob]:
+    """``attach URL --cases PATH``: every selected case one episode, the model reset to the
+    case's image before it; the cases are read and checked before the model is built."""
+    from streameval.transports.urls import is_network_url
+
+    case_set = cases.load()
+    if is_network_url(args.url):
+        raise BadInputError(args.url, "--cases runs in-process models (python:) only so far")
+    model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
+    return model_case_jobs(
+        model,
+        args.model_name or name,
+        args.out,
+        case_set,
+        seed=cases.seed,
+        seconds_per_key=args.seconds_per_key,
+        loops=loop_plan(args),
+        fps=args.fps,
+        record=args.record,
+        step_timeout=args.step_timeout,
+        origin=args.url,
+        selection=cases.record(),
     )
 
 
@@ -153,7 +187,7 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         args.url,
         args.out,
         options,
-        actions=args.actions,
+        actions=args.actions or ALL_ACTIONS,
         suite=args.suite,
         loops=loop_plan(args),
         fps=args.fps,

@@ -9,8 +9,10 @@ from typing import Any
 from streameval.cli.evaluate import run_episodes
 from streameval.cli.exit_codes import EXIT_OK
 from streameval.cli.options import (
+    add_case_options,
     add_evaluation_options,
     add_output_options,
+    case_selection,
     loop_plan,
     memory_loop_options,
     parse_actions,
@@ -18,7 +20,10 @@ from streameval.cli.options import (
 )
 from streameval.inputs.numbers import SECONDS_PER_KEY
 from streameval.runs.builders import demo_jobs
+from streameval.runs.cases import demo_case_jobs
 from streameval.runs.jobs import EpisodeJob, JobsReport
+
+DEMO_ACTIONS = [9, 14, 12]  # WR, ADA, LRL: a forward-turn, a strafe and a turn episode
 
 
 def add_parser(sub: Any) -> None:
@@ -34,8 +39,9 @@ def add_parser(sub: Any) -> None:
     demo.add_argument(
         "--actions",
         type=parse_actions,
-        default=[9, 14, 12],
-        help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: 9,14,12 = WR, ADA, LRL)",
+        default=None,
+        help="worldmark action ids, e.g. 9,14,12 or 1-15 (default: 9,14,12 = WR, ADA, LRL); "
+        "with --cases, the cases of these actions",
     )
     demo.add_argument(
         "--seconds-per-key",
@@ -45,16 +51,30 @@ def add_parser(sub: Any) -> None:
     )
     demo.add_argument("--seed", type=int, default=0, help="scene seed of the procedural world")
     memory_loop_options(demo)
+    add_case_options(demo)
     add_evaluation_options(demo)
     add_output_options(demo, record=True)
 
 
 def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
+    cases = case_selection(args)
+    if cases is not None:  # the procedural world on each case, started from its image
+        return demo_case_jobs(
+            args.out,
+            cases.load(),
+            defect=args.defect,
+            world_seed=args.seed,
+            seed=cases.seed,
+            seconds_per_key=args.seconds_per_key,
+            loops=loop_plan(args),
+            record=args.record,
+            selection=cases.record(),
+        )
     return demo_jobs(
         args.out,
         defect=args.defect,
         seed=args.seed,
-        actions=args.actions,
+        actions=args.actions or DEMO_ACTIONS,
         seconds_per_key=args.seconds_per_key,
         suite=args.suite,
         loops=loop_plan(args),

@@ -16,7 +16,7 @@ from typing import Any
 from streameval.cli.console import ProgressPrinter
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from streameval.cli.options import existing_policy, pipeline_config
-from streameval.core.observers import EpisodeObserver
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
 from streameval.inputs.paths import check_output_dir
@@ -114,6 +114,9 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
                 "its flow channel; scored as measured)",
                 file=sys.stderr,
             )
+    for outcome in run.outcomes:
+        if outcome.conditioning is not None and outcome.conditioning.get("honoured") is False:
+            print(f"warning: {case_line(outcome)}", file=sys.stderr)
     incomplete = [o for o in run.outcomes if not o.complete]
     if not run.stopped:
         for outcome in incomplete:
@@ -138,3 +141,15 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
     if report.bad_input or report.input_problems or run.bad_input or incomplete:
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def case_line(outcome: EpisodeOutcome) -> str:
+    """The summary line of a case whose first frames did not start from its image."""
+    from streameval.cases.episode import NOT_HONOURED
+
+    case = outcome.case or {}
+    conditioning = outcome.conditioning or {}
+    name = f"{case.get('set')}/{outcome.info.episode}" if case.get("set") else outcome.info.episode
+    similarity = conditioning.get("first_frame_similarity")
+    shown = f"{similarity:.2f}" if isinstance(similarity, float) else "n/a"
+    return f"{name}: {NOT_HONOURED} (first-frame similarity {shown}; scored as measured)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from streameval.cli.exit_codes import EXIT_BAD_INPUT
@@ -16,6 +17,7 @@ from streameval.results.layout import ExistingPolicy
 
 if TYPE_CHECKING:
     from streameval.engine.config import PipelineConfig
+    from streameval.runs.cases import CaseSelection
 from streameval.runs.builders import RECORD_MODES
 from streameval.runs.memory_loop import LoopPlan
 
@@ -260,4 +262,59 @@ def pipeline_config(args: argparse.Namespace) -> PipelineConfig:
         depth=args.depth,
         latency_budget_s=args.latency_budget,
         quality=args.quality,
+    )
+
+
+def add_case_options(p: argparse.ArgumentParser) -> None:
+    """``--cases``, ``--sets``, ``--images`` and ``--case-seed`` for ``demo`` and ``attach``: a
+    benchmark's cases, each one episode that starts from its image (docs/run-worldmark.md)."""
+    p.add_argument(
+        "--cases",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="run a benchmark's cases: WorldMark's arena_inputs/ folder, or a .jsonl manifest "
+        "(one case a line: image, prompt, intrinsics, actions); each case is one episode that "
+        "starts from its image, results in OUT/<model>/<set>/<case>/",
+    )
+    p.add_argument(
+        "--sets",
+        default=None,
+        metavar="SETS",
+        help="with --cases: the sets to run, e.g. first_view/real or first_view (default: all)",
+    )
+    p.add_argument(
+        "--images",
+        default=None,
+        metavar="IDS",
+        help="with --cases (arena_inputs): image numbers, e.g. 0-4,7 (default: all)",
+    )
+    p.add_argument(
+        "--case-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --cases: the seed of the case order (recorded in OUT/<model>/cases.json; "
+        "default 0)",
+    )
+
+
+def case_selection(args: argparse.Namespace) -> CaseSelection | None:
+    """The ``--cases`` part of a command line (None without ``--cases``); a case option
+    without ``--cases`` is bad input, refused before anything runs."""
+    from streameval.runs.cases import CaseSelection
+
+    path = getattr(args, "cases", None)
+    if path is None:
+        for flag, value in (("--sets", args.sets), ("--images", args.images)):
+            if value is not None:
+                raise BadInputError(flag, "selects among cases: give --cases PATH too")
+        return None
+    actions = getattr(args, "actions", None)
+    return CaseSelection(
+        path,
+        sets=args.sets,
+        images=args.images,
+        actions=",".join(map(str, actions)) if actions is not None else None,
+        seed=args.case_seed,
     )

@@ -33,15 +33,17 @@ from streameval.leaderboard import (
     Column,
     ExclusionRule,
     MasterTable,
+    build_table,
     cell_text,
     column_names,
     format_bounds,
     format_coverage,
     format_value,
-    tabulate,
+    load_results,
 )
 from streameval.leaderboard.diagnostics import Diagnostics, diagnostics
 from streameval.leaderboard.display import MARKDOWN_MARKS, RICH_STYLES
+from streameval.leaderboard.sets import ALL_SETS, set_tables
 
 _LEGEND = (
     "per column: {best} best, {second} second, {worst} worst — ranked on the two-decimal values "
@@ -134,7 +136,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the table; 2 if any input was bad (reported on stderr, one line each), else 0."""
     rule = INCLUDE_ALL if args.include_all else ExclusionRule(min_episodes=args.min_episodes)
-    table = tabulate(args.results, exclude=args.exclude, rule=rule, sort_by=args.sort)
+    loaded = load_results(args.results)
+    options: dict[str, Any] = {"exclude": args.exclude, "rule": rule, "sort_by": args.sort}
+    table = build_table(loaded.episodes, errors=loaded.errors, **options)
+    # results of benchmark cases: a table per set (first_view/real, ...) beside the whole
+    sets = set_tables(loaded.episodes, **options)
     for err in table.errors:
         print(f"error: {err}", file=sys.stderr)
     from streameval.leaderboard.formats import (
@@ -151,9 +157,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {empty}", file=sys.stderr)
     diag = diagnostics(table) if args.diagnostics else None
     if args.json:
-        sys.stdout.write(table_json(table, diag))
+        sys.stdout.write(table_json(table, diag, sets))
     elif args.csv:
-        sys.stdout.write(table_csv(table, diag))
+        sys.stdout.write(table_csv(table, diag, sets))
     elif args.html is not None:
         from streameval.report.master import render_master_table
 
@@ -164,11 +170,17 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         print(f"wrote {args.html}")
     elif args.markdown:
+        for name, part in sets.items():
+            sys.stdout.write(f"### {name}\n\n" + render_markdown(part, legend=False) + "\n")
+        if sets:
+            sys.stdout.write(f"### {ALL_SETS}\n\n")
         sys.stdout.write(render_markdown(table))
         if diag is not None:
             sys.stdout.write(render_diagnostics_markdown(diag))
     else:
-        render_rich(table, sys.stdout)
+        for name, part in sets.items():
+            render_rich(part, sys.stdout, label=name, legend=False)
+        render_rich(table, sys.stdout, label=ALL_SETS if sets else None)
         if diag is not None:
             render_diagnostics_rich(diag, sys.stdout)
     return EXIT_BAD_INPUT if table.errors else EXIT_OK
@@ -190,8 +202,9 @@ def markdown_cell(cell: Cell) -> str:
     return f"{MARKDOWN_MARKS[cell.rank]} {text}" if cell.rank else text
 
 
-def render_markdown(table: MasterTable) -> str:
-    """The whole table as Markdown: header, one row per included model, legend, exclusions."""
+def render_markdown(table: MasterTable, *, legend: bool = True) -> str:
+    """The whole table as Markdown: header, one row per included model, legend (unless
+    ``legend`` is False: a benchmark set's table above the one over all sets), exclusions."""
     header = ["Model", "Episodes", *(c.label for c in table.columns)]
     lines = [
         "| " + " | ".join(header) + " |",
@@ -202,7 +215,8 @@ def render_markdown(table: MasterTable) -> str:
         lines.append("| " + " | ".join([_md_escape(row.model), str(row.n_episodes), *cells]) + " |")
     if not table.rows:
         lines.append("| " + " | ".join(["(no model)", *[""] * (len(header) - 1)]) + " |")
-    lines += ["", _LEGEND.format(**MARKDOWN_MARKS)]
+    if legend:
+        lines += ["", _LEGEND.format(**MARKDOWN_MARKS)]
     if table.excluded:
         lines += ["", "Excluded:"]
         lines += [
@@ -258,11 +272,20 @@ def column_chunks(
     return chunks
 
 
-def render_rich(table: MasterTable, file: TextIO, width: int | None = None) -> None:
+def render_rich(
+    table: MasterTable,
+    file: TextIO,
+    width: int | None = None,
+    *,
+    label: str | None = None,
+    legend: bool = True,
+) -> None:
     """The table for the terminal; rich is imported here so ``--markdown`` works without it.
 
     ``width`` (default: the terminal's, or ``COLUMNS``) bounds every line; piped output with
-    neither is printed at its natural width, so the numbers are never squashed.
+    neither is printed at its natural width, so the numbers are never squashed. ``label``
+    goes into the title (a benchmark set, ``all sets``); ``legend`` False leaves the legend
+    and the column names to the last table printed.
     """
     from rich.console import Console
     from rich.text import Text
@@ -279,13 +302,15 @@ def render_rich(table: MasterTable, file: TextIO, width: int | None = None) -> N
     chunks = column_chunks(table, console.width, measure)
     for i, columns in enumerate(chunks):
         part = f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else ""
-        title = f"streameval master table{part} · {table.summary()}"
+        which = f" · {label}" if label else ""
+        title = f"streameval master table{part}{which} · {table.summary()}"
         console.print(_rich_grid(table, columns, title))
-    console.print(Text(_LEGEND.format(**RANK_COLOURS)), style="italic")
-    console.print(
-        Text("Columns: " + ", ".join(f"{c.short} = {c.label}" for c in table.columns)),
-        style="dim",
-    )
+    if legend:
+        console.print(Text(_LEGEND.format(**RANK_COLOURS)), style="italic")
+        console.print(
+            Text("Columns: " + ", ".join(f"{c.short} = {c.label}" for c in table.columns)),
+            style="dim",
+        )
     if table.excluded:
         console.print("Excluded:")
         for e in table.excluded:

@@ -46,6 +46,10 @@ class EpisodeOutcome:
     interactivity: dict[str, Any] = field(default_factory=dict)
     # the frames perception sampled and dropped (perception_plan.py): a recording keeps them
     perception: dict[str, Any] = field(default_factory=dict)
+    # a benchmark case's episode: the case record and the first-frame check's record
+    # (scores.json's "case" and "conditioning"); None for any other episode
+    case: dict[str, Any] | None = None
+    conditioning: dict[str, Any] | None = None
 
 
 class EpisodeObserver:

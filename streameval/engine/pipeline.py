@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from streameval import __version__
+from streameval.cases.episode import FirstFrameCheck, case_record_of
 from streameval.constants import EQUAL_SPLIT_KEYS
 from streameval.core.events import (
     EpisodeEnd,
@@ -52,6 +53,7 @@ from streameval.engine.provisional import LiveScores
 from streameval.engine.scoring import episode_document, score_episode
 from streameval.engine.source_reader import read_source
 from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
+from streameval.errors import StreamevalError
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
 from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.metrics.segments import equal_split_keys
@@ -105,6 +107,8 @@ class _Episode:
         self.depth_sources: set[str] = set()
         self.gram_backend: GramBackend | None = None  # memory_loop rendering recovery
         self.keys_watch = KeysIgnoredWatch()
+        # a benchmark case's episode: did the first frames start from its image?
+        self.first_frames: FirstFrameCheck | None = None
 
     def make_perceiver(self, start: EpisodeStart) -> Perceiver:
         """Build the episode's perceiver (runs in the perception thread, which owns it)."""
@@ -167,6 +171,16 @@ class _Episode:
         self.live = LiveScores(self.track, info.fps)
         for error in self.start_errors:
             self.error(error)
+        try:
+            self.first_frames = FirstFrameCheck.for_episode(info.extra)
+        except StreamevalError as exc:  # the case image went unreadable since the run began
+            self.error(ErrorEvent(f"first-frame check: {exc}", source="conditioning"))
+
+    def warn(self, message: str) -> None:
+        """Something to check while the episode runs: every observer hears it."""
+        assert self.info is not None
+        for o in self.observers:
+            o.on_warning(f"{self.info.source}: {message}")
 
     def error(self, error: ErrorEvent) -> None:
         """The episode's one error channel: every observer hears it, the outcome and
@@ -189,6 +203,10 @@ class _Episode:
             )
             return
         out = done.output
+        if self.first_frames is not None:
+            warning = self.first_frames.add(event.index, event.image)
+            if warning is not None:
+                self.warn(warning)
         self.stats.perceive_s += done.seconds
         self.stats.recent.append(time.perf_counter())
         changed = self.track.set_frame_key(event.index, event.key, self._key_of)
@@ -213,8 +231,7 @@ class _Episode:
             self._derotated(out.derotated_samples)
         keys = self.track.frame_keys
         if self.keys_watch.frame_keys_grew(keys, self.track.sx.view(), self.track.srad.view()):
-            for o in self.observers:
-                o.on_warning(f"{self.info.source}: {KEYS_IGNORED}")
+            self.warn(KEYS_IGNORED)
         if self.plan.adaptive and len(keys) > 1 and keys[-1] != keys[-2]:
             self._prune_fit_samples(final=False)  # a segment closed: keep its picks
         if out.depth_used:
@@ -519,6 +536,13 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
     )
     interactivity = episode.interactivity()
     end_reason = episode.end.reason if episode.end else "source stopped"
+    case = case_record_of(episode.info.extra)
+    conditioning = None
+    if episode.first_frames is not None:
+        warning = episode.first_frames.finish()
+        if warning is not None:
+            episode.warn(warning)
+        conditioning = episode.first_frames.record()
     meta = {
         "complete": complete,
         "end_reason": None if complete else (end_reason or "incomplete"),
@@ -533,6 +557,9 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
             "embedding_calibration": memory_meta.get("embedding_calibration"),
         },
     }
+    if case is not None:  # a benchmark case's episode: scores.json says which, and whether
+        meta["case"] = case  # the model started from its image
+        meta["conditioning"] = conditioning
     await asyncio.to_thread(episode.derotate_final_picks)
     episode.settle_plan()
     cache = track.to_cache(meta, memory_cache)
@@ -551,4 +578,6 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
         errors=list(episode.stats.errors),
         interactivity=interactivity,
         perception=with_dropped(episode.plan, episode.stats.dropped_frames).to_json(),
+        case=case,
+        conditioning=conditioning,
     )

@@ -15,7 +15,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from streameval.cases.episode import case_record_of
 from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent, FrameEvent, KeySent
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.engine.episode_stats import session_kind
@@ -51,9 +53,11 @@ class RecordingObserver(EpisodeObserver):
         try:
             # the session kind travels with the recording: its replay is judged as this run
             # (engine/episode_stats.session_kind, the real-time metrics)
-            self.recorder = Recorder.for_episode(
-                self.out_dir, info, lossy=self.lossy, extra={"session": session_kind(info.extra)}
-            )
+            extra: dict[str, Any] = {"session": session_kind(info.extra)}
+            case = case_record_of(info.extra)
+            if case is not None:  # a replay of the recording runs the same case
+                extra["case"] = case
+            self.recorder = Recorder.for_episode(self.out_dir, info, lossy=self.lossy, extra=extra)
         except Exception as exc:
             self._fail(exc)
 
@@ -89,6 +93,8 @@ class RecordingObserver(EpisodeObserver):
                 outcome.complete,
                 None if outcome.complete else "incomplete",
                 perception=outcome.perception or None,
+                # the live verdict: a replay has the frames but not the case image
+                extra={"conditioning": outcome.conditioning} if outcome.case is not None else None,
             )
         except Exception as exc:
             self._fail(exc)

@@ -120,4 +120,6 @@ def episode_document(
         interactivity=cache_meta.get("interactivity", {}),
         provenance=cache_meta.get("provenance", {}),
         errors=cache_meta.get("errors", []),
+        case=cache_meta.get("case"),
+        conditioning=cache_meta.get("conditioning"),
     )

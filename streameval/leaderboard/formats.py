@@ -14,24 +14,49 @@ import csv
 import io
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from streameval.leaderboard import ExclusionRule, MasterTable, ModelRow
 from streameval.leaderboard.diagnostics import Diagnostics
+from streameval.leaderboard.sets import ALL_SETS
 
 
-def table_json(table: MasterTable, diag: Diagnostics | None = None) -> str:
-    """The table's JSON; with ``diag`` (``--diagnostics``) a ``diagnostics`` key too."""
+def table_json(
+    table: MasterTable,
+    diag: Diagnostics | None = None,
+    sets: Mapping[str, MasterTable] | None = None,
+) -> str:
+    """The table's JSON; with ``diag`` (``--diagnostics``) a ``diagnostics`` key too; with
+    benchmark ``sets`` (``leaderboard.sets``) a ``sets`` key, one table per set."""
     doc = table.to_json()
     if diag is not None:
         doc["diagnostics"] = diag.to_json()
+    if sets:
+        doc["sets"] = {name: t.to_json() for name, t in sets.items()}
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
-def table_csv(table: MasterTable, diag: Diagnostics | None = None) -> str:
+def table_csv(
+    table: MasterTable,
+    diag: Diagnostics | None = None,
+    sets: Mapping[str, MasterTable] | None = None,
+) -> str:
     """One row per model; with ``diag`` each diagnostic adds ``<name>_mean`` and
-    ``<name>_measured`` (the unit is the metric's own: see ``--json``)."""
+    ``<name>_measured`` (the unit is the metric's own: see ``--json``). With benchmark
+    ``sets`` a first column ``set`` says which table a row is of (``all sets`` for the table
+    over every episode, whose rows come last)."""
+    if sets:
+        # the diagnostics are of the whole: a set's rows leave their columns empty
+        pad = 2 * len(diag.metrics) if diag is not None else 0
+        parts = [_csv(t, None, name, pad) for name, t in sets.items()]
+        parts.append(_csv(table, diag, ALL_SETS))
+        return parts[-1].split("\n", 1)[0] + "\n" + "".join(p.split("\n", 1)[1] for p in parts)
+    return _csv(table, diag, None)
+
+
+def _csv(table: MasterTable, diag: Diagnostics | None, set_name: str | None, pad: int = 0) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     header = ["model", "episodes", "included", "excluded_reasons"]
@@ -41,7 +66,7 @@ def table_csv(table: MasterTable, diag: Diagnostics | None = None) -> str:
     by_model = dict(diag.rows) if diag is not None else {}
     for s in specs:
         header += [f"{s.name}_mean", f"{s.name}_measured"]
-    writer.writerow(header)
+    writer.writerow(header if set_name is None else ["set", *header])
     rows: list[tuple[ModelRow, tuple[str, ...]]] = [(r, ()) for r in table.rows]
     rows += [(e.row, e.reasons) for e in table.excluded]
     for row, reasons in rows:
@@ -53,7 +78,8 @@ def table_csv(table: MasterTable, diag: Diagnostics | None = None) -> str:
         for s in specs:
             d = by_model[row.model][s.name]
             line += ["" if d.mean is None else f"{d.mean:.6g}", f"{d.measured}/{d.total}"]
-        writer.writerow(line)
+        line += [""] * pad
+        writer.writerow(line if set_name is None else [set_name, *line])
     return buffer.getvalue()
 
 

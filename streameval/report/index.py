@@ -13,6 +13,7 @@ from streameval.leaderboard import INCLUDE_ALL, ExclusionRule, build_table, load
 from streameval.report.episode import REPORT_NAME
 from streameval.report.html import page
 from streameval.report.master import master_table_fragment
+from streameval.results.scores_file import EpisodeRecord
 
 INDEX_NAME = "index.html"
 
@@ -29,7 +30,7 @@ def render_index(root: Path) -> str:
             + ". This page shows every model.</p>"
         )
     rows = []
-    for record in sorted(loaded.episodes, key=lambda r: (r.model, r.episode)):
+    for record in sorted(loaded.episodes, key=lambda r: (r.model, r.case_set or "", r.episode)):
         report = record.results_dir / REPORT_NAME
         link = (
             f"<a href='{escape(report.relative_to(root).as_posix())}'>report</a>"
@@ -38,7 +39,7 @@ def render_index(root: Path) -> str:
         )
         state = "complete" if record.complete else "incomplete"
         rows.append(
-            f"<tr><td>{escape(record.model)}</td><td>{escape(record.episode)}</td>"
+            f"<tr><td>{escape(record.model)}</td><td>{escape(episode_label(record))}</td>"
             f"<td>{state}</td><td>{link}</td></tr>"
         )
     body += [
@@ -60,3 +61,8 @@ def write_index(root: Path) -> Path:
     path = root / INDEX_NAME
     write_text_atomic(path, render_index(root))
     return path
+
+
+def episode_label(record: EpisodeRecord) -> str:
+    """The episode's name, with its set for a benchmark case (``first_view/real/000_006``)."""
+    return f"{record.case_set}/{record.episode}" if record.case_set else record.episode

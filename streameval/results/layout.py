@@ -1,8 +1,9 @@
 """Where an episode's results go, and what happens when they are already there.
 
 Layout: ``OUT/<model>/<episode>/`` (scores.json, cache/, report.html, recording/) with one
-``OUT/results.jsonl``. The model is part of the path so that two models evaluated into the
-same ``--out`` never overwrite each other.
+``OUT/results.jsonl``; a benchmark case's episode goes to ``OUT/<model>/<set>/<case>/``. The
+model is part of the path so that two models evaluated into the same ``--out`` never
+overwrite each other (docs/cli.md#results-directory).
 
 An existing episode is never replaced silently: by default it is kept and reported; with
 ``overwrite`` its folder is cleared first (so no stale recording or report of the former run
@@ -18,12 +19,32 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from streameval.errors import BadInputError
 from streameval.results.episode_state import episode_finished, holds_results
 
 ExistingPolicy = Literal["keep", "overwrite", "resume"]
+
+
+class CaseLike(Protocol):
+    """What names a case's folder: its set (``first_view/real``) and its name (``000_006``);
+    a ``cases.Case`` or the ``case`` record a recording carries."""
+
+    @property
+    def set(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CaseName:
+    """A case named by its set and name alone (a recording's or a delivery's case record)."""
+
+    set: str
+    name: str
+
 
 # A variant in brackets, ``name[x]``, becomes ``name-x``; anything else that could leave the
 # folder or that a shell would expand or split (``[ ] * ?``, spaces, quotes, ``$``...) becomes
@@ -59,7 +80,23 @@ def episode_dir(out: Path, model: str, episode: str) -> Path:
     already on disk) and refused when it lies outside ``out`` -- a symlink planted inside
     ``--out`` is caught here, before anything is written through it.
     """
-    candidate = out / path_component(model) / path_component(episode)
+    return _inside(out, out / path_component(model) / path_component(episode))
+
+
+def case_dir(out: Path, model: str, case: CaseLike) -> Path:
+    """``OUT/<model>/<set>/<case>/`` (``OUT/my-model/first_view/real/000_006/``): a benchmark
+    case's results folder, grouped by its set as WorldMark groups its videos. Each part of
+    the set (``first_view``, ``real``) and the case name is one sanitised component, as in
+    ``episode_dir``, and a path that resolves outside ``out`` is refused."""
+    parts = [path_component(part) for part in case.set.split("/") if part.strip()]
+    candidate = out / path_component(model)
+    for part in [*parts, path_component(case.name)]:
+        candidate = candidate / part
+    return _inside(out, candidate)
+
+
+def _inside(out: Path, candidate: Path) -> Path:
+    """``candidate`` when it resolves (links on disk followed) inside ``out``."""
     try:
         inside = candidate.resolve().is_relative_to(out.resolve())
     except (OSError, RuntimeError) as exc:  # symlink loops

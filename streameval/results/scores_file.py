@@ -59,10 +59,14 @@ def scores_document(
     interactivity: Mapping[str, Any] | None = None,
     provenance: Mapping[str, Any] | None = None,
     errors: Sequence[Any] = (),
+    case: Mapping[str, Any] | None = None,
+    conditioning: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``scores.json`` payload (docs/cli.md#results-directory), keys in the order every writer
-    uses."""
-    return {
+    uses. A benchmark case's episode adds ``case`` (``cases.Case.record()``) and
+    ``conditioning`` (``sent``, ``first_frame_similarity``, ``honoured``: did the model start
+    from the case image); other episodes' files are as before."""
+    doc: dict[str, Any] = {
         "format": SCORES_FORMAT,
         "model": model,
         "suite": suite,
@@ -76,6 +80,10 @@ def scores_document(
         "provenance": dict(provenance or {}),
         "errors": list(errors),
     }
+    if case is not None:
+        doc["case"] = dict(case)
+        doc["conditioning"] = dict(conditioning) if conditioning is not None else None
+    return doc
 
 
 def write_scores(results_dir: Path, doc: Mapping[str, Any]) -> Path:
@@ -108,10 +116,20 @@ class EpisodeRecord:
     # the numeric figures of the ``interactivity`` block (wall-time session figures, registered
     # with ``kernel=None``: delivered fps, jitter, stalls, key-to-response latency)
     interactivity: Mapping[str, float] = field(default_factory=dict)
+    # a benchmark case's episode: its ``case`` record (``set``, ``name``, ``image``,
+    # ``action``, ...) and ``conditioning`` (``honoured``: did it start from the image)
+    case: Mapping[str, Any] | None = None
+    conditioning: Mapping[str, Any] | None = None
 
     @property
     def results_dir(self) -> Path:
         return self.path.parent
+
+    @property
+    def case_set(self) -> str | None:
+        """The benchmark set of a case's episode (``first_view/real``), else None."""
+        value = self.case.get("set") if self.case is not None else None
+        return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +261,21 @@ def load_episode(path: Path) -> EpisodeRecord:
         for k, v in (block.items() if isinstance(block, dict) else ())
         if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
     }
-    return EpisodeRecord(path, model, suite, episode, complete, fps, frames, results, figures)
+    case = doc.get("case")
+    conditioning = doc.get("conditioning")
+    return EpisodeRecord(
+        path,
+        model,
+        suite,
+        episode,
+        complete,
+        fps,
+        frames,
+        results,
+        figures,
+        case if isinstance(case, dict) else None,
+        conditioning if isinstance(conditioning, dict) else None,
+    )
 
 
 def load_results(paths: Iterable[Path]) -> LoadedResults:
@@ -251,14 +283,15 @@ def load_results(paths: Iterable[Path]) -> LoadedResults:
 
     The same file reached twice (overlapping paths) is read once. Two files for the same
     (model, suite, episode) are a conflict: the first (in path order) is kept and the second
-    reported — counting an episode twice would skew the model's mean, and silently picking one
+    reported (a benchmark case's set is part of its identity: ``000_006`` of two sets is two
+    episodes) — counting an episode twice would skew the model's mean, and silently picking one
     would hide the conflict (WorldAtlas, docs/methods.md#statuses: conflicting scores are never
     silently overwritten).
     """
     episodes: list[EpisodeRecord] = []
     errors: list[BadInputError] = []
     seen_files: set[Path] = set()
-    seen_keys: dict[tuple[str, str, str], Path] = {}
+    seen_keys: dict[tuple[str, str, str | None, str], Path] = {}
     for path in paths:
         try:
             files = find_scores_files(Path(path))
@@ -278,12 +311,15 @@ def load_results(paths: Iterable[Path]) -> LoadedResults:
             except BadInputError as exc:
                 errors.append(exc)
                 continue
-            key = (record.model, record.suite, record.episode)
+            # a case's name repeats across sets (000_006 of first_view/real and of
+            # third_view/style): its set is part of its identity
+            key = (record.model, record.suite, record.case_set, record.episode)
             if key in seen_keys:
+                which = f"{record.case_set}/" if record.case_set is not None else ""
                 errors.append(
                     BadInputError(
                         file,
-                        f"duplicate episode {record.episode!r} of model {record.model!r} "
+                        f"duplicate episode {which}{record.episode!r} of model {record.model!r} "
                         f"(already read from {seen_keys[key]}); not counted twice",
                     )
                 )

@@ -20,6 +20,7 @@ from streameval.runs.jobs import EpisodeJob, JobsReport
 from streameval.runs.memory_loop import LoopPlan, demo_loop_jobs, model_loop_jobs
 
 if TYPE_CHECKING:
+    from streameval.replay.rollout import Rollout
     from streameval.transports.urls import AttachOptions
 
 RecordMode = Literal["lossless", "lossy", "off"]
@@ -170,7 +171,6 @@ def rollout_jobs(
     rollout's own rate with ``realtime``; flat out otherwise). Unreadable rollouts and
     unusable sidecars go to ``report`` (the others are still scored)."""
     from streameval.replay import ReplaySource, open_rollouts
-    from streameval.replay.rollout import Rollout
     from streameval.scale.tasks import ReplayTask
 
     rollouts, errors = open_rollouts(list(paths))
@@ -185,13 +185,26 @@ def rollout_jobs(
             return ReplaySource(rollout, pace=pace)
 
         try:
-            results_dir = episode_dir(out, rollout.model, rollout.episode)
+            results_dir = rollout_results_dir(out, rollout)
         except BadInputError as exc:  # a link inside ``out`` leads elsewhere: this one only
             report.bad_input.append(str(exc))
             continue
         task = ReplayTask(rollout.episode, rollout.path, results_dir, pace)
         jobs.append(EpisodeJob(rollout.episode, open_source, results_dir, task=task))
     return jobs
+
+
+def rollout_results_dir(out: Path, rollout: Rollout) -> Path:
+    """Where a rollout's scores go: a benchmark case's recording (or a WorldMark delivery in
+    a layout that names its set) to ``OUT/<model>/<set>/<case>/``, as the live run of the
+    case; any other rollout to ``OUT/<model>/<episode>/``."""
+    from streameval.cases.episode import case_record_of
+    from streameval.results.layout import CaseName, case_dir
+
+    case = case_record_of(rollout.meta)
+    if case is not None:
+        return case_dir(out, rollout.model, CaseName(case["set"], case["name"]))
+    return episode_dir(out, rollout.model, rollout.episode)
 
 
 def network_jobs(

@@ -19,6 +19,7 @@ from streameval.errors import BadInputError, one_line
 from streameval.inputs.numbers import FPS
 
 if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
     from streameval.protocol.schedule import Schedule
     from streameval.transports.inprocess.driver import InProcessSource
 
@@ -135,8 +136,9 @@ def model_fps(model: Any, override: float | None, url: str) -> float:
 def model_source_opener(model: Any, name: str, *, step_timeout: float, origin: str) -> SourceOpener:
     """``open(schedule, episode=, suite=, trajectory=None)`` for an in-process ``model``, shared
     by every episode of one run: model calls run in the model's own thread bounded by
-    ``step_timeout``; ``reset()`` is called before each episode when the model has it; a model
-    that hung once is not driven again (its thread may still be inside it)."""
+    ``step_timeout``; ``reset()`` is called before each episode when the model has it (with a
+    case's ``conditioning``: ``reset(image=, prompt=, intrinsics=)`` by the names it takes); a
+    model that hung once is not driven again (its thread may still be inside it)."""
     from streameval.transports.inprocess.driver import InProcessSource
     from streameval.transports.inprocess.model_thread import ModelHealth
 
@@ -145,7 +147,12 @@ def model_source_opener(model: Any, name: str, *, step_timeout: float, origin: s
     health = ModelHealth()
 
     def open_source(
-        schedule: Schedule, *, episode: str, suite: str, trajectory: str | None = None
+        schedule: Schedule,
+        *,
+        episode: str,
+        suite: str,
+        trajectory: str | None = None,
+        conditioning: Conditioning | None = None,
     ) -> InProcessSource:
         if health.hung is not None:
             raise BadInputError(name, f"not driven again: {health.hung}")
@@ -161,6 +168,7 @@ def model_source_opener(model: Any, name: str, *, step_timeout: float, origin: s
             reset=callable(getattr(model, "reset", None)),
             health=health,
             trajectory=trajectory,
+            conditioning=conditioning,
         )
 
     return open_source

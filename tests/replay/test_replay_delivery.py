@@ -103,3 +103,34 @@ def test_model_directory_is_read_in_name_order_with_sidecars(tmp_path: Path) -> 
     # the root of a delivery (several model directories) expands two levels down
     rollouts, _ = open_rollouts([tmp_path])
     assert [r.episode for r in rollouts] == ["MODELY/001_004", "MODELY/002_001"]
+
+
+@pytest.mark.parametrize(
+    ("folder", "model", "set_name"),
+    [
+        ("real/first/ALAYAWORLD", "ALAYAWORLD", "first_view/real"),  # canonical
+        ("0721_video_all/ALAYA_WORLD_third_style", "ALAYA_WORLD", "third_view/style"),  # flat
+    ],
+)
+def test_a_delivery_in_worldmark_layouts_is_its_case(
+    tmp_path: Path, folder: str, model: str, set_name: str
+) -> None:
+    """Both layouts of WorldMark's output spec name the set: the delivery replays as that
+    case, under the name and into the folder a live run of the case uses."""
+    from streameval.runs.builders import rollout_results_dir
+
+    rollout = read_delivery(write_video(tmp_path / folder / "002_006.mp4", count=16 * 40))
+    assert (rollout.model, rollout.episode) == (model, "002_006")
+    case = rollout.meta["case"]
+    assert (case["name"], case["set"], case["image"], case["action"]) == (
+        "002_006",
+        set_name,
+        "002",
+        6,
+    )
+    assert case["keys"] == "WS" and case["image_sha256"] is None
+    out = tmp_path / "out"
+    expected = out / model / set_name / "002_006"
+    assert rollout_results_dir(out, rollout) == expected
+    plain = read_delivery(write_video(tmp_path / "M" / "002_006.mp4", count=16 * 40))
+    assert plain.episode == "M/002_006" and "case" not in plain.meta

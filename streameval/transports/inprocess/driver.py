@@ -8,8 +8,10 @@ meanwhile, and a model that hangs costs one timeout, never the process.
 
 from __future__ import annotations
 
+import inspect
 import time
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -33,6 +35,44 @@ from streameval.transports.inprocess.model_thread import (
     ModelHealth,
     ModelThread,
 )
+
+if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
+
+ALL_KEYWORDS = None
+"""``reset_keywords`` of a ``reset(**kwargs)``: it accepts every name."""
+
+
+def reset_keywords(reset: Callable[..., Any] | None) -> frozenset[str] | None:
+    """The keyword arguments ``reset`` accepts by name: ``ALL_KEYWORDS`` (None) when it takes
+    ``**kwargs``; empty when there is no ``reset`` or its signature cannot be read (a builtin
+    without one: nothing is passed that it might not take)."""
+    if reset is None or not callable(reset):
+        return frozenset()
+    try:
+        parameters = inspect.signature(reset).parameters.values()
+    except (TypeError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    for p in parameters:
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            return ALL_KEYWORDS
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            names.add(p.name)
+    return frozenset(names)
+
+
+def accepted_reset_arguments(
+    reset: Callable[..., Any] | None, conditioning: Conditioning
+) -> dict[str, Any]:
+    """What of ``conditioning.reset_arguments()`` a model's ``reset`` takes by name (values
+    that are None are not passed: a case without a caption sends no ``prompt``)."""
+    accepted = reset_keywords(reset)
+    return {
+        name: value
+        for name, value in conditioning.reset_arguments().items()
+        if value is not None and (accepted is ALL_KEYWORDS or name in accepted)
+    }
 
 
 class SteppableModel(Protocol):
@@ -81,6 +121,11 @@ class InProcessSource:
     ``step_timeout`` seconds; a call that fails, hangs or returns a bad frame ends the episode
     as incomplete with one error naming the model and the frame (``inputs/frames.py``: the
     same rule as replay).
+
+    ``conditioning`` (a benchmark case's start): ``reset`` is called before the first step
+    with the names of ``conditioning.reset_arguments()`` that its signature accepts
+    (``image=``, ``prompt=``, ``intrinsics=``; ``**kwargs`` takes all). Whether the model can
+    take the image at all is checked before the run (``runs.cases``); here it is only sent.
     """
 
     droppable = False  # the driver simply waits: stepping is the back-pressure
@@ -99,9 +144,19 @@ class InProcessSource:
         reset: bool = False,
         health: ModelHealth | None = None,
         trajectory: str | None = None,
+        conditioning: Conditioning | None = None,
     ) -> None:
         self.model = model
         self.schedule = schedule
+        extra: dict[str, Any] = {"depth_source": "model", "live": True, "trajectory": trajectory}
+        self._reset_arguments: dict[str, Any] = {}
+        if conditioning is not None:
+            from streameval.cases.episode import case_extra
+
+            reset_fn = getattr(model, "reset", None)
+            self._reset_arguments = accepted_reset_arguments(reset_fn, conditioning)
+            reset = reset or callable(reset_fn)
+            extra.update(case_extra(conditioning, sent=bool(self._reset_arguments)))
         self.info = EpisodeInfo(
             episode=episode,
             model=model_name,
@@ -111,7 +166,7 @@ class InProcessSource:
             source=f"python:{model_name}",
             width=width,
             height=height,
-            extra={"depth_source": "model", "live": True, "trajectory": trajectory},
+            extra=extra,
         )
         self.step_timeout = step_timeout
         self.health = health or ModelHealth()
@@ -151,7 +206,12 @@ class InProcessSource:
         if self._reset_pending:
             self._reset_pending = False
             try:
-                await self._call("reset()", self.model.reset)  # type: ignore[attr-defined]
+                reset_fn = self.model.reset  # type: ignore[attr-defined]
+                if self._reset_arguments:
+                    arguments = self._reset_arguments
+                    await self._call("reset()", lambda: reset_fn(**arguments))
+                else:
+                    await self._call("reset()", reset_fn)
             except Exception as exc:
                 return self._fail(i, f"reset() failed: {type(exc).__name__}: {one_line(str(exc))}")
         if i >= self.schedule.total_frames:

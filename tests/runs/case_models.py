@@ -1,0 +1,65 @@
+"""In-process models for ``attach python:tests.runs.case_models:NAME --cases ...``.
+
+``picture_world``: the procedural world at a small size, which starts from the case image
+(``reset(image=, prompt=)``); ``ignores_image``: takes the image and starts elsewhere all the
+same; ``no_image``: a ``reset()`` that takes no image. ``counted`` ignores the image too, and
+leaves a line in ``STREAMEVAL_TEST_RESETS`` per case it starts; from its sixth case on, with
+``STREAMEVAL_TEST_MARK`` set, it writes the mark and steps slowly, so that a signal sent after
+the mark lands inside the sixth case, after five finished ones.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig
+
+from tests.inputs.models import Sliding
+
+
+class _IgnoresImage(Sliding):
+    def reset(self, image: Any = None, prompt: str | None = None) -> None:
+        super().reset()
+
+
+def ignores_image() -> Sliding:
+    return _IgnoresImage()
+
+
+def no_image() -> Sliding:
+    return Sliding()  # reset(self) only
+
+
+def picture_world() -> ProceduralWorld:
+    return ProceduralWorld(WorldConfig(width=160, height=108))
+
+
+class _Counted(Sliding):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cases = 0
+        self.slow = False
+
+    def reset(self, **conditioning: Any) -> None:
+        super().reset()
+        self.cases += 1
+        log = os.environ.get("STREAMEVAL_TEST_RESETS")
+        if log:
+            with Path(log).open("a") as f:
+                f.write(f"{conditioning.get('prompt')}\n")
+        mark = os.environ.get("STREAMEVAL_TEST_MARK")
+        if mark and self.cases == 6:
+            self.slow = True
+            Path(mark).write_text("6")
+
+    def step(self, key: str) -> Any:
+        if self.slow:
+            time.sleep(0.2)
+        return super().step(key)
+
+
+def counted() -> Sliding:
+    return _Counted()
