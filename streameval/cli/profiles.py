@@ -14,9 +14,11 @@ from streameval.transports.profiles import built_in_profiles
 
 def run_profiles(args: argparse.Namespace) -> int:
     del args
-    for profile in built_in_profiles():
-        print(f"{profile.name:<13} {profile.description}")
-        print(f"{'':<13} attach {profile.url}")
-        print(f"{'':<13} {profile.expects()}")
+    profiles = built_in_profiles()
+    width = max(len(p.name) for p in profiles)
+    for profile in profiles:
+        print(f"{profile.name:<{width}} {profile.description}")
+        print(f"{'':<{width}} attach {profile.url}")
+        print(f"{'':<{width}} {profile.expects()}")
     print("a server none of these fits: --profile FILE.toml (docs/serve-formats.md)")
     return 0
