@@ -23,7 +23,7 @@ from streameval.transports.profiles.ondemand import IMAGE_SUFFIXES
 
 MAX_CLIP_FRAMES = 100_000
 """More frames than any chunk or segment of an episode: the rest of a clip is refused."""
-_IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"BM", b"RIFF")
+_IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"BM")
 
 
 class ClipError(InvalidDataError):
@@ -31,7 +31,9 @@ class ClipError(InvalidDataError):
 
 
 def is_image_bytes(data: bytes) -> bool:
-    return any(data.startswith(magic) for magic in _IMAGE_MAGIC)
+    """JPEG, PNG, BMP or WebP (a RIFF file of kind WEBP: an AVI is RIFF too)."""
+    webp = data.startswith(b"RIFF") and data[8:12] == b"WEBP"
+    return webp or any(data.startswith(magic) for magic in _IMAGE_MAGIC)
 
 
 def decode_clip(clip: bytes | Path, name: str) -> list[Image]:

@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from streameval.core.arrays import Image
+from streameval.errors import StreamevalError
 from streameval.protocol.keys import FAMILY, NO_KEY
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveConfig, LiveSource
@@ -37,8 +38,9 @@ from streameval.transports.profiles.templates import TemplateError, render
 ROOM_POLL_S = 0.01
 
 
-class GenerationFault(ConnectionError):
-    """A chunk that cannot be had; ``str()`` is the episode's one-line reason."""
+class GenerationFault(StreamevalError):
+    """A chunk that cannot be had (the server's or program's failure, not the user's input,
+    not a bug); ``str()`` is the episode's one-line reason."""
 
 
 class OnDemandSource(LiveSource):

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 
 from streameval.core.tasks import cancel_and_wait
-from streameval.errors import one_line
+from streameval.errors import StreamevalError, one_line
 
 READ_BLOCK = 64 * 1024
 TAIL_LINES = 5
@@ -36,7 +36,7 @@ MAX_PROMPT_TEXT = 1024 * 1024
 STOP_GRACE_S = 3.0
 
 
-class ProgramExited(ConnectionError):
+class ProgramExited(StreamevalError):
     """The program ended while we waited for it; ``returncode`` says how."""
 
     def __init__(self, returncode: int | None) -> None:

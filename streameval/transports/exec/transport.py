@@ -120,6 +120,7 @@ class ExecSource(OnDemandSource):
             on_stdout_bytes=self.images.feed if self.images is not None else None,
         )
         self._exited_after_chunk = False
+        self.check()
 
     def frame_folder(self) -> Path:
         """The command's own output option when it has one, else the profile's folder."""
@@ -145,7 +146,6 @@ class ExecSource(OnDemandSource):
     async def open_transport(self) -> ServerInfo:
         """Start the program and wait for its first prompt (loading a model may take
         minutes: ``start_timeout_s``). Whatever stops it here is bad input, with its words."""
-        self.check()
         if self.folder is not None:
             self.folder.snapshot()
         try:

@@ -80,6 +80,7 @@ class SegmentSource(OnDemandSource):
         self.answer: AnswerSpec = profile.answer
         self.per_segment = self.request.per == "segment"
         self._session: Any = None
+        self.check()
 
     def check(self) -> None:
         """Render the request for every key of the episode before anything connects: a key
@@ -100,7 +101,6 @@ class SegmentSource(OnDemandSource):
         """Nothing is generated yet (a request is a chunk): only check the server listens."""
         import aiohttp
 
-        self.check()
         parts = urlsplit(self.url)
         host = parts.hostname or ""
         port = parts.port or (443 if parts.scheme == "https" else 80)
