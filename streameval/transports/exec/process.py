@@ -66,6 +66,7 @@ class Program:
         self._partial = {"stdout": "", "stderr": ""}
         self._tasks: list[asyncio.Task[None]] = []
         self._eof = {"stdout": False, "stderr": False}
+        self._over = False  # both pipes closed and the process reaped (or not reapable)
 
     async def start(self) -> None:
         """Raise ``OSError`` when the program cannot be started (not found, not allowed)."""
@@ -90,8 +91,9 @@ class Program:
 
     @property
     def ended(self) -> bool:
-        """Both pipes closed: it said everything it will say (it may still be exiting)."""
-        return self._eof["stdout"] and self._eof["stderr"]
+        """It said everything it will say and has exited (``returncode`` is known then,
+        unless it closed its pipes and went on running)."""
+        return self._over
 
     async def _read(self, stream: asyncio.StreamReader, name: str) -> None:
         try:
@@ -105,10 +107,12 @@ class Program:
                 self.changed.set()
         finally:
             self._eof[name] = True
-            if self.ended and self.process is not None:
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(STOP_GRACE_S):
-                        await self.process.wait()
+            if all(self._eof.values()):
+                if self.process is not None:
+                    with contextlib.suppress(Exception):
+                        async with asyncio.timeout(STOP_GRACE_S):
+                            await self.process.wait()
+                self._over = True
             self.changed.set()
 
     def _text(self, name: str, text: str) -> None:

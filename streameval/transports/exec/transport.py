@@ -236,7 +236,10 @@ class ExecSource(OnDemandSource):
                         return await asyncio.to_thread(FolderFrames.decode, files)
                     except ClipError as exc:
                         raise GenerationFault(f"{what}: {exc}") from None
-            if self.program.ended or time.perf_counter() > deadline:
+            if self.program.ended:
+                code = self.program.returncode
+                raise GenerationFault(self._fault(f"exited with code {code} in {what}"))
+            if time.perf_counter() > deadline:
                 where = (
                     "on stdout"
                     if self.images is not None

@@ -96,7 +96,7 @@ for clip in range(args.num_iterations):
     key = KEYBOARD[keyboard] or MOUSE[mouse] or "-"
     if args.reverse:
         key = OPPOSITE[key]
-    if args.fault == "silent":
+    if args.fault == "silent" and clip == 1:
         time.sleep(3600)
     if args.fault == "exit" and clip == 1:
         print("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", file=sys.stderr)
