@@ -229,3 +229,18 @@ def test_bad_commands_and_profiles_are_one_line(tmp_path: Path) -> None:
     bad = _profile(tmp_path, ('files = "*_current_iteration_*.mp4"', 'files = "a/*.mp4"'))
     with pytest.raises(BadInputError, match=r"process\.files: a file name pattern"):
         load_profile(bad)
+
+
+@pytest.mark.timeout(60)
+def test_a_cancelled_episode_stops_the_program(tmp_path: Path) -> None:
+    async def cancelled() -> None:
+        task = asyncio.create_task(_attach(tmp_path, spk=60.0))
+        while not list((tmp_path / "out").glob("*_current_iteration_1.mp4")):
+            await asyncio.sleep(0.1)  # it runs: a chunk or two are written
+        assert _running(str(tmp_path))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    assert not _running(str(tmp_path)), "the program outlived its cancelled episode"
