@@ -1,6 +1,6 @@
 """The programs the ``exec:`` tests start, as source text written into the test's folder.
 
-``interactive.py`` is written from the public description of Matrix-Game 3's interactive
+The program (``INTERACTIVE``) is written from the public description of Matrix-Game 3's interactive
 pipeline (``generate.py --interactive``): per chunk it prints a key legend and asks with
 ``input()`` for a mouse action (i k j l u), then a keyboard action (w s a d q), renders the
 chunk (the first longer than the rest) and writes it as
