@@ -63,7 +63,7 @@ def _check_size(shape: tuple[int, ...], name: str) -> None:
 
 def _video(source: str | io.BytesIO, name: str) -> list[Image]:
     try:
-        container = av.open(source)
+        container = av.open(source, mode="r")
     except (av.FFmpegError, OSError, ValueError) as exc:
         raise ClipError(f"{name}: not a video ({_why(exc)})") from None
     frames: list[Image] = []
