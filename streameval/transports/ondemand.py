@@ -4,10 +4,11 @@ A request-response server (``segments/``) and a process on stdin (``exec/``) mak
 until we ask, so the episode is driven like our own protocol's video clock, chunk by chunk
 (``LiveSource`` ``request`` mode):
 
-- **Key plan.** Per chunk, the key whose segment holds the next frame (``per = "chunk"``: a
-  key is asked for again until its segment has its ``seconds_per_key × fps`` frames; a
-  chunk that overshoots keeps all its frames, and the next key starts after them), or one
-  request per key segment (``per = "segment"``). A ``KeySent`` marks each segment's start.
+- **Key plan.** ``per = "chunk"``: each key in turn is asked for, chunk after chunk, until
+  the episode has the frames of its segments so far (``seconds_per_key × fps`` each); a
+  chunk that overshoots keeps all its frames, the next key starts after them, and every key
+  gets at least one chunk (a chunk longer than a segment never skips a key).
+  ``per = "segment"``: one request per key segment. A ``KeySent`` marks each segment's start.
 - **Alignment: exact.** Every frame enters with the key that asked for it
   (``alignment: reported``, ``clock: video``).
 - **Chunks.** Each answer is one chunk (``ChunkDone``, origin ``server``) whose
@@ -122,13 +123,17 @@ class OnDemandSource(LiveSource):
                     frames = schedule.boundaries[j + 1] - schedule.boundaries[j]
                     await self._one_chunk(key, frames)
             else:
-                segment = -1
-                while not self._ended and self.log.n_frames < schedule.total_frames:
-                    j = schedule.segment_index(self.log.n_frames)
-                    if j != segment:
-                        segment = j
-                        self._segment_starts(self.keys[j])
-                    await self._one_chunk(self.keys[j], chunk_frames)
+                for j, key in enumerate(self.keys):
+                    if self._ended:
+                        return
+                    self._segment_starts(key)
+                    asked = 0
+                    # every key gets a chunk, even when the last one ran past its segment
+                    while not self._ended and (
+                        not asked or self.log.n_frames < schedule.boundaries[j + 1]
+                    ):
+                        await self._one_chunk(key, chunk_frames)
+                        asked += 1
             self._finish(complete=True, reason=None)
         except GenerationFault as exc:
             self.lost(str(exc))

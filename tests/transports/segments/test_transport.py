@@ -218,3 +218,15 @@ def test_bad_profiles_and_options_are_one_line(tmp_path: Path) -> None:
     assert "answer.url: a JSON answer names its video by exactly one of url or path" in problem(
         both
     )
+
+
+@pytest.mark.timeout(120)
+def test_a_chunk_longer_than_a_segment_skips_no_key(tmp_path: Path) -> None:
+    """0.5 s keys (8 frames) and 29-frame answers: each key still gets its chunk, in order."""
+    rec = tmp_path / "rec"
+    outcome = asyncio.run(
+        _attach(tmp_path, ("W", "S", "A"), 0.5, observers=[RecordingObserver(rec)])
+    )
+    assert outcome.complete, outcome.errors
+    keys = [json.loads(line)["key"] for line in (rec / "actions.jsonl").read_text().splitlines()]
+    assert keys == ["W"] * 29 + ["S"] * 29 + ["A"] * 29
