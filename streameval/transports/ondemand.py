@@ -28,6 +28,7 @@ import asyncio
 import time
 from typing import Any
 
+from streameval.constants import DEFAULT_FPS
 from streameval.core.arrays import Image
 from streameval.errors import StreamevalError
 from streameval.protocol.keys import FAMILY, NO_KEY
@@ -86,7 +87,7 @@ class OnDemandSource(LiveSource):
         spec = self.profile.keys
         name = self.key_names.get(key, key.lower()) if key != NO_KEY else None
         family = FAMILY.get(key)
-        fps = self.info.fps if self.info is not None else (self.fps_hint or 16.0)
+        fps = self.info.fps if self.info is not None else (self.fps_hint or DEFAULT_FPS)
         return {
             "key": name,
             "keycode": self.profile.keycode(key, name) if name else None,
