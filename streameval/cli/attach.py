@@ -33,7 +33,9 @@ def add_parser(sub: Any) -> None:
         "url",
         help="python:MODULE:FACTORY (an in-process model; see docs/evaluate-your-model.md), "
         "webrtc+http://HOST:PORT/PATH, mjpeg+http://HOST:PORT/PATH, ws[s]://HOST:PORT/PATH "
-        "(with --profile), mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
+        "or http[s]://HOST:PORT/PATH (a request per chunk) with --profile, "
+        '"exec:COMMAND ARGS..." (a program asked on stdin) with --profile, '
+        "mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
     )
     attach.add_argument(
         "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
@@ -105,7 +107,8 @@ def add_network_options(attach: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME|FILE.toml",
         help="how the server talks: a built-in (`streameval profiles` lists them) or a TOML "
-        "file (docs/serve-formats.md#writing-a-profile); required for ws:// URLs",
+        "file (docs/serve-formats.md#writing-a-profile); required for ws://, http:// and "
+        "exec: URLs",
     )
     attach.add_argument(
         "--lossless",

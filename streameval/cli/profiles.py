@@ -20,9 +20,11 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     del args
-    for profile in built_in_profiles():
-        print(f"{profile.name:<13} {profile.description}")
-        print(f"{'':<13} attach {profile.url}")
-        print(f"{'':<13} {profile.expects()}")
+    profiles = built_in_profiles()
+    width = max(len(p.name) for p in profiles)
+    for profile in profiles:
+        print(f"{profile.name:<{width}} {profile.description}")
+        print(f"{'':<{width}} attach {profile.url}")
+        print(f"{'':<{width}} {profile.expects()}")
     print("a server none of these fits: --profile FILE.toml (docs/serve-formats.md)")
     return EXIT_OK

@@ -269,10 +269,14 @@ def network_episodes(
 
 
 def network_model_name(url: str) -> str:
-    """The model name of a network URL without ``--model-name``: the MQTT session, or the
-    server's host and port."""
+    """The model name of a network URL without ``--model-name``: the MQTT session, the
+    program of an ``exec:`` URL, or the server's host and port."""
     from urllib.parse import urlsplit
 
+    if url.startswith("exec:"):
+        from streameval.transports.exec.transport import program_name
+
+        return program_name(url)
     parsed = urlsplit(url)
     if parsed.scheme.startswith("mqtt"):
         session = parsed.path.strip("/")

@@ -7,7 +7,8 @@ class turns them into the pipeline's events (``Source`` interface):
   the schedule gives it, a few frames ahead, so a served model is conditioned exactly as
   in-process. ``stream`` mode (a server that plays at its own rate): keydown/keyup switch keys
   after ``seconds_per_key`` of wall time (``--clock wall``) or after N received frames
-  (``--clock video``); a heartbeat goes out every second.
+  (``--clock video``); a heartbeat goes out every second. ``request`` mode (a server that
+  generates only when asked, ``ondemand.py``): the subclass drives its own requests.
 - **Admission.** A duplicate or out-of-order frame is dropped and reported; a frame whose size
   differs from the first ends the episode (incomplete, with the reason); frames are renumbered
   in arrival order so the episode has no holes, and skipped server indices are counted.
@@ -47,7 +48,7 @@ from streameval.errors import BadInputError
 from streameval.inputs.arrays import depth_problem
 from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
-from streameval.transports.arrivals import ArrivalLog
+from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
 
 Clock = Literal["wall", "video"]
@@ -90,7 +91,7 @@ class LiveSource:
     """Base of the network sources; subclasses implement the four transport hooks."""
 
     droppable = True  # a live server cannot be paused: perception drops (counted) if behind
-    mode: Literal["step", "stream"] = "stream"
+    mode: Literal["step", "stream", "request"] = "stream"
     scheme = "live"
     chunks_from_server = False  # True: the server's statistics messages mark chunks
 
@@ -144,6 +145,10 @@ class LiveSource:
         raise NotImplementedError
 
     async def close_transport(self) -> None:
+        raise NotImplementedError
+
+    async def drive_requests(self) -> None:
+        """``request`` mode: ask for every chunk of the key plan, then end the episode."""
         raise NotImplementedError
 
     async def wait_ready(self) -> None:
@@ -260,7 +265,8 @@ class LiveSource:
         fps = self.fps_hint or server.fps
         schedule = Schedule.per_key(self.keys, self.config.seconds_per_key, fps)
         spk = self.config.seconds_per_key
-        self.log.alignment = "scheduled" if self.mode == "step" else "inferred"
+        alignments: dict[str, Alignment] = {"step": "scheduled", "request": "reported"}
+        self.log.alignment = alignments.get(self.mode, "inferred")
         self.info = EpisodeInfo(
             episode=self.episode,
             model=server.model,
@@ -275,7 +281,7 @@ class LiveSource:
                 "live": True,
                 "interactivity": {
                     "transport": self.scheme,
-                    "clock": "video" if self.mode == "step" else self.config.clock,
+                    "clock": "video" if self.mode != "stream" else self.config.clock,
                     "seconds_per_key": spk,
                     "smoke": spk < SMOKE_BELOW_S,
                 },
@@ -284,7 +290,8 @@ class LiveSource:
         self.chunks = ChunkLog(fps, from_server=self.chunks_from_server)
         self._events.put_nowait(EpisodeStart(self.info))
         self._started = True
-        driver = self._drive_steps if self.mode == "step" else self._drive_stream
+        drivers = {"step": self._drive_steps, "stream": self._drive_stream}
+        driver = drivers.get(self.mode, self.drive_requests)
         self._tasks.append(asyncio.create_task(driver()))
 
     async def recv(self) -> Event:

@@ -26,8 +26,13 @@ class AttachOptions:
     profile: str | None = None  # a built-in name or a .toml file (``streameval profiles``)
 
 
+def url_scheme(url: str) -> str:
+    """``ws`` of ``ws://…``; ``exec`` of ``exec:COMMAND`` (a program, no ``//``)."""
+    return "exec" if url.startswith("exec:") else url.split("://", 1)[0]
+
+
 def is_network_url(url: str) -> bool:
-    return url.split("://", 1)[0] in NETWORK_SCHEMES
+    return url_scheme(url) in NETWORK_SCHEMES
 
 
 def default_clock(url: str, lossless: bool) -> Clock:
@@ -41,7 +46,7 @@ def open_network_source(
     url: str, keys: tuple[str, ...], *, episode: str, suite: str, options: AttachOptions
 ) -> LiveSource:
     """The source for ``url``, chosen by its scheme in ``SCHEMES`` (one table)."""
-    scheme = url.split("://", 1)[0]
+    scheme = url_scheme(url)
     if scheme not in SCHEMES:
         raise BadInputError(url, f"unsupported URL scheme {scheme!r}")
     if options.seconds_per_key <= 0:
@@ -144,6 +149,23 @@ def _open_mjpeg(r: _Request) -> LiveSource:
     )
 
 
+def _open_on_demand(r: _Request) -> LiveSource:
+    """http(s):// (a request per chunk) and exec: (a process on stdin): ``ondemand.py``."""
+    from streameval.transports.ondemand import open_on_demand
+
+    profile = _profile_for(r.url, r.options)
+    names = r.key_names(profile)
+    assert profile is not None  # _profile_for insists on one for these
+    return open_on_demand(
+        r.url,
+        r.keys,
+        profile=profile,
+        key_names=names,
+        clock=r.options.clock,
+        **r.common(),  # type: ignore[arg-type]
+    )
+
+
 SCHEMES: dict[str, Callable[[_Request], LiveSource]] = {
     "mqtt": _open_mqtt,
     "mqtts": _open_mqtt,
@@ -153,20 +175,33 @@ SCHEMES: dict[str, Callable[[_Request], LiveSource]] = {
     "mjpeg+https": _open_mjpeg,
     "ws": _open_websocket,
     "wss": _open_websocket,
+    "http": _open_on_demand,
+    "https": _open_on_demand,
+    "exec": _open_on_demand,
 }
 """URL scheme → the opener of its source: the one table of network transports."""
 NETWORK_SCHEMES = tuple(SCHEMES)
 
 
+NEEDS_PROFILE = {
+    "ws": "a WebSocket server",
+    "http": "a request-response server",
+    "exec": "a program on stdin",
+}
+"""Transports with no common message format to fall back on: ``--profile`` says it all."""
+URL_FORMS = {"ws": "ws://", "http": "http://", "exec": "exec:"}
+
+
 def _profile_for(url: str, options: AttachOptions) -> ServerProfile | None:
-    """The ``--profile`` of this attach, checked against the URL's transport; a WebSocket
-    needs one (its servers share no common message format to fall back on)."""
-    scheme = url.split("://", 1)[0]
-    transport = "ws" if scheme in ("ws", "wss") else scheme.split("+", 1)[0]
+    """The ``--profile`` of this attach, checked against the URL's transport; a WebSocket,
+    a request-response server and a program need one (``NEEDS_PROFILE``)."""
+    scheme = url_scheme(url)
+    transport = {"wss": "ws", "https": "http"}.get(scheme, scheme.split("+", 1)[0])
     if options.profile is None:
-        if transport == "ws":
+        if transport in NEEDS_PROFILE:
+            what = NEEDS_PROFILE[transport]
             raise BadInputError(
-                url, "a WebSocket server needs --profile NAME|FILE.toml (`streameval profiles`)"
+                url, f"{what} needs --profile NAME|FILE.toml (`streameval profiles`)"
             )
         return None
     if options.lossless:
@@ -175,7 +210,7 @@ def _profile_for(url: str, options: AttachOptions) -> ServerProfile | None:
 
     profile = load_profile(options.profile)
     if transport not in profile.transport:
-        forms = ", ".join(f"{t}://" if t == "ws" else f"{t}+http://" for t in profile.transport)
+        forms = ", ".join(URL_FORMS.get(t, f"{t}+http://") for t in profile.transport)
         raise BadInputError(
             url, f"profile {profile.name!r} is for {forms} URLs ({profile.url or 'see its file'})"
         )

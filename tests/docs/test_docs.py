@@ -226,6 +226,11 @@ NOT_IN_REPO = {
     "raft.py",
     # the module tests/inputs names to check that a missing one is reported
     "tests.inputs.no_such_module",
+    # files of the public servers the built-in profiles follow (Yume's web app, Matrix-Game
+    # 3's entry point), and the script of an exec: URL in an example
+    "webapp_single_gpu.py",
+    "generate.py",
+    "prog.py",
 }
 # Folders of a results directory (docs/cli.md#results-directory), not of the repository: an
 # episode's cache, and the demo's output folder in the README's examples.

@@ -20,7 +20,16 @@ from streameval.transports.profiles.model import (
 __all__ = ["PROFILES", "ServerProfile", "UnknownProfileError", "load_profile", "parse_profile"]
 
 HERE = Path(__file__).resolve().parent
-BUILT_INS = ("worldfoundry", "keycode", "press", "gamecraft", "camera-pose", "public")
+BUILT_INS = (
+    "worldfoundry",
+    "keycode",
+    "press",
+    "gamecraft",
+    "camera-pose",
+    "public",
+    "yume-webapp",
+    "matrix-game-3-interactive",
+)
 
 
 class UnknownProfileError(UnknownNameError):

@@ -17,6 +17,15 @@ from typing import Any, Literal
 
 from streameval.errors import BadInputError
 from streameval.protocol.keys import KEYS
+from streameval.transports.profiles.ondemand import (
+    AnswerSpec,
+    ProcessSpec,
+    RequestSpec,
+    describe,
+    read_answer,
+    read_process,
+    read_request,
+)
 from streameval.transports.profiles.templates import (
     PLACEHOLDERS,
     TemplateError,
@@ -26,7 +35,10 @@ from streameval.transports.profiles.templates import (
     render,
 )
 
-Transport = Literal["ws", "webrtc", "mjpeg"]
+Transport = Literal["ws", "webrtc", "mjpeg", "http", "exec"]
+TRANSPORTS = ("ws", "webrtc", "mjpeg", "http", "exec")
+ON_DEMAND = ("http", "exec")
+"""Styles that generate when asked (``ondemand.py``): no key messages, no frame stream."""
 Semantics = Literal["hold", "press", "pose"]
 FrameEncoding = Literal["binary", "base64", "video-track", "multipart"]
 Codec = Literal["json", "msgpack"]
@@ -77,6 +89,8 @@ class KeySpec:
     heartbeat_s: float | None = None
     names: dict[str, str] = field(default_factory=dict)
     codes: dict[str, int] = field(default_factory=dict)
+    no_move: str | None = None  # {move} of a turn key (on-demand styles)
+    no_turn: str | None = None  # {turn} of a move key
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +149,9 @@ class ServerProfile:
     ready: ReadySpec | None = None
     error: Match | None = None
     error_field: str = "message"
+    request: RequestSpec | None = None
+    answer: AnswerSpec | None = None
+    process: ProcessSpec | None = None
 
     def key_names(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """Our key → the server's name (``--key-map`` entries replace the profile's)."""
@@ -147,6 +164,9 @@ class ServerProfile:
 
     def expects(self) -> str:
         """One line for ``streameval profiles``: what the server must speak."""
+        on_demand = describe(self.request, self.answer, self.process)
+        if on_demand is not None:
+            return on_demand
         keys = self.keys
         what = {"hold": "keydown/keyup", "press": "one press per chunk", "pose": "camera poses"}
         channel = {
@@ -286,6 +306,8 @@ def _keys(top: _Fields) -> KeySpec:
         heartbeat_s=s.number("heartbeat_s", None, 0.05, 600),
         names=_key_table(s, "names", str),
         codes=_key_table(s, "codes", int),
+        no_move=s.take("no_move", str),
+        no_turn=s.take("no_turn", str),
     )
     s.done()
     return spec
@@ -328,13 +350,13 @@ def _ready(top: _Fields) -> ReadySpec | None:
     return spec
 
 
-def _templates(top: _Fields, keys: KeySpec) -> dict[str, Any]:
+def _templates(top: _Fields, keys: KeySpec, on_demand: bool = False) -> dict[str, Any]:
     s = top.sub("templates")
     out = {name: s.take(name, (dict, list, str)) for name in TEMPLATE_NAMES}
     s.done()
     templates = {k: v for k, v in out.items() if v is not None}
     needed = {"hold": "keydown", "press": "press", "pose": "pose"}[keys.semantics]
-    if needed not in templates:
+    if needed not in templates and not on_demand:
         raise s.fail(needed, f"missing: keys.semantics = {keys.semantics!r} sends it")
     if keys.heartbeat_s is not None and "heartbeat" not in templates:
         raise s.fail("heartbeat", "missing: keys.heartbeat_s is set")
@@ -365,8 +387,11 @@ def parse_profile(text: str, path: str) -> ServerProfile:
     transport = top.take("transport", (str, list), "ws")
     transports = tuple(transport) if isinstance(transport, list) else (transport,)
     for t in transports:
-        if t not in ("ws", "webrtc", "mjpeg"):
-            raise top.fail("transport", f"{t!r} is not one of ws, webrtc, mjpeg")
+        if t not in TRANSPORTS:
+            raise top.fail("transport", f"{t!r} is not one of {', '.join(TRANSPORTS)}")
+    on_demand = any(t in ON_DEMAND for t in transports)
+    if on_demand and len(transports) > 1:
+        raise top.fail("transport", f"{transports[0]!r} is a style of its own: one transport")
     keys = _keys(top)
     profile = ServerProfile(
         name=name,
@@ -378,15 +403,35 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         frames=_frames(top),
         keys=keys,
         pose=_pose(top),
-        templates=_templates(top, keys),
+        templates=_templates(top, keys, on_demand),
         stats=_stats(top),
         ready=_ready(top),
         error=_match(top.sub("error"), "match") if "error" in top.table else None,
+        request=read_request(top),
+        answer=read_answer(top),
+        process=read_process(top),
     )
     top.done()
+    _check_on_demand(top, profile)
     if keys.channel == "datachannel" and "webrtc" not in transports:
         raise top.fail("keys.channel", "a data channel needs transport = 'webrtc'")
     return profile
+
+
+def _check_on_demand(top: _Fields, profile: ServerProfile) -> None:
+    """Each on-demand table belongs to its transport, and that transport needs it."""
+    http, process = "http" in profile.transport, "exec" in profile.transport
+    if http and (profile.request is None or profile.answer is None):
+        raise top.fail("request" if profile.request is None else "answer", "missing: http needs it")
+    if process and profile.process is None:
+        raise top.fail("process", "missing: exec needs it")
+    for table, used, owner in (
+        ("request", http, "http"),
+        ("answer", http, "http"),
+        ("process", process, "exec"),
+    ):
+        if getattr(profile, table) is not None and not used:
+            raise top.fail(table, f"only for transport = {owner!r}")
 
 
 def read_profile_file(path: Path) -> ServerProfile:

@@ -90,7 +90,8 @@ def render(template: Any, values: Mapping[str, Any], depth: int = 0) -> Any:
 
 
 def _value(name: str, values: Mapping[str, Any]) -> Any:
-    if name not in PLACEHOLDERS:
+    # a style may supply placeholders of its own (profiles/ondemand.py): known when given
+    if name not in PLACEHOLDERS and name not in values:
         raise TemplateError(f"unknown placeholder {{{name}}} (known: {', '.join(PLACEHOLDERS)})")
     if values.get(name) is None:
         raise TemplateError(f"no value for {{{name}}} here")
