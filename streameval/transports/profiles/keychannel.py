@@ -32,9 +32,12 @@ import numpy as np
 from streameval.constants import DEFAULT_FPS
 from streameval.core.tasks import cancel_and_wait
 from streameval.transports.profiles import ServerProfile
+from streameval.transports.profiles.templates import CASE_PLACEHOLDERS as _CASE_PLACEHOLDERS
 from streameval.transports.profiles.templates import TemplateError, encode, render
 
 KeyKind = Literal["keydown", "keyup", "heartbeat"]
+KEY_TEMPLATES = ("keydown", "keyup", "press", "heartbeat")
+CASE_PLACEHOLDERS = frozenset(_CASE_PLACEHOLDERS)
 _PRESS_FALLBACK_CHUNKS = 4.0
 """Press again after this many chunk durations with no boundary seen (a lost press)."""
 SEND_TIMEOUT_S = 10.0
@@ -74,8 +77,9 @@ class HttpPostOut:
             headers={"Content-Type": kind},
             timeout=aiohttp.ClientTimeout(total=SEND_TIMEOUT_S),
         ) as response:
-            if response.status >= 400:
-                raise ConnectionError(f"{self.url}: HTTP {response.status}")
+            if response.status >= 400:  # the server's own words, one line
+                words = " ".join((await response.text(errors="replace")).split())[:300]
+                raise ConnectionError(f"{self.url}: HTTP {response.status} {words}".rstrip())
 
 
 class ChannelOut:
@@ -169,12 +173,16 @@ class KeyChannel:
         self._heartbeat: asyncio.Task[None] | None = None
         self._chunk = 0
         self._path = PosePath(profile, fps) if profile.keys.semantics == "pose" else None
+        self.case_values: dict[str, Any] | None = None
+        """A benchmark case's placeholder values (``profiles/conditioning.py``); None: no case,
+        and a template's fields that are a case placeholder are left out."""
 
     # ------------------------------------------------------------ rendering
 
     def values(self, key: str | None) -> dict[str, Any]:
         name = self.names.get(key, key) if key else None
         return {
+            **(self.case_values or {}),
             "key": name,
             "keycode": self.profile.keycode(key, name) if key and name else None,
             "timestamp": round(time.time(), 3),
@@ -187,7 +195,12 @@ class KeyChannel:
     def message(self, template: str, key: str | None, **extra: Any) -> str | bytes:
         """One rendered, encoded message; ``TemplateError`` names the template."""
         try:
-            body = render(self.profile.templates[template], {**self.values(key), **extra})
+            optional = CASE_PLACEHOLDERS if self.case_values is None else frozenset()
+            body = render(
+                self.profile.templates[template],
+                {**self.values(key), **extra},
+                optional=optional,
+            )
             return encode(body, self.profile.keys.encoding)
         except TemplateError as exc:
             raise TemplateError(
@@ -197,8 +210,9 @@ class KeyChannel:
     def check(self, keys: tuple[str, ...]) -> None:
         """Render every template for every key of the episode before it starts: a key whose
         name has no keyCode is bad input now, not a lost episode later."""
-        kinds = ["configure", "keydown", "keyup", "press", "heartbeat"]
-        for template in (t for t in kinds if t in self.profile.templates):
+        for template in (t for t in ("configure", "reset") if t in self.profile.templates):
+            self.message(template, None)  # once: a case's image may be megabytes of base64
+        for template in (t for t in KEY_TEMPLATES if t in self.profile.templates):
             targets: set[str | None] = set(keys) or {None}
             for key in targets:
                 self.message(template, key)
@@ -216,7 +230,8 @@ class KeyChannel:
     # ------------------------------------------------------------ what the source calls
 
     async def start(self) -> None:
-        """Send ``configure`` (if the profile has one) and start the heartbeat."""
+        """Send ``configure`` (if the profile has one; with a case's values when
+        ``case_values`` is set) and start the heartbeat."""
         if "configure" in self.profile.templates:
             await self._send(self.message("configure", None))
         if self.profile.keys.heartbeat_s:

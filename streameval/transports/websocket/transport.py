@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from streameval.constants import DEFAULT_FPS
@@ -27,6 +27,7 @@ from streameval.errors import BadInputError
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.profiles import ServerProfile
+from streameval.transports.profiles.conditioning import prepare_case, send_start, sends_case
 from streameval.transports.profiles.keychannel import HttpPostOut, KeyChannel, KeyOut, WsOut
 from streameval.transports.profiles.templates import TemplateError
 from streameval.transports.websocket.messages import (
@@ -35,6 +36,9 @@ from streameval.transports.websocket.messages import (
     read_binary,
     read_text,
 )
+
+if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
 
 CLOSE_CODES = {
     1000: "normal closure",
@@ -90,8 +94,10 @@ class WebSocketSource(LiveSource):
         key_names: dict[str, str],
         keys_url: str | None = None,
         fps: float | None = None,
+        conditioning: Conditioning | None = None,
     ) -> None:
         super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        self.conditioning = conditioning
         self.profile = profile
         self.key_names = key_names
         self.keys_url = keys_url
@@ -132,6 +138,7 @@ class WebSocketSource(LiveSource):
         self.channel = KeyChannel(
             self.profile, self.key_names, out, fps=fps, episode=self.episode, on_lost=self.lost
         )
+        prepare_case(self.channel, self.conditioning)
         try:
             self.channel.check(self.keys)
         except TemplateError as exc:
@@ -140,9 +147,16 @@ class WebSocketSource(LiveSource):
         if self.profile.ready is None:
             self._ready.set()
         self.t_open = time.perf_counter()
-        await self.channel.start()
         host = urlsplit(self.url).hostname or "remote"
         return ServerInfo(host, fps)
+
+    async def start_session(self) -> None:
+        assert self.channel is not None
+        await send_start(self.channel, self.conditioning, self.url, self._session)
+
+    @property
+    def sends_conditioning(self) -> bool:
+        return sends_case(self.profile, self.conditioning)
 
     # ------------------------------------------------------------ reading
 
@@ -226,7 +240,20 @@ class WebSocketSource(LiveSource):
         elif incoming.kind == "ready":
             self._ready.set()
         elif incoming.kind == "error":
+            if not self._session_started():
+                # the answer to configure: the server will not run this session (a case
+                # without the image it needs, say); its words are the episode's end
+                self.lost(f"the server refused the session: {incoming.text}")
+                self._ready.set()  # nothing more to wait for: the key plan stops at once
+                return
             self._report("server_error", f"{self.url}: server says: {incoming.text}")
+
+    def _session_started(self) -> bool:
+        """The server took the session: it answered configure (``[ready]``), or, with no such
+        answer in the profile, sent a frame."""
+        if self.profile.ready is not None:
+            return self._ready.is_set()
+        return self._n > 0
 
     # ------------------------------------------------------------ LiveSource hooks
 
