@@ -168,7 +168,8 @@ class _Request:
             from streameval.transports.profiles.keychannel import check_templates
 
             names = profile.key_names(_key_map_entries(self.options.key_map))
-            check_templates(profile, names, self.keys)
+            case = self.conditioning.case if self.conditioning is not None else None
+            check_templates(profile, names, self.keys, case)
         return names
 
 

@@ -46,7 +46,7 @@ class CaseRefused(StreamevalError, ConnectionError):
     """The server would not start this case; ``str()`` is its own words, one line."""
 
 
-def _check_values(case: Case) -> dict[str, Any]:
+def case_check_values(case: Case) -> dict[str, Any]:
     """A case's placeholder values for the up-front check: the image's stand in (the files
     were read and checked by ``load_cases``), the rest as sent."""
     values: dict[str, Any] = {
@@ -82,7 +82,7 @@ def check_profile_conditioning(profile: ServerProfile, cases: Iterable[Case]) ->
         )
     keys_only = {k: v for k, v in SAMPLE_VALUES.items() if k not in CASE_IMAGE_PLACEHOLDERS}
     for case in cases:
-        values = {**keys_only, **_check_values(case)}
+        values = {**keys_only, **case_check_values(case)}
         for name, template in profile.templates.items():
             if name == "pose":  # its {intrinsics} is the pose camera's, not the case's
                 values_here = {**values, "intrinsics": SAMPLE_VALUES["intrinsics"]}

@@ -25,7 +25,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from streameval.core.tasks import cancel_and_wait
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.templates import CASE_PLACEHOLDERS as _CASE_PLACEHOLDERS
 from streameval.transports.profiles.templates import TemplateError, encode, render
+
+if TYPE_CHECKING:
+    from streameval.cases.model import Case
 
 KeyKind = Literal["keydown", "keyup", "heartbeat"]
 KEY_TEMPLATES = ("keydown", "keyup", "press", "heartbeat")
@@ -132,14 +135,23 @@ class _Nowhere:
         raise ConnectionError("not connected")
 
 
-def check_templates(profile: ServerProfile, names: dict[str, str], keys: tuple[str, ...]) -> None:
-    """Every template for every key of the episode, rendered before anything connects: a
-    key whose name has no keyCode (say) is one ``BadInputError`` naming the profile's file."""
+def check_templates(
+    profile: ServerProfile,
+    names: dict[str, str],
+    keys: tuple[str, ...],
+    case: Case | None = None,
+) -> None:
+    """Every template for every key of the episode (and ``case``'s start), rendered before
+    anything connects: a key whose name has no keyCode (say) is one ``BadInputError`` naming
+    the profile's file."""
     from streameval.errors import BadInputError
+    from streameval.transports.profiles.conditioning import case_check_values
 
     channel = KeyChannel(
         profile, names, _Nowhere(), fps=DEFAULT_FPS, episode="check", on_lost=print
     )
+    if case is not None:
+        channel.case_values = case_check_values(case)
     try:
         channel.check(keys)
     except TemplateError as exc:
@@ -203,8 +215,11 @@ class KeyChannel:
             )
             return encode(body, self.profile.keys.encoding)
         except TemplateError as exc:
+            hint = ""
+            if self.case_values is None and any(f"{{{p}}}" in str(exc) for p in CASE_PLACEHOLDERS):
+                hint = " (a case's placeholder: run with --cases)"
             raise TemplateError(
-                f"profile {self.profile.name!r}: template {template}: {exc}"
+                f"profile {self.profile.name!r}: template {template}: {exc}{hint}"
             ) from None
 
     def check(self, keys: tuple[str, ...]) -> None:

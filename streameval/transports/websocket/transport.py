@@ -11,7 +11,15 @@ the close code and reason (and, when we had been silent for a while and the prof
 heartbeat, says that the server may want one); a message over the size limit is refused by
 aiohttp, which closes the socket (1009), named as such; no answer to ``configure`` within the
 profile's timeout, or no frame, ends it incomplete; an undecodable, truncated or wrong-kind
-message is counted and reported, the episode goes on.
+message is counted and reported, the episode goes on. An ``[error]`` message before the
+session started (before the answer to ``configure``) is the server refusing it: the episode
+ends incomplete with the server's own words (a benchmark case it will not run; the run goes
+on with the next).
+
+With a benchmark case (``conditioning``), ``configure`` carries its image, caption and
+intrinsics as the profile's ``[conditioning]`` says (``profiles/conditioning.py``); it is sent
+when the key plan starts (``start_session``), after the episode started, so that a refused
+case is an incomplete episode and not bad input.
 """
 
 from __future__ import annotations
@@ -216,6 +224,8 @@ class WebSocketSource(LiveSource):
 
     def handle(self, kind: Literal["text", "binary"], data: str | bytes) -> None:
         """One server message (the reader calls this; so does the message fuzz suite)."""
+        if self._ended:
+            return  # after the episode's end nothing more is reported
         try:
             if isinstance(data, str):
                 incoming = read_text(data, self.profile)
@@ -250,7 +260,9 @@ class WebSocketSource(LiveSource):
 
     def _session_started(self) -> bool:
         """The server took the session: it answered configure (``[ready]``), or, with no such
-        answer in the profile, sent a frame."""
+        answer in the profile, sent a frame; either way, keys went out."""
+        if self.log.keys_sent:
+            return True
         if self.profile.ready is not None:
             return self._ready.is_set()
         return self._n > 0
