@@ -58,6 +58,8 @@ class Received:
     image_sha256: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)
+    t_start: float = field(default_factory=time.monotonic)
+    t_end: float | None = None
 
 
 class View:
@@ -210,6 +212,7 @@ def worldfoundry_case_app(
                     record.keys.append(held["key"])
         finally:
             player.cancel()
+            record.t_end = time.monotonic()
         return ws
 
     app = web.Application(client_max_size=64 * 1024**2)

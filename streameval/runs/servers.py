@@ -1,0 +1,114 @@
+"""One model served on several servers: the cases handed out as servers free up.
+
+A lab serves one model on several GPUs, one session each. ``dispatch`` runs a list of jobs
+over a list of openers (one per server): each server runs one job at a time, the next job in
+order goes to whichever server frees up first, and no more than ``max_sessions`` run at once
+(the evaluator's own cores: every session is decoded and perceived here). Each job runs
+once; a job that fails is its own outcome (``run_job`` reports bad input and keeps an
+incomplete episode), never a reason to run it again elsewhere.
+
+``EpisodeJob.open_source`` takes no argument (the case runner builds it once per case), so the
+server a job runs on is the dispatcher's choice at the moment it starts: ``ServerChoice`` is
+an ``open_for_case`` over several servers' openers that opens on the server of the task it
+runs in, which ``run_jobs_on_servers`` sets (``SERVER_SLOT``, a context variable: each
+server's worker task has its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar
+
+from streameval.core.parallel import available_cores
+
+if TYPE_CHECKING:
+    from streameval.core.observers import EpisodeObserver
+    from streameval.engine.config import PipelineConfig
+    from streameval.runs.jobs import EpisodeJob, JobsReport
+
+J = TypeVar("J")
+Opener = TypeVar("Opener")
+P = ParamSpec("P")
+S = TypeVar("S")
+
+CORES_PER_SESSION = 1.0
+"""Evaluator cores one live 16 fps session takes (receive, decode, perception at the
+pipeline's rates, and its share of scoring between cases): ``max_sessions`` defaults to the
+cores available (``tests/runs/test_servers.py`` measures a session's CPU share)."""
+
+SERVER_SLOT: contextvars.ContextVar[int] = contextvars.ContextVar("server_slot", default=0)
+"""The index of the server the current task's job runs on (``ServerChoice`` reads it)."""
+
+
+def default_max_sessions(cores: int | None = None) -> int:
+    """How many sessions one evaluator runs at once: its cores over ``CORES_PER_SESSION``,
+    at least one."""
+    cores = available_cores() if cores is None else cores
+    return max(1, int(cores / CORES_PER_SESSION))
+
+
+async def dispatch(
+    jobs: Sequence[J],
+    openers: Sequence[Opener],
+    run_one: Callable[[J, Opener], Awaitable[None]],
+    *,
+    max_sessions: int | None = None,
+) -> None:
+    """Run every job once, each with one of ``openers``: one job per opener at a time, jobs
+    handed out in order as openers free up, at most ``max_sessions`` at once (default: the
+    number of openers; fewer openers are used when it is lower). An exception from
+    ``run_one`` cancels the rest (a Ctrl-C, say: each running episode ends incomplete)."""
+    if not openers:
+        raise ValueError("dispatch needs at least one opener")
+    limit = len(openers) if max_sessions is None else max(1, min(max_sessions, len(openers)))
+    queue: Iterator[J] = iter(jobs)
+
+    async def worker(slot: int, opener: Opener) -> None:
+        SERVER_SLOT.set(slot)  # this task's own context: the jobs it runs open on ``opener``
+        for job in queue:  # shared: the next job goes to the first worker that asks
+            await run_one(job, opener)
+
+    async with asyncio.TaskGroup() as group:
+        for slot, opener in enumerate(openers[:limit]):
+            group.create_task(worker(slot, opener), name=f"server-{slot}")
+
+
+class ServerChoice(Generic[P, S]):
+    """An opener over several servers' openers: called in a task that ``dispatch`` runs, it
+    opens on that task's server (``SERVER_SLOT``); elsewhere on the first."""
+
+    def __init__(self, openers: Sequence[Callable[P, S]]) -> None:
+        if not openers:
+            raise ValueError("ServerChoice needs at least one opener")
+        self.openers = list(openers)
+
+    def __len__(self) -> int:
+        return len(self.openers)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> S:
+        return self.openers[SERVER_SLOT.get() % len(self.openers)](*args, **kwargs)
+
+
+async def run_jobs_on_servers(
+    jobs: list[EpisodeJob],
+    servers: int,
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    *,
+    max_sessions: int | None = None,
+) -> JobsReport:
+    """``run_jobs`` over ``servers`` servers at once: the jobs' sources must open through a
+    ``ServerChoice`` of that many openers. ``max_sessions`` defaults to what the evaluator's
+    cores permit (``default_max_sessions``)."""
+    from streameval.runs.jobs import JobsReport, run_job
+
+    report = JobsReport()
+
+    async def run_one(job: EpisodeJob, slot: int) -> None:
+        await run_job(job, config, observers, report)
+
+    limit = default_max_sessions() if max_sessions is None else max_sessions
+    await dispatch(jobs, list(range(servers)), run_one, max_sessions=limit)
+    return report
