@@ -132,6 +132,7 @@ class LiveSource:
         self._server_seen = -1  # the last server frame index seen, before admission
         self._deadline: float | None = None  # wall clock: when the key plan must be done
         self._early_end: str | None = None  # lost before the episode started: ends it at once
+        self.ended_complete = False  # the key plan ran to its end (not lost, not stopped)
         self.conditioning: Conditioning | None = None
         """The benchmark case this session starts from (sources whose profile sends it)."""
 
@@ -369,6 +370,7 @@ class LiveSource:
         if self._ended:
             return
         self._ended = True
+        self.ended_complete = complete
         if self.info is not None:
             self.info.extra["interactivity"].update(self.log.counters())
         for chunk in self.chunks.finish(time.perf_counter()):

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
     from streameval.cases.model import Case
     from streameval.transports.profiles import ServerProfile
+    from streameval.transports.websocket.transport import KeptSocket
 
 OUR_PROTOCOL_TAKES_NO_IMAGE = (
     "our protocol (mqtt://, --lossless) does not carry a case's image: attach the model "
@@ -52,10 +53,12 @@ def open_network_source(
     suite: str,
     options: AttachOptions,
     conditioning: Conditioning | None = None,
+    kept: KeptSocket | None = None,
 ) -> LiveSource:
     """The source for ``url``, chosen by its scheme in ``SCHEMES`` (one table).
     ``conditioning``: the benchmark case the session starts from, sent the way the profile
-    says (docs/serve-formats.md#conditioning-a-case)."""
+    says (docs/serve-formats.md#conditioning-a-case); ``kept``: where a WebSocket whose
+    profile starts cases with ``reset`` is kept from one case to the next."""
     scheme = url.split("://", 1)[0]
     if scheme not in SCHEMES:
         raise BadInputError(url, f"unsupported URL scheme {scheme!r}")
@@ -66,7 +69,7 @@ def open_network_source(
         seconds_per_key=options.seconds_per_key,
         no_frame_timeout_s=options.no_frame_timeout_s,
     )
-    request = _Request(url, keys, episode, suite, live, options, conditioning)
+    request = _Request(url, keys, episode, suite, live, options, conditioning, kept)
     if not scheme.startswith("mqtt"):
         request.key_names(None)  # a bad --key-map is named before the profile is read
     return SCHEMES[scheme](request)
@@ -89,22 +92,46 @@ class CaseDrive(Protocol):
 OpenForCase = Callable[["Case", CaseDrive, "Conditioning"], LiveSource]
 
 
-def network_case_opener(url: str, options: AttachOptions) -> OpenForCase:
-    """``open_for_case`` for a server: each case a new session on ``url``, started from the
-    case (its image, caption and intrinsics, as the profile sends them), named as the case,
-    its keys held ``drive.seconds_per_key`` each."""
+class NetworkCaseOpener:
+    """``open_for_case`` for a server: each case a session on ``url``, started from the case
+    (its image, caption and intrinsics, as the profile sends them), named as the case, its
+    keys held ``drive.seconds_per_key`` each. A case is a new connection, or, for a profile
+    with ``[conditioning] start = "reset"``, the ``reset`` message on the connection the case
+    before left open: ``aclose()`` closes that one when the run is over."""
 
-    def open_for_case(case: Case, drive: CaseDrive, conditioning: Conditioning) -> LiveSource:
+    def __init__(self, url: str, options: AttachOptions) -> None:
+        self.url = url
+        self.options = options
+        self._kept: KeptSocket | None = None
+
+    def __call__(self, case: Case, drive: CaseDrive, conditioning: Conditioning) -> LiveSource:
         return open_network_source(
-            url,
+            self.url,
             tuple(drive.keys),
             episode=case.name,
             suite=drive.suite,
-            options=replace(options, seconds_per_key=drive.seconds_per_key),
+            options=replace(self.options, seconds_per_key=drive.seconds_per_key),
             conditioning=conditioning,
+            kept=self._kept_socket(),
         )
 
-    return open_for_case
+    def _kept_socket(self) -> KeptSocket | None:
+        if self.url.split("://", 1)[0] not in ("ws", "wss"):
+            return None
+        if self._kept is None:
+            from streameval.transports.websocket.transport import KeptSocket
+
+            self._kept = KeptSocket()
+        return self._kept
+
+    async def aclose(self) -> None:
+        if self._kept is not None:
+            await self._kept.close()
+
+
+def network_case_opener(url: str, options: AttachOptions) -> NetworkCaseOpener:
+    """The ``open_for_case`` of the server at ``url`` (``NetworkCaseOpener``)."""
+    return NetworkCaseOpener(url, options)
 
 
 def check_attach_conditioning(
@@ -149,6 +176,7 @@ class _Request:
     live: LiveConfig
     options: AttachOptions
     conditioning: Conditioning | None = None
+    kept: KeptSocket | None = None
 
     def common(self) -> dict[str, object]:
         return {
@@ -195,6 +223,7 @@ def _open_websocket(r: _Request) -> LiveSource:
         key_names=names,
         keys_url=r.options.keys_url,
         conditioning=r.conditioning,
+        kept=r.kept,
         **r.common(),  # type: ignore[arg-type]
     )
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import time
@@ -221,45 +222,75 @@ def worldfoundry_case_app(
     return app
 
 
-def inline_case_app(received: list[Received], *, ignore_image: bool = False) -> web.Application:
+def inline_case_app(
+    received: list[Received], *, ignore_image: bool = False, connections: list[int] | None = None
+) -> web.Application:
+    """A ``start`` message may come again on the same connection: the server starts over from
+    its image (``connections`` counts the connections opened)."""
+
     async def socket(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=16 * 1024**2)
         await ws.prepare(request)
-        first = await ws.receive()
-        body = json.loads(first.data) if first.type == WSMsgType.TEXT else {}
-        record = Received(prompt=body.get("prompt"))
-        record.extra = {k: v for k, v in body.items() if k not in ("input_image_base64", "prompt")}
-        received.append(record)
-        try:
-            data = base64.b64decode(str(body.get("input_image_base64")), validate=True)
-        except ValueError:
-            data = b""
-        image = _decode(data) if data else None
-        if body.get("type") != "start" or image is None:
-            await ws.send_str(json.dumps({"event": "error", "reason": "no input image"}))
-            await ws.close(code=1008, message=b"bad start")
-            return ws
-        record.image_sha256 = hashlib.sha256(data).hexdigest()
-        await ws.send_str(json.dumps({"event": "started"}))
+        if connections is not None:
+            connections.append(len(connections))
         held: dict[str, str] = {}
+        session: dict[str, Any] = {}
 
         async def send(frame: np.ndarray) -> None:
             text = base64.b64encode(_jpeg(frame)).decode()
             await ws.send_str(json.dumps({"event": "frame", "data": text}))
 
-        view = View(own_scene() if ignore_image else image)
-        player = asyncio.create_task(_play(view, held, send, lambda: ws.closed))
+        async def begin(body: dict[str, Any]) -> bool:
+            record = Received(prompt=body.get("prompt"))
+            record.extra = {k: v for k, v in body.items()
+                            if k not in ("input_image_base64", "prompt")}  # fmt: skip
+            received.append(record)
+            try:
+                data = base64.b64decode(str(body.get("input_image_base64")), validate=True)
+            except ValueError:
+                data = b""
+            image = _decode(data) if data else None
+            if image is None:
+                await ws.send_str(json.dumps({"event": "error", "reason": "no input image"}))
+                await ws.close(code=1008, message=b"bad start")
+                return False
+            record.image_sha256 = hashlib.sha256(data).hexdigest()
+            session["record"] = record
+            held.clear()  # the new session waits for its first key
+            await ws.send_str(json.dumps({"event": "started"}))
+            view = View(own_scene() if ignore_image else image)
+            session["player"] = asyncio.create_task(_play(view, held, send, lambda: ws.closed))
+            return True
+
+        async def stop() -> None:
+            player = session.pop("player", None)
+            if player is not None:
+                player.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await player
+
+        first = await ws.receive()
+        body = json.loads(first.data) if first.type == WSMsgType.TEXT else {}
+        if body.get("type") != "start" or not await begin(body):
+            if not ws.closed:
+                await ws.close(code=1008, message=b"expected start")
+            return ws
         try:
             async for msg in ws:
                 if msg.type != WSMsgType.TEXT:
                     continue
-                move = json.loads(msg.data)
-                key = MOVE_DIRS.get(str(move.get("dir")))
-                if move.get("cmd") == "move" and key is not None:
-                    held["key"] = key if move.get("on") else "-"
-                    record.keys.append(held["key"])
+                body = json.loads(msg.data)
+                if body.get("type") == "start":
+                    await stop()
+                    if not await begin(body):
+                        break
+                    continue
+                key = MOVE_DIRS.get(str(body.get("dir")))
+                if body.get("cmd") == "move" and key is not None:
+                    held["key"] = key if body.get("on") else "-"
+                    session["record"].keys.append(held["key"])
         finally:
-            player.cancel()
+            await stop()
         return ws
 
     app = web.Application()
@@ -358,3 +389,17 @@ async def start_app(app: web.Application) -> tuple[web.AppRunner, int]:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+RESET_PROFILE = (
+    INLINE_PROFILE.replace('image = "inline"', 'image = "inline"\nstart = "reset"')
+    + """
+[templates.reset]
+type = "start"
+input_image_base64 = "{image_base64}"
+prompt = "{prompt}"
+case = "{case}"
+again = true
+"""
+)
+"""The inline server kept open across cases: each case after the first is a ``reset``."""

@@ -35,6 +35,7 @@ from tests.cases.arena_synth import write_arena
 from tests.transports.case_servers import (
     INLINE_PROFILE,
     PATH_PROFILE,
+    RESET_PROFILE,
     Received,
     inline_case_app,
     start_app,
@@ -273,3 +274,39 @@ def test_the_inline_profile_sends_the_file_bytes_as_base64(arena: Path) -> None:
     case = load_cases(arena).cases[0]
     values = Conditioning(case).values()
     assert base64.b64decode(values["image_base64"]) == Path(str(case.image_path)).read_bytes()
+
+
+def test_reset_on_the_same_connection_starts_each_case_after_the_first(
+    arena: Path, tmp_path: Path
+) -> None:
+    """``start = "reset"``: one connection; the first case configures it, each next case
+    sends the profile's ``reset`` with its own image, and starts from it."""
+    profile = tmp_path / "reset.toml"
+    profile.write_text(RESET_PROFILE)
+    cases = load_cases(arena, sets="third_view/style").cases[:3]
+    received: list[Received] = []
+    connections: list[int] = []
+
+    async def body(port: int) -> list[Ran]:
+        opener = network_case_opener(f"ws://127.0.0.1:{port}/play", _options(str(profile)))
+        out = []
+        try:
+            for case in cases:
+                drive = Drive(tuple(case.keys or ""), SECONDS_PER_KEY, case.suite)
+                source = opener(case, drive, Conditioning(case))
+                await source.connect()
+                first = FirstFrame()
+                outcome = await run_episode(source, config=CONFIG, observers=[first])
+                out.append(Ran(case, outcome, first.image))
+        finally:
+            await opener.aclose()
+        return out
+
+    ran = _serve(lambda: inline_case_app(received, connections=connections), body)
+    assert connections == [0]  # one connection for the three cases
+    assert [("again" in got.extra) for got in received] == [False, True, True]
+    for r, got in zip(ran, received, strict=True):
+        assert r.outcome.complete, r.reason
+        assert got.image_sha256 == _sha(r.case) and got.prompt == r.case.prompt
+        assert got.extra["case"] == r.case.key
+        assert r.similarity() >= HONOURED_SIMILARITY, r.case.key

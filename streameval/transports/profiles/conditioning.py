@@ -188,10 +188,14 @@ async def send_start(
     conditioning: Conditioning | None,
     server_url: str,
     session: Any | None = None,
+    *,
+    kept: bool = False,
 ) -> None:
     """Start the session on ``channel``: upload the case image when the profile says so
-    (on ``session``, or a session of its own), then send ``configure`` with the case's
-    values. ``CaseRefused`` / ``ConnectionError``: the server would not take it."""
+    (on ``session``, or a session of its own), then send the start template with the case's
+    values: ``configure`` on a new connection (``reset`` when the profile has no configure),
+    ``reset`` on a connection ``kept`` from the case before (``start = "reset"``).
+    ``CaseRefused`` / ``ConnectionError``: the server would not take it."""
     profile = channel.profile
     upload = profile.conditioning.image == "upload"
     if conditioning is not None and upload and conditioning.has_image:
@@ -204,7 +208,15 @@ async def send_start(
             async with aiohttp.ClientSession() as own:
                 path = await upload_image(own, profile, server_url, conditioning, values)
         channel.case_values = {**values, "image_path": path}
-    await channel.start()
+    await channel.start(start_template(profile, kept=kept))
+
+
+def start_template(profile: ServerProfile, *, kept: bool) -> str:
+    """The template that starts a session: ``reset`` on a kept connection, else
+    ``configure`` (``reset`` for a ``start = "reset"`` profile that has no configure)."""
+    if kept or (profile.conditioning.start == "reset" and "configure" not in profile.templates):
+        return "reset"
+    return "configure"
 
 
 def sends_case(profile: ServerProfile | None, conditioning: Conditioning | None) -> bool:

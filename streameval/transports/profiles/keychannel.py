@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from streameval.cases.conditioning import PLACEHOLDERS as _CASE_PLACEHOLDERS
 from streameval.constants import DEFAULT_FPS
 from streameval.core.tasks import cancel_and_wait
 from streameval.transports.profiles import ServerProfile
-from streameval.transports.profiles.templates import CASE_PLACEHOLDERS as _CASE_PLACEHOLDERS
 from streameval.transports.profiles.templates import TemplateError, encode, render
 
 if TYPE_CHECKING:
@@ -225,8 +225,8 @@ class KeyChannel:
     def check(self, keys: tuple[str, ...]) -> None:
         """Render every template for every key of the episode before it starts: a key whose
         name has no keyCode is bad input now, not a lost episode later."""
-        for template in (t for t in ("configure", "reset") if t in self.profile.templates):
-            self.message(template, None)  # once: a case's image may be megabytes of base64
+        for start in (t for t in ("configure", "reset") if t in self.profile.templates):
+            self.message(start, None)  # once: a case's image may be megabytes of base64
         for template in (t for t in KEY_TEMPLATES if t in self.profile.templates):
             targets: set[str | None] = set(keys) or {None}
             for key in targets:
@@ -244,11 +244,11 @@ class KeyChannel:
 
     # ------------------------------------------------------------ what the source calls
 
-    async def start(self) -> None:
-        """Send ``configure`` (if the profile has one; with a case's values when
-        ``case_values`` is set) and start the heartbeat."""
-        if "configure" in self.profile.templates:
-            await self._send(self.message("configure", None))
+    async def start(self, template: str = "configure") -> None:
+        """Send ``template`` (``configure``, or ``reset`` on a kept connection; if the profile
+        has it; with a case's values when ``case_values`` is set) and start the heartbeat."""
+        if template in self.profile.templates:
+            await self._send(self.message(template, None))
         if self.profile.keys.heartbeat_s:
             self._heartbeat = asyncio.create_task(self._beat(self.profile.keys.heartbeat_s))
 

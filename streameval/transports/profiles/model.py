@@ -498,6 +498,10 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         conditioning=_conditioning(top),
     )
     top.done()
+    if profile.conditioning.start == "reset" and transports != ("ws",):
+        raise top.fail(
+            "conditioning.start", "'reset' keeps a WebSocket open across cases: transport = 'ws'"
+        )
     _check_conditioning(top, profile.conditioning, profile.templates)
     if keys.channel == "datachannel" and "webrtc" not in transports:
         raise top.fail("keys.channel", "a data channel needs transport = 'webrtc'")

@@ -103,9 +103,12 @@ class WebSocketSource(LiveSource):
         keys_url: str | None = None,
         fps: float | None = None,
         conditioning: Conditioning | None = None,
+        kept: KeptSocket | None = None,
     ) -> None:
         super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
         self.conditioning = conditioning
+        self.kept = kept if profile.conditioning.start == "reset" else None
+        self.reused = False  # this session's socket was kept from the case before
         self.profile = profile
         self.key_names = key_names
         self.keys_url = keys_url
@@ -119,29 +122,25 @@ class WebSocketSource(LiveSource):
         self.t_open: float | None = None
 
     async def open_transport(self) -> ServerInfo:
-        import aiohttp
-
-        self._session = aiohttp.ClientSession()
-        try:
-            self._ws = await self._session.ws_connect(
-                self.url,
-                max_msg_size=self.profile.frames.max_message_bytes,
-                autoping=True,
-                heartbeat=None,
-            )
-        except aiohttp.WSServerHandshakeError as exc:
-            raise BadInputError(self.url, f"not a WebSocket endpoint: HTTP {exc.status}") from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise BadInputError(self.url, f"server unreachable: {exc}") from None
+        if self.kept is not None and self.kept.usable():
+            self._session, self._ws, self._keys_ws = self.kept.take()
+            self.reused = True
+        else:
+            if self.kept is not None:
+                await self.kept.close()  # a socket the case before lost: a new one
+            await self._connect()
         out: KeyOut = WsOut(self._ws)
         if self.profile.keys.channel == "keys-url":
             if not self.keys_url:
                 raise BadInputError(
                     self.url, f"profile {self.profile.name!r} sends keys to --keys-url URL"
                 )
-            out, self._keys_ws = await open_keys_url(
-                self._session, self.keys_url, self.profile.frames.max_message_bytes
-            )
+            if self._keys_ws is not None:
+                out = WsOut(self._keys_ws)
+            else:
+                out, self._keys_ws = await open_keys_url(
+                    self._session, self.keys_url, self.profile.frames.max_message_bytes
+                )
         fps = self.fps_hint or self.profile.fps or DEFAULT_FPS
         self.channel = KeyChannel(
             self.profile, self.key_names, out, fps=fps, episode=self.episode, on_lost=self.lost
@@ -158,9 +157,25 @@ class WebSocketSource(LiveSource):
         host = urlsplit(self.url).hostname or "remote"
         return ServerInfo(host, fps)
 
+    async def _connect(self) -> None:
+        import aiohttp
+
+        self._session = aiohttp.ClientSession()
+        try:
+            self._ws = await self._session.ws_connect(
+                self.url,
+                max_msg_size=self.profile.frames.max_message_bytes,
+                autoping=True,
+                heartbeat=None,
+            )
+        except aiohttp.WSServerHandshakeError as exc:
+            raise BadInputError(self.url, f"not a WebSocket endpoint: HTTP {exc.status}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise BadInputError(self.url, f"server unreachable: {exc}") from None
+
     async def start_session(self) -> None:
         assert self.channel is not None
-        await send_start(self.channel, self.conditioning, self.url, self._session)
+        await send_start(self.channel, self.conditioning, self.url, self._session, kept=self.reused)
 
     @property
     def sends_conditioning(self) -> bool:
@@ -302,6 +317,12 @@ class WebSocketSource(LiveSource):
     async def close_transport(self) -> None:
         if self.channel is not None:
             await self.channel.close()
+        open_ = self._ws is not None and not self._ws.closed
+        if self.kept is not None and self.ended_complete and open_:
+            # the next case resets on this socket (our reader is gone: base.close cancelled it)
+            self.kept.keep(self._session, self._ws, self._keys_ws)
+            self._session = self._ws = self._keys_ws = None
+            return
         for ws in (self._keys_ws, self._ws):
             if ws is not None:
                 with contextlib.suppress(Exception):
@@ -309,3 +330,35 @@ class WebSocketSource(LiveSource):
         if self._session is not None:
             with contextlib.suppress(Exception):
                 await self._session.close()
+
+
+class KeptSocket:
+    """A WebSocket kept open from one case to the next (``[conditioning] start = "reset"``):
+    a case that ended complete leaves its socket here, the next one takes it and sends the
+    profile's ``reset``; a case that ended otherwise closes it, and the next one connects
+    again. The owner (the case opener) closes it when the run is over."""
+
+    def __init__(self) -> None:
+        self._parts: tuple[Any, Any, Any] | None = None
+
+    def usable(self) -> bool:
+        return self._parts is not None and not self._parts[1].closed
+
+    def keep(self, session: Any, ws: Any, keys_ws: Any) -> None:
+        self._parts = (session, ws, keys_ws)
+
+    def take(self) -> tuple[Any, Any, Any]:
+        assert self._parts is not None
+        parts, self._parts = self._parts, None
+        return parts
+
+    async def close(self) -> None:
+        if self._parts is None:
+            return
+        session, ws, keys_ws = self.take()
+        for socket in (keys_ws, ws):
+            if socket is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(socket.close(), 2.0)
+        with contextlib.suppress(Exception):
+            await session.close()

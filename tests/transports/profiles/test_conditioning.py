@@ -73,6 +73,13 @@ def test_the_worldfoundry_built_in_uploads_and_names_the_image_and_the_caption()
         (('image = "inline"', 'image = "inline"\nupload_url = "/up"'), "only with image = 'up"),
         (('image = "inline"', 'image = "inline"\nbogus = 1'), "conditioning: unknown field bogus"),
         (('image = "inline"', 'image = "path"'), "'path' but templates.configure holds no"),
+        (
+            (
+                'transport = "ws"\n[conditioning]',
+                'transport = "mjpeg"\n[conditioning]\nstart = "reset"',
+            ),
+            "conditioning.start: 'reset' keeps a WebSocket open",
+        ),
     ],
 )
 def test_a_bad_conditioning_table_is_one_line(edit: tuple[str, str], problem: str) -> None:
@@ -80,6 +87,18 @@ def test_a_bad_conditioning_table_is_one_line(edit: tuple[str, str], problem: st
         parse_profile(INLINE.replace(*edit), "mine.toml")
     assert str(info.value).startswith("mine.toml: ") and problem in str(info.value), info.value
     assert "\n" not in str(info.value)
+
+
+def test_a_reset_profile_sends_reset_on_a_kept_connection() -> None:
+    from streameval.transports.profiles.conditioning import start_template
+
+    text = INLINE.replace('image = "inline"', 'image = "inline"\nstart = "reset"')
+    with_configure = parse_profile(text + '[templates.reset]\nimg = "{image_base64}"\n', "r.toml")
+    assert start_template(with_configure, kept=False) == "configure"
+    assert start_template(with_configure, kept=True) == "reset"
+    only_reset = parse_profile(text.replace("[templates.configure]", "[templates.reset]"), "r.toml")
+    assert start_template(only_reset, kept=False) == "reset"
+    assert start_template(load_profile("worldfoundry"), kept=False) == "configure"
 
 
 def test_an_upload_url_is_a_path_on_the_server_or_a_url() -> None:
