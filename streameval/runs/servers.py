@@ -4,8 +4,9 @@ A lab serves one model on several GPUs, one session each. ``dispatch`` runs a li
 over a list of openers (one per server): each server runs one job at a time, the next job in
 order goes to whichever server frees up first, and no more than ``max_sessions`` run at once
 (the evaluator's own cores: every session is decoded and perceived here). Each job runs
-once; a job that fails is its own outcome (``run_job`` reports bad input and keeps an
-incomplete episode), never a reason to run it again elsewhere.
+once; a job that fails is its own outcome (an incomplete episode, a refused case), never run
+again elsewhere — except a job its server could not even start (unreachable): that server
+is retired and the job goes to another, while another is left.
 
 ``EpisodeJob.open_source`` takes no argument (the case runner builds it once per case), so the
 server a job runs on is the dispatcher's choice at the moment it starts: ``ServerChoice`` is
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar
 
 from streameval.core.parallel import available_cores
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     from streameval.engine.config import PipelineConfig
     from streameval.runs.jobs import EpisodeJob, JobsReport
 
+log = logging.getLogger(__name__)
 J = TypeVar("J")
 Opener = TypeVar("Opener")
 P = ParamSpec("P")
@@ -52,23 +56,33 @@ def default_max_sessions(cores: int | None = None) -> int:
 async def dispatch(
     jobs: Sequence[J],
     openers: Sequence[Opener],
-    run_one: Callable[[J, Opener], Awaitable[None]],
+    run_one: Callable[[J, Opener, bool], Awaitable[bool | None]],
     *,
     max_sessions: int | None = None,
 ) -> None:
     """Run every job once, each with one of ``openers``: one job per opener at a time, jobs
     handed out in order as openers free up, at most ``max_sessions`` at once (default: the
-    number of openers; fewer openers are used when it is lower). An exception from
-    ``run_one`` cancels the rest (a Ctrl-C, say: each running episode ends incomplete)."""
+    number of openers; fewer openers are used when it is lower).
+
+    ``run_one(job, opener, last)`` returns False when the opener could not even start the job
+    (an unreachable server): unless it is the ``last`` opener still working, it is retired and
+    the job goes back to the front of the queue for the others — a dead server must not
+    take every case as fast as it can refuse them. An exception from ``run_one`` cancels the
+    rest (a Ctrl-C, say: each running episode ends incomplete)."""
     if not openers:
         raise ValueError("dispatch needs at least one opener")
     limit = len(openers) if max_sessions is None else max(1, min(max_sessions, len(openers)))
-    queue: Iterator[J] = iter(jobs)
+    queue: deque[J] = deque(jobs)
+    working = {"n": limit}
 
     async def worker(slot: int, opener: Opener) -> None:
         SERVER_SLOT.set(slot)  # this task's own context: the jobs it runs open on ``opener``
-        for job in queue:  # shared: the next job goes to the first worker that asks
-            await run_one(job, opener)
+        while queue:  # shared: the next job goes to the first worker that asks
+            job = queue.popleft()
+            if await run_one(job, opener, working["n"] == 1) is False and working["n"] > 1:
+                queue.appendleft(job)
+                working["n"] -= 1
+                return
 
     async with asyncio.TaskGroup() as group:
         for slot, opener in enumerate(openers[:limit]):
@@ -106,8 +120,15 @@ async def run_jobs_on_servers(
 
     report = JobsReport()
 
-    async def run_one(job: EpisodeJob, slot: int) -> None:
+    async def run_one(job: EpisodeJob, slot: int, last: bool) -> bool:
+        before = (len(report.outcomes), len(report.bad_input))
         await run_job(job, config, observers, report)
+        started = len(report.outcomes) > before[0] or len(report.bad_input) == before[1]
+        if not started and not last:  # its server refused to start it: another one will
+            line = report.bad_input.pop()
+            log.warning("server %d retired, its cases go to the others: %s", slot, line)
+            return False
+        return True
 
     limit = default_max_sessions() if max_sessions is None else max_sessions
     await dispatch(jobs, list(range(servers)), run_one, max_sessions=limit)

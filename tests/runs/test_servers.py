@@ -35,7 +35,7 @@ def _run(jobs: list[float], openers: list[str], max_sessions: int | None = None)
     """Jobs that sleep their value; what ran where and when."""
     log: list[tuple[str, int, float, float, int]] = []
 
-    async def run_one(job: int, opener: str) -> None:
+    async def run_one(job: int, opener: str, last: bool) -> None:
         start = time.monotonic()
         await asyncio.sleep(jobs[job])
         log.append((opener, job, start, time.monotonic(), SERVER_SLOT.get()))
@@ -69,7 +69,7 @@ def test_max_sessions_bounds_the_servers_used() -> None:
 
 
 def test_a_failure_cancels_the_rest() -> None:
-    async def run_one(job: int, opener: str) -> None:
+    async def run_one(job: int, opener: str, last: bool) -> None:
         if job == 1:
             raise RuntimeError("boom")
         await asyncio.sleep(5)
@@ -79,12 +79,33 @@ def test_a_failure_cancels_the_rest() -> None:
     assert info.group_contains(RuntimeError, match="boom")
 
 
+def test_a_server_that_cannot_start_a_job_is_retired_while_others_are_left() -> None:
+    ran: list[tuple[str, int]] = []
+    refused: list[tuple[str, int, bool]] = []
+
+    async def run_one(job: int, opener: str, last: bool) -> bool:
+        await asyncio.sleep(0.01)
+        if opener in ("dead", "dead2"):
+            refused.append((opener, job, last))
+            return False
+        ran.append((opener, job))
+        return True
+
+    asyncio.run(dispatch(range(5), ["ok", "dead", "dead2"], run_one))
+    assert sorted(job for _, job in ran) == [0, 1, 2, 3, 4]  # each once, on the live one
+    assert {o for o, _ in ran} == {"ok"} and len(refused) == 2  # one try each, then retired
+    ran.clear()
+    refused.clear()
+    asyncio.run(dispatch(range(3), ["dead"], run_one))  # the last one: every job its turn
+    assert refused == [("dead", 0, True), ("dead", 1, True), ("dead", 2, True)]
+
+
 def test_server_choice_opens_on_the_task_server() -> None:
     choice = ServerChoice([lambda x: f"a:{x}", lambda x: f"b:{x}"])
     assert choice(1) == "a:1" and len(choice) == 2
     seen: list[str] = []
 
-    async def run_one(job: int, slot: int) -> None:
+    async def run_one(job: int, slot: int, last: bool) -> None:
         await asyncio.sleep(0.01 * (job + 1))
         seen.append(choice(job))
 
@@ -150,3 +171,34 @@ def test_two_servers_share_the_cases_one_session_each_at_a_time(tmp_path: Path) 
     per_second = cpu / seconds
     print(f"5 cases on 2 servers: wall {wall:.1f} s, {seconds:.1f} s of video, "
           f"evaluator+servers CPU {cpu:.1f} s ({per_second:.2f} s per video second)")  # fmt: skip
+
+
+def test_an_unreachable_server_is_retired_and_its_case_runs_on_the_other(tmp_path: Path) -> None:
+    from tests.transports.conftest import free_port
+
+    cases = load_cases(write_arena(tmp_path / "arena"), sets="first_view/real", images="1")
+    received: list[Received] = []
+
+    async def main() -> object:
+        runner, port = await start_app(worldfoundry_case_app(tmp_path / "up", received))
+        options = AttachOptions(clock=None, seconds_per_key=0.5, profile="worldfoundry")
+        urls = [f"ws://127.0.0.1:{free_port()}/api/realtime/ws",  # nobody listens there
+                f"ws://127.0.0.1:{port}/api/realtime/ws"]  # fmt: skip
+        choice = ServerChoice([network_case_opener(url, options) for url in urls])
+
+        def job(case: Case) -> EpisodeJob:
+            drive = Drive(tuple(case.keys or ""), 0.5, case.suite)
+            return EpisodeJob(
+                case.name, lambda: choice(case, drive, Conditioning(case)), tmp_path / case.name
+            )
+
+        try:
+            return await run_jobs_on_servers([job(c) for c in cases], 2, CONFIG, [])
+        finally:
+            await runner.cleanup()
+
+    report = asyncio.run(main())
+    assert report.bad_input == []  # type: ignore[attr-defined]
+    outcomes = report.outcomes  # type: ignore[attr-defined]
+    assert sorted(o.info.episode for o in outcomes) == ["001_002", "001_005"]
+    assert all(o.complete for o in outcomes) and len(received) == 2
