@@ -38,9 +38,12 @@ P = ParamSpec("P")
 S = TypeVar("S")
 
 CORES_PER_SESSION = 1.0
-"""Evaluator cores one live 16 fps session takes (receive, decode, perception at the
-pipeline's rates, and its share of scoring between cases): ``max_sessions`` defaults to the
-cores available (``tests/runs/test_servers.py`` measures a session's CPU share)."""
+"""Evaluator cores one live 16 fps session is given. Measured on the 2-core development
+machine (servers in processes of their own, 640×352 JPEG frames): the live part — receive,
+decode, perception at the pipeline's rates — took 0.29–0.34 CPU seconds per second of video
+for 1, 2 and 4 sessions at once; each case's end then scores its episode (cut detection,
+the fits) in a burst while the other servers stream on. One core per session leaves that
+burst room, so ``max_sessions`` defaults to the cores available."""
 
 SERVER_SLOT: contextvars.ContextVar[int] = contextvars.ContextVar("server_slot", default=0)
 """The index of the server the current task's job runs on (``ServerChoice`` reads it)."""
