@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from streameval.constants import DEFAULT_FPS
 from streameval.core.events import (
@@ -50,6 +50,9 @@ from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
+
+if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
 
 Clock = Literal["wall", "video"]
 STEP_WINDOW = 4
@@ -129,6 +132,10 @@ class LiveSource:
         self.last_refused: str | None = None
         self._server_seen = -1  # the last server frame index seen, before admission
         self._deadline: float | None = None  # wall clock: when the key plan must be done
+        self._early_end: str | None = None  # lost before the episode started: ends it at once
+        self.ended_complete = False  # the key plan ran to its end (not lost, not stopped)
+        self.conditioning: Conditioning | None = None
+        """The benchmark case this session starts from (sources whose profile sends it)."""
 
     # ------------------------------------------------------------ transport hooks
 
@@ -151,9 +158,22 @@ class LiveSource:
         """``request`` mode: ask for every chunk of the key plan, then end the episode."""
         raise NotImplementedError
 
+    async def start_session(self) -> None:
+        """Stream mode, before the first key: send what starts the session (a profile's
+        ``configure``, with a benchmark case's image and caption when ``conditioning`` is
+        set); raise ``ConnectionError`` (``CaseRefused``) with the server's words when it
+        would not take it. Here, not in ``open_transport``: a refused case is that episode
+        incomplete, the run goes on; an unreachable server is bad input before any."""
+
     async def wait_ready(self) -> None:
         """Stream mode: wait for the server's answer to the session setup before the first
         key; raise ``ConnectionError`` with the reason when it does not come."""
+
+    @property
+    def sends_conditioning(self) -> bool:
+        """Whether this session sends its case's start (a profile whose start template
+        takes it); False without a case."""
+        return False
 
     def on_chunk_closed(self) -> None:
         """A chunk boundary passed (press/pose profiles press again here)."""
@@ -246,7 +266,11 @@ class LiveSource:
         self._report("malformed", f"{self.url}: {problem}")
 
     def lost(self, reason: str) -> None:
-        """The session cannot go on: end the episode now, incomplete, keeping what came."""
+        """The session cannot go on: end the episode now, incomplete, keeping what came
+        (before it started: as soon as it starts, so its end follows its start)."""
+        if self.info is None and not self._ended:
+            self._early_end = self._early_end or reason
+            return
         self._finish(complete=False, reason=reason)
 
     # ------------------------------------------------------------ Source interface
@@ -287,9 +311,14 @@ class LiveSource:
                 },
             },
         )
+        if self.conditioning is not None:
+            self.info.extra["case"] = self.conditioning.case.record()
         self.chunks = ChunkLog(fps, from_server=self.chunks_from_server)
         self._events.put_nowait(EpisodeStart(self.info))
         self._started = True
+        if self._early_end is not None:
+            self._finish(complete=False, reason=self._early_end)
+            return
         drivers = {"step": self._drive_steps, "stream": self._drive_stream}
         driver = drivers.get(self.mode, self.drive_requests)
         self._tasks.append(asyncio.create_task(driver()))
@@ -348,6 +377,7 @@ class LiveSource:
         if self._ended:
             return
         self._ended = True
+        self.ended_complete = complete
         if self.info is not None:
             self.info.extra["interactivity"].update(self.log.counters())
         for chunk in self.chunks.finish(time.perf_counter()):
@@ -407,6 +437,7 @@ class LiveSource:
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
             try:
+                await self.start_session()
                 await self.wait_ready()
             except ConnectionError as exc:
                 self.lost(str(exc))

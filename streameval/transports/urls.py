@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Protocol
 
 from streameval.errors import BadInputError
 from streameval.protocol.wire import WireError, parse_key_map
 from streameval.transports.base import Clock, LiveConfig, LiveSource
 
 if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
+    from streameval.cases.model import Case
     from streameval.transports.profiles import ServerProfile
+    from streameval.transports.websocket.transport import KeptSocket
+
+OUR_PROTOCOL_TAKES_NO_IMAGE = (
+    "our protocol (mqtt://, --lossless) does not carry a case's image: attach the model "
+    "in process (python:...) or serve it with a profile that sends the image"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +51,19 @@ def default_clock(url: str, lossless: bool) -> Clock:
 
 
 def open_network_source(
-    url: str, keys: tuple[str, ...], *, episode: str, suite: str, options: AttachOptions
+    url: str,
+    keys: tuple[str, ...],
+    *,
+    episode: str,
+    suite: str,
+    options: AttachOptions,
+    conditioning: Conditioning | None = None,
+    kept: KeptSocket | None = None,
 ) -> LiveSource:
-    """The source for ``url``, chosen by its scheme in ``SCHEMES`` (one table)."""
+    """The source for ``url``, chosen by its scheme in ``SCHEMES`` (one table).
+    ``conditioning``: the benchmark case the session starts from, sent the way the profile
+    says (docs/serve-formats.md#conditioning-a-case); ``kept``: where a WebSocket whose
+    profile starts cases with ``reset`` is kept from one case to the next."""
     scheme = url_scheme(url)
     if scheme not in SCHEMES:
         raise BadInputError(url, f"unsupported URL scheme {scheme!r}")
@@ -56,10 +74,100 @@ def open_network_source(
         seconds_per_key=options.seconds_per_key,
         no_frame_timeout_s=options.no_frame_timeout_s,
     )
-    request = _Request(url, keys, episode, suite, live, options)
+    request = _Request(url, keys, episode, suite, live, options, conditioning, kept)
     if not scheme.startswith("mqtt"):
         request.key_names(None)  # a bad --key-map is named before the profile is read
     return SCHEMES[scheme](request)
+
+
+class CaseDrive(Protocol):
+    """How a case is driven (the case runner's ``CaseDrive``): its keys, how long each is held, its
+    suite."""
+
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def seconds_per_key(self) -> float: ...
+
+    @property
+    def suite(self) -> str: ...
+
+
+OpenForCase = Callable[["Case", CaseDrive, "Conditioning"], LiveSource]
+
+
+class NetworkCaseOpener:
+    """``open_for_case`` for a server: each case a session on ``url``, started from the case
+    (its image, caption and intrinsics, as the profile sends them), named as the case, its
+    keys held ``drive.seconds_per_key`` each. A case is a new connection, or, for a profile
+    with ``[conditioning] start = "reset"``, the ``reset`` message on the connection the case
+    before left open: ``aclose()`` closes that one when the run is over."""
+
+    def __init__(self, url: str, options: AttachOptions) -> None:
+        self.url = url
+        self.options = options
+        self._kept: KeptSocket | None = None
+
+    def __call__(self, case: Case, drive: CaseDrive, conditioning: Conditioning) -> LiveSource:
+        return open_network_source(
+            self.url,
+            tuple(drive.keys),
+            episode=case.name,
+            suite=drive.suite,
+            options=replace(self.options, seconds_per_key=drive.seconds_per_key),
+            conditioning=conditioning,
+            kept=self._kept_socket(),
+        )
+
+    def _kept_socket(self) -> KeptSocket | None:
+        if self.url.split("://", 1)[0] not in ("ws", "wss"):
+            return None
+        if self._kept is None:
+            from streameval.transports.websocket.transport import KeptSocket
+
+            self._kept = KeptSocket()
+        return self._kept
+
+    async def aclose(self) -> None:
+        if self._kept is not None:
+            await self._kept.close()
+
+
+def network_case_opener(url: str, options: AttachOptions) -> NetworkCaseOpener:
+    """The ``open_for_case`` of the server at ``url`` (``NetworkCaseOpener``)."""
+    return NetworkCaseOpener(url, options)
+
+
+def check_attach_conditioning(
+    urls: Sequence[str], options: AttachOptions, cases: Iterable[Case]
+) -> None:
+    """Before any case runs: each server can be sent every case's start. A transport or a
+    profile with no way to send an image, given cases with images, and a profile whose
+    templates do not render for some case, are one ``BadInputError`` line."""
+    from streameval.transports.profiles.conditioning import check_profile_conditioning
+
+    cases = list(cases)
+    images = sum(case.image_path is not None for case in cases)
+    for url in urls:
+        scheme = url.split("://", 1)[0]
+        if scheme not in SCHEMES:
+            raise BadInputError(url, f"unsupported URL scheme {scheme!r}")
+        if scheme.startswith("mqtt") or options.lossless:
+            if images:
+                raise BadInputError(url, OUR_PROTOCOL_TAKES_NO_IMAGE)
+            continue
+        profile = _profile_for(url, options)
+        if profile is None:
+            if images:
+                raise BadInputError(
+                    url,
+                    f"without --profile the public style sends no image, but {images} of the "
+                    f"{len(cases)} cases start from one: give a --profile that sends it "
+                    "(docs/serve-formats.md#conditioning-a-case)",
+                )
+            continue
+        check_profile_conditioning(profile, cases)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +180,8 @@ class _Request:
     suite: str
     live: LiveConfig
     options: AttachOptions
+    conditioning: Conditioning | None = None
+    kept: KeptSocket | None = None
 
     def common(self) -> dict[str, object]:
         return {
@@ -91,12 +201,16 @@ class _Request:
             from streameval.transports.profiles.keychannel import check_templates
 
             names = profile.key_names(_key_map_entries(self.options.key_map))
-            check_templates(profile, names, self.keys)
+            case = self.conditioning.case if self.conditioning is not None else None
+            check_templates(profile, names, self.keys, case)
         return names
 
 
 def _open_mqtt(r: _Request) -> LiveSource:
     from streameval.transports.mqtt.transport import MqttSource
+
+    if r.conditioning is not None and r.conditioning.has_image:
+        raise BadInputError(r.url, OUR_PROTOCOL_TAKES_NO_IMAGE)
 
     return MqttSource(r.url, r.keys, **r.common())  # type: ignore[arg-type]
 
@@ -113,12 +227,17 @@ def _open_websocket(r: _Request) -> LiveSource:
         profile=profile,
         key_names=names,
         keys_url=r.options.keys_url,
+        conditioning=r.conditioning,
+        kept=r.kept,
         **r.common(),  # type: ignore[arg-type]
     )
 
 
 def _open_webrtc(r: _Request) -> LiveSource:
     from streameval.transports.webrtc.transport import WebRTCSource
+
+    if r.options.lossless and r.conditioning is not None and r.conditioning.has_image:
+        raise BadInputError(r.url, OUR_PROTOCOL_TAKES_NO_IMAGE)
 
     profile = _profile_for(r.url, r.options)
     names = r.key_names(profile)
@@ -128,6 +247,7 @@ def _open_webrtc(r: _Request) -> LiveSource:
         key_names=names,
         lossless=r.options.lossless,
         profile=profile,
+        conditioning=r.conditioning,
         **r.common(),  # type: ignore[arg-type]
     )
 
@@ -145,6 +265,7 @@ def _open_mjpeg(r: _Request) -> LiveSource:
         keys_url=r.options.keys_url,
         key_names=names,
         profile=profile,
+        conditioning=r.conditioning,
         **r.common(),  # type: ignore[arg-type]
     )
 

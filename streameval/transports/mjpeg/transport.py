@@ -28,6 +28,7 @@ from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.webrtc.transport import http_url
 
 if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
     from streameval.transports.profiles import ServerProfile
     from streameval.transports.profiles.keychannel import KeyChannel
 
@@ -49,8 +50,10 @@ class MjpegSource(LiveSource):
         fps: float | None = None,
         key_names: dict[str, str] | None = None,
         profile: ServerProfile | None = None,
+        conditioning: Conditioning | None = None,
     ) -> None:
         super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        self.conditioning = conditioning
         self.profile = profile
         self.channel: KeyChannel | None = None
         self._keys_ws: Any = None
@@ -84,6 +87,7 @@ class MjpegSource(LiveSource):
         return ServerInfo(host, fps)
 
     async def _start_profile(self, fps: float) -> None:
+        from streameval.transports.profiles.conditioning import prepare_case
         from streameval.transports.profiles.keychannel import KeyChannel
         from streameval.transports.profiles.templates import TemplateError
         from streameval.transports.websocket.transport import open_keys_url
@@ -95,11 +99,23 @@ class MjpegSource(LiveSource):
         self.channel = KeyChannel(
             self.profile, self.key_names, out, fps=fps, episode=self.episode, on_lost=self.lost
         )
+        prepare_case(self.channel, self.conditioning)
         try:
             self.channel.check(self.keys)
         except TemplateError as exc:
             raise BadInputError(self.profile.path, str(exc)) from None
-        await self.channel.start()
+
+    async def start_session(self) -> None:
+        from streameval.transports.profiles.conditioning import send_start
+
+        if self.channel is not None:
+            await send_start(self.channel, self.conditioning, self.url, self._session)
+
+    @property
+    def sends_conditioning(self) -> bool:
+        from streameval.transports.profiles.conditioning import sends_case
+
+        return sends_case(self.profile, self.conditioning)
 
     def on_chunk_closed(self) -> None:
         if self.channel is not None:

@@ -25,16 +25,22 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from streameval.cases.conditioning import PLACEHOLDERS as _CASE_PLACEHOLDERS
 from streameval.constants import DEFAULT_FPS
 from streameval.core.tasks import cancel_and_wait
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.templates import TemplateError, encode, render
 
+if TYPE_CHECKING:
+    from streameval.cases.model import Case
+
 KeyKind = Literal["keydown", "keyup", "heartbeat"]
+KEY_TEMPLATES = ("keydown", "keyup", "press", "heartbeat")
+CASE_PLACEHOLDERS = frozenset(_CASE_PLACEHOLDERS)
 _PRESS_FALLBACK_CHUNKS = 4.0
 """Press again after this many chunk durations with no boundary seen (a lost press)."""
 SEND_TIMEOUT_S = 10.0
@@ -74,8 +80,9 @@ class HttpPostOut:
             headers={"Content-Type": kind},
             timeout=aiohttp.ClientTimeout(total=SEND_TIMEOUT_S),
         ) as response:
-            if response.status >= 400:
-                raise ConnectionError(f"{self.url}: HTTP {response.status}")
+            if response.status >= 400:  # the server's own words, one line
+                words = " ".join((await response.text(errors="replace")).split())[:300]
+                raise ConnectionError(f"{self.url}: HTTP {response.status} {words}".rstrip())
 
 
 class ChannelOut:
@@ -128,14 +135,23 @@ class _Nowhere:
         raise ConnectionError("not connected")
 
 
-def check_templates(profile: ServerProfile, names: dict[str, str], keys: tuple[str, ...]) -> None:
-    """Every template for every key of the episode, rendered before anything connects: a
-    key whose name has no keyCode (say) is one ``BadInputError`` naming the profile's file."""
+def check_templates(
+    profile: ServerProfile,
+    names: dict[str, str],
+    keys: tuple[str, ...],
+    case: Case | None = None,
+) -> None:
+    """Every template for every key of the episode (and ``case``'s start), rendered before
+    anything connects: a key whose name has no keyCode (say) is one ``BadInputError`` naming
+    the profile's file."""
     from streameval.errors import BadInputError
+    from streameval.transports.profiles.conditioning import case_check_values
 
     channel = KeyChannel(
         profile, names, _Nowhere(), fps=DEFAULT_FPS, episode="check", on_lost=print
     )
+    if case is not None:
+        channel.case_values = case_check_values(case)
     try:
         channel.check(keys)
     except TemplateError as exc:
@@ -169,12 +185,16 @@ class KeyChannel:
         self._heartbeat: asyncio.Task[None] | None = None
         self._chunk = 0
         self._path = PosePath(profile, fps) if profile.keys.semantics == "pose" else None
+        self.case_values: dict[str, Any] | None = None
+        """A benchmark case's placeholder values (``profiles/conditioning.py``); None: no case,
+        and a template's fields that are a case placeholder are left out."""
 
     # ------------------------------------------------------------ rendering
 
     def values(self, key: str | None) -> dict[str, Any]:
         name = self.names.get(key, key) if key else None
         return {
+            **(self.case_values or {}),
             "key": name,
             "keycode": self.profile.keycode(key, name) if key and name else None,
             "timestamp": round(time.time(), 3),
@@ -187,18 +207,27 @@ class KeyChannel:
     def message(self, template: str, key: str | None, **extra: Any) -> str | bytes:
         """One rendered, encoded message; ``TemplateError`` names the template."""
         try:
-            body = render(self.profile.templates[template], {**self.values(key), **extra})
+            optional = CASE_PLACEHOLDERS if self.case_values is None else frozenset()
+            body = render(
+                self.profile.templates[template],
+                {**self.values(key), **extra},
+                optional=optional,
+            )
             return encode(body, self.profile.keys.encoding)
         except TemplateError as exc:
+            hint = ""
+            if self.case_values is None and any(f"{{{p}}}" in str(exc) for p in CASE_PLACEHOLDERS):
+                hint = " (a case's placeholder: run with --cases)"
             raise TemplateError(
-                f"profile {self.profile.name!r}: template {template}: {exc}"
+                f"profile {self.profile.name!r}: template {template}: {exc}{hint}"
             ) from None
 
     def check(self, keys: tuple[str, ...]) -> None:
         """Render every template for every key of the episode before it starts: a key whose
         name has no keyCode is bad input now, not a lost episode later."""
-        kinds = ["configure", "keydown", "keyup", "press", "heartbeat"]
-        for template in (t for t in kinds if t in self.profile.templates):
+        for start in (t for t in ("configure", "reset") if t in self.profile.templates):
+            self.message(start, None)  # once: a case's image may be megabytes of base64
+        for template in (t for t in KEY_TEMPLATES if t in self.profile.templates):
             targets: set[str | None] = set(keys) or {None}
             for key in targets:
                 self.message(template, key)
@@ -215,10 +244,11 @@ class KeyChannel:
 
     # ------------------------------------------------------------ what the source calls
 
-    async def start(self) -> None:
-        """Send ``configure`` (if the profile has one) and start the heartbeat."""
-        if "configure" in self.profile.templates:
-            await self._send(self.message("configure", None))
+    async def start(self, template: str = "configure") -> None:
+        """Send ``template`` (``configure``, or ``reset`` on a kept connection; if the profile
+        has it; with a case's values when ``case_values`` is set) and start the heartbeat."""
+        if template in self.profile.templates:
+            await self._send(self.message(template, None))
         if self.profile.keys.heartbeat_s:
             self._heartbeat = asyncio.create_task(self._beat(self.profile.keys.heartbeat_s))
 

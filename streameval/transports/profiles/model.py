@@ -43,8 +43,10 @@ Semantics = Literal["hold", "press", "pose"]
 FrameEncoding = Literal["binary", "base64", "video-track", "multipart"]
 Codec = Literal["json", "msgpack"]
 KeyChannelKind = Literal["same", "keys-url", "datachannel"]
+ImageMode = Literal["none", "inline", "path", "upload"]
+CaseStart = Literal["connect", "reset"]
 
-TEMPLATE_NAMES = ("configure", "keydown", "keyup", "press", "pose", "heartbeat")
+TEMPLATE_NAMES = ("configure", "reset", "keydown", "keyup", "press", "pose", "heartbeat")
 STAT_NAMES = ("generation_ms", "control_latency_ms", "queue_depth", "dropped_frames")
 MAX_PROFILE_BYTES = 256 * 1024
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -58,7 +60,26 @@ SAMPLE_VALUES: dict[str, Any] = {
     "poses": [[[1.0, 0.0, 0.0, 0.0]] * 4],
     "intrinsics": [[1.0, 0.0, 0.0]] * 3,
     "episode": "episode",
+    # what a case adds (``streameval.cases.conditioning``): a template is checked with these
+    "image_base64": "aGVsbG8=",
+    "image_mime": "image/jpeg",
+    "image_path": "/data/000.jpg",
+    "prompt": "First-person view.",
+    "image_width": 1024,
+    "image_height": 768,
+    "case": "first_view/real/000_001",
+    "seed": 0,
 }
+IMAGE_PLACEHOLDER = {"inline": "image_base64", "path": "image_path", "upload": "image_path"}
+"""How the image goes → the placeholder a start template must hold for it to go at all."""
+CASE_IMAGE_PLACEHOLDERS = (
+    "image_base64",
+    "image_mime",
+    "image_path",
+    "image_width",
+    "image_height",
+)
+"""Placeholders with a value only when the case has an image."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +155,31 @@ class ReadySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ConditioningSpec:
+    """How a case's start reaches the server (docs/serve-formats.md#conditioning-a-case).
+
+    ``image``: ``inline`` (the start template holds ``{image_base64}``), ``path`` (it holds
+    ``{image_path}``, the file as the server sees it: ``--server-path LOCAL=REMOTE``),
+    ``upload`` (the image is POSTed first as ``multipart/form-data`` field ``upload_field`` to
+    ``upload_url``, relative to the server's URL or absolute, and the JSON answer's
+    ``upload_answer`` field, a dotted path, becomes ``{image_path}``), or ``none`` (the
+    server takes no image). ``start``: ``connect`` (a case is one session: a new connection
+    and its ``configure``) or ``reset`` (the ``reset`` template on the same connection)."""
+
+    image: ImageMode = "none"
+    start: CaseStart = "connect"
+    upload_url: str = ""
+    upload_field: str = "file"
+    upload_answer: str = "path"
+    upload_timeout_s: float = 60.0
+
+    @property
+    def template(self) -> str:
+        """The template that starts a case."""
+        return "reset" if self.start == "reset" else "configure"
+
+
+@dataclass(frozen=True, slots=True)
 class ServerProfile:
     name: str
     description: str
@@ -152,6 +198,11 @@ class ServerProfile:
     request: RequestSpec | None = None
     answer: AnswerSpec | None = None
     process: ProcessSpec | None = None
+    conditioning: ConditioningSpec = ConditioningSpec()
+
+    @property
+    def takes_images(self) -> bool:
+        return self.conditioning.image != "none"
 
     def key_names(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """Our key → the server's name (``--key-map`` entries replace the profile's)."""
@@ -350,6 +401,68 @@ def _ready(top: _Fields) -> ReadySpec | None:
     return spec
 
 
+def _error(top: _Fields) -> dict[str, Any]:
+    """``[error]``: which server messages are errors, and the field holding their words."""
+    if "error" not in top.table:
+        return {}
+    s = top.sub("error")
+    out = {"error": _match(s, "match"), "error_field": s.take("field", str, "message")}
+    s.done()
+    return out
+
+
+def _conditioning(top: _Fields) -> ConditioningSpec:
+    s = top.sub("conditioning")
+    spec = ConditioningSpec(
+        image=s.choice("image", ("none", "inline", "path", "upload"), "none"),
+        start=s.choice("start", ("connect", "reset"), "connect"),
+        upload_url=s.take("upload_url", str, ""),
+        upload_field=s.take("upload_field", str, "file"),
+        upload_answer=s.take("upload_answer", str, "path"),
+        upload_timeout_s=float(s.number("upload_timeout_s", 60.0, 0, 3600) or 60.0),
+    )
+    if spec.image == "upload" and not spec.upload_url:
+        raise s.fail("upload_url", "missing: image = 'upload' POSTs the image there")
+    if spec.upload_url and spec.image != "upload":
+        raise s.fail("upload_url", f"only with image = 'upload' (image is {spec.image!r})")
+    url = spec.upload_url
+    if url and not (url.startswith(("http://", "https://", "/"))):
+        raise s.fail("upload_url", f"{url!r}: expected /PATH (on the server's host) or http(s)://")
+    if not spec.upload_field or not spec.upload_answer:
+        raise s.fail("upload_field" if not spec.upload_field else "upload_answer", "empty")
+    s.done()
+    return spec
+
+
+def _check_conditioning(top: _Fields, spec: ConditioningSpec, templates: dict[str, Any]) -> None:
+    """The case start is sendable: its template exists and carries the image the way
+    ``image`` says; an image placeholder with ``image = "none"`` is a profile that would
+    never be sent one (a field left out, not a choice)."""
+    start = spec.template
+    if spec.start == "reset" and "reset" not in templates:
+        raise top.fail("conditioning.start", "'reset' needs [templates.reset]")
+    used = placeholders_in(templates.get(start, {}))
+    if spec.image != "none":
+        needed = IMAGE_PLACEHOLDER[spec.image]
+        if start not in templates:
+            raise top.fail(
+                "conditioning.image", f"{spec.image!r} needs [templates.{start}] to send it in"
+            )
+        if needed not in used:
+            raise top.fail(
+                "conditioning.image",
+                f"{spec.image!r} but templates.{start} holds no {{{needed}}}",
+            )
+    for name, template in templates.items():
+        images = sorted(placeholders_in(template) & set(CASE_IMAGE_PLACEHOLDERS))
+        if images and spec.image == "none":
+            raise top.fail(
+                f"templates.{name}",
+                f"uses {{{images[0]}}} but [conditioning] image is 'none' "
+                "(set it to 'inline', 'path' or 'upload')",
+            )
+
+
 def _templates(top: _Fields, keys: KeySpec, on_demand: bool = False) -> dict[str, Any]:
     s = top.sub("templates")
     out = {name: s.take(name, (dict, list, str)) for name in TEMPLATE_NAMES}
@@ -406,13 +519,19 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         templates=_templates(top, keys, on_demand),
         stats=_stats(top),
         ready=_ready(top),
-        error=_match(top.sub("error"), "match") if "error" in top.table else None,
+        **_error(top),
+        conditioning=_conditioning(top),
         request=read_request(top),
         answer=read_answer(top),
         process=read_process(top),
     )
     top.done()
     _check_on_demand(top, profile)
+    if profile.conditioning.start == "reset" and transports != ("ws",):
+        raise top.fail(
+            "conditioning.start", "'reset' keeps a WebSocket open across cases: transport = 'ws'"
+        )
+    _check_conditioning(top, profile.conditioning, profile.templates)
     if keys.channel == "datachannel" and "webrtc" not in transports:
         raise top.fail("keys.channel", "a data channel needs transport = 'webrtc'")
     return profile

@@ -7,7 +7,9 @@ the value itself with its type (a number stays a number: world-arcade wants ``87
 literal braces. Placeholders (docs/serve-formats.md#writing-a-profile): ``{key}`` the server's
 name of the key, ``{keycode}`` its browser keyCode, ``{timestamp}`` seconds since the epoch,
 ``{speed}``, ``{chunk}`` the chunk number, ``{frames}`` frames per chunk, ``{poses}`` and
-``{intrinsics}`` (pose semantics), ``{episode}``.
+``{intrinsics}`` (pose semantics), ``{episode}``; and what a benchmark case sends
+(``streameval.cases.conditioning``): ``{image_base64}``, ``{image_mime}``, ``{image_path}``,
+``{prompt}``, ``{intrinsics}``, ``{image_width}``, ``{image_height}``, ``{case}``, ``{seed}``.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from typing import Any
 
 import msgpack
 
+from streameval.cases.conditioning import PLACEHOLDERS as CASE_PLACEHOLDERS
 from streameval.errors import InvalidDataError
 
-PLACEHOLDERS = (
+KEY_PLACEHOLDERS = (
     "key",
     "keycode",
     "timestamp",
@@ -32,8 +35,12 @@ PLACEHOLDERS = (
     "intrinsics",
     "episode",
 )
+PLACEHOLDERS = tuple(dict.fromkeys(KEY_PLACEHOLDERS + CASE_PLACEHOLDERS))
+"""Every placeholder a template may hold: the key channel's and a case's (``{intrinsics}`` is
+the pose camera's 3x3 matrix in a ``pose`` template, the case's ``[fx, fy, cx, cy]`` in
+original pixels in every other)."""
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
-_WHOLE = re.compile(r"^\{([a-z_]+)\}$")
+_WHOLE = re.compile(r"^\{([a-z_][a-z0-9_]*)\}$")
 MAX_TEMPLATE_DEPTH = 8
 
 BROWSER_KEYCODES = {"ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39, "ArrowDown": 40, " ": 32}
@@ -67,10 +74,27 @@ def placeholders_in(template: Any, depth: int = 0) -> set[str]:
     return set()
 
 
-def render(template: Any, values: Mapping[str, Any], depth: int = 0) -> Any:
-    """The message: ``template`` with every placeholder replaced by its value."""
+def render(
+    template: Any,
+    values: Mapping[str, Any],
+    depth: int = 0,
+    *,
+    optional: frozenset[str] | set[str] = frozenset(),
+) -> Any:
+    """The message: ``template`` with every placeholder replaced by its value. A table field
+    that is exactly one placeholder named in ``optional`` and without a value is left out
+    (a run without cases sends ``configure`` without the case's fields: the server's
+    defaults, as before cases existed); anywhere else a missing value does not render."""
     if depth > MAX_TEMPLATE_DEPTH:
         raise TemplateError(f"nested deeper than {MAX_TEMPLATE_DEPTH} levels")
+    if isinstance(template, Mapping) and optional:
+        return {
+            str(k): render(v, values, depth + 1, optional=optional)
+            for k, v in template.items()
+            if not _left_out(v, values, optional)
+        }
+    if isinstance(template, list) and optional:
+        return [render(v, values, depth + 1, optional=optional) for v in template]
     if isinstance(template, str):
         whole = _WHOLE.match(template)
         if whole:
@@ -87,6 +111,11 @@ def render(template: Any, values: Mapping[str, Any], depth: int = 0) -> Any:
     if isinstance(template, list):
         return [render(v, values, depth + 1) for v in template]
     return template
+
+
+def _left_out(value: Any, values: Mapping[str, Any], optional: frozenset[str] | set[str]) -> bool:
+    whole = _WHOLE.match(value) if isinstance(value, str) else None
+    return whole is not None and whole.group(1) in optional and values.get(whole.group(1)) is None
 
 
 def _value(name: str, values: Mapping[str, Any]) -> Any:

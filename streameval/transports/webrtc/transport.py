@@ -49,6 +49,7 @@ from streameval.transports.webrtc.loopback import (
 )
 
 if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
     from streameval.transports.profiles import ServerProfile
     from streameval.transports.profiles.keychannel import KeyChannel
 
@@ -79,8 +80,10 @@ class WebRTCSource(LiveSource):
         lossless: bool = False,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         profile: ServerProfile | None = None,
+        conditioning: Conditioning | None = None,
     ) -> None:
         super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        self.conditioning = conditioning
         self.profile = profile
         self.channel: KeyChannel | None = None
         self.endpoint = http_url(url)
@@ -145,6 +148,7 @@ class WebRTCSource(LiveSource):
         return ServerInfo(host, (self.profile.fps if self.profile else None) or DEFAULT_FPS)
 
     async def _start_profile(self, label: str) -> None:
+        from streameval.transports.profiles.conditioning import prepare_case
         from streameval.transports.profiles.keychannel import ChannelOut, KeyChannel
         from streameval.transports.profiles.templates import TemplateError
 
@@ -158,6 +162,7 @@ class WebRTCSource(LiveSource):
             episode=self.episode,
             on_lost=self.lost,
         )
+        prepare_case(self.channel, self.conditioning)
         try:
             self.channel.check(self.keys)
         except TemplateError as exc:
@@ -168,7 +173,17 @@ class WebRTCSource(LiveSource):
             if self._started and not self._ended:
                 self.lost(self._dropped(f"data channel {label!r} closed by the server"))
 
-        await self.channel.start()
+    async def start_session(self) -> None:
+        from streameval.transports.profiles.conditioning import send_start
+
+        if self.channel is not None:
+            await send_start(self.channel, self.conditioning, self.url)
+
+    @property
+    def sends_conditioning(self) -> bool:
+        from streameval.transports.profiles.conditioning import sends_case
+
+        return sends_case(self.profile, self.conditioning)
 
     def _dropped(self, what: str) -> str:
         """What a drop says: with a profile, whether we had gone silent (a server that wants

@@ -11,7 +11,15 @@ the close code and reason (and, when we had been silent for a while and the prof
 heartbeat, says that the server may want one); a message over the size limit is refused by
 aiohttp, which closes the socket (1009), named as such; no answer to ``configure`` within the
 profile's timeout, or no frame, ends it incomplete; an undecodable, truncated or wrong-kind
-message is counted and reported, the episode goes on.
+message is counted and reported, the episode goes on. An ``[error]`` message before the
+session started (before the answer to ``configure``) is the server refusing it: the episode
+ends incomplete with the server's own words (a benchmark case it will not run; the run goes
+on with the next).
+
+With a benchmark case (``conditioning``), ``configure`` carries its image, caption and
+intrinsics as the profile's ``[conditioning]`` says (``profiles/conditioning.py``); it is sent
+when the key plan starts (``start_session``), after the episode started, so that a refused
+case is an incomplete episode and not bad input.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from streameval.constants import DEFAULT_FPS
@@ -27,6 +35,7 @@ from streameval.errors import BadInputError
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.profiles import ServerProfile
+from streameval.transports.profiles.conditioning import prepare_case, send_start, sends_case
 from streameval.transports.profiles.keychannel import HttpPostOut, KeyChannel, KeyOut, WsOut
 from streameval.transports.profiles.templates import TemplateError
 from streameval.transports.websocket.messages import (
@@ -35,6 +44,9 @@ from streameval.transports.websocket.messages import (
     read_binary,
     read_text,
 )
+
+if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
 
 CLOSE_CODES = {
     1000: "normal closure",
@@ -90,8 +102,13 @@ class WebSocketSource(LiveSource):
         key_names: dict[str, str],
         keys_url: str | None = None,
         fps: float | None = None,
+        conditioning: Conditioning | None = None,
+        kept: KeptSocket | None = None,
     ) -> None:
         super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        self.conditioning = conditioning
+        self.kept = kept if profile.conditioning.start == "reset" else None
+        self.reused = False  # this session's socket was kept from the case before
         self.profile = profile
         self.key_names = key_names
         self.keys_url = keys_url
@@ -105,6 +122,42 @@ class WebSocketSource(LiveSource):
         self.t_open: float | None = None
 
     async def open_transport(self) -> ServerInfo:
+        if self.kept is not None and self.kept.usable():
+            self._session, self._ws, self._keys_ws = self.kept.take()
+            self.reused = True
+        else:
+            if self.kept is not None:
+                await self.kept.close()  # a socket the case before lost: a new one
+            await self._connect()
+        out: KeyOut = WsOut(self._ws)
+        if self.profile.keys.channel == "keys-url":
+            if not self.keys_url:
+                raise BadInputError(
+                    self.url, f"profile {self.profile.name!r} sends keys to --keys-url URL"
+                )
+            if self._keys_ws is not None:
+                out = WsOut(self._keys_ws)
+            else:
+                out, self._keys_ws = await open_keys_url(
+                    self._session, self.keys_url, self.profile.frames.max_message_bytes
+                )
+        fps = self.fps_hint or self.profile.fps or DEFAULT_FPS
+        self.channel = KeyChannel(
+            self.profile, self.key_names, out, fps=fps, episode=self.episode, on_lost=self.lost
+        )
+        prepare_case(self.channel, self.conditioning)
+        try:
+            self.channel.check(self.keys)
+        except TemplateError as exc:
+            raise BadInputError(self.profile.path, str(exc)) from None
+        self._tasks.append(asyncio.create_task(self._read()))
+        if self.profile.ready is None:
+            self._ready.set()
+        self.t_open = time.perf_counter()
+        host = urlsplit(self.url).hostname or "remote"
+        return ServerInfo(host, fps)
+
+    async def _connect(self) -> None:
         import aiohttp
 
         self._session = aiohttp.ClientSession()
@@ -119,30 +172,14 @@ class WebSocketSource(LiveSource):
             raise BadInputError(self.url, f"not a WebSocket endpoint: HTTP {exc.status}") from None
         except (aiohttp.ClientError, OSError) as exc:
             raise BadInputError(self.url, f"server unreachable: {exc}") from None
-        out: KeyOut = WsOut(self._ws)
-        if self.profile.keys.channel == "keys-url":
-            if not self.keys_url:
-                raise BadInputError(
-                    self.url, f"profile {self.profile.name!r} sends keys to --keys-url URL"
-                )
-            out, self._keys_ws = await open_keys_url(
-                self._session, self.keys_url, self.profile.frames.max_message_bytes
-            )
-        fps = self.fps_hint or self.profile.fps or DEFAULT_FPS
-        self.channel = KeyChannel(
-            self.profile, self.key_names, out, fps=fps, episode=self.episode, on_lost=self.lost
-        )
-        try:
-            self.channel.check(self.keys)
-        except TemplateError as exc:
-            raise BadInputError(self.profile.path, str(exc)) from None
-        self._tasks.append(asyncio.create_task(self._read()))
-        if self.profile.ready is None:
-            self._ready.set()
-        self.t_open = time.perf_counter()
-        await self.channel.start()
-        host = urlsplit(self.url).hostname or "remote"
-        return ServerInfo(host, fps)
+
+    async def start_session(self) -> None:
+        assert self.channel is not None
+        await send_start(self.channel, self.conditioning, self.url, self._session, kept=self.reused)
+
+    @property
+    def sends_conditioning(self) -> bool:
+        return sends_case(self.profile, self.conditioning)
 
     # ------------------------------------------------------------ reading
 
@@ -202,6 +239,8 @@ class WebSocketSource(LiveSource):
 
     def handle(self, kind: Literal["text", "binary"], data: str | bytes) -> None:
         """One server message (the reader calls this; so does the message fuzz suite)."""
+        if self._ended:
+            return  # after the episode's end nothing more is reported
         try:
             if isinstance(data, str):
                 incoming = read_text(data, self.profile)
@@ -226,7 +265,22 @@ class WebSocketSource(LiveSource):
         elif incoming.kind == "ready":
             self._ready.set()
         elif incoming.kind == "error":
+            if not self._session_started():
+                # the answer to configure: the server will not run this session (a case
+                # without the image it needs, say); its words are the episode's end
+                self.lost(f"the server refused the session: {incoming.text}")
+                self._ready.set()  # nothing more to wait for: the key plan stops at once
+                return
             self._report("server_error", f"{self.url}: server says: {incoming.text}")
+
+    def _session_started(self) -> bool:
+        """The server took the session: it answered configure (``[ready]``), or, with no such
+        answer in the profile, sent a frame; either way, keys went out."""
+        if self.log.keys_sent:
+            return True
+        if self.profile.ready is not None:
+            return self._ready.is_set()
+        return self._n > 0
 
     # ------------------------------------------------------------ LiveSource hooks
 
@@ -263,6 +317,12 @@ class WebSocketSource(LiveSource):
     async def close_transport(self) -> None:
         if self.channel is not None:
             await self.channel.close()
+        open_ = self._ws is not None and not self._ws.closed
+        if self.kept is not None and self.ended_complete and open_:
+            # the next case resets on this socket (our reader is gone: base.close cancelled it)
+            self.kept.keep(self._session, self._ws, self._keys_ws)
+            self._session = self._ws = self._keys_ws = None
+            return
         for ws in (self._keys_ws, self._ws):
             if ws is not None:
                 with contextlib.suppress(Exception):
@@ -270,3 +330,35 @@ class WebSocketSource(LiveSource):
         if self._session is not None:
             with contextlib.suppress(Exception):
                 await self._session.close()
+
+
+class KeptSocket:
+    """A WebSocket kept open from one case to the next (``[conditioning] start = "reset"``):
+    a case that ended complete leaves its socket here, the next one takes it and sends the
+    profile's ``reset``; a case that ended otherwise closes it, and the next one connects
+    again. The owner (the case opener) closes it when the run is over."""
+
+    def __init__(self) -> None:
+        self._parts: tuple[Any, Any, Any] | None = None
+
+    def usable(self) -> bool:
+        return self._parts is not None and not self._parts[1].closed
+
+    def keep(self, session: Any, ws: Any, keys_ws: Any) -> None:
+        self._parts = (session, ws, keys_ws)
+
+    def take(self) -> tuple[Any, Any, Any]:
+        assert self._parts is not None
+        parts, self._parts = self._parts, None
+        return parts
+
+    async def close(self) -> None:
+        if self._parts is None:
+            return
+        session, ws, keys_ws = self.take()
+        for socket in (keys_ws, ws):
+            if socket is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(socket.close(), 2.0)
+        with contextlib.suppress(Exception):
+            await session.close()

@@ -1,0 +1,138 @@
+"""One model served on several servers: the cases handed out as servers free up.
+
+A lab serves one model on several GPUs, one session each. ``dispatch`` runs a list of jobs
+over a list of openers (one per server): each server runs one job at a time, the next job in
+order goes to whichever server frees up first, and no more than ``max_sessions`` run at once
+(the evaluator's own cores: every session is decoded and perceived here). Each job runs
+once; a job that fails is its own outcome (an incomplete episode, a refused case), never run
+again elsewhere — except a job its server could not even start (unreachable): that server
+is retired and the job goes to another, while another is left.
+
+``EpisodeJob.open_source`` takes no argument (the case runner builds it once per case), so the
+server a job runs on is the dispatcher's choice at the moment it starts: ``ServerChoice`` is
+an ``open_for_case`` over several servers' openers that opens on the server of the task it
+runs in, which ``run_jobs_on_servers`` sets (``SERVER_SLOT``, a context variable: each
+server's worker task has its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar
+
+from streameval.core.parallel import available_cores
+
+if TYPE_CHECKING:
+    from streameval.core.observers import EpisodeObserver
+    from streameval.engine.config import PipelineConfig
+    from streameval.runs.jobs import EpisodeJob, JobsReport
+
+log = logging.getLogger(__name__)
+J = TypeVar("J")
+Opener = TypeVar("Opener")
+P = ParamSpec("P")
+S = TypeVar("S")
+
+CORES_PER_SESSION = 1.0
+"""Evaluator cores one live 16 fps session is given. Measured on the 2-core development
+machine (servers in processes of their own, 640×352 JPEG frames): the live part — receive,
+decode, perception at the pipeline's rates — took 0.29–0.34 CPU seconds per second of video
+for 1, 2 and 4 sessions at once; each case's end then scores its episode (cut detection,
+the fits) in a burst while the other servers stream on. One core per session leaves that
+burst room, so ``max_sessions`` defaults to the cores available."""
+
+SERVER_SLOT: contextvars.ContextVar[int] = contextvars.ContextVar("server_slot", default=0)
+"""The index of the server the current task's job runs on (``ServerChoice`` reads it)."""
+
+
+def default_max_sessions(cores: int | None = None) -> int:
+    """How many sessions one evaluator runs at once: its cores over ``CORES_PER_SESSION``,
+    at least one."""
+    cores = available_cores() if cores is None else cores
+    return max(1, int(cores / CORES_PER_SESSION))
+
+
+async def dispatch(
+    jobs: Sequence[J],
+    openers: Sequence[Opener],
+    run_one: Callable[[J, Opener, bool], Awaitable[bool | None]],
+    *,
+    max_sessions: int | None = None,
+) -> None:
+    """Run every job once, each with one of ``openers``: one job per opener at a time, jobs
+    handed out in order as openers free up, at most ``max_sessions`` at once (default: the
+    number of openers; fewer openers are used when it is lower).
+
+    ``run_one(job, opener, last)`` returns False when the opener could not even start the job
+    (an unreachable server): unless it is the ``last`` opener still working, it is retired and
+    the job goes back to the front of the queue for the others — a dead server must not
+    take every case as fast as it can refuse them. An exception from ``run_one`` cancels the
+    rest (a Ctrl-C, say: each running episode ends incomplete)."""
+    if not openers:
+        raise ValueError("dispatch needs at least one opener")
+    limit = len(openers) if max_sessions is None else max(1, min(max_sessions, len(openers)))
+    queue: deque[J] = deque(jobs)
+    working = {"n": limit}
+
+    async def worker(slot: int, opener: Opener) -> None:
+        SERVER_SLOT.set(slot)  # this task's own context: the jobs it runs open on ``opener``
+        while queue:  # shared: the next job goes to the first worker that asks
+            job = queue.popleft()
+            if await run_one(job, opener, working["n"] == 1) is False and working["n"] > 1:
+                queue.appendleft(job)
+                working["n"] -= 1
+                return
+
+    async with asyncio.TaskGroup() as group:
+        for slot, opener in enumerate(openers[:limit]):
+            group.create_task(worker(slot, opener), name=f"server-{slot}")
+
+
+class ServerChoice(Generic[P, S]):
+    """An opener over several servers' openers: called in a task that ``dispatch`` runs, it
+    opens on that task's server (``SERVER_SLOT``); elsewhere on the first."""
+
+    def __init__(self, openers: Sequence[Callable[P, S]]) -> None:
+        if not openers:
+            raise ValueError("ServerChoice needs at least one opener")
+        self.openers = list(openers)
+
+    def __len__(self) -> int:
+        return len(self.openers)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> S:
+        return self.openers[SERVER_SLOT.get() % len(self.openers)](*args, **kwargs)
+
+
+async def run_jobs_on_servers(
+    jobs: list[EpisodeJob],
+    servers: int,
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    *,
+    max_sessions: int | None = None,
+) -> JobsReport:
+    """``run_jobs`` over ``servers`` servers at once: the jobs' sources must open through a
+    ``ServerChoice`` of that many openers. ``max_sessions`` defaults to what the evaluator's
+    cores permit (``default_max_sessions``)."""
+    from streameval.runs.jobs import JobsReport, run_job
+
+    report = JobsReport()
+
+    async def run_one(job: EpisodeJob, slot: int, last: bool) -> bool:
+        before = (len(report.outcomes), len(report.bad_input))
+        await run_job(job, config, observers, report)
+        started = len(report.outcomes) > before[0] or len(report.bad_input) == before[1]
+        if not started and not last:  # its server refused to start it: another one will
+            line = report.bad_input.pop()
+            log.warning("server %d retired, its cases go to the others: %s", slot, line)
+            return False
+        return True
+
+    limit = default_max_sessions() if max_sessions is None else max_sessions
+    await dispatch(jobs, list(range(servers)), run_one, max_sessions=limit)
+    return report
