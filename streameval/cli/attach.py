@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streameval.cli.evaluate import run_episodes
 from streameval.cli.options import (
@@ -21,10 +21,14 @@ from streameval.cli.options import (
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import FPS, SECONDS_PER_KEY, STEP_TIMEOUT
 from streameval.runs.builders import ALL_ACTIONS, model_jobs, network_jobs
-from streameval.runs.cases import CaseSelection, model_case_jobs
+from streameval.runs.cases import CaseSelection, OpenForCase, model_case_jobs
 from streameval.runs.jobs import EpisodeJob, JobsReport
 from streameval.runs.python_model import load_python_model
 from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from streameval.cases.model import CaseSet
+    from streameval.transports.urls import AttachOptions
 
 
 def add_parser(sub: Any) -> None:
@@ -36,6 +40,13 @@ def add_parser(sub: Any) -> None:
         "or http[s]://HOST:PORT/PATH (a request per chunk) with --profile, "
         '"exec:COMMAND ARGS..." (a program asked on stdin) with --profile, '
         "mqtt[s]://[USER:PASS@]HOST:PORT/SESSION",
+    )
+    attach.add_argument(
+        "more_urls",
+        nargs="*",
+        metavar="URL",
+        help="more servers of the same model (one transport, one --profile): with --cases, "
+        "each runs one case at a time, cases handed out as servers free up",
     )
     attach.add_argument(
         "--out", type=Path, required=True, help="results directory (OUT/<model>/<episode>/)"
@@ -116,6 +127,21 @@ def add_network_options(attach: argparse.ArgumentParser) -> None:
         help="webrtc: our protocol with frames on the data channel (streameval serve)",
     )
     attach.add_argument(
+        "--server-path",
+        action="append",
+        default=[],
+        metavar="LOCAL=REMOTE",
+        help="with --cases and a profile that sends the image as a path: how a server on "
+        "another machine sees our files (repeatable; the longest LOCAL wins)",
+    )
+    attach.add_argument(
+        "--max-sessions",
+        type=int,
+        default=None,
+        help="with several URLs: at most this many sessions at once (default: one per core "
+        "of this machine)",
+    )
+    attach.add_argument(
         "--no-frame-timeout",
         type=float,
         default=10.0,
@@ -154,7 +180,7 @@ def case_attach_jobs(args: argparse.Namespace, cases: CaseSelection) -> list[Epi
 
     case_set = cases.load()
     if is_network_url(args.url):
-        raise BadInputError(args.url, "--cases runs in-process models (python:) only so far")
+        return network_case_jobs(args, cases, case_set)
     model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
     return model_case_jobs(
         model,
@@ -172,11 +198,58 @@ def case_attach_jobs(args: argparse.Namespace, cases: CaseSelection) -> list[Epi
     )
 
 
-def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
-    """``attach URL`` for a network URL: the command line's options, to the one builder."""
+def network_case_jobs(
+    args: argparse.Namespace, cases: CaseSelection, case_set: CaseSet
+) -> list[EpisodeJob]:
+    """``attach URL [URL ...] --cases PATH``: every case a session on one of the servers,
+    started from the case as the profile sends it; every server's profile and conditioning
+    checked against every case before the first runs."""
+    from streameval.cases.conditioning import parse_server_paths
+    from streameval.runs.builders import network_model_name
+    from streameval.runs.cases import case_jobs
+    from streameval.runs.servers import ServerChoice
+    from streameval.transports.urls import check_attach_conditioning, network_case_opener
+
+    urls = server_urls(args)
+    options = attach_options(args)
+    check_attach_conditioning(urls, options, case_set.cases)
+    openers = [network_case_opener(url, options) for url in urls]
+    open_for_case: OpenForCase = openers[0] if len(openers) == 1 else ServerChoice(openers)
+    return case_jobs(
+        case_set,
+        args.out,
+        getattr(args, "model_name", None) or network_model_name(args.url),
+        open_for_case,
+        cases.seed,
+        seconds_per_key=args.seconds_per_key,
+        loops=loop_plan(args),
+        fps=args.fps,
+        fps_asked=args.fps,
+        record=getattr(args, "record", "lossless"),
+        selection=cases.record(),
+        server_paths=parse_server_paths(args.server_path),
+    )
+
+
+def server_urls(args: argparse.Namespace) -> list[str]:
+    """Every server URL of the command line: one model, one transport. More than one is for
+    ``--cases`` (a case set handed out over the servers)."""
+    urls = [args.url, *getattr(args, "more_urls", [])]
+    if len(urls) > 1:
+        if getattr(args, "cases", None) is None:
+            raise BadInputError(urls[1], "several URLs need --cases (one case per server)")
+        schemes = {url.split("://", 1)[0].split(":", 1)[0] for url in urls}
+        if len(schemes) > 1:
+            raise BadInputError(urls[1], f"several URLs must share one transport, got {schemes}")
+    if getattr(args, "max_sessions", None) is not None and args.max_sessions < 1:
+        raise BadInputError("--max-sessions", f"must be >= 1, got {args.max_sessions}")
+    return urls
+
+
+def attach_options(args: argparse.Namespace) -> AttachOptions:
     from streameval.transports.urls import AttachOptions
 
-    options = AttachOptions(
+    return AttachOptions(
         clock=args.clock,
         seconds_per_key=args.seconds_per_key,
         fps=args.fps,
@@ -186,6 +259,12 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         no_frame_timeout_s=args.no_frame_timeout,
         profile=args.profile,
     )
+
+
+def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
+    """``attach URL`` for a network URL: the command line's options, to the one builder."""
+    server_urls(args)
+    options = attach_options(args)
     return network_jobs(
         args.url,
         args.out,

@@ -60,12 +60,24 @@ def run_episodes(
 
         publisher = MqttScoresPublisher(args.publish_mqtt)
         extra.append(publisher)
-    if _use_dashboard(args):
+    servers = 1 + len(getattr(args, "more_urls", None) or [])
+    if servers > 1 and _use_dashboard(args):
+        # the dashboard follows one episode at a time; several at once run headless
+        print(f"{servers} servers: running without the dashboard", file=sys.stderr)
+    if servers == 1 and _use_dashboard(args):
         from streameval.tui import run_dashboard
 
         run_report = run_dashboard(jobs, config, [results_log, *extra])
     else:
-        run_report = _run_plain(jobs, config, [results_log, *extra], args.quiet, publisher)
+        run_report = _run_plain(
+            jobs,
+            config,
+            [results_log, *extra],
+            args.quiet,
+            publisher,
+            servers=servers,
+            max_sessions=getattr(args, "max_sessions", None),
+        )
     return _finish(args, report, run_report, len(skipped))
 
 
@@ -75,11 +87,21 @@ def _run_plain(
     observers: list[EpisodeObserver],
     quiet: bool,
     publisher: Any = None,
+    *,
+    servers: int = 1,
+    max_sessions: int | None = None,
 ) -> JobsReport:
-    """Without the dashboard: progress bars in a terminal, plain lines otherwise (-q: none)."""
+    """Without the dashboard: progress bars in a terminal, plain lines otherwise (-q: none).
+    With several servers, their cases run side by side (``runs.servers``)."""
 
     async def run_all(shown: list[EpisodeObserver]) -> JobsReport:
         try:
+            if servers > 1:
+                from streameval.runs.servers import run_jobs_on_servers
+
+                return await run_jobs_on_servers(
+                    jobs, servers, config, [*shown, *observers], max_sessions=max_sessions
+                )
             return await run_jobs(jobs, config, [*shown, *observers])
         finally:
             if publisher is not None:

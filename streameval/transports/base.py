@@ -312,7 +312,9 @@ class LiveSource:
             },
         )
         if self.conditioning is not None:
-            self.info.extra["case"] = self.conditioning.case.record()
+            from streameval.cases.episode import case_extra
+
+            self.info.extra.update(case_extra(self.conditioning, sent=self.sends_conditioning))
         self.chunks = ChunkLog(fps, from_server=self.chunks_from_server)
         self._events.put_nowait(EpisodeStart(self.info))
         self._started = True
