@@ -157,10 +157,11 @@ def load_torch(device: str, num_threads: int | None, tail_threads: int) -> Predi
 
 
 def _import_openvino() -> Any:
-    """``openvino``, with its usage telemetry off. Its model converter otherwise sends usage
-    statistics from forked processes (which inherit the worker's protocol pipe and kept it open
-    for minutes without a network) and writes ``~/intel/``; when ``openvino_telemetry`` cannot
-    be imported it uses its own no-op stub. Blocked only if not already imported."""
+    """``openvino``, with its usage telemetry off: with ``openvino_telemetry`` importable,
+    ``import openvino`` writes a client id under ``~/intel/`` and the model converter sends
+    usage statistics from forked processes, which inherit the worker's protocol pipe (and kept
+    it open for minutes without a network). When ``openvino_telemetry`` cannot be imported,
+    OpenVINO uses its own no-op stub. Blocked only if it was not imported already."""
     sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
     import openvino as ov
 
