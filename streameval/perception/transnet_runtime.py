@@ -226,9 +226,9 @@ def export_openvino(target: Path, threshold: float = 0.5) -> float:
     model = TransNetV2(device="cpu").eval()
 
     class SingleFrameHead(torch.nn.Module):
-        def __init__(self, net: torch.nn.Module) -> None:
+        def __init__(self, net: Any) -> None:
             super().__init__()
-            self.net = net
+            self.net = net  # the package's TransNetV2 (untyped)
 
         def forward(self, frames: torch.Tensor) -> torch.Tensor:
             single, _ = self.net.predict_raw(frames)
