@@ -2,8 +2,10 @@
 
 Prints, for one 120 s 640×432 rollout replayed as fast as possible, in one run:
   - pipeline frames/s with memory perception off, with the CPU embedding + PySceneDetect, and
-    with the CPU embedding + TransNetV2 (its own worker process), as multiples of real time
-    at 16 FPS (target: ≥ 1.5× with every CPU default on, TransNetV2 included);
+    with the CPU embedding + TransNetV2 (its own worker process) in eager torch and on its
+    default runtime (OpenVINO where installed), as multiples of real time at 16 FPS (target:
+    ≥ 1.5× with every CPU default on, TransNetV2 included);
+  - TransNetV2's detector alone on the rollout's frames, eager torch vs its default runtime;
   - episode-end finalization time (last frame perceived → scores written) as fast as possible
     (TransNetV2's backlog included) and paced at 2× real time, and how much of it is the
     memory kernels themselves (rescore of the cache) — target ≤ 3 s.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -25,10 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from streameval.replay import ReplaySource, read_rollout
 
 from bench.common import KEYS_120S, write_rollout
+from bench.transnet import decode, detector_alone
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.metrics.memory.episode import memory_metrics
+from streameval.perception.transnet_runtime import RUNTIME_ENV
 from streameval.results.cache.episode import EpisodeCache
 
 
@@ -72,17 +77,34 @@ def main() -> None:
     runs = {
         "memory off": PipelineConfig(embedding=None, cuts=None),
         "cpu embedding + scenedetect": PipelineConfig(cuts="scenedetect-adaptive"),
+        # TransNetV2 in eager torch (its runtime before OpenVINO), then on its default runtime
+        "cpu embedding + transnetv2 eager": PipelineConfig(cuts="transnetv2"),
         "cpu embedding + transnetv2": PipelineConfig(cuts="transnetv2"),
     }
     print("120 s rollout, 640x432, replayed as fast as possible")
     base_fps = None
     for name, config in runs.items():
-        fps, final_s = replay(r120, base / name.replace(" ", "_"), config)
+        eager = name.endswith(" eager")
+        if eager:
+            os.environ[RUNTIME_ENV] = "torch"
+        try:
+            fps, final_s = replay(r120, base / name.replace(" ", "_"), config)
+        finally:
+            if eager:
+                os.environ.pop(RUNTIME_ENV, None)
         base_fps = base_fps or fps
         print(
             f"  {name:30s} {fps:7.1f} frames/s = {fps / 16:5.2f}x real time"
             f"  ({fps / base_fps:.2f} of memory off);  finalization {final_s:5.2f} s"
         )
+    frames, _ = decode(r120 / "video.mp4")
+    eager_fps, _, _ = detector_alone(frames, "torch")
+    default_fps, _, default_runtime = detector_alone(frames, "auto")
+    print(
+        f"  transnetv2 alone (worker, pipe, windows, model): eager torch {eager_fps:.1f}"
+        f" frames/s, {default_runtime} (default) {default_fps:.1f} frames/s"
+        f" ({default_fps / eager_fps:.2f}x)"
+    )
     # A live model streams at its fps: TransNetV2's worker (~65 frames/s on one thread) keeps
     # up, and only its last, padded windows remain at episode end. Paced at 2x real time:
     fps, final_s = replay(r120, base / "paced", PipelineConfig(cuts="transnetv2"), pace=32.0)

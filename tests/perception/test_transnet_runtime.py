@@ -1,0 +1,226 @@
+"""TransNetV2's runtimes (``transnet_runtime.py``): OpenVINO gives eager torch's cut decisions,
+frame for frame, on procedural-world clips, the demo's episodes and H.264-decoded video; the
+runtime choice, the cache folder and the fallback to eager torch.
+
+The probabilities may differ by float rounding (reported); the decisions (p > 0.5) may not.
+Both runtimes run in real workers (``TransNetV2Detector(runtime=...)``) on the same pushed
+frames, through the same windows and pipe protocol as the pipeline's detector."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from streameval.protocol.schedule import Schedule
+from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
+
+from streameval.errors import BackendUnavailableError
+from streameval.perception.transnet import (
+    TRANSNET_THRESHOLD,
+    TransNetV2Detector,
+    transnet_weights_path,
+)
+from streameval.perception.transnet_pool import POOL
+from streameval.perception.transnet_runtime import (
+    CACHE_ENV,
+    RUNTIME_ENV,
+    openvino_model_dir,
+    requested_runtime,
+    user_cache_dir,
+)
+from tests.perception.test_cuts import SPLICE, clip, spliced
+
+Frame = npt.NDArray[np.uint8]
+Frames = Iterable[Frame]
+DEMO_ACTIONS = ("WR", "ADA", "LRL")  # the demo's default actions 9, 14, 12
+
+
+# --- runtime choice and cache folder (no model) -------------------------------------------
+
+
+def test_requested_runtime_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(RUNTIME_ENV, raising=False)
+    assert requested_runtime("auto") == "auto"
+    monkeypatch.setenv(RUNTIME_ENV, "torch")
+    assert requested_runtime("auto") == "torch"
+    assert requested_runtime("openvino") == "openvino"  # an explicit name is never overridden
+    monkeypatch.setenv(RUNTIME_ENV, "tensorrt")
+    with pytest.raises(ValueError, match="STREAMEVAL_TRANSNET_RUNTIME"):
+        requested_runtime("auto")
+    with pytest.raises(ValueError, match="known: auto, openvino, torch"):
+        requested_runtime("onnx")
+
+
+def test_the_cache_folder_follows_the_weights_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "mine"))
+    assert user_cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv(CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert user_cache_dir() == tmp_path / "xdg" / "streameval"
+    a, b = tmp_path / "a.pth", tmp_path / "b.pth"
+    a.write_bytes(b"weights")
+    b.write_bytes(b"other weights")
+    assert openvino_model_dir(a) == openvino_model_dir(a)
+    assert openvino_model_dir(a) != openvino_model_dir(b)
+    assert openvino_model_dir(a).parent == tmp_path / "xdg" / "streameval" / "transnetv2"
+
+
+# --- decisions: OpenVINO against eager torch ----------------------------------------------
+
+
+def needs_openvino() -> None:
+    """Skip without OpenVINO, found without importing it: importing it in this process would
+    start its usage telemetry (the worker imports it with the telemetry off)."""
+    if importlib.util.find_spec("openvino") is None:
+        pytest.skip("the openvino package is not installed")
+
+
+def _detector(runtime: str) -> TransNetV2Detector:
+    try:
+        return TransNetV2Detector(runtime=runtime, keep_probabilities=True)
+    except BackendUnavailableError as err:
+        pytest.skip(str(err))
+
+
+def compare_runtimes(clips: dict[str, Frames]) -> dict[str, tuple[list[int], float, float]]:
+    """Each clip through an eager-torch and an OpenVINO worker, side by side: per clip the
+    cuts (asserted equal), the max |Δp| and the smallest distance of a probability to the
+    threshold (how close a decision came to flipping)."""
+    needs_openvino()
+    out: dict[str, tuple[list[int], float, float]] = {}
+    for name, frames in clips.items():
+        torch_det, openvino_det = _detector("torch"), _detector("openvino")
+        for i, frame in enumerate(frames):
+            torch_det.push(i, frame)
+            openvino_det.push(i, frame)
+        want, got = torch_det.finish(), openvino_det.finish()
+        assert want is not None, torch_det.failure
+        assert got is not None, openvino_det.failure
+        assert (torch_det.stats.runtime, openvino_det.stats.runtime) == ("torch", "openvino")
+        assert got == want, name
+        p_torch = np.asarray(torch_det.probabilities)
+        p_openvino = np.asarray(openvino_det.probabilities)
+        assert np.array_equal(p_torch > TRANSNET_THRESHOLD, p_openvino > TRANSNET_THRESHOLD)
+        delta = float(np.abs(p_torch - p_openvino).max())
+        margin = float(np.abs(p_torch - TRANSNET_THRESHOLD).min())
+        out[name] = (want, delta, margin)
+        print(f"\n{name}: {len(p_torch)} frames, cuts {want}, max |dp| {delta:.2e}, "
+              f"closest to the threshold {margin:.3f}")  # fmt: skip
+        assert delta < 1e-5, name
+    return out
+
+
+def h264(frames: Frames, crf: int = 18, fps: int = 16) -> list[npt.NDArray[np.uint8]]:
+    """The frames through libx264 (CRF 18, the lossy recording's setting) and back: real
+    decoded video, with its blocking and chroma subsampling."""
+    av = pytest.importorskip("av")
+    frames = list(frames)
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="mp4") as out:
+        stream = out.add_stream("libx264", rate=fps)
+        stream.width, stream.height = frames[0].shape[1], frames[0].shape[0]
+        stream.pix_fmt = "yuv420p"
+        stream.options = {"crf": str(crf)}
+        for f in frames:
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(f, format="rgb24")))
+        out.mux(stream.encode())
+    buf.seek(0)
+    with av.open(buf) as src:
+        return [f.to_ndarray(format="rgb24") for f in src.decode(video=0)]
+
+
+def episode(defect: str, keys: str, seconds_per_key: float, seed: int = 0) -> Iterator[Frame]:
+    """A procedural-world episode rendered frame by frame (not kept: 0.8 MB a frame)."""
+    world = ProceduralWorld(world_config_for_defect(defect, seed=seed))
+    schedule = Schedule.per_key(list(keys), seconds_per_key, world.fps)
+    for i in range(schedule.total_frames):
+        yield world.step(schedule.key_for_frame(i)).image
+
+
+def test_openvino_gives_eager_torchs_cuts() -> None:
+    """A stark cut, the hard_cut defect's teleport, and both after H.264: same cuts, |Δp| at
+    float rounding."""
+    cut_clip = clip("clean", "L" * 20 + "W" * 20) + spliced()[SPLICE:]
+    teleport = clip("hard_cut", "W" * 48, cut_every_s=2.0)  # teleport at frame 32
+    result = compare_runtimes(
+        {"stark cut": cut_clip, "teleport": teleport, "both after H.264": h264(cut_clip + teleport)}
+    )
+    assert result["stark cut"][0] == [SPLICE]
+    assert result["teleport"][0] == [32]
+    assert result["both after H.264"][0] == [SPLICE, len(cut_clip), len(cut_clip) + 32]
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("defect", ["hard_cut", "clean", "forget"])
+def test_openvino_gives_eager_torchs_cuts_on_the_demo_episodes(defect: str) -> None:
+    """The demo's three actions (WR, ADA, LRL) at 5 s a key, as rendered and after H.264."""
+    clips: dict[str, Frames] = {}
+    for keys in DEMO_ACTIONS:
+        clips[f"{defect} {keys}"] = episode(defect, keys, 5.0)
+    clips[f"{defect} ADA after H.264"] = h264(episode(defect, "ADA", 5.0))
+    result = compare_runtimes(clips)
+    if defect == "hard_cut":  # a teleport every 5 s
+        assert result["hard_cut ADA"][0] == [80, 160]
+
+
+# --- the export's cache and the fallback --------------------------------------------------
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty cache folder for the workers this test starts (and no pooled worker that
+    loaded its model from another)."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    POOL.shutdown()
+    yield tmp_path
+    POOL.shutdown()
+
+
+@pytest.mark.long
+def test_the_export_is_cached_and_reused(own_cache: Path) -> None:
+    needs_openvino()
+    frames = clip("hard_cut", "W" * 48, cut_every_s=2.0)
+    first = _detector("openvino")
+    weights = first.weights
+    for i, frame in enumerate(frames):
+        first.push(i, frame)
+    assert first.finish() == [32], first.failure
+    folder = openvino_model_dir(weights, own_cache)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "key.json",
+        "transnetv2.bin",
+        "transnetv2.xml",
+    ]
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no temporary left
+    POOL.shutdown()
+    second = _detector("openvino")
+    for i, frame in enumerate(frames):
+        second.push(i, frame)
+    assert second.finish() == [32], second.failure
+    assert second.stats.load_seconds < first.stats.load_seconds  # no export the second time
+    assert second.probabilities == first.probabilities
+
+
+def test_a_failed_export_falls_back_to_eager_torch(own_cache: Path) -> None:
+    """``auto`` runs eager torch, and says why, where OpenVINO cannot; ``openvino`` fails."""
+    needs_openvino()
+    folder = openvino_model_dir(transnet_weights_path(), own_cache)
+    folder.parent.mkdir(parents=True)
+    marker = folder.with_name(folder.name + "-export-failed.txt")
+    marker.write_text("RuntimeError: planted\n")
+    frames = clip("hard_cut", "W" * 48, cut_every_s=2.0)
+    auto, strict = _detector("auto"), _detector("openvino")
+    for i, frame in enumerate(frames):
+        auto.push(i, frame)
+        strict.push(i, frame)
+    assert auto.finish() == [32], auto.failure
+    assert auto.stats.runtime == "torch" and "planted" in auto.stats.runtime_note
+    assert strict.finish() is None
+    assert strict.failure is not None and "planted" in strict.failure
