@@ -98,8 +98,8 @@ def main() -> None:
             f"  ({fps / base_fps:.2f} of memory off);  finalization {final_s:5.2f} s"
         )
     frames, _ = decode(r120 / "video.mp4")
-    eager_fps, _, _ = detector_alone(frames, "torch")
-    default_fps, _, default_runtime = detector_alone(frames, "auto")
+    eager_fps, _, _, _ = detector_alone(frames, "torch")
+    default_fps, _, default_runtime, _ = detector_alone(frames, "auto")
     print(
         f"  transnetv2 alone (worker, pipe, windows, model): eager torch {eager_fps:.1f}"
         f" frames/s, {default_runtime} (default) {default_fps:.1f} frames/s"

@@ -264,13 +264,28 @@ def openvino_variants() -> dict[str, Callable[[], PredictMany]]:
     }
 
 
-def detector_alone(frames: list[npt.NDArray[np.uint8]], runtime: str) -> tuple[float, float, str]:
+def peak_rss_mib(pid: int) -> float:
+    """A live process's peak resident memory (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def detector_alone(
+    frames: list[npt.NDArray[np.uint8]], runtime: str
+) -> tuple[float, float, str, float]:
     """Frames/s of TransNetV2Detector fed flat out (every frame pushed at once), from the
-    first push to the cuts, once its worker has loaded; its seconds inside the model; the
-    runtime that ran.
+    first push to the cuts, once its worker has loaded, on one thread throughout (as while an
+    episode streams: fed flat out, its reader sees the end at once and every window would
+    run on the tail's threads); its seconds inside the model; the
+    runtime that ran; the worker's peak memory (MiB).
     Frames are pushed at 4× the network's size (the caller's shrink is row 1's figure)."""
     rgb = [np.ascontiguousarray(np.repeat(np.repeat(f, 4, 0), 4, 1)) for f in frames]
-    det = TransNetV2Detector(runtime=runtime)
+    det = TransNetV2Detector(runtime=runtime, tail_threads=1)
     ready = det._worker.inbox.get(timeout=300)  # its load is not the stream's cost
     assert ready is not None and "ready" in ready, ready
     t0 = time.perf_counter()
@@ -280,7 +295,8 @@ def detector_alone(frames: list[npt.NDArray[np.uint8]], runtime: str) -> tuple[f
     spent = time.perf_counter() - t0
     assert cuts is not None, det.failure
     assert runtime in ("auto", det.stats.runtime), det.stats
-    return len(frames) / spent, det.stats.seconds_in_model, det.stats.runtime
+    rss = peak_rss_mib(det.pid)  # back in the pool, alive
+    return len(frames) / spent, det.stats.seconds_in_model, det.stats.runtime, rss
 
 
 def main() -> None:
@@ -323,12 +339,15 @@ def main() -> None:
             f"  {name:52s} {seconds:6.3f} s/window = {50 / seconds:6.1f} frames/s;"
             f"  max |dp| {delta:.1e}, decisions {'same' if same else 'DIFFER'}"
         )
-    print("detector alone, flat out (worker, pipe, windows and model; load excluded):")
+    print("detector alone, flat out on one thread (worker, pipe, windows, model; no load):")
     for runtime in ("torch", "openvino"):
         if runtime == "openvino" and importlib.util.find_spec("openvino") is None:
             continue
-        fps, in_model, _ = detector_alone(frames, runtime)
-        print(f"  {runtime:9s} {fps:6.1f} frames/s ({in_model:.1f} s inside the model)")
+        fps, in_model, _, rss = detector_alone(frames, runtime)
+        print(
+            f"  {runtime:9s} {fps:6.1f} frames/s ({in_model:.1f} s inside the model);"
+            f" worker peak RSS {rss:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":
