@@ -69,11 +69,16 @@ class OnDemandSource(LiveSource):
         self.key_names = key_names
         self.chunk = 0  # chunks asked for so far
         self._n = 0  # frames delivered (the server index of the next one)
+        self.prepare()
 
     # ------------------------------------------------------------ what a style implements
 
     per_segment = False
     """True: one request per key segment (its frame count in ``{frames}``)."""
+
+    def prepare(self) -> None:
+        """The style's own set-up from ``self.profile`` and ``self.url`` (its tables are
+        checked here): one constructor for every on-demand style."""
 
     async def generate(self, key: str, values: dict[str, Any]) -> list[Image]:
         """One chunk under ``key``: its frames in order (``values``: the placeholders)."""

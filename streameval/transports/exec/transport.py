@@ -29,12 +29,11 @@ from typing import Any
 from streameval.constants import DEFAULT_FPS
 from streameval.core.arrays import Image
 from streameval.errors import BadInputError, one_line
-from streameval.transports.base import LiveConfig, ServerInfo
+from streameval.transports.base import ServerInfo
 from streameval.transports.clips import ClipError, decode_clip
 from streameval.transports.exec.frames import FolderFrames, StdoutImages
 from streameval.transports.exec.process import Program, ProgramExited
 from streameval.transports.ondemand import GenerationFault, OnDemandSource
-from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.ondemand import ProcessSpec
 from streameval.transports.profiles.templates import TemplateError, render
 
@@ -82,28 +81,8 @@ def option_value(argv: list[str], option: str) -> str | None:
 class ExecSource(OnDemandSource):
     scheme = "exec"
 
-    def __init__(
-        self,
-        url: str,
-        keys: tuple[str, ...],
-        *,
-        episode: str,
-        suite: str,
-        config: LiveConfig,
-        profile: ServerProfile,
-        key_names: dict[str, str],
-        fps: float | None = None,
-    ) -> None:
-        super().__init__(
-            url,
-            keys,
-            episode=episode,
-            suite=suite,
-            config=config,
-            profile=profile,
-            key_names=key_names,
-            fps=fps,
-        )
+    def prepare(self) -> None:
+        profile, url = self.profile, self.url
         if profile.process is None:
             raise BadInputError(profile.path, "transport exec needs [process]")
         self.spec: ProcessSpec = profile.process

@@ -27,10 +27,9 @@ from urllib.parse import urljoin, urlsplit
 from streameval.constants import DEFAULT_FPS
 from streameval.core.arrays import Image
 from streameval.errors import BadInputError, one_line
-from streameval.transports.base import LiveConfig, ServerInfo
+from streameval.transports.base import ServerInfo
 from streameval.transports.clips import ClipError, decode_clip
 from streameval.transports.ondemand import GenerationFault, OnDemandSource
-from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.model import lookup
 from streameval.transports.profiles.ondemand import AnswerSpec, RequestSpec
 from streameval.transports.profiles.templates import TemplateError
@@ -52,28 +51,8 @@ def first_line(data: bytes) -> str:
 class SegmentSource(OnDemandSource):
     scheme = "http"
 
-    def __init__(
-        self,
-        url: str,
-        keys: tuple[str, ...],
-        *,
-        episode: str,
-        suite: str,
-        config: LiveConfig,
-        profile: ServerProfile,
-        key_names: dict[str, str],
-        fps: float | None = None,
-    ) -> None:
-        super().__init__(
-            url,
-            keys,
-            episode=episode,
-            suite=suite,
-            config=config,
-            profile=profile,
-            key_names=key_names,
-            fps=fps,
-        )
+    def prepare(self) -> None:
+        profile = self.profile
         if profile.request is None or profile.answer is None:
             raise BadInputError(profile.path, "transport http needs [request] and [answer]")
         self.request: RequestSpec = profile.request
