@@ -122,6 +122,112 @@ def confidence_sequences(
     return low, high
 
 
+RATIO_STEPS = 2000
+"""Candidate ratios tried by ``ratio_confidence_sequence``: ``bounds`` cut in this many steps;
+each end of the interval is the first candidate outside it (0.05 % of the bounds' range, 0.1
+point on a pooled direction-accuracy column), so rounding only ever widens it."""
+
+
+def ratio_confidence_sequence(
+    numerators: ArrayLike,
+    denominators: ArrayLike,
+    population: int,
+    *,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    max_denominator: float = 1.0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    control: ArrayLike | None = None,
+    control_bounds: tuple[float, float] = (0.0, 0.0),
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The interval on a **ratio of sums** over the whole population, ``R = ΣA / ΣB``, after
+    each case, valid at every n at once with probability at least ``confidence``.
+
+    A pooled column is such a ratio: a case adds ``A`` (the sum of its scored segments'
+    values) and ``B`` (how many it scored; 0 when the column does not apply to it), so the
+    full-set value weights each case by what it contributes, exactly as the pooled value does.
+    Each case must have ``0 <= B <= max_denominator`` and ``bounds[0]·B <= A <=
+    bounds[1]·B`` (``max_denominator`` known before the run: the most segments a case can
+    score, from its keys).
+
+    The interval is the test inversion of ``confidence_sequence``: for a candidate ratio r,
+    ``d_i(r) = A_i − r·B_i`` has population mean 0 exactly when r = R, and is bounded; r stays
+    in the interval while the confidence sequence for the mean of ``d(r)`` (rescaled to [0, 1])
+    still holds 0. At the true R that sequence covers 0 at every n with probability at least
+    ``confidence``, so R is in every interval with that probability. Candidates are
+    ``RATIO_STEPS`` steps of ``bounds``; each end is rounded out to the first rejected one.
+
+    ``control``: per-case values with population mean exactly 0 (a finished baseline's
+    ``A'_i − R'·B'_i`` on the same cases), subtracted from ``d(r)``: the sequence then works
+    on the paired difference, whose spread is smaller when the two runs move together case by
+    case; validity is unchanged. ``control_bounds`` bounds it.
+
+    Returns ``(low, high)`` as long as the values; before any case with ``B > 0`` it is
+    ``bounds``. After the last case it is the exact ratio (NaN when ``ΣB`` is 0).
+    """
+    a = np.asarray(numerators, dtype=np.float64)
+    b = np.asarray(denominators, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise BadInputError("ratio_confidence_sequence", "numerators and denominators differ")
+    lo, hi = _check_bounds(bounds)
+    alpha = 1.0 - _check_confidence(confidence)
+    size = _check_population(population, a.shape[0])
+    top = float(max_denominator)
+    if not (math.isfinite(top) and top > 0):
+        raise BadInputError("max_denominator", f"must be a positive number, got {top}")
+    c = np.zeros_like(a) if control is None else np.asarray(control, dtype=np.float64)
+    c_lo, c_hi = (float(control_bounds[0]), float(control_bounds[1]))
+    slack = 1e-9 * max(1.0, top, abs(lo), abs(hi))
+    bad = (
+        ~np.isfinite(a)
+        | ~np.isfinite(b)
+        | (b < -slack)
+        | (b > top + slack)
+        | (a < lo * b - slack)
+        | (a > hi * b + slack)
+        | (c.shape != a.shape)
+        | ~np.isfinite(c)
+        | (c < c_lo - slack)
+        | (c > c_hi + slack)
+    )
+    if np.any(bad):
+        case = int(np.argmax(bad)) + 1
+        raise BadInputError(
+            "ratio_confidence_sequence", f"case {case} is outside the stated bounds"
+        )
+    cases = a.shape[0]
+    if cases == 0:
+        return np.empty(0), np.empty(0)
+    ratios = lo + (hi - lo) * np.arange(RATIO_STEPS + 1, dtype=np.float64) / RATIO_STEPS
+    span = (hi - lo) * top + (c_hi - c_lo)
+    floor = (lo - ratios) * top - c_hi  # the least d(r) − c can be, per candidate
+    z = a[None, :] - ratios[:, None] * b[None, :] - c[None, :]
+    unit = np.clip((z - floor[:, None]) / span, 0.0, 1.0)
+    target = -floor / span  # where 0 lands on the unit scale
+    t = np.arange(1, cases + 1, dtype=np.float64)
+    before = np.concatenate(
+        [np.zeros((unit.shape[0], 1)), np.cumsum(unit, axis=1)[:, :-1]], axis=1
+    )
+    bets = _predictable_bets(unit, t, alpha * HEDGE_WEIGHT)[:, None, :]
+    inside = _still_inside(unit, size, alpha, target[:, None], before, bets)[:, 0, :]
+    kept = np.logical_and.accumulate(inside, axis=1)  # the running intersection
+    low = np.full(cases, lo)
+    high = np.full(cases, hi)
+    for n in range(cases):
+        accepted = np.flatnonzero(kept[:, n])
+        if accepted.size == 0:  # only once the sequence has missed: keep the last interval
+            if n:
+                low[n], high[n] = low[n - 1], high[n - 1]
+            continue
+        first, last = int(accepted[0]), int(accepted[-1])
+        low[n] = ratios[first - 1] if first > 0 else lo
+        high[n] = ratios[last + 1] if last < RATIO_STEPS else hi
+    if cases == size:  # every case seen: the ratio is known exactly
+        total = math.fsum(b)
+        exact = math.fsum(a) / total if total > 0 else math.nan
+        low[-1] = high[-1] = exact
+    return low, high
+
+
 def fixed_n_interval(
     values: ArrayLike, population: int, confidence: float = DEFAULT_CONFIDENCE
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -213,28 +319,7 @@ def _hedged_unit_sequences(
     bets = _predictable_bets(x, t, alpha * HEDGE_WEIGHT)[:, None, :]
 
     grid = np.arange(GRID_STEPS + 1, dtype=np.float64) / GRID_STEPS
-    remaining = population - t + 1.0
-    # (rows, candidates, cases), worked in place: each pass over these cells is most of the cost.
-    m_t = population * grid[None, :, None] - before[:, None, :]
-    m_t /= remaining  # the conditional mean of case t under each candidate
-    step = x[:, None, :] - m_t
-    inside = m_t >= 0.0
-    inside &= m_t <= 1.0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        capital = np.divide(BET_TRUNCATION, m_t)
-        np.minimum(capital, bets, out=capital)
-        capital *= step
-        capital += 1.0
-        np.cumprod(capital, axis=2, out=capital)
-        inside &= capital < 1.0 / (alpha * HEDGE_WEIGHT)
-        np.subtract(1.0, m_t, out=m_t)
-        capital = np.divide(BET_TRUNCATION, m_t, out=capital)
-        np.minimum(capital, bets, out=capital)
-        capital *= step
-        np.subtract(1.0, capital, out=capital)
-        np.cumprod(capital, axis=2, out=capital)
-        inside &= capital < 1.0 / (alpha * (1.0 - HEDGE_WEIGHT))
-    del m_t, step, capital
+    inside = _still_inside(x, population, alpha, grid[None, :], before, bets)
 
     any_inside = inside.any(axis=1)
     first = np.argmax(inside, axis=1)
@@ -261,6 +346,44 @@ def _hedged_unit_sequences(
     run_low = np.where(empty, run_low[rows_index, kept][:, None], run_low)
     run_high = np.where(empty, run_high[rows_index, kept][:, None], run_high)
     return run_low, run_high
+
+
+def _still_inside(
+    x: NDArray[np.float64],
+    population: int,
+    alpha: float,
+    candidates: NDArray[np.float64],
+    before: NDArray[np.float64],
+    bets: NDArray[np.float64],
+) -> NDArray[np.bool_]:
+    """Whether each candidate mean is still in the set after each case: (rows, candidates,
+    cases) from ``x`` (rows, cases) on [0, 1], ``candidates`` (rows or 1, candidates),
+    ``before`` the sums before each case and ``bets`` (rows, 1, cases) the predictable bets.
+    The candidate's conditional mean of case t must lie in [0, 1] and both capitals below
+    their thresholds (``_hedged_unit_sequences``)."""
+    t = np.arange(1, x.shape[1] + 1, dtype=np.float64)
+    remaining = population - t + 1.0
+    # (rows, candidates, cases), worked in place: each pass over these cells is most of the cost.
+    m_t = population * candidates[:, :, None] - before[:, None, :]
+    m_t /= remaining  # the conditional mean of case t under each candidate
+    step = x[:, None, :] - m_t
+    inside = m_t >= 0.0
+    inside &= m_t <= 1.0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        capital = np.divide(BET_TRUNCATION, m_t)
+        np.minimum(capital, bets, out=capital)
+        capital *= step
+        capital += 1.0
+        np.cumprod(capital, axis=2, out=capital)
+        inside &= capital < 1.0 / (alpha * HEDGE_WEIGHT)
+        np.subtract(1.0, m_t, out=m_t)
+        capital = np.divide(BET_TRUNCATION, m_t, out=capital)
+        np.minimum(capital, bets, out=capital)
+        capital *= step
+        np.subtract(1.0, capital, out=capital)
+        np.cumprod(capital, axis=2, out=capital)
+        inside &= capital < 1.0 / (alpha * (1.0 - HEDGE_WEIGHT))
+    return inside
 
 
 def _predictable_bets(
