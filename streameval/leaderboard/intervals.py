@@ -169,7 +169,9 @@ def _ratio_terms(
         a = np.array([v if v is not None else 0.0 for v in values])
         b = np.array([1.0 if v is not None else 0.0 for v in values])
         return [(a, b)], (0.0, 1.0), 1.0
-    a = np.array([0.0 if m is None else min(max(float(m.normalized) / scale, 0.0), 1.0) for m in results])
+    a = np.array(
+        [0.0 if m is None else min(max(float(m.normalized) / scale, 0.0), 1.0) for m in results]
+    )
     b = np.array([0.0 if m is None else 1.0 for m in results])
     return [(a, b)], (0.0, 1.0), 1.0
 
@@ -243,7 +245,9 @@ def _column_interval(
             lows[-1] = highs[-1] = value if value is not None else math.nan
         return _interval(name, kind, value, lows, highs, n, population)
     pairs, bounds, top = _ratio_terms(records, name, kind, max_keys)
-    controls = _controls(name, kind, baseline, case_keys, len(pairs), max_keys) if baseline else None
+    controls = (
+        _controls(name, kind, baseline, case_keys, len(pairs), max_keys) if baseline else None
+    )
     share = 1.0 - (1.0 - confidence) / len(pairs)  # a union bound over the ratios
     ends: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
     for i, (a, b) in enumerate(pairs):
@@ -410,7 +414,9 @@ def find_case_runs(paths: Sequence[Path]) -> dict[str, Path]:
     level below ``paths``; the model is the name ``cases.json`` records."""
     found: dict[str, Path] = {}
     for root in paths:
-        candidates = [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []
+        candidates = (
+            [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []
+        )
         for folder in candidates:
             path = folder / CASES_FILE
             if not path.is_file():

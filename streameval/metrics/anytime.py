@@ -204,9 +204,7 @@ def ratio_confidence_sequence(
     unit = np.clip((z - floor[:, None]) / span, 0.0, 1.0)
     target = -floor / span  # where 0 lands on the unit scale
     t = np.arange(1, cases + 1, dtype=np.float64)
-    before = np.concatenate(
-        [np.zeros((unit.shape[0], 1)), np.cumsum(unit, axis=1)[:, :-1]], axis=1
-    )
+    before = np.concatenate([np.zeros((unit.shape[0], 1)), np.cumsum(unit, axis=1)[:, :-1]], axis=1)
     bets = _predictable_bets(unit, t, alpha * HEDGE_WEIGHT)[:, None, :]
     inside = _still_inside(unit, size, alpha, target[:, None], before, bets)[:, 0, :]
     kept = np.logical_and.accumulate(inside, axis=1)  # the running intersection
