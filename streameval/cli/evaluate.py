@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streameval.cli.console import ProgressPrinter
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
@@ -20,10 +20,14 @@ from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
 from streameval.inputs.paths import check_output_dir
+from streameval.metrics.stop_rule import DEFAULT_MARGIN, OPTION
 from streameval.results.results_log import RESULTS_LOG, ResultsLog
 from streameval.runs.existing import apply_existing_policy
 from streameval.runs.interrupts import cancel_on_sigterm
-from streameval.runs.jobs import EpisodeJob, JobsReport, run_jobs
+from streameval.runs.jobs import EpisodeJob, JobsReport, StopCheck, run_jobs
+
+if TYPE_CHECKING:
+    from streameval.runs.stop_when import StopMonitor
 
 
 def _use_dashboard(args: argparse.Namespace) -> bool:
@@ -38,6 +42,7 @@ def run_episodes(
     check_output_dir(args.out)
     report = JobsReport()
     jobs = build(args, report)
+    monitor = case_stop_monitor(args, jobs)
     jobs, skipped, kept = apply_existing_policy(jobs, existing_policy(args))
     report.bad_input.extend(kept)
     for message in [*report.bad_input, *report.input_problems]:
@@ -64,7 +69,9 @@ def run_episodes(
     if servers > 1 and _use_dashboard(args):
         # the dashboard follows one episode at a time; several at once run headless
         print(f"{servers} servers: running without the dashboard", file=sys.stderr)
-    if servers == 1 and _use_dashboard(args):
+    if monitor is not None and servers == 1 and _use_dashboard(args):
+        print(f"{OPTION}: running without the dashboard", file=sys.stderr)
+    if servers == 1 and monitor is None and _use_dashboard(args):
         from streameval.tui import run_dashboard
 
         run_report = run_dashboard(jobs, config, [results_log, *extra])
@@ -77,8 +84,39 @@ def run_episodes(
             publisher,
             servers=servers,
             max_sessions=getattr(args, "max_sessions", None),
+            stop=None if monitor is None else monitor.check,
         )
+    if monitor is not None:
+        for line in monitor.finish():
+            print(line, file=sys.stderr)
     return _finish(args, report, run_report, len(skipped))
+
+
+def case_stop_monitor(args: argparse.Namespace, jobs: list[EpisodeJob]) -> StopMonitor | None:
+    """The ``--stop-when`` monitor of a case run (None without the option); a rule that can
+    never be met, or the option without ``--cases``, is bad input here, before any case."""
+    text = getattr(args, "stop_when", None)
+    margin = getattr(args, "margin", None)
+    if text is None:
+        if margin is not None:
+            raise BadInputError("--margin", f"only with {OPTION} vs=DIR")
+        return None
+    if getattr(args, "cases", None) is None:
+        raise BadInputError(OPTION, "only with --cases (the rule is checked case by case)")
+    from streameval.runs.cases import CaseManifestLine
+    from streameval.runs.stop_when import stop_monitor
+
+    manifests = [o for job in jobs for o in job.observers if isinstance(o, CaseManifestLine)]
+    if not manifests:
+        raise BadInputError(OPTION, "no case to run")
+    return stop_monitor(
+        text,
+        DEFAULT_MARGIN if margin is None else margin,
+        manifests[0].path.parent,
+        [m.case.key for m in manifests],
+        sorted({m.drive.suite for m in manifests}),
+        quality=bool(getattr(args, "quality", None)),
+    )
 
 
 def _run_plain(
@@ -90,6 +128,7 @@ def _run_plain(
     *,
     servers: int = 1,
     max_sessions: int | None = None,
+    stop: StopCheck | None = None,
 ) -> JobsReport:
     """Without the dashboard: progress bars in a terminal, plain lines otherwise (-q: none).
     With several servers, their cases run side by side (``runs.servers``)."""
@@ -100,9 +139,14 @@ def _run_plain(
                 from streameval.runs.servers import run_jobs_on_servers
 
                 return await run_jobs_on_servers(
-                    jobs, servers, config, [*shown, *observers], max_sessions=max_sessions
+                    jobs,
+                    servers,
+                    config,
+                    [*shown, *observers],
+                    max_sessions=max_sessions,
+                    stop=stop,
                 )
-            return await run_jobs(jobs, config, [*shown, *observers])
+            return await run_jobs(jobs, config, [*shown, *observers], stop)
         finally:
             if publisher is not None:
                 await publisher.close()

@@ -297,6 +297,24 @@ def add_case_options(p: argparse.ArgumentParser) -> None:
         help="with --cases: the seed of the case order (recorded in OUT/<model>/cases.json; "
         "default 0)",
     )
+    p.add_argument(
+        "--stop-when",
+        default=None,
+        metavar="RULE",
+        help="with --cases: stop once the rule is met, checked before each case: 'width<=W' "
+        "(every column's anytime-valid interval at most W points wide), "
+        "'COLUMN:width<=W[,...]', or 'vs=DIR' (each column decided better / worse / within "
+        "--margin of the finished case run in DIR, on the same cases); the cases not run are "
+        "recorded, --resume without --stop-when runs them (docs/methods.md#running-intervals-"
+        "over-a-case-run)",
+    )
+    p.add_argument(
+        "--margin",
+        type=float,
+        default=None,
+        metavar="POINTS",
+        help="with --stop-when vs=DIR: points within which the two runs count as equal (default 1)",
+    )
 
 
 def case_selection(args: argparse.Namespace) -> CaseSelection | None:

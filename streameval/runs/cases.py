@@ -191,6 +191,7 @@ def case_jobs(
 
     ordered, order = case_order(case_set.cases, seed)
     model_dir = out / path_component(model_name)
+    drives = [case_drive(case, seconds_per_key, loops, fps) for case in ordered]
     run_record = CaseRunRecord(
         model_dir / CASES_FILE,
         {
@@ -202,13 +203,14 @@ def case_jobs(
             "cases": len(ordered),
             "sets": {name: len(case_set.in_set(name)) for name in case_set.sets},
             "seconds_per_key": seconds_per_key,
+            # the most segments a case can score: bounds a pooled column's running interval
+            "max_keys": max((len(drive.keys) for drive in drives), default=1),
             **order,
         },
     )
     manifest = model_dir / MANIFEST_FILE
     jobs: list[EpisodeJob] = []
-    for case in ordered:
-        drive = case_drive(case, seconds_per_key, loops, fps)
+    for case, drive in zip(ordered, drives, strict=True):
         results_dir = case_dir(out, model_name, case)
         conditioning = Conditioning(case, seed or 0, server_paths)
 

@@ -114,11 +114,27 @@ async def run_job(
     report.outcomes.append(outcome)
 
 
+StopCheck = Callable[[], bool]
+"""Asked before each job starts (in a worker thread: it may read the results folder); True
+ends the run there, cleanly: no new job starts (``--stop-when``)."""
+
+
+async def should_stop(stop: StopCheck | None) -> bool:
+    """``stop()`` off the event loop (other sessions keep streaming meanwhile); False for None."""
+    return stop is not None and await asyncio.to_thread(stop)
+
+
 async def run_jobs(
-    jobs: list[EpisodeJob], config: PipelineConfig, observers: list[EpisodeObserver]
+    jobs: list[EpisodeJob],
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    stop: StopCheck | None = None,
 ) -> JobsReport:
-    """Run the jobs one after the other (two cores: one episode already uses both)."""
+    """Run the jobs one after the other (two cores: one episode already uses both), until
+    ``stop`` says the run may end."""
     report = JobsReport()
     for job in jobs:
+        if await should_stop(stop):
+            break
         await run_job(job, config, observers, report)
     return report

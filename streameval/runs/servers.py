@@ -29,7 +29,7 @@ from streameval.core.parallel import available_cores
 if TYPE_CHECKING:
     from streameval.core.observers import EpisodeObserver
     from streameval.engine.config import PipelineConfig
-    from streameval.runs.jobs import EpisodeJob, JobsReport
+    from streameval.runs.jobs import EpisodeJob, JobsReport, StopCheck
 
 log = logging.getLogger(__name__)
 J = TypeVar("J")
@@ -62,6 +62,7 @@ async def dispatch(
     run_one: Callable[[J, Opener, bool], Awaitable[bool | None]],
     *,
     max_sessions: int | None = None,
+    stop: Callable[[], Awaitable[bool]] | None = None,
 ) -> None:
     """Run every job once, each with one of ``openers``: one job per opener at a time, jobs
     handed out in order as openers free up, at most ``max_sessions`` at once (default: the
@@ -71,7 +72,8 @@ async def dispatch(
     (an unreachable server): unless it is the ``last`` opener still working, it is retired and
     the job goes back to the front of the queue for the others — a dead server must not
     take every case as fast as it can refuse them. An exception from ``run_one`` cancels the
-    rest (a Ctrl-C, say: each running episode ends incomplete)."""
+    rest (a Ctrl-C, say: each running episode ends incomplete). ``stop``, asked before each
+    job is handed out, ends the hand-out when True: running jobs finish, no new one starts."""
     if not openers:
         raise ValueError("dispatch needs at least one opener")
     limit = len(openers) if max_sessions is None else max(1, min(max_sessions, len(openers)))
@@ -81,6 +83,11 @@ async def dispatch(
     async def worker(slot: int, opener: Opener) -> None:
         SERVER_SLOT.set(slot)  # this task's own context: the jobs it runs open on ``opener``
         while queue:  # shared: the next job goes to the first worker that asks
+            if stop is not None and await stop():
+                queue.clear()
+                return
+            if not queue:
+                return
             job = queue.popleft()
             if await run_one(job, opener, working["n"] == 1) is False and working["n"] > 1:
                 queue.appendleft(job)
@@ -115,11 +122,12 @@ async def run_jobs_on_servers(
     observers: list[EpisodeObserver],
     *,
     max_sessions: int | None = None,
+    stop: StopCheck | None = None,
 ) -> JobsReport:
     """``run_jobs`` over ``servers`` servers at once: the jobs' sources must open through a
     ``ServerChoice`` of that many openers. ``max_sessions`` defaults to what the evaluator's
     cores permit (``default_max_sessions``)."""
-    from streameval.runs.jobs import JobsReport, run_job
+    from streameval.runs.jobs import JobsReport, run_job, should_stop
 
     report = JobsReport()
 
@@ -134,5 +142,11 @@ async def run_jobs_on_servers(
         return True
 
     limit = default_max_sessions() if max_sessions is None else max_sessions
-    await dispatch(jobs, list(range(servers)), run_one, max_sessions=limit)
+    await dispatch(
+        jobs,
+        list(range(servers)),
+        run_one,
+        max_sessions=limit,
+        stop=None if stop is None else lambda: should_stop(stop),
+    )
     return report

@@ -1,0 +1,306 @@
+"""``--stop-when``: end a case run as soon as the question asked is answered
+(docs/methods.md#running-intervals-over-a-case-run).
+
+Before each case starts, ``StopMonitor.check`` reads the run's finished cases
+(``leaderboard.intervals``) and asks the rule: ``width<=W`` — is every watched column's
+interval at most W points wide; ``vs=DIR`` — is every column decided better, worse or within
+``--margin`` of the finished run in DIR, on the same cases (paired case by case). When it is,
+no new case starts; cases already running finish. ``StopMonitor.finish`` then prints one line
+per column decided and after how many cases, and records the cases not run as such (in
+``cases.json`` and as ``not_run`` lines of ``manifest.jsonl``): a later run with the same
+``--out`` and seed and ``--resume`` runs exactly those.
+
+Watched columns: the named ones, else every column of the run that a finished case has
+measured (a column nothing has measured yet has no value to narrow). A column whose per-case
+value is unbounded (``global_memory``) has no interval before the last case and is not
+waited for unless named. A rule that can never be met is one ``BadInputError`` before
+anything runs: a column the run cannot compute, or ``vs=DIR`` that is not a finished case run
+over the same cases.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from streameval.core.atomic import write_json_atomic
+from streameval.errors import BadInputError
+from streameval.leaderboard.columns import table_columns
+from streameval.leaderboard.display import format_value
+from streameval.leaderboard.intervals import (
+    CASES_FILE,
+    CaseRun,
+    ColumnInterval,
+    column_intervals,
+    column_kind,
+    find_case_runs,
+    read_case_run,
+)
+from streameval.metrics.anytime import decide, width_met
+from streameval.metrics.stop_rule import OPTION, StopRule, VersusRule, WidthRule, parse_stop_when
+from streameval.results.results_log import upsert_line
+
+MANIFEST_FILE = "manifest.jsonl"
+
+
+@dataclass
+class StopMonitor:
+    """The rule of one case run, checked before each case (module docstring).
+
+    ``model_dir``: ``OUT/<model>/``; ``case_keys``: the run's cases in order; ``columns``: the
+    columns the run can compute; ``baseline``: the finished run of ``vs=DIR``."""
+
+    rule: StopRule
+    text: str
+    model_dir: Path
+    case_keys: tuple[str, ...]
+    columns: tuple[str, ...]
+    baseline: CaseRun | None = None
+    baseline_values: dict[str, float] = field(default_factory=dict)
+    decided: dict[str, tuple[str, ColumnInterval]] = field(default_factory=dict)
+    met: bool = False
+    checked_at: int = -1
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def watched(self, intervals: dict[str, ColumnInterval]) -> list[str]:
+        """The columns the rule waits for, given the intervals so far."""
+        if isinstance(self.rule, WidthRule):
+            named = list(self.rule.named_columns)
+            if self.rule.every is None:
+                return named
+            rest = [
+                name
+                for name, interval in intervals.items()
+                if name not in named
+                and interval.value is not None
+                and column_kind(name) != "unbounded"
+            ]
+            return [*named, *rest]
+        return [
+            name
+            for name in self.baseline_values
+            if name in intervals and column_kind(name) != "unbounded"
+        ]
+
+    def state(self, name: str, interval: ColumnInterval) -> str | None:
+        """The column's verdict ("width", "better", "worse", "within"), None when undecided."""
+        if interval.value is None:
+            return None
+        if isinstance(self.rule, WidthRule):
+            width = self.rule.width_for(name)
+            ok = width is not None and width_met(interval.low, interval.high, width)
+            return "width" if ok else None
+        base = self.baseline_values[name]
+        verdict = decide(interval.low - base, interval.high - base, self.rule.margin)
+        return None if verdict == "undecided" else verdict
+
+    def intervals(self) -> tuple[CaseRun | None, dict[str, ColumnInterval]]:
+        try:
+            run = read_case_run(self.model_dir)
+        except BadInputError:  # no case has started yet
+            return None, {}
+        baseline = None if self.baseline is None else self.baseline.by_case()
+        found = column_intervals(
+            run.records,
+            run.population,
+            columns=self.columns,
+            max_keys=run.max_keys,
+            baseline=baseline,
+            case_keys=run.order[: run.finished],
+        )
+        return run, found
+
+    def check(self) -> bool:
+        """True once the rule is met (then it stays met): no new case should start."""
+        with self._lock:
+            if self.met:
+                return True
+            run, found = self.intervals()
+            if run is None or run.finished == 0:
+                return False
+            self.checked_at = run.finished
+            watched = self.watched(found)
+            states = {name: self.state(name, found[name]) for name in watched}
+            for name, verdict in states.items():
+                if verdict is not None and name not in self.decided:
+                    self.decided[name] = (verdict, found[name])
+            self.met = bool(watched) and all(v is not None for v in states.values())
+            return self.met
+
+    def lines(self) -> list[str]:
+        """One line per column decided: the verdict, the interval and after how many cases."""
+        out: list[str] = []
+        for name, (verdict, interval) in self.decided.items():
+            shown = (
+                f"{format_value(interval.value)} [{format_value(interval.low)}, "
+                f"{format_value(interval.high)}]"
+            )
+            after = f"after {interval.cases} of {interval.of} cases"
+            if verdict == "width":
+                out.append(
+                    f"{name}: {shown}, width {interval.width:.2f} {_width(self, name)}, {after}"
+                )
+                continue
+            base = self.baseline_values[name]
+            low, high = interval.low - base, interval.high - base
+            what = f"within {self.rule_margin():g} points of" if verdict == "within" else verdict
+            out.append(
+                f"{name}: {what} {self.baseline_label()} ({format_value(base)}): {shown}, "
+                f"difference [{low:+.2f}, {high:+.2f}], {after}"
+            )
+        return out
+
+    def rule_margin(self) -> float:
+        return self.rule.margin if isinstance(self.rule, VersusRule) else 0.0
+
+    def baseline_label(self) -> str:
+        return self.rule.baseline if isinstance(self.rule, VersusRule) else ""
+
+    def finish(self) -> list[str]:
+        """After the run: when the rule ended it, the lines to print and the cases not run
+        recorded (``cases.json`` ``stopped``, ``manifest.jsonl`` ``not_run`` lines). Empty when
+        the rule was never met."""
+        if not self.met:
+            return []
+        run = read_case_run(self.model_dir)
+        by_key = set(run.order[: run.finished])
+        not_run = [
+            key
+            for key in run.order
+            if key not in by_key and not (_folder(self.model_dir, key) / "scores.json").is_file()
+        ]
+        model = run.doc.get("model", self.model_dir.name)
+        for key in not_run:
+            case_set, _, name = key.rpartition("/")
+            upsert_line(
+                self.model_dir / MANIFEST_FILE,
+                {
+                    "model": model,
+                    "episode": name,
+                    "results_dir": str(_folder(self.model_dir, key)),
+                    "case": key,
+                    "set": case_set,
+                    "status": "not_run",
+                    "reason": f"{OPTION} {self.text!r} was met first",
+                },
+            )
+        doc = {
+            **run.doc,
+            "stopped": {
+                "rule": self.text,
+                "after": run.finished,
+                "not_run": not_run,
+                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            },
+        }
+        write_json_atomic(self.model_dir / CASES_FILE, doc)
+        lines = self.lines()
+        lines.append(
+            f"{OPTION} {self.text!r} met after {run.finished} of {run.population} cases: "
+            f"{len(not_run)} not run (recorded in {self.model_dir / CASES_FILE}; the same "
+            "command with --resume and without --stop-when runs them)"
+        )
+        return lines
+
+
+def _width(monitor: StopMonitor, name: str) -> str:
+    rule = monitor.rule
+    width = rule.width_for(name) if isinstance(rule, WidthRule) else None
+    return f"<= {width:g}" if width is not None else ""
+
+
+def _folder(model_dir: Path, key: str) -> Path:
+    from streameval.leaderboard.intervals import _case_folder
+
+    return _case_folder(model_dir, key)
+
+
+def computable_columns(suites: Sequence[str], quality: bool) -> tuple[str, ...]:
+    """The columns a case run of ``suites`` can compute: the table's, less the quality pair
+    without ``--quality`` (not_applicable in every case then)."""
+    return tuple(c.name for c in table_columns(set(suites)) if quality or c.group != "quality")
+
+
+def stop_monitor(
+    text: str,
+    margin: float,
+    model_dir: Path,
+    case_keys: Sequence[str],
+    suites: Sequence[str],
+    *,
+    quality: bool,
+) -> StopMonitor:
+    """The monitor of ``--stop-when text``, every check that can be made before a case runs
+    made here (module docstring): ``BadInputError`` naming ``--stop-when`` otherwise."""
+    rule = parse_stop_when(text, margin)
+    columns = computable_columns(suites, quality)
+    every = table_columns(every_suite=True)
+    for name in rule.named_columns:
+        if name not in {c.name for c in every}:
+            known = ", ".join(columns)
+            raise BadInputError(OPTION, f"no column {name!r}; this run's columns: {known}")
+        if name not in columns:
+            raise BadInputError(
+                OPTION,
+                f"this run cannot compute {name!r} (its columns: {', '.join(columns)}), so "
+                "the rule could never be met",
+            )
+    monitor = StopMonitor(rule, text, model_dir, tuple(case_keys), columns)
+    if isinstance(rule, VersusRule):
+        monitor.baseline = finished_baseline(Path(rule.baseline), case_keys)
+        values = column_intervals(
+            monitor.baseline.records,
+            monitor.baseline.population,
+            columns=columns,
+            max_keys=monitor.baseline.max_keys,
+        )
+        monitor.baseline_values = {
+            name: interval.value for name, interval in values.items() if interval.value is not None
+        }
+        if not monitor.baseline_values:
+            raise BadInputError(
+                OPTION, f"{rule.baseline} has no value in any column this run computes"
+            )
+    return monitor
+
+
+def finished_baseline(folder: Path, case_keys: Sequence[str]) -> CaseRun:
+    """The finished case run of ``vs=DIR``: DIR itself (``OUT/<model>/``) or the one case run
+    under it (``OUT``); every case finished; the same cases as this run."""
+    if not folder.is_dir():
+        raise BadInputError(OPTION, f"vs={folder}: no such folder")
+    if (folder / CASES_FILE).is_file():
+        model_dir = folder
+    else:
+        runs = find_case_runs([folder])
+        if not runs:
+            raise BadInputError(OPTION, f"vs={folder}: not a case run (no {CASES_FILE} in it)")
+        if len(runs) > 1:
+            names = ", ".join(str(p) for p in runs.values())
+            raise BadInputError(OPTION, f"vs={folder} holds several case runs; name one: {names}")
+        model_dir = next(iter(runs.values()))
+    run = read_case_run(model_dir)
+    if run.finished < run.population:
+        raise BadInputError(
+            OPTION,
+            f"vs={folder}: not a finished run ({run.finished} of {run.population} cases); "
+            "finish it first (--resume)",
+        )
+    if set(run.order) != set(case_keys):
+        mine, theirs = set(case_keys), set(run.order)
+        raise BadInputError(
+            OPTION,
+            f"vs={folder} ran other cases ({len(theirs - mine)} not in this run, "
+            f"{len(mine - theirs)} of this run not in it): the pairing needs the same cases",
+        )
+    return run
+
+
+def describe(monitor: StopMonitor) -> dict[str, Any]:
+    """The rule's state for a dashboard: per watched column its verdict or None."""
+    _, found = monitor.intervals()
+    return {name: monitor.state(name, found[name]) for name in monitor.watched(found)}
