@@ -42,7 +42,7 @@ from streameval.leaderboard import (
     load_results,
 )
 from streameval.leaderboard.diagnostics import Diagnostics, diagnostics
-from streameval.leaderboard.display import MARKDOWN_MARKS, RICH_STYLES
+from streameval.leaderboard.display import MARKDOWN_MARKS, RICH_STYLES, format_interval
 from streameval.leaderboard.sets import ALL_SETS, set_tables
 
 _LEGEND = (
@@ -51,6 +51,16 @@ _LEGEND = (
     "the metric applies, "
     "[lower, upper] = range if the missing episodes were measured"
 )
+
+_CI_LEGEND = (
+    "[low, high]  n/N cases = 95% anytime-valid interval on the column's value over all N "
+    "cases, after n of them (a finished run: its value); #a–b = the ranks the model can still "
+    "take given the intervals"
+)
+
+
+def _has_intervals(table: MasterTable) -> bool:
+    return any(cell.interval is not None for row in table.rows for cell in row.cells.values())
 
 
 def _min_episodes(text: str) -> int:
@@ -124,6 +134,16 @@ def add_parser(sub: Any) -> None:
         help="turn the default exclusion rule off (--exclude still applies)",
     )
     parser.add_argument(
+        "--ci",
+        action="store_true",
+        help=(
+            "for case runs (--cases): each cell's 95%% anytime-valid interval on the value over "
+            "the whole selected case set, after how many cases, and the ranks the model can "
+            "still take (#2–3 when intervals overlap); a finished run's interval is its value "
+            "(docs/methods.md#running-intervals-over-a-case-run)"
+        ),
+    )
+    parser.add_argument(
         "--diagnostics",
         action="store_true",
         help=(
@@ -139,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_results(args.results)
     options: dict[str, Any] = {"exclude": args.exclude, "rule": rule, "sort_by": args.sort}
     table = build_table(loaded.episodes, errors=loaded.errors, **options)
+    if args.ci:
+        from streameval.leaderboard.intervals import find_case_runs, with_intervals
+
+        table = with_intervals(table, find_case_runs(args.results))
     # results of benchmark cases: a table per set (first_view/real, ...) beside the whole
     sets = set_tables(loaded.episodes, **options)
     for err in table.errors:
@@ -217,6 +241,7 @@ def render_markdown(table: MasterTable, *, legend: bool = True) -> str:
         lines.append("| " + " | ".join(["(no model)", *[""] * (len(header) - 1)]) + " |")
     if legend:
         lines += ["", _LEGEND.format(**MARKDOWN_MARKS)]
+        lines += [_CI_LEGEND] if _has_intervals(table) else []
     if table.excluded:
         lines += ["", "Excluded:"]
         lines += [
@@ -248,7 +273,8 @@ def _rich_grid(table: MasterTable, columns: Sequence[Column], title: str | None)
             # Coverage and bounds on their own lines keep the 13 columns narrow.
             body = cell_text(cell, coverage=False, bounds=False)
             cov = format_coverage(cell) if cell.value is not None else None
-            extra = [part for part in (cov and f"({cov})", format_bounds(cell)) if part]
+            parts = (cov and f"({cov})", format_bounds(cell), format_interval(cell))
+            extra = [part for part in parts if part]
             style = RICH_STYLES[cell.rank] if cell.rank else ("dim" if cell.value is None else "")
             texts.append(Text("\n".join([body, *extra]), style=style))
         grid.add_row(Text(row.model), str(row.n_episodes), *texts)
@@ -307,6 +333,8 @@ def render_rich(
         console.print(_rich_grid(table, columns, title))
     if legend:
         console.print(Text(_LEGEND.format(**RANK_COLOURS)), style="italic")
+        if _has_intervals(table):
+            console.print(Text(_CI_LEGEND), style="italic")
         console.print(
             Text("Columns: " + ", ".join(f"{c.short} = {c.label}" for c in table.columns)),
             style="dim",

@@ -52,6 +52,30 @@ CellStatus = Literal["official", "partial", "not_applicable", "missing"]
 
 
 @dataclass(frozen=True, slots=True)
+class CellInterval:
+    """A case run's anytime-valid interval on the column's full-set value
+    (``leaderboard.intervals``), after ``cases`` of the ``of`` selected cases, and the ranks the
+    model can still take given every ranked model's interval (``rank_low`` best, ``rank_high``
+    worst: equal when no interval overlaps it)."""
+
+    low: float
+    high: float
+    cases: int
+    of: int
+    rank_low: int | None = None
+    rank_high: int | None = None
+
+    @property
+    def shared_rank(self) -> str | None:
+        """``"2"`` or, when intervals overlap, ``"2–3"``; None when unranked."""
+        if self.rank_low is None or self.rank_high is None:
+            return None
+        if self.rank_low == self.rank_high:
+            return str(self.rank_low)
+        return f"{self.rank_low}–{self.rank_high}"
+
+
+@dataclass(frozen=True, slots=True)
 class Cell:
     """One model (or episode) × column: value, status, coverage, bounds, rank.
 
@@ -75,6 +99,7 @@ class Cell:
     n_units: int | None = None
     rank: Rank | None = None
     decimals: int = 2  # 4 for WorldAtlas's [0, 1] metrics (docs/methods.md#worldatlas-scale)
+    interval: CellInterval | None = None  # ``table --ci`` on a case run only
 
     @property
     def applicable(self) -> int:
@@ -106,6 +131,19 @@ class Cell:
             "method": self.method,
             "n_units": self.n_units,
             "rank": self.rank,
+            **self._interval_json(),
+        }
+
+    def _interval_json(self) -> dict[str, Any]:
+        if self.interval is None:
+            return {}
+        i = self.interval
+        return {
+            "low": i.low,
+            "high": i.high,
+            "cases": i.cases,
+            "of": i.of,
+            "shared_rank": i.shared_rank,
         }
 
 

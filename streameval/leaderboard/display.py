@@ -43,6 +43,21 @@ def format_bounds(cell: Cell) -> str | None:
     return f"[{format_value(cell.lower, d)}, {format_value(cell.upper, d)}]"
 
 
+def format_interval(cell: Cell) -> str | None:
+    """``[85.02, 89.40]  41/125 cases`` (``#2–3`` after it when ranked) for a cell with a case
+    run's interval (``table --ci``), else None."""
+    interval = cell.interval
+    if interval is None:
+        return None
+    d = cell.decimals
+    text = (
+        f"[{format_value(interval.low, d)}, {format_value(interval.high, d)}]  "
+        f"{interval.cases}/{interval.of} cases"
+    )
+    rank = interval.shared_rank
+    return f"{text}  #{rank}" if rank else text
+
+
 def cell_text(cell: Cell, *, coverage: bool = True, bounds: bool = True) -> str:
     """The cell as text: ``45.12``, ``45.12 (7/15)``, ``45.12 (14/15) [42.11, 48.78]``,
     ``n/a`` or ``missing`` (no value: never a 0 or 100 in its place)."""
@@ -55,4 +70,7 @@ def cell_text(cell: Cell, *, coverage: bool = True, bounds: bool = True) -> str:
     bnd = format_bounds(cell) if bounds else None
     if bnd:
         parts.append(bnd)
+    ci = format_interval(cell) if bounds else None
+    if ci:
+        parts.append(ci)
     return " ".join(parts)

@@ -60,8 +60,12 @@ def _csv(table: MasterTable, diag: Diagnostics | None, set_name: str | None, pad
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     header = ["model", "episodes", "included", "excluded_reasons"]
+    every_row = [*table.rows, *(e.row for e in table.excluded)]
+    ci = any(cell.interval is not None for row in every_row for cell in row.cells.values())
     for c in table.columns:
         header += [c.name, f"{c.name}_status", f"{c.name}_coverage"]
+        if ci:  # table --ci: the case run's interval, after how many of its cases, the ranks
+            header += [f"{c.name}_{part}" for part in ("low", "high", "cases", "of", "rank")]
     specs = diag.metrics if diag is not None else ()
     by_model = dict(diag.rows) if diag is not None else {}
     for s in specs:
@@ -75,6 +79,13 @@ def _csv(table: MasterTable, diag: Diagnostics | None, set_name: str | None, pad
             cell = row.cells[c.name]
             value = "" if cell.value is None else f"{cell.value:.6f}"
             line += [value, cell.status, f"{cell.measured}/{cell.applicable}"]
+            if ci:
+                i = cell.interval
+                line += (
+                    ["", "", "", "", ""]
+                    if i is None
+                    else [f"{i.low:.6f}", f"{i.high:.6f}", i.cases, i.of, i.shared_rank or ""]
+                )
         for s in specs:
             d = by_model[row.model][s.name]
             line += ["" if d.mean is None else f"{d.mean:.6g}", f"{d.measured}/{d.total}"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,12 +37,13 @@ from numpy.typing import NDArray
 
 from streameval.errors import BadInputError
 from streameval.leaderboard.aggregators import _scored_segment_values
-from streameval.leaderboard.cells import effective_result, model_cell
+from streameval.leaderboard.cells import CellInterval, effective_result, model_cell
 from streameval.leaderboard.columns import (
     metric_scale,
     metric_suites,
     table_columns,
 )
+from streameval.leaderboard.table import MasterTable, ModelRow
 from streameval.metrics.anytime import DEFAULT_CONFIDENCE, ratio_confidence_sequence
 from streameval.metrics.registry import UnknownMetricError, metric_spec
 from streameval.replay.layout import CASE_RUN
@@ -409,23 +410,95 @@ def case_run_intervals(
     )
 
 
-def find_case_runs(paths: Sequence[Path]) -> dict[str, Path]:
-    """``{model: OUT/<model>/}`` for every case run (a folder with ``cases.json``) at or one
-    level below ``paths``; the model is the name ``cases.json`` records."""
+def find_case_runs(paths: Sequence[Path], depth: int = 2) -> dict[str, Path]:
+    """``{model: OUT/<model>/}`` for every case run (a folder with ``cases.json``) at most
+    ``depth`` levels below ``paths``; the model is the name ``cases.json`` records (the first
+    found wins)."""
     found: dict[str, Path] = {}
     for root in paths:
-        candidates = (
-            [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []
-        )
-        for folder in candidates:
-            path = folder / CASES_FILE
-            if not path.is_file():
-                continue
-            try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            model = doc.get("model") if isinstance(doc, dict) else None
-            if isinstance(model, str):
-                found.setdefault(model, folder)
+        level = [root] if root.is_dir() else []
+        for _ in range(depth + 1):
+            following: list[Path] = []
+            for folder in level:
+                model = _case_run_model(folder / CASES_FILE)
+                if model is not None:
+                    found.setdefault(model, folder)
+                    continue  # a case run's own folders hold cases, not runs
+                following += sorted(p for p in folder.iterdir() if p.is_dir())
+            level = following
     return found
+
+
+def _case_run_model(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def shared_ranks(intervals: Mapping[str, tuple[float, float]]) -> dict[str, tuple[int, int]]:
+    """The ranks each model can still take, higher is better: ``(best, worst)`` from its
+    interval ``(low, high)`` — best = 1 + the models whose low is above its high (surely
+    better), worst = 1 + the models whose high is not below its low (perhaps better). A
+    finished run's interval is its value, so without overlaps these are the plain ranks (ties
+    share the worse one)."""
+    ranks: dict[str, tuple[int, int]] = {}
+    for model, (low, high) in intervals.items():
+        better = sum(1 for m, (lo, _) in intervals.items() if m != model and lo > high)
+        maybe = sum(1 for m, (_, hi) in intervals.items() if m != model and hi >= low)
+        ranks[model] = (1 + better, 1 + maybe)
+    return ranks
+
+
+def with_intervals(
+    table: MasterTable, runs: Mapping[str, Path], confidence: float = DEFAULT_CONFIDENCE
+) -> MasterTable:
+    """``table`` with each case run's interval in its model's cells (``Cell.interval``) and
+    every included model's possible ranks per column (``shared_ranks``; a model without a
+    case run counts as its value). ``runs``: ``find_case_runs``."""
+    found: dict[str, dict[str, ColumnInterval]] = {}
+    names = [c.name for c in table.columns]
+    for model, folder in runs.items():
+        try:
+            found[model] = case_run_intervals(folder, columns=names, confidence=confidence)
+        except BadInputError:
+            continue
+    ranked: dict[str, dict[str, tuple[int, int]]] = {}
+    for name in names:
+        spans: dict[str, tuple[float, float]] = {}
+        for row in table.rows:
+            cell = row.cells[name]
+            if cell.value is None:
+                continue
+            interval = found.get(row.model, {}).get(name)
+            if interval is not None and interval.value is not None:
+                spans[row.model] = (interval.low, interval.high)
+            else:
+                spans[row.model] = (cell.value, cell.value)
+        if len(spans) >= 2:
+            ranked[name] = shared_ranks(spans)
+
+    def row_with(row: ModelRow) -> ModelRow:
+        cells = dict(row.cells)
+        for name, cell in row.cells.items():
+            interval = found.get(row.model, {}).get(name)
+            if interval is None or cell.value is None or interval.value is None:
+                continue
+            best, worst = ranked.get(name, {}).get(row.model, (None, None))
+            cells[name] = replace(
+                cell,
+                interval=CellInterval(
+                    interval.low, interval.high, interval.cases, interval.of, best, worst
+                ),
+            )
+        return replace(row, cells=cells)
+
+    return replace(
+        table,
+        rows=tuple(row_with(r) for r in table.rows),
+        excluded=tuple(replace(e, row=row_with(e.row)) for e in table.excluded),
+    )
