@@ -5,11 +5,13 @@ provenance."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from streameval.core.atomic import write_text_atomic
+from streameval.report.bands import CaseRunBands
 from streameval.report.data import EpisodeData, load_episode_data, read_thumbnails
 from streameval.report.html import number, page, png_img, table
 from streameval.report.plots import (
@@ -98,8 +100,9 @@ def _section(title: str, png: bytes | None, alt: str, missing: str) -> list[str]
     return [f"<h2>{escape(title)}</h2>", body]
 
 
-def render_episode(data: EpisodeData) -> str:
-    """The report page of ``data`` as HTML text."""
+def render_episode(data: EpisodeData, extra: Sequence[str] = ()) -> str:
+    """The report page of ``data`` as HTML text; ``extra``: more sections (HTML) after the
+    scores (a case run's intervals, ``report.bands``)."""
     s = data.scores
     title = f"{s.get('model')} — {s.get('episode')}"
     thumbs = read_thumbnails(data.video, frames_wanted(data))
@@ -116,6 +119,7 @@ def render_episode(data: EpisodeData) -> str:
             _score_rows(data),
             raw=True,
         ),
+        *extra,
         *_section(
             "Motion signals",
             signals_figure(data),
@@ -153,9 +157,16 @@ def render_episode(data: EpisodeData) -> str:
     return page(title, body)
 
 
-def write_episode_report(results_dir: Path) -> Path:
-    """Write ``results_dir/report.html``; raises ``BadInputError`` if scores.json is unreadable."""
-    html = render_episode(load_episode_data(results_dir))
+def write_episode_report(results_dir: Path, bands: CaseRunBands | None = None) -> Path:
+    """Write ``results_dir/report.html``; raises ``BadInputError`` if scores.json is unreadable.
+    ``bands``: the case runs' intervals, shared by the reports of one run's cases."""
+    data = load_episode_data(results_dir)
+    extra: list[str] = []
+    case = data.scores.get("case")
+    if isinstance(case, dict) and case.get("name"):
+        key = f"{case.get('set')}/{case['name']}" if case.get("set") else str(case["name"])
+        extra = (bands or CaseRunBands()).fragment(results_dir, key)
+    html = render_episode(data, extra)
     path = results_dir / REPORT_NAME
     write_text_atomic(path, html)
     return path

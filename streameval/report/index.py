@@ -10,6 +10,8 @@ from pathlib import Path
 from streameval.core.atomic import write_text_atomic
 from streameval.errors import BadInputError
 from streameval.leaderboard import INCLUDE_ALL, ExclusionRule, build_table, load_results
+from streameval.leaderboard.intervals import find_case_runs, with_intervals
+from streameval.report.bands import run_bands_fragment
 from streameval.report.episode import REPORT_NAME
 from streameval.report.html import page
 from streameval.report.master import master_table_fragment
@@ -22,7 +24,12 @@ def render_index(root: Path) -> str:
     loaded = load_results([root])
     table = build_table(loaded.episodes, rule=INCLUDE_ALL)
     default = build_table(loaded.episodes, rule=ExclusionRule())
+    runs = find_case_runs([root])  # case runs: each cell with its interval, and the bands
+    if runs:
+        table = with_intervals(table, runs)
     body = [f"<h1>streameval results: {escape(str(root))}</h1>", *master_table_fragment(table)]
+    for model, model_dir in sorted(runs.items()):
+        body += run_bands_fragment(model, model_dir)
     if default.excluded:
         body.append(
             "<p class='note'>The default rule of <code>streameval table</code> would leave out: "

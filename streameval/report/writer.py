@@ -10,6 +10,7 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+from streameval.report.bands import CaseRunBands
 from streameval.report.episode import write_episode_report
 from streameval.report.index import write_index
 
@@ -19,9 +20,10 @@ log = logging.getLogger(__name__)
 def write_reports(episode_dirs: Iterable[Path], root: Path) -> list[str]:
     """Reports of ``episode_dirs`` and the index of ``root``; returns the warnings."""
     warnings: list[str] = []
+    bands = CaseRunBands()  # a case run's intervals, computed once for all its cases
     for d in episode_dirs:
         try:
-            write_episode_report(d)
+            write_episode_report(d, bands)
         except Exception as exc:  # a report is a view: it never fails the evaluation
             log.debug("report of %s failed", d, exc_info=True)
             warnings.append(f"{d}: report not written ({exc})")
