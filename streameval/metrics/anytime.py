@@ -207,6 +207,10 @@ def ratio_confidence_sequence(
     before = np.concatenate([np.zeros((unit.shape[0], 1)), np.cumsum(unit, axis=1)[:, :-1]], axis=1)
     bets = _predictable_bets(unit, t, alpha * HEDGE_WEIGHT)[:, None, :]
     inside = _still_inside(unit, size, alpha, target[:, None], before, bets)[:, 0, :]
+    # what sampling without replacement gives for free, once case t is in: the cases still
+    # unseen lie in [0, 1], so their sum must be between 0 and their count
+    unseen = size * target[:, None] - (before + unit)
+    inside &= (unseen >= -1e-12) & (unseen <= size - t[None, :] + 1e-12)
     kept = np.logical_and.accumulate(inside, axis=1)  # the running intersection
     low = np.full(cases, lo)
     high = np.full(cases, hi)

@@ -1,0 +1,72 @@
+"""``ratio_confidence_sequence``: a pooled column's full-set value (a ratio of per-case sums)
+covered at every n, by simulation; the same numbers as ``confidence_sequence`` when every case
+counts once; the exact value at the last case; bad input refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streameval.errors import BadInputError
+from streameval.metrics.anytime import confidence_sequence, ratio_confidence_sequence
+
+
+def test_one_unit_per_case_is_the_mean_sequence() -> None:
+    rng = np.random.default_rng(3)
+    values = rng.random(40)
+    low, high = ratio_confidence_sequence(values, np.ones(40), 50)
+    mean_low, mean_high = confidence_sequence(values, 50)
+    # candidates every 0.0005 and the mean's grid every 0.001: the same interval to a step
+    assert np.all(np.abs(low - mean_low) <= 1.5e-3)
+    assert np.all(np.abs(high - mean_high) <= 1.5e-3)
+
+
+def test_pooled_ratio_covered_at_every_case_over_random_orders() -> None:
+    """A direction-accuracy-like population: cases with 0 to 3 scored segments (0: the
+    column does not apply), segment values near +1 or −1 (bimodal). Over 300 random orders the
+    interval must hold the pooled full-set value at every n in at least 95 % of them."""
+    rng = np.random.default_rng(7)
+    size = 40
+    segments = rng.integers(0, 4, size).astype(float)
+    good = rng.random(size) < 0.7
+    numerators = np.where(good, 0.9, -0.6) * segments
+    truth = numerators.sum() / segments.sum()
+    misses = 0
+    orders = 300
+    for _ in range(orders):
+        order = rng.permutation(size)
+        low, high = ratio_confidence_sequence(
+            numerators[order], segments[order], size, bounds=(-1.0, 1.0), max_denominator=3
+        )
+        misses += bool(np.any((low > truth + 1e-12) | (high < truth - 1e-12)))
+    assert misses / orders <= 0.05
+    # and it is not the trivial interval by the half-way point
+    low, high = ratio_confidence_sequence(
+        numerators, segments, size, bounds=(-1.0, 1.0), max_denominator=3
+    )
+    assert high[size // 2] - low[size // 2] < 1.5
+    assert low[-1] == high[-1] == pytest.approx(truth)
+
+
+def test_nothing_measured_yet_is_the_whole_range_and_nested_after() -> None:
+    low, high = ratio_confidence_sequence(
+        [0, 0, 2.0, 1.5, 0], [0, 0, 2, 2, 1], 8, max_denominator=2
+    )
+    assert (low[0], high[0]) == (0.0, 1.0) and (low[1], high[1]) == (0.0, 1.0)
+    assert np.all(np.diff(low) >= 0) and np.all(np.diff(high) <= 0)
+
+
+@pytest.mark.parametrize(
+    ("numerators", "denominators", "population", "options"),
+    [
+        ([1.5], [1], 3, {}),  # A above bounds[1]·B
+        ([0.5], [3], 3, {"max_denominator": 2}),  # B above the most a case can have
+        ([0.5, 0.5], [1, 1], 1, {}),  # more cases than the population
+        ([0.5], [1, 1], 3, {}),  # lengths differ
+    ],
+)
+def test_bad_input_is_refused(
+    numerators: list[float], denominators: list[float], population: int, options: dict[str, float]
+) -> None:
+    with pytest.raises(BadInputError):
+        ratio_confidence_sequence(numerators, denominators, population, **options)  # type: ignore[arg-type]
