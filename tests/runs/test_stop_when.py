@@ -65,10 +65,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     base, defect, new = root / "base", root / "defect", root / "new"
     cases = ["--cases", str(arena), *ONE_SET, *FAST]
     assert _run(["demo", *cases, "--out", str(base), "-q"])[0] == 0
+    versus = ["--stop-when", f"vs={base}"]
     rc, _, defect_err = _run(
-        ["demo", "--defect", "wrong_direction", *cases, "--out", str(defect), "-q",
-         "--stop-when", f"vs={base}"]
-    )  # fmt: skip
+        ["demo", "--defect", "wrong_direction", *cases, "--out", str(defect), "-q", *versus]
+    )
     assert rc == 0, defect_err
     stop_rc, _, stop_err = _run(["demo", *cases, "--out", str(new), "--stop-when", WIDTH_RULE])
     model_dir = new / CLEAN
@@ -127,7 +127,8 @@ def test_resumed_to_the_end_the_table_equals_a_run_without_the_rule(runs: Runs) 
     tables = []
     for out in (runs.new, runs.base):
         table = build_table(load_results([out]).episodes)
-        tables.append({row.model: {k: c.to_json() for k, c in row.cells.items()} for row in table.rows + tuple(e.row for e in table.excluded)})  # fmt: skip
+        rows = (*table.rows, *(e.row for e in table.excluded))
+        tables.append({r.model: {k: c.to_json() for k, c in r.cells.items()} for r in rows})
     assert tables[0] == tables[1]
 
 
