@@ -103,6 +103,8 @@ class StopMonitor:
             run = read_case_run(self.model_dir)
         except BadInputError:  # no case has started yet
             return None, {}
+        if tuple(run.order) != self.case_keys:  # a former run's record: this one has not begun
+            return None, {}
         # vs=DIR: the baseline ran the same cases to the end, so its value is known exactly
         # and the difference's interval is this run's shifted by it. Pairing case by case
         # (column_intervals' baseline=) doubles the range the sequence must cover: on the
