@@ -117,13 +117,15 @@ def column_kind(name: str) -> Kind:
         aggregation = metric_spec(name).aggregation
     except UnknownMetricError:
         return "mean"
-    target = aggregation.rsplit(":", 1)[-1]
-    return {
-        "pooled_signed_segments": "pooled_signed",
-        "pooled_segments": "pooled",
-        "local_memory": "local_memory",
-        "global_memory": "unbounded",
-    }.get(target, "mean")
+    return _KINDS.get(aggregation.rsplit(":", 1)[-1], "mean")
+
+
+_KINDS: dict[str, Kind] = {
+    "pooled_signed_segments": "pooled_signed",
+    "pooled_segments": "pooled",
+    "local_memory": "local_memory",
+    "global_memory": "unbounded",
+}
 
 
 def _counts(record: EpisodeRecord, name: str) -> bool:
