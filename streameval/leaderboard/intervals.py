@@ -336,7 +336,8 @@ def _interval(
     )
 
 
-def _case_folder(model_dir: Path, key: str) -> Path:
+def case_folder(model_dir: Path, key: str) -> Path:
+    """The results folder of case ``key`` (``set/name``) in ``model_dir``, as the run made it."""
     folder = model_dir
     for part in key.split("/"):
         if part.strip():
@@ -360,7 +361,7 @@ def read_case_run(model_dir: Path) -> CaseRun:
     population = len(order)
     records: list[EpisodeRecord] = []
     for key in order:
-        scores = _case_folder(model_dir, key) / SCORES_FILE
+        scores = case_folder(model_dir, key) / SCORES_FILE
         if not scores.is_file():
             break
         try:

@@ -29,8 +29,8 @@ _NOTE = (
 
 
 def bands_figure(intervals: Mapping[str, ColumnInterval], marker: int | None = None) -> bytes:
-    """One small panel per column with a value: its band (low–high) over the cases and the
-    value over the cases so far; ``marker``: a case number to mark."""
+    """One small panel per column with a value: its band (low–high) after each case;
+    ``marker``: a case number to mark."""
     shown = [c for c in intervals.values() if c.value is not None and c.lows]
     columns = 4
     rows = max(1, -(-len(shown) // columns))

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from streameval.core.atomic import write_json_atomic
 from streameval.errors import BadInputError
@@ -35,6 +34,7 @@ from streameval.leaderboard.intervals import (
     CASES_FILE,
     CaseRun,
     ColumnInterval,
+    case_folder,
     column_intervals,
     column_kind,
     find_case_runs,
@@ -43,6 +43,7 @@ from streameval.leaderboard.intervals import (
 from streameval.metrics.anytime import decide, width_met
 from streameval.metrics.stop_rule import OPTION, StopRule, VersusRule, WidthRule, parse_stop_when
 from streameval.results.results_log import upsert_line
+from streameval.results.scores_file import SCORES_FILE
 
 MANIFEST_FILE = "manifest.jsonl"
 
@@ -161,25 +162,22 @@ class StopMonitor:
         return self.rule.baseline if isinstance(self.rule, VersusRule) else ""
 
     def finish(self) -> list[str]:
-        """After the run: when the rule ended it, the lines to print and the cases not run
-        recorded (``cases.json`` ``stopped``, ``manifest.jsonl`` ``not_run`` lines). Empty when
-        the rule was never met."""
+        """After the run: the lines to print — one per column decided, and when the rule ended
+        the run before its last case, how many were not run — and those cases recorded
+        (``cases.json`` ``stopped``, ``manifest.jsonl`` ``not_run`` lines). Empty when nothing
+        was decided."""
         self.check()  # the last case is in too: what it decided is said
         if not self.met:
             decided = self.lines()
             if not decided:
                 return []
-            return [
-                *decided,
-                f"{OPTION} {self.text!r} not met before the last case "
-                f"({len(self.decided)} column(s) decided earlier)",
-            ]
+            return [*decided, f"{OPTION} {self.text!r} not met: {len(decided)} column(s) decided"]
         run = read_case_run(self.model_dir)
         by_key = set(run.order[: run.finished])
         not_run = [
             key
             for key in run.order
-            if key not in by_key and not (_folder(self.model_dir, key) / "scores.json").is_file()
+            if key not in by_key and not (case_folder(self.model_dir, key) / SCORES_FILE).is_file()
         ]
         model = run.doc.get("model", self.model_dir.name)
         for key in not_run:
@@ -189,7 +187,7 @@ class StopMonitor:
                 {
                     "model": model,
                     "episode": name,
-                    "results_dir": str(_folder(self.model_dir, key)),
+                    "results_dir": str(case_folder(self.model_dir, key)),
                     "case": key,
                     "set": case_set,
                     "status": "not_run",
@@ -221,12 +219,6 @@ def _width(monitor: StopMonitor, name: str) -> str:
     rule = monitor.rule
     width = rule.width_for(name) if isinstance(rule, WidthRule) else None
     return f"<= {width:g}" if width is not None else ""
-
-
-def _folder(model_dir: Path, key: str) -> Path:
-    from streameval.leaderboard.intervals import _case_folder
-
-    return _case_folder(model_dir, key)
 
 
 def computable_columns(suites: Sequence[str], quality: bool) -> tuple[str, ...]:
@@ -308,9 +300,3 @@ def finished_baseline(folder: Path, case_keys: Sequence[str]) -> CaseRun:
             f"{len(mine - theirs)} of this run not in it): the pairing needs the same cases",
         )
     return run
-
-
-def describe(monitor: StopMonitor) -> dict[str, Any]:
-    """The rule's state for a dashboard: per watched column its verdict or None."""
-    _, found = monitor.intervals()
-    return {name: monitor.state(name, found[name]) for name in monitor.watched(found)}
