@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from streameval.tui.cases import CaseBoard, CaseProgress, progress_on_disk
+from streameval.tui.cases import (
+    CaseBoard,
+    CaseProgress,
+    case_progress,
+    read_case_run,
+    recorded_entries,
+)
 from streameval.tui.messages import (
     EpisodeEnded,
     EpisodeErrored,
@@ -151,9 +157,12 @@ class DashboardApp(App[JobsReport]):
             runs.append((", ".join(sorted(models)) or "this run", live))
         for path in self.options.case_runs:
             try:
-                runs.append((str(path.parent), progress_on_disk(path)))
+                run = read_case_run(path)
+                progress = case_progress(recorded_entries(run), run.sets)
             except BadInputError as exc:
                 self._show_log(self.model.add_log(LogLevel.ERROR, str(exc)))
+                continue
+            runs.append((f"{run.model} ({path.parent})", progress))
         return runs
 
     def on_episode_started(self, message: EpisodeStarted) -> None:

@@ -84,13 +84,17 @@ class ColumnBand:
     of: int
     decimals: int
 
-    def text(self) -> str:
-        """``direction_accuracy_trans 97.1 [95.4, 98.2] after 41 of 125``."""
+    def figures(self) -> str:
+        """``97.1 [95.4, 98.2] after 41 of 125``."""
         d = self.decimals
         return (
-            f"{self.name} {self.value:.{d}f} [{self.low:.{d}f}, {self.high:.{d}f}] "
+            f"{self.value:.{d}f} [{self.low:.{d}f}, {self.high:.{d}f}] "
             f"after {self.cases} of {self.of}"
         )
+
+    def text(self) -> str:
+        """``direction_accuracy_trans 97.1 [95.4, 98.2] after 41 of 125``."""
+        return f"{self.name} {self.figures()}"
 
 
 @dataclass(frozen=True, slots=True)

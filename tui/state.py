@@ -160,6 +160,10 @@ class DashboardModel:
             self._progress = self._case_progress(self.cases)
         return self._progress
 
+    def forget_progress(self) -> None:
+        """The case run changed outside ``start``/``end`` (a remote run's set sizes)."""
+        self._progress = None
+
     def _case_progress(self, board: CaseBoard) -> CaseProgress:
         ended: list[tuple[float, int, CaseEntry]] = []
         for ep in self.episodes:

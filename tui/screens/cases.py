@@ -58,10 +58,12 @@ def bands_text(progress: CaseProgress) -> Text:
     text = Text()
     if not progress.bands:
         text.append("no column value yet", style="dim")
+    width = max((len(band.name) for band in progress.bands), default=0)
     for i, band in enumerate(progress.bands):
         if i:
             text.append("\n")
-        text.append(band.text())
+        text.append(f"{band.name:<{width}} ")
+        text.append(band.figures(), style="bold")
         if band.low == band.high:
             text.append("  final", style="bold green")
     text.append("\n" + BAND_NOTE.format(confidence=progress.confidence), style="dim")
