@@ -129,7 +129,7 @@ class CasesScreen(Screen[None]):
         if not runs:
             body.mount(Static(NO_CASE_RUN, classes="cases-summary"))
             return
-        for i, (title, progress) in enumerate(runs):
+        for title, progress in runs:
             header, rows = set_rows(progress)
             table: DataTable[str] = DataTable(
                 classes="cases-sets", cursor_type="row", zebra_stripes=True
@@ -140,7 +140,7 @@ class CasesScreen(Screen[None]):
             bands = Static(bands_text(progress), classes="cases-bands")
             bands.border_title = "Columns over the whole case set"
             body.mount(
-                Static(summary_text(title, progress), classes="cases-summary", id=f"cases-{i}"),
+                Static(summary_text(title, progress), classes="cases-summary"),
                 table,
                 bands,
             )
