@@ -3,8 +3,6 @@ column's running value with its anytime-valid band — live, on disk, and watche
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,70 +25,24 @@ from streameval.tui.screens.cases import CasesScreen
 from streameval.tui.widgets.status_line import StatusLine
 from textual.widgets import DataTable, Static
 
-from streameval.cases.model import Case
 from streameval.cli.dashboard import browse_app
 from streameval.core.events import EpisodeInfo
-from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.scoring import EpisodeScores
 from streameval.metrics.anytime import confidence_sequence
 from streameval.results.scores_file import scores_document, write_scores
 from streameval.runs.jobs import EpisodeJob
 from streameval.transports.mqtt.scores_publisher import case_sets, wire_case
+from tests.tui.case_sample import (
+    ACC,
+    RUN,
+    SETS,
+    STAB,
+    case_metrics,
+    make_case,
+    write_case_run,
+)
 from tests.tui.tui_fakes import async_test, content_text, wait_until, widget_text
-
-ACC = "direction_accuracy_trans"
-STAB = "motion_stability_trans"
-SETS = {"first_view/real": 4, "third_view/style": 3}
-# per case, in run order: (set, name, direction accuracy or None for an incomplete case)
-RUN: list[tuple[str, str, float | None]] = [
-    ("first_view/real", "000_001", 100.0),
-    ("third_view/style", "000_006", 0.0),
-    ("first_view/real", "001_002", 100.0),
-    ("first_view/real", "000_009", None),
-    ("third_view/style", "002_003", 100.0),
-]
-
-
-def _metrics(accuracy: float) -> dict[str, MetricResult]:
-    return {
-        ACC: MetricResult.official(accuracy / 100, accuracy),
-        STAB: MetricResult.official(0.9, 90.0),
-        "revisit_memory": MetricResult.not_applicable("no revisit"),
-    }
-
-
-def _case(set_name: str, name: str) -> Case:
-    return Case(name, set_name, "worldmark", name[:3], int(name[4:]), "W", None, None, None)
-
-
-def write_case_run(root: Path, cases: Sequence[tuple[str, str, float | None]]) -> Path:
-    """``root/m/cases.json`` for a 7-case run and the scores.json of ``cases``, each written
-    60 s after the one before (the third one 10 min after: a resumed run's pause)."""
-    model_dir = root / "m"
-    model_dir.mkdir(parents=True)
-    order = [f"{s}/{n}" for s, n, _ in RUN] + ["first_view/real/001_005", "third_view/style/x"]
-    doc = {"model": "m", "order": order, "sets": SETS, "written_at": "2026-01-01T00:00:00+00:00"}
-    (model_dir / "cases.json").write_text(json.dumps(doc))
-    start = 1767225600.0  # 2026-01-01T00:00:00Z
-    when = start
-    for i, (set_name, name, accuracy) in enumerate(cases):
-        metrics = _metrics(accuracy if accuracy is not None else 0.0)
-        case = _case(set_name, name).record()
-        document = scores_document(
-            model="m",
-            suite="worldmark",
-            episode=name,
-            fps=16.0,
-            frames=32,
-            metrics=metrics,
-            complete=accuracy is not None,
-            case=case,
-        )
-        path = write_scores(model_dir / set_name / name, document)
-        when += 600.0 if i == 2 else 60.0
-        os.utime(path, (when, when))
-    return model_dir / "cases.json"
 
 
 def _entries(cases: Sequence[tuple[str, str, float | None]]) -> list[CaseEntry]:
@@ -159,14 +111,14 @@ def test_a_resumed_run_counts_the_cases_it_kept(tmp_path: Path) -> None:
 
 def _outcome(name: str, accuracy: float | None) -> EpisodeOutcome:
     info = EpisodeInfo(name, "m", "worldmark", 16.0, Schedule.per_key(("W",), 2.0, 16.0), "t")
-    metrics = _metrics(accuracy if accuracy is not None else 0.0)
+    metrics = case_metrics(accuracy if accuracy is not None else 0.0)
     return EpisodeOutcome(info, EpisodeScores(metrics, {}), None, accuracy is not None, 32)
 
 
 @async_test
 async def test_live_case_run_shows_progress_and_bands(tmp_path: Path) -> None:
     jobs = [
-        EpisodeJob(n, lambda: None, tmp_path / "m" / s / n, case=_case(s, n))  # type: ignore[arg-type,return-value]
+        EpisodeJob(n, lambda: None, tmp_path / "m" / s / n, case=make_case(s, n))  # type: ignore[arg-type,return-value]
         for s, n, _ in RUN
     ]
     now = [0.0]
@@ -214,8 +166,8 @@ async def test_browsing_a_case_run_opens_on_its_progress_and_follows_it(tmp_path
                 episode="001_002",
                 fps=16.0,
                 frames=32,
-                metrics=_metrics(100.0),
-                case=_case("first_view/real", "001_002").record(),
+                metrics=case_metrics(100.0),
+                case=make_case("first_view/real", "001_002").record(),
             ),
         )
         await pilot.press("r")
@@ -242,7 +194,7 @@ def test_the_publisher_names_the_case_and_reads_the_runs_sets(tmp_path: Path) ->
     assert case_sets(tmp_path / "elsewhere") == {} and case_sets(None) == {}
     info = _outcome("000_001", 100.0).info
     assert wire_case(info, SETS) is None  # no case record: no case
-    info.extra["case"] = _case("first_view/real", "000_001").record()
+    info.extra["case"] = make_case("first_view/real", "000_001").record()
     assert wire_case(info, SETS) == WireCase("first_view/real", "000_001", SETS)
 
 
