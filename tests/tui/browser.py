@@ -74,7 +74,7 @@ class ServedPage:
     def text(self) -> str:
         return plain("".join(self.received))
 
-    async def wait_for(self, needles: Sequence[str], timeout: float = 60.0) -> str:
+    async def wait_for(self, needles: Sequence[str], timeout: float = 30.0) -> str:
         """Read the page's websocket frames until every one of ``needles`` was shown."""
         deadline = time.monotonic() + timeout
         while not all(n in self.text for n in needles):
@@ -101,6 +101,23 @@ class ServedPage:
             message = await self._event(30.0)
             if message.get("id") == ask:
                 return message["result"]["result"].get("value")
+
+    async def press(self, key: str) -> None:
+        """Type one character into the web terminal (its input field focused first)."""
+        await self.evaluate("document.querySelector('.xterm-helper-textarea').focus()")
+        for kind in ("keyDown", "keyUp"):
+            self.next_id += 1
+            params = (
+                {"type": kind, "key": key, "text": key}
+                if kind == "keyDown"
+                else {
+                    "type": kind,
+                    "key": key,
+                }
+            )
+            await self.ws.send_json(
+                {"id": self.next_id, "method": "Input.dispatchKeyEvent", "params": params}
+            )
 
     async def _event(self, timeout: float) -> dict[str, Any]:
         message: dict[str, Any] = await asyncio.wait_for(self.ws.receive_json(), timeout)
