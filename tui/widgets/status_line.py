@@ -1,5 +1,7 @@
-"""One line saying what the whole command is doing: running k/N, finalizing, or done; in a
-case run, also the case set's progress (cases ended / left, about how long the rest takes)."""
+"""One line saying what the whole command is doing: running k/N, finalizing, or done.
+
+In a case run it also says the case set's progress: cases ended and left, about how long the
+rest takes (the case-set view, ``c``, has the details)."""
 
 from __future__ import annotations
 
