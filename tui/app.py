@@ -149,12 +149,14 @@ class DashboardApp(App[JobsReport]):
             self.live.add_log(line)
 
     def case_runs(self) -> list[tuple[str, CaseProgress]]:
-        """What the case-set view shows: this command's case run, then those on disk."""
+        """What the case-set view shows: this command's case run, then those on disk (titled
+        by model; by model and folder when two runs share a model)."""
         runs: list[tuple[str, CaseProgress]] = []
         live = self.model.case_progress()
         if live is not None:
             models = {ep.info.model for ep in self.model.episodes if ep.info is not None}
             runs.append((", ".join(sorted(models)) or "this run", live))
+        on_disk: list[tuple[str, Path, CaseProgress]] = []
         for path in self.options.case_runs:
             try:
                 run = read_case_run(path)
@@ -162,7 +164,10 @@ class DashboardApp(App[JobsReport]):
             except BadInputError as exc:
                 self._show_log(self.model.add_log(LogLevel.ERROR, str(exc)))
                 continue
-            runs.append((f"{run.model} ({path.parent})", progress))
+            on_disk.append((run.model, path.parent, progress))
+        models = [model for model, _, _ in on_disk]
+        for model, folder, progress in on_disk:
+            runs.append((model if models.count(model) == 1 else f"{model} ({folder})", progress))
         return runs
 
     def on_episode_started(self, message: EpisodeStarted) -> None:

@@ -38,12 +38,13 @@ def make_case(set_name: str, name: str) -> Case:
 
 
 def write_case_run(root: Path, cases: Sequence[tuple[str, str, float | None]]) -> Path:
-    """``root/m/cases.json`` for a 7-case run and the scores.json of ``cases``, each written
+    """``root/my-model/cases.json`` for a 7-case run and the scores.json of ``cases``, each written
     60 s after the one before (the third one 10 min after: a resumed run's pause)."""
-    model_dir = root / "m"
+    model_dir = root / "my-model"
     model_dir.mkdir(parents=True)
     order = [f"{s}/{n}" for s, n, _ in RUN] + ["first_view/real/001_005", "third_view/style/x"]
-    doc = {"model": "m", "order": order, "sets": SETS, "written_at": "2026-01-01T00:00:00+00:00"}
+    written = "2026-01-01T00:00:00+00:00"
+    doc = {"model": "my-model", "order": order, "sets": SETS, "written_at": written}
     (model_dir / "cases.json").write_text(json.dumps(doc))
     start = 1767225600.0  # 2026-01-01T00:00:00Z
     when = start
@@ -51,7 +52,7 @@ def write_case_run(root: Path, cases: Sequence[tuple[str, str, float | None]]) -
         metrics = case_metrics(accuracy if accuracy is not None else 0.0)
         case = make_case(set_name, name).record()
         document = scores_document(
-            model="m",
+            model="my-model",
             suite="worldmark",
             episode=name,
             fps=16.0,
