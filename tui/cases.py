@@ -404,4 +404,8 @@ class CaseBoard:
         except BadInputError:
             return cls(totals)
         kept = [e for e in recorded_entries(run) if e.key not in keys]
-        return cls(dict(run.sets) or totals, kept)
+        # a run resumed with a wider selection takes more cases than the record counts
+        for entry in kept:
+            totals[entry.set] = totals.get(entry.set, 0) + 1
+        names = [*run.sets, *(name for name in totals if name not in run.sets)]
+        return cls({n: max(run.sets.get(n, 0), totals.get(n, 0)) for n in names}, kept)

@@ -165,22 +165,33 @@ class DashboardModel:
         self._progress = None
 
     def _case_progress(self, board: CaseBoard) -> CaseProgress:
-        ended: list[tuple[float, int, CaseEntry]] = []
-        for ep in self.episodes:
+        # A case's time is the gap since the case before ended (the first: since this
+        # command's first case started): opening a session and scoring are part of it.
+        ended = sorted(
+            (ep.ended_at if ep.ended_at is not None else 0.0, ep.job, ep)
+            for ep in self.episodes
+            if ep.case is not None and ep.outcome is not None
+        )
+        starts = [ep.started_at for ep in self.episodes if ep.started_at is not None]
+        before = min(starts) if starts else None
+        mine: list[CaseEntry] = []
+        for _, _, ep in ended:
             if ep.case is None or ep.outcome is None:
-                continue
+                continue  # filtered above; says so to the type checker
             seconds = None
-            if ep.started_at is not None and ep.ended_at is not None:
-                seconds = max(0.0, ep.ended_at - ep.started_at)
-            entry = CaseEntry(
-                f"{ep.case[0]}/{ep.case[1]}",
-                ep.case[0],
-                ep.outcome.complete,
-                case_values(ep.outcome.scores.metrics, ep.outcome.complete),
-                seconds,
+            if before is not None and ep.ended_at is not None:
+                seconds = max(0.0, ep.ended_at - before)
+                before = ep.ended_at
+            mine.append(
+                CaseEntry(
+                    f"{ep.case[0]}/{ep.case[1]}",
+                    ep.case[0],
+                    ep.outcome.complete,
+                    case_values(ep.outcome.scores.metrics, ep.outcome.complete),
+                    seconds,
+                )
             )
-            ended.append((ep.ended_at if ep.ended_at is not None else 0.0, ep.job, entry))
-        entries = [*board.kept, *(entry for *_, entry in sorted(ended))]
+        entries = [*board.kept, *mine]
         running = self.episodes[self.running] if self.running is not None else None
         totals = dict(board.set_totals)
         for ep in self.episodes:  # a remote run learns its sets as cases arrive
