@@ -165,9 +165,9 @@ class DashboardApp(App[JobsReport]):
                 self._show_log(self.model.add_log(LogLevel.ERROR, str(exc)))
                 continue
             on_disk.append((run.model, path.parent, progress))
-        models = [model for model, _, _ in on_disk]
+        names = [model for model, _, _ in on_disk]
         for model, folder, progress in on_disk:
-            runs.append((model if models.count(model) == 1 else f"{model} ({folder})", progress))
+            runs.append((model if names.count(model) == 1 else f"{model} ({folder})", progress))
         return runs
 
     def on_episode_started(self, message: EpisodeStarted) -> None:
