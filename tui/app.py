@@ -22,9 +22,8 @@ from typing import ClassVar
 from streameval.tui.cases import (
     CaseBoard,
     CaseProgress,
-    case_progress,
+    progress_of,
     read_case_run,
-    recorded_entries,
 )
 from streameval.tui.messages import (
     EpisodeEnded,
@@ -160,7 +159,7 @@ class DashboardApp(App[JobsReport]):
         for path in self.options.case_runs:
             try:
                 run = read_case_run(path)
-                progress = case_progress(recorded_entries(run), run.sets)
+                progress = progress_of(run)
             except BadInputError as exc:
                 self._show_log(self.model.add_log(LogLevel.ERROR, str(exc)))
                 continue

@@ -107,6 +107,7 @@ class CaseProgress:
     seconds_per_case: float | None
     running: str | None = None
     confidence: float = DEFAULT_CONFIDENCE
+    stop: str | None = None  # how a stop rule ended the run, when cases.json records it
 
     @property
     def ended(self) -> int:
@@ -181,6 +182,7 @@ def case_progress(
     *,
     running: str | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
+    stop: str | None = None,
 ) -> CaseProgress:
     """The progress of a case run whose ended cases are ``entries``, in run order.
 
@@ -209,7 +211,7 @@ def case_progress(
     )
     timed = [e.seconds for e in entries if e.seconds is not None]
     per_case = statistics.fmean(timed) if timed else None
-    return CaseProgress(total, tuple(sets), bands, per_case, running, confidence)
+    return CaseProgress(total, tuple(sets), bands, per_case, running, confidence, stop)
 
 
 def column_band(
@@ -357,10 +359,31 @@ def recorded_entries(run: CaseRunFile) -> list[CaseEntry]:
     ]
 
 
+def stop_note(doc: Mapping[str, Any]) -> str | None:
+    """How a stop rule ended the run (``cases.json``'s ``stopped``: ``rule``, ``after``,
+    ``not_run``), in words; None when the record has none or one this reader cannot read."""
+    stopped = doc.get("stopped")
+    if not isinstance(stopped, dict):
+        return None
+    rule, after, not_run = stopped.get("rule"), stopped.get("after"), stopped.get("not_run")
+    if not isinstance(rule, str) or not isinstance(after, int):
+        return None
+    text = f"stopped by --stop-when {rule!r} after {after} cases"
+    if isinstance(not_run, list):
+        text += f"; {len(not_run)} not run (--resume without --stop-when runs them)"
+    return text
+
+
+def progress_of(run: CaseRunFile, confidence: float = DEFAULT_CONFIDENCE) -> CaseProgress:
+    """The progress of a case run on disk, its stop rule's end included."""
+    return case_progress(
+        recorded_entries(run), run.sets, confidence=confidence, stop=stop_note(run.extra)
+    )
+
+
 def progress_on_disk(path: Path, confidence: float = DEFAULT_CONFIDENCE) -> CaseProgress:
     """The progress of the case run recorded by the ``cases.json`` at ``path``."""
-    run = read_case_run(path)
-    return case_progress(recorded_entries(run), run.sets, confidence=confidence)
+    return progress_of(read_case_run(path), confidence)
 
 
 @dataclass

@@ -3,6 +3,7 @@ column's running value with its anytime-valid band — live, on disk, and watche
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -98,6 +99,21 @@ def test_a_case_run_on_disk_in_order_with_its_case_times(tmp_path: Path) -> None
     assert (
         progress.summary() == "cases 5/7 · 1 incomplete · 2 left · 60 s a case · about 2 min left"
     )
+
+
+def test_a_run_a_stop_rule_ended_says_so(tmp_path: Path) -> None:
+    path = write_case_run(tmp_path, RUN)
+    assert progress_on_disk(path).stop is None
+    doc = json.loads(path.read_text())
+    doc["stopped"] = {"rule": "width<=40", "after": 5, "not_run": ["a/x", "b/y"], "at": "now"}
+    path.write_text(json.dumps(doc))
+    assert progress_on_disk(path).stop == (
+        "stopped by --stop-when 'width<=40' after 5 cases; 2 not run "
+        "(--resume without --stop-when runs them)"
+    )
+    doc["stopped"] = {"rule": 3}  # a record this reader cannot read: nothing said
+    path.write_text(json.dumps(doc))
+    assert progress_on_disk(path).stop is None
 
 
 def test_a_resumed_run_counts_the_cases_it_kept(tmp_path: Path) -> None:

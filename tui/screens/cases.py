@@ -33,7 +33,7 @@ ProgressSource = Callable[[], Sequence[tuple[str, CaseProgress]]]
 NO_CASE_RUN = "no case run here: run with --cases, or open a results folder holding cases.json"
 BAND_NOTE = (
     "band: {confidence:.0%} anytime-valid interval on the full case set's mean of per-case "
-    "values (valid however often the run is looked at); no stop rule recorded"
+    "values (valid however often the run is looked at)"
 )
 
 
@@ -66,6 +66,8 @@ def bands_text(progress: CaseProgress) -> Text:
         text.append(band.figures(), style="bold")
         if band.low == band.high:
             text.append("  final", style="bold green")
+    if progress.stop is not None:
+        text.append("\n" + progress.stop, style="bold yellow")
     text.append("\n" + BAND_NOTE.format(confidence=progress.confidence), style="dim")
     return text
 
