@@ -20,6 +20,7 @@ and the cases' ``scores.json``), and from the scores a remote evaluator publishe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import statistics
@@ -33,9 +34,15 @@ from streameval.replay.layout import CASE_RUN
 
 from streameval.core.metric_result import MetricResult
 from streameval.errors import BadInputError
+from streameval.inputs.jsonfile import read_json_file
 from streameval.leaderboard.columns import column_names, metric_scale
 from streameval.metrics.anytime import DEFAULT_CONFIDENCE, confidence_sequence
-from streameval.results.scores_file import EpisodeRecord, find_scores_files, load_episode
+from streameval.results.scores_file import (
+    READABLE_FORMATS,
+    SCORES_FORMAT,
+    find_scores_files,
+    load_episode,
+)
 
 CASE_RUN_DEPTH = 4
 """How many folders above a case's results a ``cases.json`` is looked for: ``OUT/<model>/
@@ -310,36 +317,100 @@ def case_run_above(results_dir: Path) -> Path | None:
     return None
 
 
-def record_key(record: EpisodeRecord) -> str | None:
-    """``set/name`` of a case's episode; None for an episode that runs no case."""
-    case = record.case
-    if case is None:
+@dataclass(frozen=True, slots=True)
+class CaseScores:
+    """What the case-set view reads of one case's ``scores.json``."""
+
+    key: str
+    set: str
+    complete: bool
+    values: Mapping[str, float]
+
+
+_READ: dict[Path, tuple[tuple[int, int], CaseScores | None]] = {}
+"""Case scores read so far, by file and (mtime, size): a folder read again every few seconds
+reads only the files that changed."""
+_READ_LIMIT = 100_000
+
+
+def read_case_scores(path: Path) -> CaseScores | None:
+    """A case's ``scores.json`` as the view needs it; None for a file that is not one (no
+    ``case`` record, unreadable, another format). The current format is read without the
+    schema check ``load_episode`` makes (60 ms a file: a 500-case folder read every few
+    seconds could not afford it): only the case, ``complete`` and each metric's status and
+    normalized value are taken, with the table's rule (an official result counts with a finite
+    normalized value). An older format goes through ``load_episode``, which rescales it."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    known = _READ.get(path)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    if len(_READ) >= _READ_LIMIT:
+        _READ.clear()
+    scores = _read_case_scores(path)
+    _READ[path] = (stamp, scores)
+    return scores
+
+
+def _read_case_scores(path: Path) -> CaseScores | None:
+    try:
+        doc = read_json_file(path)
+    except BadInputError:
+        return None
+    if not isinstance(doc, dict) or doc.get("format") not in READABLE_FORMATS:
+        return None
+    case = doc.get("case")
+    if not isinstance(case, dict):
         return None
     name, set_name = case.get("name"), case.get("set")
     if not isinstance(name, str) or not isinstance(set_name, str):
         return None
-    return f"{set_name}/{name}"
-
-
-def recorded_entries(run: CaseRunFile) -> list[CaseEntry]:
-    """The ended cases of a case run on disk, in run order, each from its ``scores.json``.
-
-    A case's time is the gap between its scores.json and the one before in run order (the
-    first: since ``cases.json`` was written); a gap of a resumed run's pause is no case's
-    time, so gaps over five times the median are left out.
-    """
-    records: dict[str, tuple[EpisodeRecord, float]] = {}
-    for path in find_scores_files(run.model_dir) if run.model_dir.is_dir() else []:
+    if doc["format"] != SCORES_FORMAT:
         try:
             record = load_episode(path)
         except BadInputError:
+            return None
+        return CaseScores(
+            f"{set_name}/{name}",
+            set_name,
+            record.complete,
+            case_values(record.metrics, record.complete),
+        )
+    complete = doc.get("complete", True) is True
+    metrics = doc.get("metrics")
+    values: dict[str, float] = {}
+    if complete and isinstance(metrics, dict):
+        for metric, entry in metrics.items():
+            if not isinstance(entry, dict) or entry.get("status") != "official":
+                continue
+            value = entry.get("normalized")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            if math.isfinite(value):
+                values[str(metric)] = float(value)
+    return CaseScores(f"{set_name}/{name}", set_name, complete, values)
+
+
+def recorded_entries(run: CaseRunFile) -> list[CaseEntry]:
+    """The ended cases of a case run on disk, in the order they ended (the run's order,
+    resumed), each from its ``scores.json``.
+
+    A case's time is the gap between its scores.json and the one before (the first: since
+    ``cases.json`` was written); a gap of a resumed run's pause is no case's time, so gaps
+    over five times the median are left out.
+    """
+    found: dict[str, tuple[CaseScores, float]] = {}
+    for path in find_scores_files(run.model_dir) if run.model_dir.is_dir() else []:
+        scores = read_case_scores(path)
+        if scores is None:
             continue
-        key = record_key(record)
-        if key is not None:
-            records[key] = (record, path.stat().st_mtime)
-    ordered = [records[key] for key in run.order if key in records]
-    ordered += [records[key] for key in records if key not in set(run.order)]
-    ordered.sort(key=lambda pair: pair[1])  # the order they ended in: the run's order, resumed
+        with contextlib.suppress(OSError):
+            found[scores.key] = (scores, path.stat().st_mtime)
+    rank = {key: i for i, key in enumerate(run.order)}
+    ordered = sorted(found.values(), key=lambda pair: (pair[1], rank.get(pair[0].key, -1)))
     gaps: list[float | None] = []
     before = run.written_at
     for _, mtime in ordered:
@@ -349,13 +420,13 @@ def recorded_entries(run: CaseRunFile) -> list[CaseEntry]:
     limit = 5 * statistics.median(known) if known else math.inf
     return [
         CaseEntry(
-            record_key(record) or "",
-            record.case_set or "",
-            record.complete,
-            case_values(record.metrics, record.complete),
+            scores.key,
+            scores.set,
+            scores.complete,
+            scores.values,
             gap if gap is not None and gap <= limit else None,
         )
-        for (record, _), gap in zip(ordered, gaps, strict=True)
+        for (scores, _), gap in zip(ordered, gaps, strict=True)
     ]
 
 

@@ -16,9 +16,11 @@ from streameval.tui.cases import (
     CaseBoard,
     CaseEntry,
     case_progress,
+    case_values,
     format_duration,
     progress_on_disk,
     read_case_run,
+    read_case_scores,
     recorded_entries,
 )
 from streameval.tui.remote import RemoteDashboardApp
@@ -31,7 +33,7 @@ from streameval.core.events import EpisodeInfo
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.scoring import EpisodeScores
 from streameval.metrics.anytime import confidence_sequence
-from streameval.results.scores_file import scores_document, write_scores
+from streameval.results.scores_file import load_episode, scores_document, write_scores
 from streameval.runs.jobs import EpisodeJob
 from streameval.transports.mqtt.scores_publisher import case_sets, wire_case
 from tests.tui.case_sample import (
@@ -99,6 +101,19 @@ def test_a_case_run_on_disk_in_order_with_its_case_times(tmp_path: Path) -> None
     assert (
         progress.summary() == "cases 5/7 · 1 incomplete · 2 left · 60 s a case · about 2 min left"
     )
+
+
+def test_the_views_quick_reader_agrees_with_the_validated_one(tmp_path: Path) -> None:
+    path = write_case_run(tmp_path, RUN)
+    files = sorted(path.parent.rglob("scores.json"))
+    assert len(files) == len(RUN)
+    for file in files:
+        record, quick = load_episode(file), read_case_scores(file)
+        assert quick is not None and quick.complete == record.complete
+        assert quick.values == case_values(record.metrics, record.complete)
+        assert quick.key == f"{record.case_set}/{record.episode}"
+    (tmp_path / "junk.json").write_text("[1, 2")
+    assert read_case_scores(tmp_path / "junk.json") is None
 
 
 def test_a_run_a_stop_rule_ended_says_so(tmp_path: Path) -> None:
