@@ -29,6 +29,7 @@ from streameval.tui.widgets.status_line import StatusLine
 from textual.widgets import DataTable, Static
 
 from streameval.cli.dashboard import browse_app
+from streameval.cli.main import main
 from streameval.core.events import EpisodeInfo
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.scoring import EpisodeScores
@@ -269,3 +270,40 @@ async def test_the_remote_watcher_shows_the_case_run_as_a_local_one(tmp_path: Pa
         await wait_until(pilot, lambda: "cases 3/7" in _screen_text(app.screen))  # type: ignore[arg-type]
         await pilot.press("q")
     assert np.isfinite(band.value)
+
+
+def test_a_real_case_run_on_the_dashboard_and_its_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``demo --cases`` on the dashboard (headless): the case-set view counts the cases the
+    pipeline ran; resumed with more images, it counts the kept ones too."""
+    import streameval.tui as tui_package
+
+    import streameval.cli.evaluate as evaluate_cli
+    from tests.cases.arena_synth import write_arena
+
+    arena = write_arena(tmp_path / "arena_inputs")
+    shown: list[DashboardApp] = []
+
+    def headless(jobs, config, observers, options=None, headless=False):  # type: ignore[no-untyped-def]
+        app = DashboardApp(jobs, config, observers, DashboardOptions(stay_open=False))
+        shown.append(app)
+        result = app.run(headless=True)
+        return result if result is not None else app.report
+
+    monkeypatch.setattr(evaluate_cli, "_use_dashboard", lambda args: True)
+    monkeypatch.setattr(tui_package, "run_dashboard", headless)
+    run = ["demo", "--cases", str(arena), "--out", str(tmp_path / "out"), "--sets"]
+    fast = ["--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5"]
+    # image 0: 000_001 (its other actions, 6 and 9, left out); image 1 adds 001_002
+    assert main([*run, "first_view/real", "--images", "0", "--actions", "1", *fast]) == 0
+    first = shown[-1].model.case_progress()
+    assert first is not None and (first.ended, first.total, first.left) == (1, 1, 0)
+    assert first.seconds_per_case is not None and first.seconds_per_case > 0
+    assert {b.name for b in first.bands} >= {ACC}
+    assert all(b.low == pytest.approx(b.value) for b in first.bands)  # every case in: exact
+    resume = ["--images", "0-1", "--actions", "1,2", "--resume"]
+    assert main([*run, "first_view/real", *resume, *fast]) == 0
+    resumed = shown[-1].model.case_progress()
+    assert resumed is not None and (resumed.ended, resumed.total) == (2, 2)
+    assert shown[-1].model.cases is not None and len(shown[-1].model.cases.kept) == 1
