@@ -89,6 +89,7 @@ def _serve(args: argparse.Namespace) -> int:
             find_scores_files(path)  # a missing folder: exit 2 here, not in every page
     else:
         _check_watch(args)
+        _check_broker(args.mqtt)
     title = "streameval dashboard"
     Server(served_command(args), host=host, port=port, title=title).serve()
     return EXIT_OK
@@ -170,6 +171,18 @@ def _check_watch(args: argparse.Namespace) -> None:
     parse_mqtt_url(args.mqtt, session_required=False)  # bad URL: exit 2 before anything
 
 
+def _check_broker(url: str) -> None:
+    """A broker that cannot be reached: ``BadInputError`` (exit 2), before any screen."""
+    from streameval.transports.mqtt.remote_watch import check_broker
+
+    try:
+        asyncio.run(check_broker(url))
+    except Exception as exc:
+        if is_mqtt_error(exc):
+            raise BadInputError(url, connect_problem(exc)) from None
+        raise
+
+
 def _watch(args: argparse.Namespace) -> int:
     _check_watch(args)
     if args.no_tui or not _has_screen():
@@ -192,14 +205,8 @@ def _watch(args: argparse.Namespace) -> int:
                 raise BadInputError(args.mqtt, connect_problem(exc)) from None
             raise
         return EXIT_OK
-    from streameval.transports.mqtt.remote_watch import check_broker
     from streameval.tui.remote import RemoteDashboardApp
 
-    try:
-        asyncio.run(check_broker(args.mqtt))
-    except Exception as exc:
-        if is_mqtt_error(exc):
-            raise BadInputError(args.mqtt, connect_problem(exc)) from None
-        raise
+    _check_broker(args.mqtt)
     RemoteDashboardApp(args.mqtt).run()
     return EXIT_OK

@@ -11,7 +11,7 @@ import pytest
 from streameval.cli.dashboard import parse_serve, served_command
 from streameval.cli.main import main
 from streameval.errors import BadInputError
-from tests.tui.browser import needs_browser, needs_textual_serve, served_page
+from tests.tui.browser import free_port, needs_browser, needs_textual_serve, served_page
 from tests.tui.case_sample import ACC, RUN, write_case_run
 from tests.tui.tui_fakes import async_test
 
@@ -40,6 +40,10 @@ def test_serving_a_missing_folder_is_bad_input_before_serving(
 ) -> None:
     assert main(["dashboard", str(tmp_path / "nope"), "--serve", "127.0.0.1:1"]) == 2
     assert "nope" in capsys.readouterr().err
+    # no broker there: one line, exit 2, nothing served
+    port = free_port()
+    assert main(["dashboard", "--mqtt", f"mqtt://127.0.0.1:{port}", "--serve", "127.0.0.1:1"]) == 2
+    assert f"127.0.0.1:{port}" in capsys.readouterr().err
 
 
 @needs_browser
