@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q '$(TORCH_PIN)'
-	$(PY) -m pip install -q -e '.[dev,heavy,ray]'
+	$(PY) -m pip install -q -e '.[dev,heavy,ray,web]'
 	touch $(STAMP)
 
 demo: $(STAMP)

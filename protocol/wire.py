@@ -160,6 +160,21 @@ class ScoresUpdate:
     warning: str | None = None
     queue_depth: int | None = None  # the evaluator's perception queue, as its Throughput shows
     received: int | None = None  # frames the evaluator received (dropped ones included)
+    case: WireCase | None = None  # a benchmark case's episode: which case, the run's sets
+
+
+@dataclass(frozen=True, slots=True)
+class WireCase:
+    """The benchmark case an episode runs (``set``, ``name``) and, once the evaluator knows
+    them (its case run's ``cases.json``), every set's number of cases: what a remote dashboard
+    needs to show the case set's progress as a local one does. Older watchers ignore it."""
+
+    set: str
+    name: str
+    sets: dict[str, int] = field(default_factory=dict)
+
+
+MAX_CASE_TEXT = 1000  # a case or set name on the wire, at most (longer: not a case record)
 
 
 Message = Step | KeyDown | KeyUp | Heartbeat | Reset | Bye | Hello | Frame | ScoresUpdate
@@ -264,6 +279,12 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
             "queue": message.queue_depth,
             "recv": message.received,
         }
+        if message.case is not None:
+            body["case"] = {
+                "set": message.case.set,
+                "name": message.case.name,
+                "sets": message.case.sets,
+            }
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed
 
@@ -376,6 +397,24 @@ def _optional_count(value: Any) -> int | None:
     return None
 
 
+def _case(value: Any) -> WireCase | None:
+    """The ``case`` of a scores message; anything malformed is no case (the message stays
+    valid: the case is extra information for the watcher's case view)."""
+    if not isinstance(value, dict):
+        return None
+    set_name, name, sets = value.get("set"), value.get("name"), value.get("sets")
+    if not all(isinstance(v, str) and 0 < len(v) <= MAX_CASE_TEXT for v in (set_name, name)):
+        return None
+    counts: dict[str, int] = {}
+    if isinstance(sets, dict) and len(sets) <= MAX_SCALARS:
+        counts = {
+            str(k)[:MAX_CASE_TEXT]: v
+            for k, v in sets.items()
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        }
+    return WireCase(str(set_name), str(name), counts)
+
+
 def _scalars(value: Any, what: str) -> dict[str, Scalar]:
     """A map of plain values (details, the interactivity block); anything else is refused."""
     if value is None:
@@ -478,6 +517,7 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
             warning=None if body.get("warn") is None else str(body["warn"]),
             queue_depth=_optional_count(body.get("queue")),
             received=_optional_count(body.get("recv")),
+            case=_case(body.get("case")),
         )
     raise WireError(f"unknown message type {kind!r}")
 

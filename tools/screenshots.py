@@ -20,6 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.tui
 
 from streameval.tui.app import DashboardApp
 
+from streameval.cli.dashboard import browse_app
+from tests.tui.case_sample import RUN, write_case_run
 from tests.tui.sample import feed_all_done, feed_mid_episode, sample_app, write_sample_results
 
 LIVE_SIZE = (120, 40)
@@ -47,8 +49,21 @@ async def _shoot(
     return path
 
 
+async def _shoot_case_run(out: Path, root: Path) -> Path:
+    """The case-set view of the sample case run (5 of 7 cases ended), as ``dashboard`` opens it."""
+    write_case_run(root, RUN)
+    app = browse_app([root])
+    async with app.run_test(size=LIVE_SIZE) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        path = out / "case_run.svg"
+        path.write_text(app.export_screenshot(title="streameval — case_run"), encoding="utf-8")
+    return path
+
+
 async def write_screenshots(out: Path) -> list[Path]:
-    """Every screen: live mid-episode, live at the end, leaderboard and its drill-downs."""
+    """Every screen: live mid-episode, live at the end, leaderboard and its drill-downs, the
+    case-set view."""
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = write_sample_results(Path(tmp))
@@ -65,7 +80,10 @@ async def write_screenshots(out: Path) -> list[Path]:
                 ("t", "down", "enter", "enter"),
             ),
         ]
-        return [await _shoot(out, root, name, size, feed, keys) for name, size, feed, keys in shots]
+        paths = [
+            await _shoot(out, root, name, size, feed, keys) for name, size, feed, keys in shots
+        ]
+        return [*paths, await _shoot_case_run(out, Path(tmp) / "case-run")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,6 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from streameval.tui.cases import (
+    CaseBoard,
+    CaseProgress,
+    progress_of,
+    read_case_run,
+)
 from streameval.tui.messages import (
     EpisodeEnded,
     EpisodeErrored,
@@ -29,6 +35,7 @@ from streameval.tui.messages import (
 )
 from streameval.tui.observer import DashboardObserver
 from streameval.tui.runner import JobRunner
+from streameval.tui.screens.cases import CasesScreen
 from streameval.tui.screens.leaderboard import LeaderboardScreen
 from streameval.tui.screens.live import LiveScreen
 from streameval.tui.state import DashboardModel, LogLevel, LogLine
@@ -38,6 +45,7 @@ from textual.worker import Worker, WorkerState
 
 from streameval.core.observers import EpisodeObserver
 from streameval.engine.config import PipelineConfig
+from streameval.errors import BadInputError
 from streameval.leaderboard import ExclusionRule
 from streameval.runs.jobs import EpisodeJob, JobsReport
 
@@ -62,7 +70,12 @@ class DashboardOptions:
     """Start the pipeline on mount. False: the caller feeds observers (tests, screenshots)."""
     title: str = "streameval"
     start_mode: str = "live"
-    """The first screen: ``live``, or ``leaderboard`` (``streameval dashboard RESULTS_DIR``)."""
+    """The first screen: ``live``, ``leaderboard`` or ``cases`` (``streameval dashboard
+    RESULTS_DIR``: ``cases`` when a folder holds a case run)."""
+    case_runs: tuple[Path, ...] = ()
+    """``cases.json`` files of case runs on disk, shown on the case-set view (``c``)."""
+    reload_interval_s: float | None = None
+    """Read ``case_runs`` again this often (a run still writing into them); None: on ``r``."""
 
 
 class DashboardApp(App[JobsReport]):
@@ -74,6 +87,7 @@ class DashboardApp(App[JobsReport]):
         Binding("q", "quit", "Quit"),
         Binding("l", "show_live", "Live"),
         Binding("t", "show_leaderboard", "Leaderboard"),
+        Binding("c", "show_cases", "Cases"),
     ]
 
     def __init__(
@@ -87,7 +101,9 @@ class DashboardApp(App[JobsReport]):
         self.options = options or DashboardOptions()
         self.config = config or PipelineConfig()
         self.title = self.options.title
-        self.model = DashboardModel.for_jobs([job.name for job in jobs])
+        cases = [(job.case.set, job.case.name) if job.case is not None else None for job in jobs]
+        self.model = DashboardModel.for_jobs([job.name for job in jobs], cases)
+        self.model.cases = CaseBoard.for_cases(cases, [job.results_dir for job in jobs])
         self.runner = JobRunner(jobs, self.config, list(observers or []), self.post_message)
         self.live = LiveScreen(
             self.model,
@@ -98,6 +114,7 @@ class DashboardApp(App[JobsReport]):
         self.leaderboard = LeaderboardScreen(
             self.model, self.options.leaderboard_dirs, self.options.exclusion
         )
+        self.cases = CasesScreen(self.case_runs, self.options.reload_interval_s)
         self.pipeline: Worker[JobsReport] | None = None
         self.failure: BaseException | None = None
 
@@ -117,6 +134,7 @@ class DashboardApp(App[JobsReport]):
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_sigterm)
         self.add_mode("live", lambda: self.live)
         self.add_mode("leaderboard", lambda: self.leaderboard)
+        self.add_mode("cases", lambda: self.cases)
         self.switch_mode(self.options.start_mode)
         if self.options.autostart:
             self.pipeline = self.run_worker(
@@ -129,9 +147,32 @@ class DashboardApp(App[JobsReport]):
         if line is not None:
             self.live.add_log(line)
 
+    def case_runs(self) -> list[tuple[str, CaseProgress]]:
+        """What the case-set view shows: this command's case run, then those on disk (titled
+        by model; by model and folder when two runs share a model)."""
+        runs: list[tuple[str, CaseProgress]] = []
+        live = self.model.case_progress()
+        if live is not None:
+            models = {ep.info.model for ep in self.model.episodes if ep.info is not None}
+            runs.append((", ".join(sorted(models)) or "this run", live))
+        on_disk: list[tuple[str, Path, CaseProgress]] = []
+        for path in self.options.case_runs:
+            try:
+                run = read_case_run(path)
+                progress = progress_of(run)
+            except BadInputError as exc:
+                self._show_log(self.model.add_log(LogLevel.ERROR, str(exc)))
+                continue
+            on_disk.append((run.model, path.parent, progress))
+        names = [model for model, _, _ in on_disk]
+        for model, folder, progress in on_disk:
+            runs.append((model if names.count(model) == 1 else f"{model} ({folder})", progress))
+        return runs
+
     def on_episode_started(self, message: EpisodeStarted) -> None:
         self.model.start(message.job, message.info, message.trace, self.options.clock())
         self.live.episode_changed(message.job, urgent=True)
+        self.cases.changed()
 
     def on_episode_progressed(self, message: EpisodeProgressed) -> None:
         self._show_log(self.model.progress(message.job, message.progress, self.options.clock()))
@@ -146,10 +187,11 @@ class DashboardApp(App[JobsReport]):
         self.live.episode_changed(message.job, urgent=True)
 
     def on_episode_ended(self, message: EpisodeEnded) -> None:
-        for line in self.model.end(message.job, message.outcome):
+        for line in self.model.end(message.job, message.outcome, self.options.clock()):
             self._show_log(line)
         self.live.episode_changed(message.job, urgent=True)
         self.leaderboard.results_changed()
+        self.cases.changed()
 
     def on_pipeline_finished(self, message: PipelineFinished) -> None:
         self.model.finish(message.stopped)
@@ -209,6 +251,9 @@ class DashboardApp(App[JobsReport]):
 
     def action_show_leaderboard(self) -> None:
         self.switch_mode("leaderboard")
+
+    def action_show_cases(self) -> None:
+        self.switch_mode("cases")
 
 
 def run_dashboard(

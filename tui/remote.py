@@ -6,7 +6,9 @@ make (start, progress, error, warning, end), one dashboard job per remote episod
 with their status, reason and scalar details and the final message carries the outcome, so
 the screen after the episode is the local one: final scores, ``✓``, the same frame count
 (docs/serve-formats.md#watch-from-elsewhere). Remote metrics are marked ``remote`` in their
-details.
+details. A benchmark case's updates name the case and the run's sets, so the case-set view
+(``c``) shows the remote run's progress and column bands as a local one does (cases ended
+before the watcher joined are not known to it).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import ScoresUpdate, WireMetric
 from streameval.tui.app import DashboardApp, DashboardOptions
+from streameval.tui.cases import CaseBoard
 from streameval.tui.observer import DashboardObserver
 from streameval.tui.state import EpisodeState
 
@@ -102,7 +105,10 @@ class RemoteDashboardApp(DashboardApp):
         if not update.keys or len(update.boundaries) != len(update.keys) + 1:
             return None  # joined mid-episode without its schedule: wait for the next one
         job = len(self.model.episodes)
-        self.model.episodes.append(EpisodeState(job, f"{session}/{update.episode}"))
+        state = EpisodeState(job, f"{session}/{update.episode}")
+        if update.case is not None:
+            state.case = (update.case.set, update.case.name)
+        self.model.episodes.append(state)
         fps = update.episode_fps or DEFAULT_FPS
         info = EpisodeInfo(
             episode=update.episode,
@@ -117,8 +123,19 @@ class RemoteDashboardApp(DashboardApp):
         remote.observer.on_start(info)
         return remote
 
+    def _learn_sets(self, update: ScoresUpdate) -> None:
+        """A case's update: the case-set view starts, and takes the run's set sizes."""
+        if update.case is None:
+            return
+        if self.model.cases is None:
+            self.model.cases = CaseBoard({})
+        if update.case.sets and update.case.sets != self.model.cases.set_totals:
+            self.model.cases.set_totals = dict(update.case.sets)
+            self.model.forget_progress()
+
     def apply(self, session: str, update: ScoresUpdate) -> None:
         """One remote update → the observer call a local pipeline would have made."""
+        self._learn_sets(update)
         remote = self.jobs.get((session, update.episode))
         if remote is not None and remote.ended:
             if update.final:

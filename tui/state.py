@@ -20,6 +20,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from streameval.tui.cases import (
+    CaseBoard,
+    CaseEntry,
+    CaseProgress,
+    case_progress,
+    case_values,
+)
+
 from streameval.core.events import EpisodeInfo
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome, Progress
@@ -94,6 +102,8 @@ class EpisodeState:
     errors: list[str] = field(default_factory=list)
     last_frame_at: float | None = None  # the dashboard clock at the latest progress message
     started_at: float | None = None
+    ended_at: float | None = None
+    case: tuple[str, str] | None = None  # a benchmark case's (set, name)
 
     @property
     def title(self) -> str:
@@ -127,10 +137,74 @@ class DashboardModel:
     finished: bool = False
     stopping: bool = False
     failure: str | None = None
+    cases: CaseBoard | None = None  # a case run's sets and the cases kept from before
+    # case_progress() is computed again only when a case started or ended (the status line
+    # asks several times a second; the bands are a confidence sequence per column)
+    _progress: CaseProgress | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def for_jobs(cls, names: list[str]) -> DashboardModel:
-        return cls([EpisodeState(i, name) for i, name in enumerate(names)])
+    def for_jobs(
+        cls, names: list[str], cases: list[tuple[str, str] | None] | None = None
+    ) -> DashboardModel:
+        episodes = [EpisodeState(i, name) for i, name in enumerate(names)]
+        for ep, case in zip(episodes, cases or [], strict=False):
+            ep.case = case
+        return cls(episodes)
+
+    def case_progress(self) -> CaseProgress | None:
+        """The case run's progress (None: no episode of this command runs a case): the
+        cases kept from before, then this command's ended cases in the order they ended."""
+        if self.cases is None:
+            return None
+        if self._progress is None:
+            self._progress = self._case_progress(self.cases)
+        return self._progress
+
+    def forget_progress(self) -> None:
+        """The case run changed outside ``start``/``end`` (a remote run's set sizes)."""
+        self._progress = None
+
+    def _case_progress(self, board: CaseBoard) -> CaseProgress:
+        # A case's time is the gap since the case before ended (the first: since this
+        # command's first case started): opening a session and scoring are part of it.
+        ended = sorted(
+            (ep.ended_at if ep.ended_at is not None else 0.0, ep.job, ep)
+            for ep in self.episodes
+            if ep.case is not None and ep.outcome is not None
+        )
+        starts = [ep.started_at for ep in self.episodes if ep.started_at is not None]
+        before = min(starts) if starts else None
+        mine: list[CaseEntry] = []
+        for _, _, ep in ended:
+            if ep.case is None or ep.outcome is None:
+                continue  # filtered above; says so to the type checker
+            seconds = None
+            if before is not None and ep.ended_at is not None:
+                seconds = max(0.0, ep.ended_at - before)
+                before = ep.ended_at
+            mine.append(
+                CaseEntry(
+                    f"{ep.case[0]}/{ep.case[1]}",
+                    ep.case[0],
+                    ep.outcome.complete,
+                    case_values(ep.outcome.scores.metrics, ep.outcome.complete),
+                    seconds,
+                )
+            )
+        entries = [*board.kept, *mine]
+        running = self.episodes[self.running] if self.running is not None else None
+        totals = dict(board.set_totals)
+        for ep in self.episodes:  # a remote run learns its sets as cases arrive
+            if ep.case is not None and ep.case[0] not in totals:
+                totals[ep.case[0]] = 0
+        return case_progress(
+            entries,
+            totals,
+            running=f"{running.case[0]}/{running.case[1]}"
+            if running is not None and running.case is not None
+            else None,
+            confidence=board.confidence,
+        )
 
     def add_log(self, level: LogLevel, text: str, job: int | None = None) -> LogLine:
         line = LogLine(level, text, job)
@@ -142,6 +216,7 @@ class DashboardModel:
         ep = self.episodes[job]
         ep.info, ep.trace, ep.status, ep.started_at = info, trace, JobStatus.RUNNING, now
         self.running = job
+        self._progress = None
         if self.follow:
             self.selected = job
 
@@ -167,10 +242,11 @@ class DashboardModel:
             ep.status = JobStatus.BAD_INPUT
         return self.add_log(LogLevel.ERROR, message, job)
 
-    def end(self, job: int, outcome: EpisodeOutcome) -> list[LogLine]:
+    def end(self, job: int, outcome: EpisodeOutcome, now: float | None = None) -> list[LogLine]:
         """Final scores: status, the results dir for the leaderboard, and what to log."""
         ep = self.episodes[job]
-        ep.outcome = outcome
+        ep.outcome, ep.ended_at = outcome, now
+        self._progress = None
         ep.status = JobStatus.DONE if outcome.complete else JobStatus.INCOMPLETE
         if self.running == job:
             self.running = None
@@ -202,6 +278,7 @@ class DashboardModel:
         """The pipeline is done; jobs that never ran are marked skipped."""
         self.finished = True
         self.running = None
+        self._progress = None
         if stopped:
             for ep in self.episodes:
                 if ep.status is JobStatus.QUEUED:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from streameval.protocol.wire import ScoresUpdate, decode
 
 from streameval.core.events import (
     ChunkDone,
@@ -172,3 +173,34 @@ cmd = "move"
 dir = "{key}"
 on = true
 """
+
+
+CASE_MAPS = st.one_of(
+    JSON_VALUES,
+    st.fixed_dictionaries(
+        {
+            "set": st.one_of(NASTY_STRINGS, JSON_VALUES),
+            "name": st.one_of(NASTY_STRINGS, JSON_VALUES),
+        },
+        optional={
+            "sets": st.one_of(JSON_VALUES, st.dictionaries(NASTY_STRINGS, NUMBER, max_size=8))
+        },
+    ),
+)
+
+
+@FUZZ
+@given(case=CASE_MAPS)
+def test_any_case_map_of_a_scores_message_is_read_or_ignored(case: object) -> None:
+    """The ``case`` of a live-scores message is extra information for the watcher's case-set
+    view: whatever it holds, the message is read and its case is a well-formed one or none."""
+    body = {"t": "scores", "episode": "e", "frame": 0, "fps": 0.0, "dropped": 0, "metrics": {}}
+    packed = _pack({**body, "case": case})
+    if packed == b"\xc1":
+        return  # msgpack could not pack it: no message to read
+    with bounded():
+        update = decode(packed)
+    assert isinstance(update, ScoresUpdate)
+    if update.case is not None:
+        assert update.case.set and update.case.name
+        assert all(isinstance(n, int) and n >= 0 for n in update.case.sets.values())

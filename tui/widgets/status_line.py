@@ -1,4 +1,7 @@
-"""One line saying what the whole command is doing: running k/N, finalizing, or done."""
+"""One line saying what the whole command is doing: running k/N, finalizing, or done.
+
+In a case run it also says the case set's progress: cases ended and left, about how long the
+rest takes (the case-set view, ``c``, has the details)."""
 
 from __future__ import annotations
 
@@ -42,6 +45,9 @@ def status_text(model: DashboardModel) -> Text:
         waiting = "starting…" if finished == 0 else "next episode…"
         text.append(waiting if finished < n else "finishing…", style="bold cyan")
     text.append(f" · {finished}/{n} finished", style="dim")
+    progress = model.case_progress()
+    if progress is not None:
+        text.append(f" · {progress.summary()} (c)", style="dim")
     if not model.follow:
         text.append(" · not following (f)", style="dim")
     return text

@@ -5,15 +5,19 @@ in a bounded queue (a slow broker never slows the evaluation: when the queue is 
 progress update is left out, the start, errors and the final scores are kept) and one task
 publishes. Every result travels with its status and reason, and the final message repeats
 the last perceived frame, so a watcher ends on exactly the local screen
-(docs/serve-formats.md#watch-from-elsewhere).
+(docs/serve-formats.md#watch-from-elsewhere). A benchmark case's episode names its case and,
+from the end of the run's first case on (when ``cases.json`` is on disk beside the results),
+every set's number of cases: the watcher's case-set view is the local one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +25,15 @@ import numpy as np
 from streameval.core.events import EpisodeInfo, ErrorEvent, FrameEvent
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
-from streameval.protocol.wire import MAX_SCALARS, Scalar, ScoresUpdate, WireMetric, encode
+from streameval.protocol.wire import (
+    MAX_SCALARS,
+    Scalar,
+    ScoresUpdate,
+    WireCase,
+    WireMetric,
+    encode,
+)
+from streameval.replay.layout import CASE_RUN
 from streameval.transports.mqtt.url import client_kwargs, connect_problem, parse_mqtt_url
 
 QUEUE_SIZE = 64
@@ -79,6 +91,43 @@ def _normalized(metrics: Mapping[str, MetricResult]) -> dict[str, float | None]:
     }
 
 
+CASE_RUN_DEPTH = 4
+"""Folders above a case's results where its run's ``cases.json`` may be (``OUT/<model>/<set>/
+<case>``, a set of up to three components)."""
+
+
+def case_sets(results_dir: Path | None) -> dict[str, int]:
+    """Every set's number of cases of the case run ``results_dir`` belongs to (its
+    ``cases.json``'s ``sets``); empty when there is none or it cannot be read."""
+    if results_dir is None:
+        return {}
+    for parent in list(results_dir.parents)[:CASE_RUN_DEPTH]:
+        path = parent / CASE_RUN
+        if not path.is_file():
+            continue
+        try:
+            sets = json.loads(path.read_text(encoding="utf-8")).get("sets")
+        except (OSError, ValueError, AttributeError):
+            return {}
+        if not isinstance(sets, dict):
+            return {}
+        return {
+            str(k): v for k, v in sets.items() if isinstance(v, int) and not isinstance(v, bool)
+        }
+    return {}
+
+
+def wire_case(info: EpisodeInfo, sets: dict[str, int]) -> WireCase | None:
+    """The case an episode runs (its ``extra["case"]`` record), or None."""
+    record = info.extra.get("case")
+    if not isinstance(record, dict):
+        return None
+    set_name, name = record.get("set"), record.get("name")
+    if not isinstance(set_name, str) or not isinstance(name, str):
+        return None
+    return WireCase(set_name, name, dict(sets))
+
+
 class MqttScoresPublisher(EpisodeObserver):
     def __init__(self, url: str) -> None:
         self.target = parse_mqtt_url(url)
@@ -92,6 +141,8 @@ class MqttScoresPublisher(EpisodeObserver):
         self._results: dict[str, WireMetric] = {}
         self._last: Progress | None = None
         self._received = 0  # frames received, as the local Throughput counts them
+        self._case: WireCase | None = None
+        self._case_sets: dict[str, int] = {}  # learnt from cases.json when a case ended
 
     def _update(self, frame: int, key: str, fps: float, dropped: int, **kw: Any) -> ScoresUpdate:
         assert self.info is not None
@@ -108,6 +159,7 @@ class MqttScoresPublisher(EpisodeObserver):
             keys=self.info.schedule.keys,
             boundaries=self.info.schedule.boundaries,
             episode_fps=self.info.fps,
+            case=self._case,
             **kw,
         )
 
@@ -122,6 +174,7 @@ class MqttScoresPublisher(EpisodeObserver):
     def on_start(self, info: EpisodeInfo) -> None:
         self.info = info
         self._metrics, self._results, self._last = {}, {}, None
+        self._case = wire_case(info, self._case_sets)
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._publish())
         self._put(self._update(0, "-", 0.0, 0, frames_done=0))
@@ -167,6 +220,9 @@ class MqttScoresPublisher(EpisodeObserver):
             return
         self._metrics = _normalized(outcome.scores.metrics)
         self._results = wire_results(outcome.scores.metrics)
+        if self._case is not None:
+            self._case_sets = case_sets(outcome.results_dir) or self._case_sets
+            self._case = WireCase(self._case.set, self._case.name, dict(self._case_sets))
         self._put(
             self._progress_update(
                 self._last,
