@@ -3,7 +3,10 @@
 A clean model must score as one (≥ 90 on direction accuracy and purity, trans and rot); each
 injected defect must lower its own metric clearly and leave the others roughly unchanged.
 Episodes hold each key 10 s (the stable zone is then 6 s); the world's speeds keep 10 s of any
-key on its object-free streets.
+key on its object-free streets. The world renders at 320×216, half its default size on each side:
+the metrics are computed at the analysis size either way, and the smaller render halves an
+episode's CPU time (10.8 against 20.4 CPU-s for the clean WDLR episode) with the same verdicts
+(clean 99.67/98.16 direction accuracy against 99.65/97.64 at 640×432).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from tests.engine.helpers import run, world_source
 pytestmark = pytest.mark.xdist_group("validity")
 
 SECONDS = 10.0
+SIZE = {"width": 320, "height": 216}
 ACC = ("direction_accuracy_trans", "direction_accuracy_rot")
 PUR = ("direction_purity_trans", "direction_purity_rot")
 STAB = ("motion_stability_trans", "motion_stability_rot")
@@ -32,7 +36,7 @@ CONTROL_ONLY = PipelineConfig(cuts=None, embedding=None, gram=None, imaging=Fals
 
 @cache
 def scores(defect: str, keys: str) -> dict[str, float | None]:
-    outcome = run(world_source(keys, SECONDS, defect), config=CONTROL_ONLY)
+    outcome = run(world_source(keys, SECONDS, defect, **SIZE), config=CONTROL_ONLY)
     assert outcome.complete
     return {name: m.normalized for name, m in outcome.scores.metrics.items()}
 
