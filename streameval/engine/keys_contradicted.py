@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from streameval.metrics.control.episode import control_spans
+from streameval.metrics.fits.motion_type import MotionFit
 from streameval.protocol.keys import FAMILY
+from streameval.results.cache.episode import EpisodeCache
 
 TYPE_CERTAIN = 0.8
 """A motion type is clear when its weight (``p_yaw`` or ``p_trans``) is at least this: clean
@@ -83,6 +87,21 @@ class KeyTypeWatch:
             return None
         self.warned.add(key)
         return found.message()
+
+    def finish(
+        self,
+        cache: EpisodeCache,
+        motion_fits: Mapping[int, MotionFit | None],
+        interactivity: dict[str, Any],
+    ) -> list[str]:
+        """The episode's final fits: every contradicted segment into ``interactivity``
+        (only when there is one: a clean episode's file is unchanged), and the warnings of
+        keys not warned of while it ran."""
+        keys = {span.index: span.key for span in control_spans(cache)}
+        found = contradictions(keys, {j: f.p_yaw if f else None for j, f in motion_fits.items()})
+        if found:
+            interactivity["keys_contradicted"] = [c.to_json() for c in found]
+        return [w for c in found if (w := self.segment(c.key, c.segment, c.p_yaw)) is not None]
 
 
 def summary_lines(episode: str, records: Iterable[Mapping[str, object]]) -> list[str]:

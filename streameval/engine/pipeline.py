@@ -40,7 +40,7 @@ from streameval.core.source import Source
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.episode_stats import EpisodeStats, session_kind
-from streameval.engine.keys_contradicted import KeyTypeWatch, contradictions
+from streameval.engine.keys_contradicted import KeyTypeWatch
 from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
 from streameval.engine.keys_ignored import KeysIgnoredWatch
 from streameval.engine.perception_plan import (
@@ -51,15 +51,13 @@ from streameval.engine.perception_plan import (
     with_dropped,
 )
 from streameval.engine.provisional import LiveScores
-from streameval.engine.scoring import EpisodeScores, episode_document, score_episode
+from streameval.engine.scoring import episode_document, score_episode
 from streameval.engine.source_reader import read_source
 from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
 from streameval.errors import StreamevalError
-from streameval.metrics.control.episode import control_spans
-from streameval.metrics.control.kernels import MotionType
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
 from streameval.metrics.quality.kernels import one_fps_frames
-from streameval.metrics.segments import SegmentSpan, equal_split_keys
+from streameval.metrics.segments import equal_split_keys
 from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
 from streameval.perception.flow import FlowBackend, create_flow_backend, flow_provenance
@@ -73,7 +71,7 @@ from streameval.perception.perceiver import Perceiver
 from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
-from streameval.results.cache.episode import EpisodeCache, MemoryCache
+from streameval.results.cache.episode import MemoryCache
 from streameval.results.cache.quality import QualityCache, QualityRatings
 from streameval.results.provenance import library_versions
 from streameval.results.scores_file import write_scores
@@ -181,9 +179,8 @@ class _Episode:
         except StreamevalError as exc:  # the case image went unreadable since the run began
             self.error(ErrorEvent(f"first-frame check: {exc}", source="conditioning"))
 
-    def _motion_type_seen(self, span: SegmentSpan, kind: MotionType) -> None:
-        warning = self.type_watch.segment(span.key, span.index, kind.p_yaw)
-        if warning is not None:
+    def _motion_type_seen(self, key: str, segment: int, p_yaw: float) -> None:
+        if (warning := self.type_watch.segment(key, segment, p_yaw)) is not None:
             self.warn(warning)
 
     def warn(self, message: str) -> None:
@@ -336,23 +333,6 @@ class _Episode:
 
     def interactivity(self) -> dict[str, Any]:
         return self.stats.interactivity(self.info, self.track)
-
-
-def _keys_contradicted(
-    episode: _Episode, cache: EpisodeCache, scores: EpisodeScores, interactivity: dict[str, Any]
-) -> None:
-    """Lateral and yaw segments whose motion type contradicts their key: recorded in
-    ``interactivity`` (only when there are any) and warned of, once per key not yet warned."""
-    keys = {span.index: span.key for span in control_spans(cache)}
-    p_yaw = {j: (fit.p_yaw if fit else None) for j, fit in scores.motion_fits.items()}
-    found = contradictions(keys, p_yaw)
-    if not found:
-        return
-    interactivity["keys_contradicted"] = [c.to_json() for c in found]
-    for c in found:
-        if c.key not in episode.type_watch.warned:
-            episode.type_watch.warned.add(c.key)
-            episode.warn(c.message())
 
 
 def provenance(
@@ -593,7 +573,8 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
     cache.quality = quality_cache
     cache.timing = episode.stats.timing(episode.info, len(track.frame_keys))
     scores = score_episode(cache)
-    _keys_contradicted(episode, cache, scores, interactivity)
+    for warning in episode.type_watch.finish(cache, scores.motion_fits, interactivity):
+        episode.warn(warning)
     if results_dir is not None:
         cache.save(results_dir / "cache")
         write_scores(results_dir, episode_document(cache.meta, scores, len(track.frame_keys)))

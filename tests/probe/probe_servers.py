@@ -1,0 +1,147 @@
+"""WebSocket servers of unknown conventions for the probe tests, with plain aiohttp and no
+streameval code (the frames come from a ``render(motion)`` callable handed in).
+
+Each speaks WorldFoundry's realtime protocol (``configure`` → ``configuring``, ``ready`` with
+its fps; ``action`` keydown/keyup; binary JPEG frames paced at ``FPS``; a ``chunk_done`` with
+the chunk's ``frames`` after each chunk), generates ``FIRST_CHUNK`` frames first and
+``CHUNK`` after (keys are read at chunk starts), and eases its motion: a share of full speed
+that rises linearly over ``EASE_IN_S`` after a key is read and falls over ``EASE_OUT_S``.
+
+``keymap``: key name → (forward, right, yaw) at full speed (right > 0 strafes right, yaw > 0
+turns right); an unknown name does nothing; ``"-"`` is the motion with no key held.
+``fault``: ``no-ready`` (frames stream but ``ready`` never comes), ``close`` (1011 after
+``close_after`` frames), ``silent`` (the handshake never answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import cv2
+import numpy as np
+from aiohttp import WSMsgType, web
+
+FPS = 16.0
+FIRST_CHUNK = 12
+CHUNK = 8
+EASE_IN_S = 0.5
+EASE_OUT_S = 1.0
+
+Motion = tuple[float, float, float]
+USUAL: dict[str, Motion] = {
+    "w": (1, 0, 0), "s": (-1, 0, 0), "a": (0, -1, 0), "d": (0, 1, 0),
+    "j": (0, 0, -1), "l": (0, 0, 1),
+}  # fmt: skip
+"""WorldFoundry's letters: w a s d move, j / l turn."""
+OTHER: dict[str, Motion] = {
+    "w": (1, 0, 0), "s": (-1, 0, 0), "a": (0, 0, -1), "d": (0, 0, 1),
+    "j": (0, -1, 0), "l": (0, 1, 0),
+}  # fmt: skip
+"""The other convention: a / d turn, j / l strafe."""
+
+
+def jpeg(image: np.ndarray) -> bytes:
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [1, 92])
+    assert ok
+    return bytes(buf)
+
+
+def _toward(current: Motion, target: Motion) -> Motion:
+    """One frame of easing: each component moves toward the target by its ramp's step."""
+    out = []
+    for c, t in zip(current, target, strict=True):
+        ease = EASE_IN_S if abs(t) > abs(c) else EASE_OUT_S
+        step = 1.0 / (ease * FPS)
+        out.append(c + max(-step, min(step, t - c)))
+    return (out[0], out[1], out[2])
+
+
+def probe_app(
+    render: Callable[[Motion], np.ndarray],
+    keymap: dict[str, Motion],
+    *,
+    fault: str | None = None,
+    close_after: int = 60,
+) -> web.Application:
+    async def socket(request: web.Request) -> web.WebSocketResponse:
+        if fault == "silent":
+            await asyncio.sleep(3600)
+        ws = web.WebSocketResponse(max_msg_size=1024**2)
+        await ws.prepare(request)
+        first = await ws.receive()
+        if first.type != WSMsgType.TEXT or json.loads(first.data).get("type") != "configure":
+            await ws.close(code=1002, message=b"expected configure")
+            return ws
+        await ws.send_str(json.dumps({"type": "configuring"}))
+        if fault != "no-ready":
+            await ws.send_str(json.dumps({"type": "ready", "fps": FPS}))
+        state: dict[str, Any] = {"held": None, "sent": 0}
+        queue: asyncio.Queue[bytes | str] = asyncio.Queue()
+
+        async def generate() -> None:
+            velocity: Motion = (0.0, 0.0, 0.0)
+            size = FIRST_CHUNK
+            while not ws.closed:
+                while queue.qsize() > 2:
+                    await asyncio.sleep(0.01)
+                held = state["held"]
+                target = keymap.get(held, (0.0, 0.0, 0.0)) if held else keymap.get("-", (0, 0, 0))
+                frames = []
+                for _ in range(size):
+                    velocity = _toward(velocity, target)
+                    frames.append(jpeg(await asyncio.to_thread(render, velocity)))
+                for data in frames:
+                    queue.put_nowait(data)
+                queue.put_nowait(json.dumps({"type": "chunk_done", "frames": size}))
+                size = CHUNK
+
+        async def paced() -> None:
+            deadline: float | None = None
+            while not ws.closed:
+                item = await queue.get()
+                if isinstance(item, str):
+                    await ws.send_str(item)
+                    continue
+                now = time.monotonic()
+                late = deadline is None or now - deadline > 1 / FPS
+                deadline = now if late else deadline + 1 / FPS  # type: ignore[operator]
+                await asyncio.sleep(max(0.0, deadline - now))
+                await ws.send_bytes(item)
+                state["sent"] += 1
+                if fault == "close" and state["sent"] >= close_after:
+                    await ws.close(code=1011, message=b"worker crashed")
+                    return
+
+        tasks = [asyncio.create_task(generate()), asyncio.create_task(paced())]
+        try:
+            async for msg in ws:
+                if msg.type != WSMsgType.TEXT:
+                    continue
+                body = json.loads(msg.data)
+                if body.get("type") != "action":
+                    continue
+                action = body["action"]
+                if action.get("event") == "keydown":
+                    state["held"] = str(action.get("key"))
+                elif action.get("event") == "keyup" and state["held"] == str(action.get("key")):
+                    state["held"] = None
+        finally:
+            for task in tasks:
+                task.cancel()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/api/realtime/ws", socket)
+    return app
+
+
+async def start(app: web.Application) -> tuple[web.AppRunner, int]:
+    runner = web.AppRunner(app, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
