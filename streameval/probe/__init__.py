@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from streameval.probe.candidates import candidates, check_probeable, profile_names
 from streameval.probe.classify import KeyMotion, classify
-from streameval.probe.mapping import Mapping, choose
+from streameval.probe.mapping import Mapping, choose, moves_alone
 from streameval.probe.measure import PressSignals
 from streameval.probe.report import ProbeReport, delivered_fps, server_facts
 from streameval.probe.session import REST_NAME, run_probe
@@ -63,12 +63,13 @@ async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeRepo
     motions: dict[str, KeyMotion] = {}
 
     def enough(windows: list[PressSignals]) -> bool:
-        if options.every:
-            return False
-        fps = fps_hint
-        found = [classify(w, fps) for w in windows if w.name != REST_NAME]
-        rest = next((classify(w, fps) for w in windows if w.name == REST_NAME), None)
-        return choose(found, own, rest).complete
+        """Stop pressing: the server moves with no key (nothing a press could show), or the
+        profile's names already map all six (unless every name is asked for)."""
+        rest = next((classify(w, fps_hint) for w in windows if w.name == REST_NAME), None)
+        if moves_alone(rest) is not None:
+            return True
+        found = [classify(w, fps_hint) for w in windows if w.name != REST_NAME]
+        return not options.every and bool(found) and choose(found, own, rest).complete
 
     session = await run_probe(
         url,

@@ -17,7 +17,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import cv2
@@ -164,7 +164,8 @@ async def run_probe(
     keys_url: str | None = None,
 ) -> ProbeSession:
     """Press ``names`` (the first ``first_names`` are the profile's) on the server at ``url``;
-    ``enough`` is asked after the profile's names whether to stop there. Raises
+    ``enough`` is asked after the rest and after the profile's names whether to stop there
+    (a server that moves alone; the profile's names suffice). Raises
     ``BadInputError`` when the server cannot be reached."""
     options = AttachOptions(
         clock="wall",
@@ -176,6 +177,8 @@ async def run_probe(
     source = open_network_source(
         url, ("W",), episode="probe", suite="probe", options=options, conditioning=conditioning
     )
+    # a server that never answers the handshake is named after the same wait as no frame
+    source.config = replace(source.config, connect_timeout_s=no_frame_timeout_s)
     plan = _Plan()
     out = ProbeSession()
 
@@ -192,8 +195,8 @@ async def run_probe(
             plan.open(REST_NAME, t)
             await asyncio.sleep(rest_s)  # as it is: a server that moves alone shows it here
             for i, name in enumerate(names):
-                stop = i == first_names and enough is not None
-                if stop and enough is not None and enough(await plan.measured_so_far()):
+                ask = i in (0, first_names) and enough is not None
+                if ask and enough is not None and enough(await plan.measured_so_far()):
                     break
                 t = time.perf_counter()
                 source.log.key_down(name, t)
