@@ -102,7 +102,7 @@ async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeRepo
         honoured = is_honoured(similarity)
     facts = server_facts(session, profile.fps, similarity, honoured)
     end = None if session.complete else (session.end_reason or "the session ended early")
-    if end is not None and mapping.complete:
+    if end is not None:  # what a name would have done is unknown: only the session's end
         mapping = Mapping(mapping.names, [f"the probe did not finish: {end}"])
     return ProbeReport(url, profile.name, facts, rest, keys, mapping, end, errors=session.errors)
 
