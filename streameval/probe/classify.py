@@ -113,7 +113,8 @@ def classify(signals: PressSignals, fps: float) -> KeyMotion:
     if int(np.sum(motion >= RESPONSE_FLOOR_PX)) < MIN_MOVING_PAIRS:
         return KeyMotion(signals.name, "nothing")
     plateau = motion >= PLATEAU_SHARE * float(motion.max())
-    means = {name: float(np.mean(values[plateau])) for name, values in channels.items()}
+    # medians: the plateau's own level, not pulled down by the ramps' upper halves
+    means = {name: float(np.median(values[plateau])) for name, values in channels.items()}
     ranked = sorted(means, key=lambda name: -abs(means[name]))
     channel, second = ranked[0], ranked[1]
     level = means[channel]
