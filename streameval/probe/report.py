@@ -130,7 +130,7 @@ class ProbeReport:
             lines.append(f"case image  {verdict} (similarity {s.case_similarity:.2f})")
         lines.append("")
         header = ("name", "does", "speed", "p_yaw", "response", "ease-in", "ease-out")
-        rows = [header]
+        rows: list[tuple[str, ...]] = [header]
         for m in [*([self.rest] if self.rest else []), *self.keys]:
             rows.append(_row(m))
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]

@@ -239,8 +239,9 @@ async def _collect(source: LiveSource, plan: _Plan, out: ProbeSession) -> None:
             if out.first_frame is None:
                 out.first_frame = event.image
                 out.size = (event.image.shape[1], event.image.shape[0])
-            out.times.append(event.t_wall)
-            plan.frame(event.t_wall, event.image)
+            t = time.perf_counter() if event.t_wall is None else event.t_wall
+            out.times.append(t)
+            plan.frame(t, event.image)
         elif isinstance(event, ChunkDone):
             out.chunks.append(event)
         elif isinstance(event, ErrorEvent):
