@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from streameval.engine.keys_ignored import RESPONSE_FLOOR_PX
 from streameval.metrics.control.episode import control_spans
 from streameval.metrics.fits.motion_type import MotionFit
 from streameval.protocol.keys import FAMILY
@@ -25,6 +26,10 @@ TYPE_CERTAIN = 0.8
 """A motion type is clear when its weight (``p_yaw`` or ``p_trans``) is at least this: clean
 turns and strafes sit at 0.95 and more on the procedural world (bench/motion_type.py), and a
 key between the two is called ambiguous, not either."""
+EVIDENCE_PX = RESPONSE_FLOOR_PX
+"""A fit whose turn and parallax amplitudes together are under this (analysis pixels) says
+nothing: a standing picture fits ``p_yaw`` 1 by 0 / (0 + 0 + ε), and a frozen model's strafe
+must be the keys-ignored warning, not a turn."""
 HINT = "check --profile / --key-map (streameval probe URL --profile P says what each key does)"
 
 
@@ -51,9 +56,12 @@ class Contradiction:
         return {"key": self.key, "segment": self.segment, "p_yaw": round(self.p_yaw, 3)}
 
 
-def contradiction(key: str, segment: int, p_yaw: float) -> Contradiction | None:
-    """The contradiction of a segment held on ``key`` whose fit gave ``p_yaw``, or None."""
+def contradiction(key: str, segment: int, p_yaw: float, amplitude: float) -> Contradiction | None:
+    """The contradiction of a segment held on ``key`` whose fit gave ``p_yaw`` from turn and
+    parallax amplitudes summing to ``amplitude``, or None."""
     family = FAMILY.get(key)
+    if not amplitude >= EVIDENCE_PX:
+        return None
     if family == "lat" and p_yaw >= TYPE_CERTAIN:
         return Contradiction(key, segment, p_yaw)
     if family == "yaw" and 1.0 - p_yaw >= TYPE_CERTAIN:
@@ -62,14 +70,14 @@ def contradiction(key: str, segment: int, p_yaw: float) -> Contradiction | None:
 
 
 def contradictions(
-    keys: Mapping[int, str], p_yaw: Mapping[int, float | None]
+    keys: Mapping[int, str], fits: Mapping[int, MotionFit | None]
 ) -> list[Contradiction]:
-    """Every contradicted segment: ``keys`` segment index → key, ``p_yaw`` its fit's weight."""
+    """Every contradicted segment: ``keys`` segment index → key, ``fits`` its motion fit."""
     out = []
-    for j, p in sorted(p_yaw.items()):
-        if p is None or j not in keys:
+    for j, fit in sorted(fits.items()):
+        if fit is None or j not in keys:
             continue
-        found = contradiction(keys[j], j, p)
+        found = contradiction(keys[j], j, fit.p_yaw, fit.trans_amp + fit.rot_amp)
         if found is not None:
             out.append(found)
     return out
@@ -81,8 +89,8 @@ class KeyTypeWatch:
     def __init__(self) -> None:
         self.warned: set[str] = set()
 
-    def segment(self, key: str, segment: int, p_yaw: float) -> str | None:
-        found = contradiction(key, segment, p_yaw)
+    def segment(self, key: str, segment: int, p_yaw: float, amplitude: float) -> str | None:
+        found = contradiction(key, segment, p_yaw, amplitude)
         if found is None or key in self.warned:
             return None
         self.warned.add(key)
@@ -98,10 +106,19 @@ class KeyTypeWatch:
         (only when there is one: a clean episode's file is unchanged), and the warnings of
         keys not warned of while it ran."""
         keys = {span.index: span.key for span in control_spans(cache)}
-        found = contradictions(keys, {j: f.p_yaw if f else None for j, f in motion_fits.items()})
+        found = contradictions(keys, motion_fits)
         if found:
             interactivity["keys_contradicted"] = [c.to_json() for c in found]
-        return [w for c in found if (w := self.segment(c.key, c.segment, c.p_yaw)) is not None]
+        fits = {j: f for j, f in motion_fits.items() if f is not None}
+        return [
+            w
+            for c in found
+            if (w := self.segment(c.key, c.segment, c.p_yaw, _amplitude(fits[c.segment])))
+        ]
+
+
+def _amplitude(fit: MotionFit) -> float:
+    return fit.trans_amp + fit.rot_amp
 
 
 def summary_lines(episode: str, records: Iterable[Mapping[str, object]]) -> list[str]:

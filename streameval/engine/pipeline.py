@@ -179,8 +179,8 @@ class _Episode:
         except StreamevalError as exc:  # the case image went unreadable since the run began
             self.error(ErrorEvent(f"first-frame check: {exc}", source="conditioning"))
 
-    def _motion_type_seen(self, key: str, segment: int, p_yaw: float) -> None:
-        if (warning := self.type_watch.segment(key, segment, p_yaw)) is not None:
+    def _motion_type_seen(self, key: str, segment: int, p_yaw: float, amplitude: float) -> None:
+        if (warning := self.type_watch.segment(key, segment, p_yaw, amplitude)) is not None:
             self.warn(warning)
 
     def warn(self, message: str) -> None:

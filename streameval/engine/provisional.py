@@ -49,9 +49,9 @@ class LiveScores:
         self._focal = analysis_focal(width)
         self._samples: dict[int, FitSample] = {}
         self._n_samples = 0
-        self.on_motion_type: Callable[[str, int, float], None] | None = None
-        """Told (key, segment, p_yaw) of every segment's motion type as it is computed (the
-        contradicted-key watch, ``engine.keys_contradicted``)."""
+        self.on_motion_type: Callable[[str, int, float, float], None] | None = None
+        """Told (key, segment, p_yaw, turn + parallax amplitude) of every segment's motion
+        type as it is computed (the contradicted-key watch, ``engine.keys_contradicted``)."""
 
     def fit_samples_replaced(self) -> None:
         """The track's fit samples were pruned (an adaptive plan): read them afresh."""
@@ -71,7 +71,7 @@ class LiveScores:
             return None
         kind = MotionType(p_trans=fit.p_trans, p_yaw=fit.p_yaw)
         if self.on_motion_type is not None:
-            self.on_motion_type(span.key, span.index, fit.p_yaw)
+            self.on_motion_type(span.key, span.index, fit.p_yaw, fit.trans_amp + fit.rot_amp)
         return kind
 
     def compute(self) -> dict[str, MetricResult]:

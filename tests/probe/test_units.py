@@ -89,7 +89,12 @@ def test_the_written_profile_is_the_base_with_the_names_found() -> None:
 
 def test_contradictions_are_a_d_turning_and_l_r_strafing() -> None:
     keys = {0: "A", 1: "D", 2: "L", 3: "R", 4: "W"}
-    found = contradictions(keys, {0: 0.9, 1: 0.1, 2: 0.1, 3: 0.5, 4: None})
+
+    def fit(p_yaw: float, amp: float = 3.0) -> MotionFit:
+        return MotionFit(1 - p_yaw, p_yaw, amp * (1 - p_yaw), amp * p_yaw, "m", 3, 30)
+
+    fits = {0: fit(0.9), 1: fit(0.1), 2: fit(0.1), 3: fit(0.5), 4: None, 5: fit(1.0, 0.0)}
+    found = contradictions({**keys, 5: "A"}, fits)  # 5: a standing picture, no evidence
     assert [(c.key, c.segment) for c in found] == [("A", 0), ("L", 2)]
     assert "key A turns instead of strafing" in found[0].message()
     (line,) = summary_lines("ep", [c.to_json() for c in found if c.key == "L"])
