@@ -12,6 +12,10 @@ from streameval.probe.classify import KeyMotion
 from streameval.probe.mapping import Mapping
 from streameval.probe.session import ProbeSession
 
+MAX_BURST_LENGTHS = 3
+"""More distinct lengths than this between pauses in the arrivals is transport jitter (a
+video track's), not a server's chunks: no chunk length is reported."""
+
 
 @dataclass(frozen=True, slots=True)
 class ServerFacts:
@@ -20,6 +24,7 @@ class ServerFacts:
     fps_profile: float | None
     chunk_first: int | None
     chunk_later: list[int]
+    chunk_origin: str | None  # "server" (its statistics messages) or "bursts" (arrivals)
     resolution: tuple[int, int] | None
     frames: int
     messages: dict[str, int]
@@ -33,6 +38,7 @@ class ServerFacts:
             "fps_profile": self.fps_profile,
             "chunk_first": self.chunk_first,
             "chunk_later": self.chunk_later,
+            "chunk_origin": self.chunk_origin,
             "resolution": list(self.resolution) if self.resolution else None,
             "frames": self.frames,
             "messages": dict(self.messages),
@@ -67,14 +73,18 @@ def server_facts(
     honoured: bool | None = None,
 ) -> ServerFacts:
     chunks = [c.frames for c in session.chunks]
+    origin = session.chunks[0].origin if session.chunks else None
     # the last chunk may be cut short by the session's end
     later = sorted(set(chunks[1:-1] if len(chunks) > 2 else chunks[1:]))
+    if origin == "bursts" and len(later) > MAX_BURST_LENGTHS:
+        chunks, later, origin = [], [], "irregular"  # jitter, not chunks: no length to say
     return ServerFacts(
         fps_measured=delivered_fps(session.times),
         fps_announced=announced_fps(session.last_messages),
         fps_profile=profile_fps,
         chunk_first=chunks[0] if chunks else None,
         chunk_later=later,
+        chunk_origin=origin,
         resolution=session.size,
         frames=len(session.times),
         messages=session.messages,
@@ -118,9 +128,12 @@ class ProbeReport:
         lines.append(f"fps         {fps}" + (f" ({', '.join(said)})" if said else ""))
         if s.chunk_first is not None:
             later = "/".join(str(n) for n in s.chunk_later) or "-"
-            lines.append(f"chunks      first {s.chunk_first} frames, then {later}")
+            how = "" if s.chunk_origin == "server" else " (from pauses between arrivals)"
+            lines.append(f"chunks      first {s.chunk_first} frames, then {later}{how}")
+        elif s.chunk_origin == "irregular":
+            lines.append("chunks      not measurable: arrivals pause irregularly, no statistics")
         else:
-            lines.append("chunks      none seen (evenly paced frames)")
+            lines.append("chunks      none seen (evenly paced frames, no statistics)")
         res = f"{s.resolution[0]}x{s.resolution[1]}" if s.resolution else "no frame"
         lines.append(f"resolution  {res}, {s.frames} frames")
         msgs = ", ".join(f"{n} {k}" for k, n in sorted(s.messages.items(), key=lambda i: -i[1]))

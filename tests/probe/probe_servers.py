@@ -145,3 +145,98 @@ async def start(app: web.Application) -> tuple[web.AppRunner, int]:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+KEYCODE_USUAL: dict[str, Motion] = {
+    "87": (1, 0, 0), "83": (-1, 0, 0), "65": (0, -1, 0), "68": (0, 1, 0),
+    "37": (0, 0, -1), "39": (0, 0, 1),
+}  # fmt: skip
+"""world-arcade's keyCodes: W S A D move, the left and right arrows turn."""
+KEYCODE_QE: dict[str, Motion] = {
+    "87": (1, 0, 0), "83": (-1, 0, 0), "65": (0, 0, -1), "68": (0, 0, 1),
+    "81": (0, -1, 0), "69": (0, 1, 0),
+}  # fmt: skip
+"""A keyCode server where A / D turn and Q / E strafe."""
+
+
+async def start_keycode_probe_server(
+    render: Callable[[Motion], np.ndarray], keymap: dict[str, Motion]
+) -> tuple[web.AppRunner, int]:
+    """world-arcade's WebRTC style (``POST /offer/{type}/{id}``, the answer as a server-sent
+    event, numeric keyCodes on a ``controls`` data channel, a video track at ``FPS``), with
+    this module's chunks and easing; ``keymap`` is keyed by the keyCode's digits."""
+    from fractions import Fraction
+
+    import aioice.ice
+    import av
+    from aiortc import (
+        MediaStreamTrack,
+        RTCConfiguration,
+        RTCPeerConnection,
+        RTCSessionDescription,
+    )
+
+    aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
+    peers: set[Any] = set()
+
+    class EasedTrack(MediaStreamTrack):  # type: ignore[misc]
+        kind = "video"
+
+        def __init__(self, held: dict[str, str | None]) -> None:
+            super().__init__()
+            self.held = held
+            self.buffer: list[np.ndarray] = []
+            self.velocity: Motion = (0.0, 0.0, 0.0)
+            self.size = FIRST_CHUNK
+            self.n = 0
+            self.t0: float | None = None
+
+        async def recv(self) -> Any:
+            if self.t0 is None:
+                self.t0 = time.monotonic()
+            if not self.buffer:
+                name = self.held["key"]
+                target = keymap.get(name, (0.0, 0.0, 0.0)) if name else (0.0, 0.0, 0.0)
+                for _ in range(self.size):
+                    self.velocity = _toward(self.velocity, target)
+                    self.buffer.append(await asyncio.to_thread(render, self.velocity))
+                self.size = CHUNK
+            await asyncio.sleep(max(0.0, self.t0 + self.n / FPS - time.monotonic()))
+            frame = av.VideoFrame.from_ndarray(self.buffer.pop(0), format="rgb24")
+            frame.pts, frame.time_base = self.n * 90000 // int(FPS), Fraction(1, 90000)
+            self.n += 1
+            return frame
+
+    async def offer(request: web.Request) -> web.StreamResponse:
+        params = await request.json()
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        peers.add(pc)
+        held: dict[str, str | None] = {"key": None}
+
+        @pc.on("datachannel")
+        def on_datachannel(channel: Any) -> None:
+            @channel.on("message")
+            def on_message(message: Any) -> None:
+                body = json.loads(message) if isinstance(message, str) else {}
+                if body.get("type") == "keydown":
+                    held["key"] = str(body.get("key"))
+                elif body.get("type") == "keyup" and held["key"] == str(body.get("key")):
+                    held["key"] = None
+
+        pc.addTrack(EasedTrack(held))
+        await pc.setRemoteDescription(RTCSessionDescription(params["sdp"], params["type"]))
+        await pc.setLocalDescription(await pc.createAnswer())
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        answer = {"sdp": pc.localDescription.sdp, "type": pc.localDescription.type}
+        await response.write(f"event: answer\ndata: {json.dumps(answer)}\n\n".encode())
+        await response.write_eof()
+        return response
+
+    async def on_shutdown(app: web.Application) -> None:
+        await asyncio.gather(*(pc.close() for pc in peers))
+
+    app = web.Application()
+    app.router.add_post("/offer/{type}/{id}", offer)
+    app.on_shutdown.append(on_shutdown)
+    return await start(app)

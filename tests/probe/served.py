@@ -5,25 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 from aiohttp import web
 
 from tests.probe.probe_servers import start
 
-PATH = "/api/realtime/ws"
+WS = "ws://127.0.0.1:{port}/api/realtime/ws"
+WEBRTC = "webrtc+http://127.0.0.1:{port}/offer/game/1"
 
 
 @contextmanager
-def served(app: web.Application) -> Iterator[str]:
-    """The app's WebSocket URL while the block runs."""
+def served(
+    app: web.Application | Callable[[], Awaitable[tuple[web.AppRunner, int]]], url: str = WS
+) -> Iterator[str]:
+    """The server's URL (``url`` with its port) while the block runs; ``app`` is an aiohttp
+    app, or a coroutine function that starts one and returns its runner and port."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    runner, port = asyncio.run_coroutine_threadsafe(start(app), loop).result(timeout=10)
+    starting = start(app) if isinstance(app, web.Application) else app()
+    runner, port = asyncio.run_coroutine_threadsafe(starting, loop).result(timeout=10)
     try:
-        yield f"ws://127.0.0.1:{port}{PATH}"
+        yield url.format(port=port)
     finally:
         asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
         loop.call_soon_threadsafe(loop.stop)
