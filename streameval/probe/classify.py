@@ -54,6 +54,10 @@ AMBIGUOUS: dict[str, Motion] = {"A": "sideways left", "D": "sideways right",
                                 "L": "sideways left", "R": "sideways right"}  # fmt: skip
 MIN_MOVING_PAIRS = 3
 """Pairs over the response floor a press needs before it counts as moving at all."""
+SUSTAINED_SHARE = 0.5
+"""...and at least this share of the press's own length in frames: a key moves the picture
+for about as long as it is held, while a video track's keyframe or a late tail of the name
+before moves it for a few frames (a WebRTC probe read such a blip as a sideways key)."""
 ONSET, SETTLED = 0.1, 0.9
 """Shares of the plateau's level that start and end a ramp (a rise time's 10 %-90 %)."""
 MIXED_SHARE = 0.7
@@ -110,7 +114,10 @@ def classify(signals: PressSignals, fps: float) -> KeyMotion:
     """The motion of one press (``fps``: the video's rate, for speeds and ease times)."""
     channels = {"srad": signals.srad, "sy": signals.sy, "sx": signals.sx}
     motion = np.sqrt(signals.sx**2 + signals.srad**2 + signals.sy**2)
-    if int(np.sum(motion >= RESPONSE_FLOOR_PX)) < MIN_MOVING_PAIRS:
+    held_s = signals.t_up - signals.t_down
+    held = held_s * fps if math.isfinite(held_s) else float(motion.size)
+    needed = max(MIN_MOVING_PAIRS, SUSTAINED_SHARE * held)
+    if motion.size == 0 or int(np.sum(motion >= RESPONSE_FLOOR_PX)) < needed:
         return KeyMotion(signals.name, "nothing")
     plateau = motion >= PLATEAU_SHARE * float(motion.max())
     # medians: the plateau's own level, not pulled down by the ramps' upper halves
