@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.core.events import ChunkDone, EndOfStream, EpisodeEnd, ErrorEvent, FrameEvent
+from streameval.errors import BadInputError
 from streameval.perception.flow import FlowBackend, create_flow_backend
 from streameval.probe.measure import PressSignals, PressWindow, analysis_frame, press_signals
 from streameval.protocol.keys import NO_KEY
@@ -177,6 +178,12 @@ async def run_probe(
     source = open_network_source(
         url, ("W",), episode="probe", suite="probe", options=options, conditioning=conditioning
     )
+    if source.mode != "stream":
+        raise BadInputError(
+            url,
+            "probe holds keys on a server that plays at its own rate (ws, webrtc, mjpeg); "
+            "this transport is driven frame by frame or request by request",
+        )
     # a server that never answers the handshake is named after the same wait as no frame
     source.config = replace(source.config, connect_timeout_s=no_frame_timeout_s)
     plan = _Plan()
