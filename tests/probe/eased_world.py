@@ -32,6 +32,11 @@ class EasedWorld:
         self.world = ProceduralWorld(config)
         self.config = config
 
+    def start_from(self, image: np.ndarray) -> None:
+        """Back to the start, the case image standing across the view (the world's own
+        ``reset``)."""
+        self.world.reset(image=image)
+
     def render(self, motion: tuple[float, float, float]) -> np.ndarray:
         w, cfg = self.world, self.config
         forward, right, yaw = motion

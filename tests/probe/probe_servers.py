@@ -19,6 +19,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import cv2
@@ -66,7 +67,21 @@ def probe_app(
     *,
     fault: str | None = None,
     close_after: int = 60,
+    start_from: Callable[[np.ndarray], None] | None = None,
+    uploads: Path | None = None,
 ) -> web.Application:
+    """``start_from(image)``: called with a start image that ``configure`` names
+    (``session.init_image_path``, a file uploaded to ``POST /api/session/input`` into
+    ``uploads``), before the first frame."""
+
+    async def upload(request: web.Request) -> web.Response:
+        assert uploads is not None
+        field = await (await request.multipart()).next()
+        data = await field.read()  # type: ignore[union-attr]
+        path = uploads / f"upload-{len(list(uploads.iterdir()))}.img"
+        path.write_bytes(data)
+        return web.json_response({"path": str(path)})
+
     async def socket(request: web.Request) -> web.WebSocketResponse:
         if fault == "silent":
             await asyncio.sleep(3600)
@@ -76,6 +91,10 @@ def probe_app(
         if first.type != WSMsgType.TEXT or json.loads(first.data).get("type") != "configure":
             await ws.close(code=1002, message=b"expected configure")
             return ws
+        image_path = (json.loads(first.data).get("session") or {}).get("init_image_path")
+        if image_path and start_from is not None:
+            bgr = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
+            start_from(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
         await ws.send_str(json.dumps({"type": "configuring"}))
         if fault != "no-ready":
             await ws.send_str(json.dumps({"type": "ready", "fps": FPS}))
@@ -136,6 +155,8 @@ def probe_app(
 
     app = web.Application()
     app.router.add_get("/api/realtime/ws", socket)
+    if uploads is not None:
+        app.router.add_post("/api/session/input", upload)
     return app
 
 

@@ -11,6 +11,8 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+import cv2
+import numpy as np
 import pytest
 
 from streameval.cli.main import main
@@ -98,6 +100,32 @@ def test_probe_names_the_ready_message_a_server_never_sends(tmp_path: Path) -> N
     assert "the server streams frames but never sent {'type': 'ready'}" in line, line
     assert "binary frame" in line and "stalled" not in line
     _one_line_each(err)
+
+
+@pytest.mark.timeout(90)
+def test_probe_says_whether_the_server_started_from_the_start_image(tmp_path: Path) -> None:
+    """worldfoundry uploads the image and names it in configure: a server that honours it
+    starts from it, one that ignores it does not."""
+    rng = np.random.default_rng(3)
+    noise = cv2.GaussianBlur(rng.integers(0, 255, (216, 320, 3), dtype=np.uint8), (0, 0), 3)
+    image = tmp_path / "start.png"
+    cv2.imwrite(str(image), noise)
+    verdicts = []
+    for honours in (True, False):
+        uploads = tmp_path / f"uploads-{honours}"
+        uploads.mkdir()
+        world = EasedWorld()
+        start_from = world.start_from if honours else None
+        stdout = io.StringIO()
+        app = probe_app(world.render, USUAL, uploads=uploads, start_from=start_from)
+        with served(app) as url, redirect_stdout(stdout), redirect_stderr(io.StringIO()):
+            main(["probe", url, "--profile", "worldfoundry", "--json", "--seconds", "0.6",
+                  "--rest", "0.4", "--image", str(image), "--prompt", "a test image"])  # fmt: skip
+        server = json.loads(stdout.getvalue())["server"]
+        verdicts.append((server["case_honoured"], server["case_similarity"]))
+    (honoured, high), (ignored, low) = verdicts
+    assert honoured is True and ignored is False, verdicts
+    assert high > low
 
 
 @pytest.mark.timeout(60)
