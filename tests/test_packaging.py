@@ -185,7 +185,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("metrics", "replay", "transports", "worlds", "cases"),
     ("results",),
     ("perception", "leaderboard"),
-    ("engine", "report"),
+    ("engine", "report", "probe"),
     ("scale",),
     ("runs",),
     ("tui", "api"),

@@ -163,6 +163,7 @@ def _run_plain(
 
 def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
     """Report what went wrong, a one-line summary with the results path, and the exit code."""
+    from streameval.engine.keys_contradicted import summary_lines as contradiction_lines
     from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
     from streameval.report.writer import write_reports
 
@@ -180,6 +181,11 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
                 "its flow channel; scored as measured)",
                 file=sys.stderr,
             )
+    for outcome in run.outcomes:
+        for line in contradiction_lines(
+            outcome.info.episode, outcome.interactivity.get("keys_contradicted") or ()
+        ):
+            print(f"warning: {line}", file=sys.stderr)
     for outcome in run.outcomes:
         if outcome.conditioning is not None and outcome.conditioning.get("honoured") is False:
             print(f"warning: {case_line(outcome)}", file=sys.stderr)

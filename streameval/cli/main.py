@@ -1,5 +1,5 @@
 """The command line: ``streameval demo | attach | replay | rescore | table | report |
-dashboard | serve | pool`` (docs/cli.md).
+dashboard | serve | pool | profiles | probe`` (docs/cli.md).
 
 One module per command (``cli/<command>.py``: ``add_parser`` and ``run``), one table of them
 here, and one place that turns the error tree into an exit status (docs/cli.md#exit-status:
@@ -21,6 +21,7 @@ from streameval.cli import (
     dashboard,
     demo,
     pool,
+    probe,
     profiles,
     replay,
     report,
@@ -56,6 +57,7 @@ COMMANDS: dict[str, Command] = {
     "report": report,
     "pool": pool,
     "profiles": profiles,
+    "probe": probe,
 }
 
 

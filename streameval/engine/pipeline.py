@@ -40,6 +40,7 @@ from streameval.core.source import Source
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.episode_stats import EpisodeStats, session_kind
+from streameval.engine.keys_contradicted import KeyTypeWatch
 from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
 from streameval.engine.keys_ignored import KeysIgnoredWatch
 from streameval.engine.perception_plan import (
@@ -107,6 +108,7 @@ class _Episode:
         self.depth_sources: set[str] = set()
         self.gram_backend: GramBackend | None = None  # memory_loop rendering recovery
         self.keys_watch = KeysIgnoredWatch()
+        self.type_watch = KeyTypeWatch()
         # a benchmark case's episode: did the first frames start from its image?
         self.first_frames: FirstFrameCheck | None = None
 
@@ -169,12 +171,17 @@ class _Episode:
                 fps=info.fps, problems=dict(problems) if isinstance(problems, dict) else {}
             )
         self.live = LiveScores(self.track, info.fps)
+        self.live.on_motion_type = self._motion_type_seen
         for error in self.start_errors:
             self.error(error)
         try:
             self.first_frames = FirstFrameCheck.for_episode(info.extra)
         except StreamevalError as exc:  # the case image went unreadable since the run began
             self.error(ErrorEvent(f"first-frame check: {exc}", source="conditioning"))
+
+    def _motion_type_seen(self, key: str, segment: int, p_yaw: float, amplitude: float) -> None:
+        if (warning := self.type_watch.segment(key, segment, p_yaw, amplitude)) is not None:
+            self.warn(warning)
 
     def warn(self, message: str) -> None:
         """Something to check while the episode runs: every observer hears it."""
@@ -566,6 +573,8 @@ async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) 
     cache.quality = quality_cache
     cache.timing = episode.stats.timing(episode.info, len(track.frame_keys))
     scores = score_episode(cache)
+    for warning in episode.type_watch.finish(cache, scores.motion_fits, interactivity):
+        episode.warn(warning)
     if results_dir is not None:
         cache.save(results_dir / "cache")
         write_scores(results_dir, episode_document(cache.meta, scores, len(track.frame_keys)))

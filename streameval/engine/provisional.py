@@ -16,7 +16,7 @@ so live == rescore == replay whatever the provisional values were.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -49,6 +49,9 @@ class LiveScores:
         self._focal = analysis_focal(width)
         self._samples: dict[int, FitSample] = {}
         self._n_samples = 0
+        self.on_motion_type: Callable[[str, int, float, float], None] | None = None
+        """Told (key, segment, p_yaw, turn + parallax amplitude) of every segment's motion
+        type as it is computed (the contradicted-key watch, ``engine.keys_contradicted``)."""
 
     def fit_samples_replaced(self) -> None:
         """The track's fit samples were pruned (an adaptive plan): read them afresh."""
@@ -64,7 +67,12 @@ class LiveScores:
         wanted = fit_frames(span.start, span.end, self.fps, len(self.track.frame_keys))
         samples = [self._samples[f] for f in wanted if f in self._samples]
         fit = fit_motion_type(samples, self._focal, span.stable)
-        return None if fit is None else MotionType(p_trans=fit.p_trans, p_yaw=fit.p_yaw)
+        if fit is None:
+            return None
+        kind = MotionType(p_trans=fit.p_trans, p_yaw=fit.p_yaw)
+        if self.on_motion_type is not None:
+            self.on_motion_type(span.key, span.index, fit.p_yaw, fit.trans_amp + fit.rot_amp)
+        return kind
 
     def compute(self) -> dict[str, MetricResult]:
         track = self.track

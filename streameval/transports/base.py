@@ -29,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from streameval.constants import DEFAULT_FPS
 from streameval.core.events import (
@@ -136,6 +137,9 @@ class LiveSource:
         self.ended_complete = False  # the key plan ran to its end (not lost, not stopped)
         self.conditioning: Conditioning | None = None
         """The benchmark case this session starts from (sources whose profile sends it)."""
+        self.driver: Callable[[], Coroutine[Any, Any, None]] | None = None
+        """Drives the keys instead of the mode's own plan (``streameval probe`` presses key
+        names of its own choosing through ``send_key``); it ends with ``plan_done``."""
 
     # ------------------------------------------------------------ transport hooks
 
@@ -180,6 +184,15 @@ class LiveSource:
 
     def on_frame_admitted(self) -> None:
         """A frame entered the episode."""
+
+    def stall_reason(self) -> str | None:
+        """Why no frame came, when the transport knows better than "no frame" (frames that
+        arrive while the session still waits for a message the server never sends)."""
+        return None
+
+    def plan_done(self) -> None:
+        """A custom ``driver`` finished its plan: the episode ends complete."""
+        self._finish(complete=True, reason=None)
 
     # ------------------------------------------------------------ called by transports
 
@@ -322,7 +335,7 @@ class LiveSource:
             self._finish(complete=False, reason=self._early_end)
             return
         drivers = {"step": self._drive_steps, "stream": self._drive_stream}
-        driver = drivers.get(self.mode, self.drive_requests)
+        driver = self.driver or drivers.get(self.mode, self.drive_requests)
         self._tasks.append(asyncio.create_task(driver()))
 
     async def recv(self) -> Event:
@@ -346,10 +359,10 @@ class LiveSource:
                 refused = (
                     f" (last message refused: {self.last_refused})" if self.last_refused else ""
                 )
-                self._finish(
-                    complete=False,
-                    reason=f"stalled: no frame for {self.config.no_frame_timeout_s:g} s{refused}",
+                reason = self.stall_reason() or (
+                    f"stalled: no frame for {self.config.no_frame_timeout_s:g} s{refused}"
                 )
+                self._finish(complete=False, reason=reason)
                 continue
             if isinstance(event, FrameEvent):
                 self._pending_frames -= 1

@@ -164,3 +164,70 @@ def read_binary(data: bytes, profile: ServerProfile) -> Incoming:
     if profile.frames.encoding == "binary":
         return Incoming("frame", image=decode_image(data, "binary frame"))
     raise MessageProblem(f"binary message of {len(data)} bytes where JSON text was expected")
+
+
+LABEL_FIELDS = ("type", "event", "kind", "cmd", "op", "action", "status")
+"""Fields that name a control message's kind, in the order the field's servers use them."""
+MAX_LABELLED_TEXT = 64 * 1024
+"""Text messages longer than this are not parsed again to be named (a base64 frame)."""
+
+
+class MessageTally:
+    """What a server sent, by kind (``type=ready``, ``binary frame``...), and the last message
+    of each kind: so a session that waits for a message the server never sends can say what
+    it sent instead, and ``streameval probe`` can list a new server's messages."""
+
+    MAX_KINDS = 64
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.last: dict[str, dict[str, Any]] = {}
+
+    def add(self, data: str | bytes) -> None:
+        label, body = _label(data)
+        if label not in self.counts and len(self.counts) >= self.MAX_KINDS:
+            label, body = "other", None
+        self.counts[label] = self.counts.get(label, 0) + 1
+        if body is not None:
+            self.last[label] = body
+
+    def frames(self) -> int:
+        return sum(n for label, n in self.counts.items() if label.endswith("frame"))
+
+    def describe(self, limit: int = 6) -> str:
+        """``"120 binary frame, 8 type=chunk_done, 1 type=configuring"``, most frequent first."""
+        if not self.counts:
+            return "nothing"
+        ranked = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))
+        parts = [f"{n} {label}" for label, n in ranked[:limit]]
+        if len(ranked) > limit:
+            parts.append(f"{len(ranked) - limit} more kinds")
+        return ", ".join(parts)
+
+
+def _label(data: str | bytes) -> tuple[str, dict[str, Any] | None]:
+    if isinstance(data, bytes):
+        if data.startswith((JPEG_SOI, PNG_SIGNATURE)):
+            return "binary frame", None
+        try:
+            body = msgpack.unpackb(data[:MAX_LABELLED_TEXT], raw=False, strict_map_key=False)
+        except Exception:  # msgpack raises several unrelated types on bad input
+            return "binary message", None
+        return _named(body, "msgpack")
+    if len(data) > MAX_LABELLED_TEXT:
+        return "large text message", None
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError):
+        return "text (not JSON)", None
+    return _named(body, "JSON")
+
+
+def _named(body: Any, codec: str) -> tuple[str, dict[str, Any] | None]:
+    if not isinstance(body, dict):
+        return f"{codec} {type(body).__name__}", None
+    for name in LABEL_FIELDS:
+        value = body.get(name)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return f"{name}={value}"[:60], body
+    return f"{codec} object", body

@@ -41,6 +41,7 @@ from streameval.transports.profiles.templates import TemplateError
 from streameval.transports.websocket.messages import (
     Incoming,
     MessageProblem,
+    MessageTally,
     read_binary,
     read_text,
 )
@@ -120,6 +121,8 @@ class WebSocketSource(LiveSource):
         self._ready = asyncio.Event()
         self._n = 0
         self.t_open: float | None = None
+        self.tally = MessageTally()
+        """Every message the server sent, by kind (named when a session waits in vain)."""
 
     async def open_transport(self) -> ServerInfo:
         if self.kept is not None and self.kept.usable():
@@ -241,6 +244,7 @@ class WebSocketSource(LiveSource):
         """One server message (the reader calls this; so does the message fuzz suite)."""
         if self._ended:
             return  # after the episode's end nothing more is reported
+        self.tally.add(data)
         try:
             if isinstance(data, str):
                 incoming = read_text(data, self.profile)
@@ -294,8 +298,22 @@ class WebSocketSource(LiveSource):
         except TimeoutError:
             raise ConnectionError(
                 f"no answer to configure within {timeout:g} s "
-                f"(profile {self.profile.name!r} waits for {self.profile.ready.match.fields})"
+                f"(profile {self.profile.name!r} waits for {self.profile.ready.match.fields}; "
+                f"the server sent {self.tally.describe()})"
             ) from None
+
+    def stall_reason(self) -> str | None:
+        """Frames arrive but the session never started: the server does not send the
+        message the profile waits for (a WorldFoundry-style server without ``ready``)."""
+        ready = self.profile.ready
+        if ready is None or self._ready.is_set() or self._n == 0:
+            return None
+        return (
+            f"the server streams frames but never sent {ready.match.fields}, the message "
+            f"profile {self.profile.name!r} waits for before the first key (it sent "
+            f"{self.tally.describe()}): remove [ready] from the profile, or match a message "
+            "it does send"
+        )
 
     def on_chunk_closed(self) -> None:
         if self.channel is not None:

@@ -1,0 +1,126 @@
+"""``streameval probe URL --profile P``: what each key name does on a server, measured, and a
+profile written from it (docs/bring-up-a-new-server.md).
+
+Prints one table (``--json``: one object); ``--write-profile FILE`` writes the profile only
+when every one of W S A D L R has exactly one clear name. Exit status: 0 a complete mapping
+(written when asked), 1 no mapping (each reason on its own line: the key, what was tried),
+2 bad input (a profile that cannot be probed, a server that cannot be reached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_OK
+from streameval.cli.options import ranged
+from streameval.inputs.numbers import Range
+
+PRESS_SECONDS = Range("seconds", 0.2, 60.0)
+NO_FRAME_SECONDS = Range("seconds", 0.5, 600.0)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "probe",
+        help="measure what each key name does on a server; write a profile from it",
+        description="Press each candidate key name from rest (the profile's names, then "
+        "letters, arrows, j/l, q/e, i/k) and measure what it does, how fast, how soon and "
+        "how eased; and the server's delivered fps, chunk lengths, resolution and messages.",
+    )
+    p.add_argument("url", help="ws[s]://…, webrtc+http://…, mjpeg+http://… (as for attach)")
+    p.add_argument("--profile", required=True, help="a built-in profile or a FILE.toml")
+    p.add_argument(
+        "--write-profile",
+        type=Path,
+        metavar="FILE",
+        help="write the base profile with [keys] names found (only when all six are clear)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object, not a table")
+    p.add_argument(
+        "--seconds",
+        type=ranged(PRESS_SECONDS),
+        default=3.0,
+        help="seconds each name is held (default 3)",
+    )
+    p.add_argument(
+        "--rest",
+        type=ranged(PRESS_SECONDS),
+        default=2.0,
+        help="seconds of rest after each keyup, long enough for the ease-out (default 2)",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="press every alternative even when the profile's names already map all six",
+    )
+    p.add_argument(
+        "--try",
+        dest="extra",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another key name to press (repeatable), after the profile's",
+    )
+    p.add_argument(
+        "--image",
+        type=Path,
+        help="a start image the profile sends (as a case would): says whether the server "
+        "started from it",
+    )
+    p.add_argument("--prompt", help="the caption sent with --image")
+    p.add_argument("--keys-url", help="where keys go, for profiles with channel = 'keys-url'")
+    p.add_argument(
+        "--no-frame-timeout",
+        type=ranged(NO_FRAME_SECONDS),
+        default=10.0,
+        help="seconds without a frame before the probe gives up (default 10)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from streameval.probe import ProbeOptions, probe
+    from streameval.probe.write import profile_text, write_profile
+    from streameval.transports.profiles import load_profile
+
+    options = ProbeOptions(
+        press_s=args.seconds,
+        rest_s=args.rest,
+        every=args.all,
+        extra=tuple(args.extra),
+        image=args.image,
+        prompt=args.prompt,
+        no_frame_timeout_s=args.no_frame_timeout,
+        keys_url=args.keys_url,
+    )
+    report = asyncio.run(probe(args.url, args.profile, options))
+    if args.write_profile is not None and report.mapping.complete:
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        fps = report.server.fps_measured
+        comment = (
+            f"Written by streameval probe {stamp} from profile {report.profile!r} against\n"
+            f"{report.url}: keys as measured; fps as delivered."
+        )
+        text = profile_text(
+            load_profile(args.profile),
+            report.mapping.names,
+            fps=round(fps * 2) / 2 if fps else None,
+            comment=comment,
+        )
+        write_profile(args.write_profile, text)
+        report.written = str(args.write_profile)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.table())
+    if not report.mapping.complete:
+        where = f" to {args.write_profile}" if args.write_profile is not None else ""
+        for problem in report.mapping.problems:
+            print(f"error: no profile written{where}: {problem}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK

@@ -1,0 +1,138 @@
+"""Keys whose measured motion type contradicts their command: A/D turning, L/R strafing.
+
+The field's servers do not agree on letters: one maps ``a``/``d`` to yaw and ``j``/``l`` to
+strafe, others the opposite, and a profile copied from the wrong family makes a video that
+turns when it should strafe. Direction accuracy cannot see it (a turn and a strafe to the left
+move the picture the same way); the depth-free motion type can
+(docs/methods.md#motion-type-fit). So each lateral and yaw segment whose fit clearly says the
+other type is a warning while the episode runs (once per key), and the episode records every
+such key in ``interactivity.keys_contradicted``; the run summary repeats it. The scores stay
+as measured. ``streameval probe`` uses the same threshold to name a key's motion type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streameval.engine.keys_ignored import RESPONSE_FLOOR_PX
+from streameval.metrics.control.episode import control_spans
+from streameval.metrics.fits.motion_type import MotionFit
+from streameval.protocol.keys import FAMILY
+from streameval.results.cache.episode import EpisodeCache
+
+TYPE_CERTAIN = 0.8
+"""A motion type is clear when its weight (``p_yaw`` or ``p_trans``) is at least this: clean
+turns and strafes sit at 0.95 and more on the procedural world (bench/motion_type.py), and a
+key between the two is called ambiguous, not either."""
+EVIDENCE_PX = RESPONSE_FLOOR_PX
+"""A fit whose turn and parallax amplitudes together are under this (analysis pixels) says
+nothing: a standing picture fits ``p_yaw`` 1 by 0 / (0 + 0 + ε), and a frozen model's strafe
+must be the keys-ignored warning, not a turn."""
+HINT = "check --profile / --key-map (streameval probe URL --profile P says what each key does)"
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    key: str
+    segment: int
+    p_yaw: float
+
+    @property
+    def does(self) -> str:
+        return (
+            "turns instead of strafing"
+            if FAMILY[self.key] == "lat"
+            else ("strafes instead of turning")
+        )
+
+    def message(self) -> str:
+        return (
+            f"key {self.key} {self.does} (segment {self.segment}, p_yaw {self.p_yaw:.2f}): {HINT}"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {"key": self.key, "segment": self.segment, "p_yaw": round(self.p_yaw, 3)}
+
+
+def contradiction(key: str, segment: int, p_yaw: float, amplitude: float) -> Contradiction | None:
+    """The contradiction of a segment held on ``key`` whose fit gave ``p_yaw`` from turn and
+    parallax amplitudes summing to ``amplitude``, or None."""
+    family = FAMILY.get(key)
+    if not amplitude >= EVIDENCE_PX:
+        return None
+    if family == "lat" and p_yaw >= TYPE_CERTAIN:
+        return Contradiction(key, segment, p_yaw)
+    if family == "yaw" and 1.0 - p_yaw >= TYPE_CERTAIN:
+        return Contradiction(key, segment, p_yaw)
+    return None
+
+
+def contradictions(
+    keys: Mapping[int, str], fits: Mapping[int, MotionFit | None]
+) -> list[Contradiction]:
+    """Every contradicted segment: ``keys`` segment index → key, ``fits`` its motion fit."""
+    out = []
+    for j, fit in sorted(fits.items()):
+        if fit is None or j not in keys:
+            continue
+        found = contradiction(keys[j], j, fit.p_yaw, fit.trans_amp + fit.rot_amp)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+class KeyTypeWatch:
+    """While the episode runs: warn once per key whose segment's fit contradicts it."""
+
+    def __init__(self) -> None:
+        self.warned: set[str] = set()
+
+    def segment(self, key: str, segment: int, p_yaw: float, amplitude: float) -> str | None:
+        found = contradiction(key, segment, p_yaw, amplitude)
+        if found is None or key in self.warned:
+            return None
+        self.warned.add(key)
+        return found.message()
+
+    def finish(
+        self,
+        cache: EpisodeCache,
+        motion_fits: Mapping[int, MotionFit | None],
+        interactivity: dict[str, Any],
+    ) -> list[str]:
+        """The episode's final fits: every contradicted segment into ``interactivity``
+        (only when there is one: a clean episode's file is unchanged), and the warnings of
+        keys not warned of while it ran."""
+        keys = {span.index: span.key for span in control_spans(cache)}
+        found = contradictions(keys, motion_fits)
+        if found:
+            interactivity["keys_contradicted"] = [c.to_json() for c in found]
+        fits = {j: f for j, f in motion_fits.items() if f is not None}
+        return [
+            w
+            for c in found
+            if (w := self.segment(c.key, c.segment, c.p_yaw, _amplitude(fits[c.segment])))
+        ]
+
+
+def _amplitude(fit: MotionFit) -> float:
+    return fit.trans_amp + fit.rot_amp
+
+
+def summary_lines(episode: str, records: Iterable[Mapping[str, object]]) -> list[str]:
+    """The run summary's lines for an episode's ``interactivity.keys_contradicted``."""
+    by_key: dict[str, int] = {}
+    for record in records:
+        key = str(record.get("key"))
+        by_key[key] = by_key.get(key, 0) + 1
+    lines = []
+    for key, n in by_key.items():
+        does = (
+            "turns instead of strafing"
+            if FAMILY.get(key) == "lat"
+            else ("strafes instead of turning")
+        )
+        lines.append(f"{episode}: key {key} {does} in {n} segment(s); {HINT}")
+    return lines

@@ -1,0 +1,130 @@
+"""``streameval probe``: what each key name really does on an unknown server, measured.
+
+Servers of the field disagree on what a letter means, announce an fps they do not deliver,
+send a longer first chunk and ease their motion in and out; a profile copied from a sibling
+server makes a video that turns when it should strafe, and every numeric test still passes.
+The probe measures instead of reading code (docs/bring-up-a-new-server.md):
+
+- ``candidates``: the names to press, the profile's first;
+- ``session``: one live session through the profile's own transport, each name pressed from
+  rest, the frames cut into windows;
+- ``measure``: each window's flow signals and depth-free motion-type fit, as the scoring
+  computes them;
+- ``classify``: the window's motion (forward … pitch, nothing), speed, response and ease times;
+- ``mapping``: W S A D L R → names, or the reasons there is no mapping;
+- ``write``: the profile file; ``report``: the table and the JSON object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from streameval.probe.candidates import candidates, check_probeable, profile_names
+from streameval.probe.classify import KeyMotion, classify
+from streameval.probe.mapping import Mapping, choose, moves_alone
+from streameval.probe.measure import PressSignals
+from streameval.probe.report import ProbeReport, delivered_fps, server_facts
+from streameval.probe.session import REST_NAME, run_probe
+from streameval.transports.profiles import load_profile
+
+if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
+
+__all__ = ["ProbeOptions", "ProbeReport", "probe"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOptions:
+    """How long each name is held and rested, and what else to try (CLI: ``probe``)."""
+
+    press_s: float = 3.0
+    rest_s: float = 2.0
+    every: bool = False  # press the alternatives even when the profile's names suffice
+    extra: tuple[str, ...] = ()
+    image: Path | None = None
+    prompt: str | None = None
+    no_frame_timeout_s: float = 10.0
+    keys_url: str | None = None
+
+
+async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeReport:
+    """Probe the server at ``url`` that ``profile_spec`` (a built-in or a file) describes.
+    ``BadInputError`` for a profile that cannot be probed or a server that cannot be reached;
+    a session that ends early still reports what it measured (``end_reason``)."""
+    profile = load_profile(profile_spec)
+    check_probeable(profile)
+    own = profile.key_names()
+    names = candidates(profile, options.extra)
+    first = len(profile_names(profile))
+    conditioning = _conditioning(options)
+    fps_hint = profile.fps or 16.0
+    motions: dict[str, KeyMotion] = {}
+
+    def enough(windows: list[PressSignals]) -> bool:
+        """Stop pressing: the server moves with no key (nothing a press could show), or the
+        profile's names already map all six (unless every name is asked for)."""
+        rest = next((classify(w, fps_hint) for w in windows if w.name == REST_NAME), None)
+        if moves_alone(rest) is not None:
+            return True
+        found = [classify(w, fps_hint) for w in windows if w.name != REST_NAME]
+        return not options.every and bool(found) and choose(found, own, rest).complete
+
+    session = await run_probe(
+        url,
+        profile_spec,
+        names,
+        first_names=first,
+        press_s=options.press_s,
+        rest_s=options.rest_s,
+        enough=enough,
+        conditioning=conditioning,
+        no_frame_timeout_s=options.no_frame_timeout_s,
+        keys_url=options.keys_url,
+    )
+    fps = delivered_fps(session.times) or fps_hint
+    rest: KeyMotion | None = None
+    for window in session.windows:
+        motion = classify(window, fps)
+        if window.name == REST_NAME:
+            rest = motion
+        else:
+            motions[window.name] = motion
+    keys = [motions[n] for n in session.pressed if n in motions]
+    mapping: Mapping = choose(keys, own, rest)
+    similarity = honoured = None
+    if conditioning is not None and session.first_frame is not None:
+        from streameval.cases.images import first_frame_similarity
+        from streameval.cases.images import honoured as is_honoured
+
+        similarity = first_frame_similarity(conditioning.image(), session.first_frame)
+        honoured = is_honoured(similarity)
+    facts = server_facts(session, profile.fps, similarity, honoured)
+    end = None if session.complete else (session.end_reason or "the session ended early")
+    if end is not None:  # what a name would have done is unknown: only the session's end
+        mapping = Mapping(mapping.names, [f"the probe did not finish: {end}"])
+    return ProbeReport(url, profile.name, facts, rest, keys, mapping, end, errors=session.errors)
+
+
+def _conditioning(options: ProbeOptions) -> Conditioning | None:
+    """``--image`` (and ``--prompt``) as a one-case conditioning, or None."""
+    if options.image is None:
+        return None
+    from streameval.cases.conditioning import Conditioning
+    from streameval.cases.images import attach_image_facts
+    from streameval.cases.model import Case
+
+    case = Case(
+        name="probe",
+        set="probe",
+        suite="probe",
+        image_id=None,
+        action=None,
+        keys=None,
+        image_path=options.image,
+        prompt=options.prompt,
+        intrinsics=None,
+        origin="--image",
+    )
+    return Conditioning(attach_image_facts([case])[0])

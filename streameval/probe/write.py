@@ -1,0 +1,71 @@
+"""The profile ``probe --write-profile`` writes: the base profile's own TOML, with ``[keys]
+names`` set to what the probe found (and ``fps`` to what the server delivers), so it reads,
+attaches and documents itself like the built-ins (docs/serve-formats.md#writing-a-profile).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from streameval.errors import BadInputError
+from streameval.protocol.keys import KEYS
+from streameval.transports.profiles import ServerProfile, parse_profile
+
+_HEADER = re.compile(r"^\s*\[")
+_TOP_FIELD = r"^{}\s*="
+
+
+def names_line(names: dict[str, str]) -> str:
+    pairs = ", ".join(f"{k} = {json.dumps(names[k])}" for k in KEYS)
+    return f"names = {{ {pairs} }}"
+
+
+def profile_text(
+    base: ServerProfile, names: dict[str, str], *, fps: float | None, comment: str
+) -> str:
+    """The base profile's file with ``names`` (every key of ``KEYS``) and ``fps`` replaced;
+    ``comment`` heads the file. Checked by reading it back: what is written attaches."""
+    text = Path(base.path).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    lines = _set_top(lines, "name", json.dumps(f"{base.name}-probed"))
+    lines = _set_top(lines, "description", json.dumps(f"{base.description} (keys probed)"))
+    if fps is not None:
+        lines = _set_top(lines, "fps", f"{fps:g}")
+    lines = _set_names(lines, names_line(names))
+    head = [f"# {line}".rstrip() for line in comment.splitlines()]
+    out = "\n".join([*head, *lines]) + "\n"
+    written = parse_profile(out, "the written profile")
+    if written.key_names() != {k: names[k] for k in KEYS}:  # pragma: no cover - a writer bug
+        raise BadInputError(base.path, "the written profile does not read back its key names")
+    return out
+
+
+def _set_top(lines: list[str], field: str, value: str) -> list[str]:
+    """Set a top-level field (before the first table header), adding it when absent."""
+    end = next((i for i, line in enumerate(lines) if _HEADER.match(line)), len(lines))
+    pattern = re.compile(_TOP_FIELD.format(re.escape(field)))
+    for i in range(end):
+        if pattern.match(lines[i]):
+            return [*lines[:i], f"{field} = {value}", *lines[i + 1 :]]
+    return [*lines[:end], f"{field} = {value}", *lines[end:]]
+
+
+def _set_names(lines: list[str], line: str) -> list[str]:
+    """``names`` in ``[keys]`` replaced (or added; the table too when the profile has none)."""
+    start = next((i for i, ln in enumerate(lines) if ln.strip() == "[keys]"), None)
+    if start is None:
+        return [*lines, "", "[keys]", line]
+    end = next((i for i in range(start + 1, len(lines)) if _HEADER.match(lines[i])), len(lines))
+    pattern = re.compile(_TOP_FIELD.format("names"))
+    body = [ln for ln in lines[start + 1 : end] if not pattern.match(ln)]
+    found = "# what each name does was measured by streameval probe"
+    return [*lines[: start + 1], found, line, *body, *lines[end:]]
+
+
+def write_profile(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInputError(path, f"cannot write the profile: {exc.strerror or exc}") from None

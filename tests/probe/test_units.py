@@ -1,0 +1,112 @@
+"""The probe's pure parts: candidates, classification of known signals, the mapping's
+refusals, the written profile, the contradicted-key rule and the message tally."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streameval.engine.keys_contradicted import contradictions, summary_lines
+from streameval.errors import BadInputError
+from streameval.metrics.fits.motion_type import MotionFit
+from streameval.probe.candidates import candidates, check_probeable, uses_keycodes
+from streameval.probe.classify import KeyMotion, classify
+from streameval.probe.mapping import choose
+from streameval.probe.measure import PressSignals
+from streameval.probe.write import profile_text
+from streameval.transports.profiles import load_profile, parse_profile
+from streameval.transports.websocket.messages import MessageTally
+
+OWN = {"W": "w", "S": "s", "A": "a", "D": "d", "L": "j", "R": "l"}
+
+
+def _motions(**does: str) -> list[KeyMotion]:
+    return [KeyMotion(name, motion) for name, motion in does.items()]  # type: ignore[arg-type]
+
+
+USUAL = dict(w="forward", s="back", a="strafe left", d="strafe right", j="yaw left",
+             l="yaw right")  # fmt: skip
+
+
+def test_candidates_start_with_the_profile_and_keep_keycodes_only_where_sent() -> None:
+    wf = candidates(load_profile("worldfoundry"))
+    assert wf[:6] == ("w", "s", "a", "d", "j", "l") and "ArrowLeft" in wf and "q" in wf
+    keycode = load_profile("keycode")
+    assert uses_keycodes(keycode) and not uses_keycodes(load_profile("worldfoundry"))
+    assert candidates(keycode)[:6] == ("w", "s", "a", "d", "ArrowLeft", "ArrowRight")
+    with pytest.raises(BadInputError, match="camera poses, not key names"):
+        check_probeable(load_profile("camera-pose"))
+    with pytest.raises(BadInputError, match="generates on request"):
+        check_probeable(load_profile("yume-webapp"))
+
+
+def _signals(sx: float = 0.0, srad: float = 0.0, sy: float = 0.0, p_yaw: float | None = None,
+             n: int = 40) -> PressSignals:  # fmt: skip
+    ramp = np.clip(np.concatenate([np.linspace(0, 1, 10), np.ones(n - 20), np.linspace(1, 0, 10)]),
+                   0, 1)  # fmt: skip
+    fit = None if p_yaw is None else MotionFit(1 - p_yaw, p_yaw, 1, 1, "m", 3, 30)
+    t = np.arange(1, n + 1) / 16.0
+    return PressSignals("k", 0.0, 1.0, t, sx * ramp, srad * ramp, sy * ramp, fit, 640)
+
+
+def test_classify_reads_the_channel_the_sign_and_the_motion_type() -> None:
+    assert classify(_signals(srad=2.0), 16).motion == "forward"
+    assert classify(_signals(srad=-2.0), 16).motion == "back"
+    assert classify(_signals(sx=3.0, p_yaw=0.02), 16).motion == "strafe left"
+    turn = classify(_signals(sx=-3.0, p_yaw=0.97), 16)
+    assert turn.motion == "yaw right" and turn.unit == "°/s" and turn.speed is not None
+    assert classify(_signals(sx=3.0, p_yaw=0.5), 16).motion == "sideways left"
+    assert classify(_signals(sy=2.0), 16).motion == "pitch up"
+    assert classify(_signals(sx=0.01), 16).motion == "nothing"
+    w = classify(_signals(srad=2.0), 16)
+    assert w.speed == pytest.approx(32.0) and w.ease_in_s == pytest.approx(8 / 16)
+
+
+def test_the_mapping_prefers_the_profile_names_and_refuses_rather_than_guess() -> None:
+    assert choose(_motions(**USUAL), OWN).names == OWN
+    arrows = _motions(**USUAL, ArrowUp="forward")
+    assert choose(arrows, OWN).names["W"] == "w"  # the profile's own name wins
+    two = _motions(**{**USUAL, "w": "nothing"}, ArrowUp="forward", i="forward")
+    (problem,) = choose(two, OWN).problems
+    assert problem.startswith("W (forward): 2 names do it (ArrowUp, i)")
+    unclear = _motions(**{**USUAL, "a": "sideways left"})
+    (problem,) = choose(unclear, OWN).problems
+    assert problem.startswith("A (strafe left): motion type ambiguous: a moves left")
+    alone = choose(_motions(**USUAL), OWN, KeyMotion("(no key)", "forward", 30.0, "px/s"))
+    assert not alone.names and "moves with no key held (forward at 30 px/s)" in alone.problems[0]
+
+
+def test_the_written_profile_is_the_base_with_the_names_found() -> None:
+    base = load_profile("worldfoundry")
+    names = {"W": "w", "S": "s", "A": "j", "D": "l", "L": "a", "R": "d"}
+    text = profile_text(base, names, fps=15.5, comment="probed\nhere")
+    written = parse_profile(text, "written")
+    assert written.key_names() == names and written.fps == 15.5
+    assert written.name == "worldfoundry-probed" and text.startswith("# probed\n# here\n")
+    assert written.templates == base.templates and written.ready == base.ready
+    assert text.count("names = ") == 1
+
+
+def test_contradictions_are_a_d_turning_and_l_r_strafing() -> None:
+    keys = {0: "A", 1: "D", 2: "L", 3: "R", 4: "W"}
+
+    def fit(p_yaw: float, amp: float = 3.0) -> MotionFit:
+        return MotionFit(1 - p_yaw, p_yaw, amp * (1 - p_yaw), amp * p_yaw, "m", 3, 30)
+
+    fits = {0: fit(0.9), 1: fit(0.1), 2: fit(0.1), 3: fit(0.5), 4: None, 5: fit(1.0, 0.0)}
+    found = contradictions({**keys, 5: "A"}, fits)  # 5: a standing picture, no evidence
+    assert [(c.key, c.segment) for c in found] == [("A", 0), ("L", 2)]
+    assert "key A turns instead of strafing" in found[0].message()
+    (line,) = summary_lines("ep", [c.to_json() for c in found if c.key == "L"])
+    assert line.startswith("ep: key L strafes instead of turning in 1 segment(s)")
+
+
+def test_the_tally_names_each_kind_of_message() -> None:
+    tally = MessageTally()
+    for data in (b"\xff\xd8\xff rest", '{"type": "ready", "fps": 16}', "not json", b"\xc1"):
+        tally.add(data)
+    tally.add(b"\xff\xd8\xff again")
+    assert tally.counts == {"binary frame": 2, "type=ready": 1, "text (not JSON)": 1,
+                            "binary message": 1}  # fmt: skip
+    assert tally.last["type=ready"]["fps"] == 16
+    assert tally.describe().startswith("2 binary frame, 1 ")
