@@ -121,9 +121,9 @@ def _put(path: Path, data: bytes | str) -> None:
     """Write ``data`` at ``path``, whatever an earlier change left there."""
     if path.is_dir():
         shutil.rmtree(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.parent.is_file():
+    if any(parent.is_file() for parent in path.parents):
         return  # an earlier change turned the folder into a file
+    path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     path.write_bytes(raw)
 
