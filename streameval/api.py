@@ -39,6 +39,7 @@ from streameval.runs.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.runs.memory_loop import LoopPlan
 
 if TYPE_CHECKING:
+    from streameval.cases.model import CaseSet
     from streameval.leaderboard import MasterTable
     from streameval.runs.cases import CaseSelection
     from streameval.transports.urls import AttachOptions
@@ -106,9 +107,9 @@ async def aevaluate(
 
     ``model``: an object with ``step(key) -> frame`` (docs/evaluate-your-model.md), a
     ``"python:MODULE:FACTORY"`` string, or a network URL (``webrtc+http://``,
-    ``mjpeg+http://``, ``mqtt://``; ``attach`` holds the transport options the command line's
-    ``attach`` takes: clock, key map, keys URL, ...). It is named ``model_name``, else its own
-    ``name`` attribute, else its class name.
+    ``mjpeg+http://``, ``ws://``, ``mqtt://``, ...; ``attach`` holds the transport options the
+    command line's ``attach`` takes: clock, key map, keys URL, profile, server paths, ...). It
+    is named ``model_name``, else its own ``name`` attribute, else its class name.
 
     ``suite``: ``"worldmark"`` (``actions``, ``seconds_per_key``) or ``"memory_loop"``
     (``trajectories``, default all six, ``loop_seconds`` each). ``fps``: the model's rate
@@ -120,6 +121,10 @@ async def aevaluate(
     (the path with ``sets``, ``images``, ``actions`` and the order ``seed``): each case is one
     episode, the model's ``reset`` given the case's ``image``, ``prompt`` and ``intrinsics`` by
     the names it takes, results in ``out/<model>/<set>/<case>/`` (docs/run-worldmark.md).
+    With a network URL each case is one session, started the way ``attach``'s ``profile``
+    sends a case (its image inline, as a path, or uploaded first); a profile that cannot
+    send some case is ``BadInputError`` before anything runs, and a case the server refuses
+    ends incomplete with the server's words while the others are scored.
 
     ``existing``: ``"keep"`` (default: an episode already under ``out`` is not run again and
     is listed in ``bad_input``), ``"overwrite"`` or ``"resume"``. ``reports``: write
@@ -142,6 +147,7 @@ async def aevaluate(
             fps=fps,
             record=record,
             step_timeout=step_timeout,
+            attach=attach,
         )
     elif isinstance(model, str):
         jobs += _string_jobs(
@@ -203,9 +209,11 @@ def _case_jobs(
     fps: float | None,
     record: RecordMode,
     step_timeout: float | None,
+    attach: AttachOptions | None,
 ) -> list[EpisodeJob]:
-    """A case set for an in-process model (an object or ``python:MODULE:FACTORY``); the cases
-    are read and checked before the model is built."""
+    """A case set for an in-process model (an object or ``python:MODULE:FACTORY``) or a
+    server (a network URL); the cases are read and checked before the model is built or the
+    server is reached."""
     from streameval.errors import BadInputError
     from streameval.runs.cases import CaseSelection, model_case_jobs
     from streameval.runs.python_model import load_python_model
@@ -221,7 +229,18 @@ def _case_jobs(
         from streameval.transports.urls import is_network_url
 
         if is_network_url(model):
-            raise BadInputError(model, "cases= runs in-process models (python:) only so far")
+            return _network_case_jobs(
+                model,
+                selection,
+                case_set,
+                out,
+                model_name=model_name,
+                loops=loops,
+                seconds_per_key=seconds_per_key,
+                fps=fps,
+                record=record,
+                attach=attach,
+            )
         timeout = DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout
         model, loaded_name = load_python_model(model, timeout=timeout)
     else:
@@ -240,6 +259,48 @@ def _case_jobs(
         step_timeout=DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout,
         origin=origin or name,
         selection=selection.record(),
+    )
+
+
+def _network_case_jobs(
+    url: str,
+    selection: CaseSelection,
+    case_set: CaseSet,
+    out: Path,
+    *,
+    model_name: str | None,
+    loops: LoopPlan,
+    seconds_per_key: float,
+    fps: float | None,
+    record: RecordMode,
+    attach: AttachOptions | None,
+) -> list[EpisodeJob]:
+    """Every case a session on the server at ``url``, started as its profile (``attach``'s
+    ``profile``) sends a case: checked against every case before the first runs, as
+    ``attach URL --cases``."""
+    from streameval.runs.builders import network_model_name
+    from streameval.runs.cases import case_jobs
+    from streameval.transports.urls import (
+        AttachOptions,
+        check_attach_conditioning,
+        network_case_opener,
+    )
+
+    options = attach or AttachOptions(clock=None, seconds_per_key=seconds_per_key, fps=fps)
+    check_attach_conditioning([url], options, case_set.cases)
+    return case_jobs(
+        case_set,
+        out,
+        model_name or network_model_name(url),
+        network_case_opener(url, options),
+        selection.seed,
+        seconds_per_key=seconds_per_key,
+        loops=loops,
+        fps=fps,
+        fps_asked=fps,
+        record=record,
+        selection=selection.record(),
+        server_paths=options.server_paths,
     )
 
 

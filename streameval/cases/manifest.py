@@ -138,7 +138,8 @@ def _image(value: Any, base: Path, where: str) -> Path | None:
     except (OSError, ValueError):  # a name no file system can hold (a lone surrogate)
         raise BadInputError(where, f"image {value[:40]!r} is not a usable path") from None
     if not found:
-        raise BadInputError(where, f"image {value[:200]!r} is missing (looked for {path})")
+        shown = str(path) if str(path).isprintable() else repr(str(path))  # one line: "\n"
+        raise BadInputError(where, f"image {value[:200]!r} is missing (looked for {shown})")
     if not regular:
         raise BadInputError(where, f"image {value[:200]!r} is not a regular file")
     return path

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import math
 import time
 from dataclasses import asdict
@@ -432,7 +433,7 @@ async def run_episode(
     complete = (
         not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
     )
-    outcome = await finalize(episode, complete, results_dir)
+    outcome = await finalize(episode, complete, results_dir, interrupted=cancelled)
     for o in observers:
         o.on_end(outcome)
     if cancelled:
@@ -440,9 +441,26 @@ async def run_episode(
     return outcome
 
 
-async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str, Any]]:
+INTERRUPTED_CUT_WAIT_S = 2.0
+"""How long an interrupted episode waits for a cut detector that can bound its wait."""
+
+
+def _parameters(fn: Any) -> set[str]:
+    """The parameter names of ``fn`` (none when its signature cannot be read)."""
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+async def _memory_cache(
+    episode: _Episode, *, interrupted: bool = False
+) -> tuple[MemoryCache | None, dict[str, Any]]:
     """Wait for the cut detector (off the loop: TransNetV2 finishes its last windows) and
-    gather what the memory metrics need."""
+    gather what the memory metrics need. ``interrupted``: a detector that can bound its wait
+    (``finish(timeout_s=)``, TransNetV2's worker process) gets ``INTERRUPTED_CUT_WAIT_S``: a
+    worker still loading its model on a busy machine took 10–40 s, and an interrupted run
+    must end within seconds; its episode's Local Memory then says it was interrupted."""
     memory, track, info = episode.memory, episode.track, episode.info
     assert track is not None and info is not None
     if memory is None:
@@ -450,10 +468,19 @@ async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str
     cuts: list[int] | None = None
     failure = memory.failure
     detector = memory.cut_detector
+    cut_interrupted = False
     if detector is not None:
         try:
             if failure is None:
-                cuts = await asyncio.to_thread(detector.finish)
+                bounded = interrupted and "timeout_s" in _parameters(detector.finish)
+                if bounded:
+                    cuts = await asyncio.to_thread(
+                        detector.finish,  # type: ignore[call-arg]
+                        timeout_s=INTERRUPTED_CUT_WAIT_S,
+                    )
+                    cut_interrupted = cuts is None
+                else:
+                    cuts = await asyncio.to_thread(detector.finish)
                 if cuts is None:
                     failure = getattr(detector, "failure", None) or f"{detector.name} failed"
                     # the metric says why it is missing; the error channel says it happened
@@ -475,6 +502,7 @@ async def _memory_cache(episode: _Episode) -> tuple[MemoryCache | None, dict[str
         ),
         "cut_detector": detector.name if detector else None,
         "cut_failure": failure,
+        **({"cut_interrupted": True} if cut_interrupted else {}),
         "geometry_source": geometry_source,
     }
     problems = info.extra.get("sidecar_problems")
@@ -510,12 +538,15 @@ async def _quality_cache(episode: _Episode) -> QualityCache:
     return quality
 
 
-async def finalize(episode: _Episode, complete: bool, results_dir: Path | None) -> EpisodeOutcome:
-    """Flush is done: build the cache, score it with the shared kernels, write results."""
+async def finalize(
+    episode: _Episode, complete: bool, results_dir: Path | None, *, interrupted: bool = False
+) -> EpisodeOutcome:
+    """Flush is done: build the cache, score it with the shared kernels, write results.
+    ``interrupted``: the run was cancelled (SIGINT, SIGTERM); nothing slow is waited for."""
     assert episode.track is not None and episode.info is not None
     track = episode.track
     episode.pad_dropped_tail()
-    memory_cache, memory_meta = await _memory_cache(episode)
+    memory_cache, memory_meta = await _memory_cache(episode, interrupted=interrupted)
     quality_cache = await _quality_cache(episode)
     atlas = track.worldatlas
     if atlas is not None:  # memory_loop: the revisit pairs' frames, features, Gram distances

@@ -432,18 +432,22 @@ class TransNetV2Detector:
             return  # the worker is gone: finish() returns None; do not pile up frames
         self._outbox.put(shrink_for_transnet(as_rgb_uint8(image, self.name)).tobytes())
 
-    def finish(self) -> list[int] | None:
+    def finish(self, timeout_s: float | None = None) -> list[int] | None:
+        """The cuts, waiting at most ``finish_timeout_s`` (``timeout_s``: less, for a run
+        that was interrupted and must not wait for a worker still loading its model); a
+        worker that did not finish in time is stopped and None returned."""
         if self._done:
             return self._result
         self._done = True
         t0 = time.perf_counter()
-        deadline = t0 + self._timeout
+        wait = self._timeout if timeout_s is None else min(self._timeout, timeout_s)
+        deadline = t0 + wait
         self._outbox.put(None)
         while True:
             try:
                 msg = self._worker.inbox.get(timeout=max(0.0, deadline - time.perf_counter()))
             except queue.Empty:
-                self.failure = f"TransNetV2 worker did not finish within {self._timeout:g} s"
+                self.failure = f"TransNetV2 worker did not finish within {wait:g} s"
                 break
             if msg is None:
                 code = self._process.wait(timeout=5.0)

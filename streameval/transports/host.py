@@ -5,18 +5,28 @@ asked for (video clock: the evaluator decides which key conditions each frame; a
 index already rendered is ignored, so a resent request never advances the model twice).
 ``keydown``/``keyup`` make the host play at the model's own fps with the held key (wall clock,
 as a real game server does); without any message for ``idle_timeout_s`` it stops playing.
+
+A benchmark case starts with ``restart(arguments)``: the model's ``reset`` receives the case's
+image, caption and intrinsics by the names it accepts (``start_arguments`` reads them from a
+client's ``configure`` / ``reset`` message, the built-in ``serve`` profile's). A start the
+model cannot take (an image to a ``reset`` without one, an image that does not decode) is
+``StartRefused``, one line the client reads as the server's own words.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from streameval.core.tasks import cancel_and_wait
+from streameval.errors import BadInputError, InvalidDataError
 from streameval.protocol.keys import NO_KEY
 from streameval.protocol.wire import Bye, Frame, Heartbeat, KeyDown, KeyUp, Message, Reset, Step
 
@@ -42,6 +52,87 @@ def wire_frame(index: int, key: str, out: Any, *, t_server: float | None = None)
         intrinsics=_optional(out, "intrinsics", np.float64),
         depth=_optional(out, "depth", np.float32),
     )
+
+
+MAX_PROMPT_CHARS = 100_000
+"""Of a client's caption, at most this many characters (a published caption is a paragraph)."""
+
+
+class StartRefused(InvalidDataError):
+    """A case start the served model cannot take; ``str()`` is the line the client reads."""
+
+
+def _start_image(body: Mapping[str, Any]) -> Any:
+    """The RGB image of a start message: ``image_base64`` (a ``data:`` URL too) or
+    ``image_path`` (a file on this machine); None when it carries neither."""
+    from streameval.cases.images import decode_image, read_image_bytes
+
+    inline, path = body.get("image_base64"), body.get("image_path")
+    try:
+        if isinstance(inline, str) and inline:
+            text = inline.split(",", 1)[1] if inline.startswith("data:") else inline
+            try:
+                data = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                raise StartRefused(
+                    f"image_base64 of {len(text)} characters is not base64"
+                ) from None
+            return decode_image(data, "image_base64")
+        if isinstance(path, str) and path:
+            from pathlib import Path
+
+            return decode_image(read_image_bytes(Path(path)), path)
+    except BadInputError as exc:
+        raise StartRefused(f"the case image: {exc}") from None
+    if inline is not None or path is not None:
+        raise StartRefused("image_base64 / image_path is not a non-empty string")
+    return None
+
+
+def _start_intrinsics(value: Any) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    ok = isinstance(value, list | tuple) and len(value) == 4
+    numbers = (
+        [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)] if ok else []
+    )
+    if len(numbers) != 4 or not all(math.isfinite(v) for v in numbers):
+        raise StartRefused(
+            f"intrinsics must be [fx, fy, cx, cy], four finite numbers: {value!r:.80}"
+        )
+    return tuple(float(v) for v in numbers)
+
+
+def start_arguments(model: Any, body: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``model.reset`` receives for a client's start message (``image_base64`` or
+    ``image_path``, ``prompt``, ``intrinsics``), by the names its ``reset`` accepts. An image
+    its ``reset`` cannot take is refused, never dropped: the case would run from wherever
+    the model starts. ``StartRefused``: one line for the client."""
+    from streameval.transports.inprocess.driver import ALL_KEYWORDS, reset_keywords
+
+    prompt = body.get("prompt")
+    if prompt is not None and not isinstance(prompt, str):
+        raise StartRefused(f"prompt is a {type(prompt).__name__}, expected text")
+    if prompt is not None and len(prompt) > MAX_PROMPT_CHARS:
+        raise StartRefused(f"prompt of {len(prompt):,} characters (at most {MAX_PROMPT_CHARS:,})")
+    given = {
+        "image": _start_image(body),
+        "prompt": prompt,
+        "intrinsics": _start_intrinsics(body.get("intrinsics")),
+    }
+    reset = getattr(model, "reset", None)
+    accepted = reset_keywords(reset)
+    if given["image"] is not None and accepted is not ALL_KEYWORDS and "image" not in accepted:
+        what = "has no reset()" if not callable(reset) else "has a reset() that takes no image"
+        raise StartRefused(
+            f"the served model {what}: it cannot start from the case image "
+            "(give it reset(self, image=None, prompt=None, intrinsics=None))"
+        )
+    return {
+        name: value
+        for name, value in given.items()
+        if value is not None and (accepted is ALL_KEYWORDS or name in accepted)
+    }
 
 
 class ModelHost:
@@ -74,14 +165,7 @@ class ModelHost:
     async def handle(self, message: Message) -> None:
         self.last_message = time.perf_counter()
         if isinstance(message, Reset):
-            async with self._lock:
-                self.playing = False
-                while not self._steps.empty():
-                    self._steps.get_nowait()
-                if callable(getattr(self.model, "reset", None)):
-                    await asyncio.to_thread(self.model.reset)
-                self.next_index = 0
-                self.held = NO_KEY
+            await self.restart({})
         elif isinstance(message, Step):
             self._steps.put_nowait(message)
         elif isinstance(message, KeyDown):
@@ -94,6 +178,19 @@ class ModelHost:
             self.playing = False
         elif isinstance(message, Heartbeat):
             pass
+
+    async def restart(self, arguments: dict[str, Any]) -> None:
+        """Start over: steps queued before are dropped, the model's ``reset`` called with
+        ``arguments`` (a case's image, caption, intrinsics: ``start_arguments``), frame 0 next."""
+        self.last_message = time.perf_counter()
+        async with self._lock:
+            self.playing = False
+            while not self._steps.empty():
+                self._steps.get_nowait()
+            if callable(getattr(self.model, "reset", None)):
+                await asyncio.to_thread(self.model.reset, **arguments)
+            self.next_index = 0
+            self.held = NO_KEY
 
     async def _render(self, key: str) -> None:
         out = await asyncio.to_thread(self.model.step, key)

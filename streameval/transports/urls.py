@@ -32,6 +32,9 @@ class AttachOptions:
     lossless: bool = False
     no_frame_timeout_s: float = 10.0
     profile: str | None = None  # a built-in name or a .toml file (``streameval profiles``)
+    # with cases and a profile that sends the image as a path: (LOCAL, REMOTE) prefixes, how
+    # a server on another machine sees our files (``--server-path``; ``evaluate(cases=...)``)
+    server_paths: tuple[tuple[str, str], ...] = ()
 
 
 def url_scheme(url: str) -> str:

@@ -107,6 +107,8 @@ BAD_LINES: list[tuple[str, Any, str]] = [
     ("a string", '"000_001"', "expected a JSON object, got str"),
     ("missing image", {"case": "a", "image": "img/nope.jpg", "actions": 1},
      "image 'img/nope.jpg' is missing (looked for {folder}/img/nope.jpg)"),
+    ("image a newline", {**A, "image": "\n"},
+     "image '\\n' is missing (looked for '{folder}/\\n')"),
     ("image a folder", {**A, "image": "img"}, "image 'img' is not a regular file"),
     ("image a number", {"case": "a", "image": 3, "actions": 1}, "image must be a path, not int"),
     ("unknown field", {"case": "a", "imgae": "x.jpg", "actions": 1},

@@ -16,14 +16,15 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from streameval.protocol.suites import WORLDMARK
 
 from streameval.cases import first_frame_similarity, index_cases, load_cases, select_cases
 from streameval.cases.images import decode_image
+from streameval.errors import BadInputError
 from tests.cases.arena_synth import intrinsics, scene, write_arena, write_image
-from tests.fuzz.conftest import FUZZ, bounded, only_bad_input
+from tests.fuzz.conftest import CASES_PER_TEST, FUZZ, bounded, only_bad_input
 from tests.fuzz.strategies import (
     JSON_VALUES,
     NASTY_NUMBERS,
@@ -33,6 +34,7 @@ from tests.fuzz.strategies import (
     dumps,
     mangled_text,
 )
+from tests.fuzz.test_fuzz_cli import run_cli
 
 ROWS = ["1, 6, 9", "2, 5", "11, 15"]
 TOKENS = ["1", "6", "15", "16", "0", "-1", "x", "1.5", "", " ", ",", "١", "99999999999", "W"]
@@ -58,7 +60,13 @@ def odd_image_bytes(draw: st.DrawFn) -> bytes:
     shape = (h, w) if channels is None else (h, w, channels)
     pixels = np.random.default_rng(draw(st.integers(0, 99))).integers(0, 255, shape).astype(dtype)
     data = encoded(pixels, draw(st.sampled_from([".png", ".jpg"])))
-    kind = draw(st.sampled_from(["keep", "cut", "flip", "junk", "append"]))
+    kind = draw(st.sampled_from(["keep", "cut", "flip", "junk", "append", "empty", "huge"]))
+    if kind == "empty":
+        return b""
+    if kind == "huge":  # a real PNG whose header claims a huge size (never decoded)
+        png = encoded(np.zeros((2, 2, 3), np.uint8), ".png")
+        side = draw(st.sampled_from([20_000, 70_000, 2**31 - 1]))
+        return png[:16] + side.to_bytes(4, "big") + side.to_bytes(4, "big") + png[24:]
     if kind == "cut" and data:
         return data[: draw(st.integers(0, len(data) - 1))]
     if kind == "flip" and data:
@@ -113,9 +121,9 @@ def _put(path: Path, data: bytes | str) -> None:
     """Write ``data`` at ``path``, whatever an earlier change left there."""
     if path.is_dir():
         shutil.rmtree(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.parent.is_file():
+    if any(parent.is_file() for parent in path.parents):
         return  # an earlier change turned the folder into a file
+    path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     path.write_bytes(raw)
 
@@ -263,6 +271,65 @@ def test_fuzz_odd_images(image: bytes, frame: bytes) -> None:
     with bounded():
         pixels = only_bad_input(lambda: decode_image(image, "image.bin"))
         seen = only_bad_input(lambda: decode_image(frame, "frame.bin"))
-        assume(pixels is not None and seen is not None)
+        if pixels is None or seen is None:
+            return  # refused with one line: the property held (no assume: most are refused)
         assert pixels.dtype == np.uint8 and pixels.ndim == 3 and pixels.shape[2] == 3
         assert 0.0 <= first_frame_similarity(pixels, seen) <= 1.0
+
+
+@st.composite
+def case_source(draw: st.DrawFn) -> tuple[str, Any]:
+    """A damaged ``arena_inputs`` folder or a manifest of random lines."""
+    if draw(st.booleans()):
+        return "folder", draw(folder_damage())
+    return "manifest", draw(st.lists(manifest_line(), min_size=1, max_size=3))
+
+
+NO_MODEL = "python:tests.inputs.models:factory_exits"
+"""A factory that exits: the cases are read and checked before the model is built, so a
+case set the command line accepts ends on this factory's line, never an episode."""
+
+
+@settings(FUZZ, max_examples=max(10, CASES_PER_TEST // 4))
+@given(
+    source=case_source(),
+    selection=st.sampled_from(
+        [[], ["--sets", "first_view/real"], ["--images", "0-1"], ["--actions", "1,6"]]
+    ),
+)
+def test_fuzz_cases_on_the_command_line(
+    arena: Path, manifest_folder: Path, source: tuple[str, Any], selection: list[str]
+) -> None:
+    """``attach --cases``: a bad case input is the same one line ``load_cases`` raises,
+    printed by the command line, exit 2, before any model is built or anything written."""
+    kind, payload = source
+    with bounded(), tempfile.TemporaryDirectory() as tmp:
+        if kind == "folder":
+            path = Path(tmp) / "arena_inputs"
+            shutil.copytree(arena, path)
+            for what, change in payload:
+                _apply(path, what, change)
+        else:
+            path = manifest_folder / f"fuzz-{Path(tmp).name}.jsonl"
+            path.write_text("\n".join(payload), encoding="utf-8", errors="surrogatepass")
+        out = Path(tmp) / "out"
+        try:
+            args = ["attach", NO_MODEL, "--cases", str(path), "--out", str(out), "--no-tui"]
+            code, _, err = run_cli([*args, *selection])
+            direct: Any = None
+            try:
+                sel = dict(zip(selection[::2], selection[1::2], strict=True))
+                load_cases(path, sets=sel.get("--sets"), images=sel.get("--images"),
+                           actions=sel.get("--actions"))  # fmt: skip
+            except BadInputError as exc:
+                direct = exc
+            assert not out.exists() or not any(out.iterdir())  # nothing written
+        finally:
+            if kind == "manifest":
+                path.unlink()
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    if direct is not None:
+        assert lines[0] == f"error: {direct}"
+    else:
+        assert "factory_exits() raised SystemExit" in lines[0], lines[0]

@@ -40,7 +40,13 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
     local = local_memory(
         cache.sx, cache.srad, mem.embeddings, mem.cuts, cache.fps, **_local_scale(info)
     )
-    if mem.cuts is None and info.get("cut_failure"):
+    if mem.cuts is None and info.get("cut_interrupted"):
+        # the run was interrupted (SIGINT, SIGTERM) before the detector finished: not its fault
+        local = MetricResult.missing(
+            f"the run was interrupted before the cut detector finished ({info['cut_failure']})",
+            local.details,
+        )
+    elif mem.cuts is None and info.get("cut_failure"):
         # the kernel says "missing"; say why, naming the detector
         # (docs/methods.md#a-failed-cut-detector-is-missing)
         local = MetricResult.missing(f"cut detector failed: {info['cut_failure']}", local.details)

@@ -29,6 +29,7 @@ BUILT_INS = (
     "public",
     "yume-webapp",
     "matrix-game-3-interactive",
+    "serve",
 )
 
 

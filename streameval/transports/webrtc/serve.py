@@ -8,6 +8,12 @@ peer gets its own model from the factory and its own ``ModelHost``:
 - a data channel labelled ``streameval`` speaks our protocol: msgpack messages in (steps,
   keys, reset), whole frames out with their metadata, chunked (lossless mode).
 
+A benchmark case starts on the text channel (the built-in ``serve`` profile): a JSON
+``{"type": "configure" | "reset", "image_base64" | "image_path", "prompt", "intrinsics"}``
+resets the model with them (``host.start_arguments``: by the names its ``reset`` takes); one it
+cannot take is answered ``{"type": "error", "message": ...}`` on the same channel. Our protocol
+(lossless mode) carries no image: ``attach --lossless`` refuses cases with images up front.
+
 Listens on loopback unless told another address.
 """
 
@@ -21,6 +27,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from streameval.errors import one_line
 from streameval.protocol.wire import (
     BROWSER_KEYS,
     MAX_MESSAGE_BYTES,
@@ -33,7 +40,7 @@ from streameval.protocol.wire import (
     decode,
     encode,
 )
-from streameval.transports.host import ModelHost
+from streameval.transports.host import ModelHost, StartRefused, start_arguments
 from streameval.transports.webrtc.chunks import split
 from streameval.transports.webrtc.loopback import (
     LOOPBACK_HOSTS,
@@ -156,7 +163,7 @@ class WebRTCServer:
                 hello = encode(Hello(self.name, self.fps, self.width, self.height))
                 for chunk in split(hello, 0xFFFFFFFF):
                     channel.send(chunk)
-            channel.on("message", lambda m: asyncio.ensure_future(self._message(host, m)))
+            channel.on("message", lambda m: asyncio.ensure_future(self._message(host, m, channel)))
 
         @pc.on("connectionstatechange")  # type: ignore[untyped-decorator]
         async def on_state() -> None:
@@ -170,7 +177,7 @@ class WebRTCServer:
         await pc.setLocalDescription(await pc.createAnswer())
         return web.json_response({"sdp": pc.localDescription.sdp, "type": pc.localDescription.type})
 
-    async def _message(self, host: ModelHost, message: Any) -> None:
+    async def _message(self, host: ModelHost, message: Any, channel: Any) -> None:
         if isinstance(message, bytes):
             try:
                 await host.handle(decode(message, max_bytes=MAX_MESSAGE_BYTES))
@@ -190,3 +197,20 @@ class WebRTCServer:
             if key is None:
                 return  # a key we do not play (a browser sends every key pressed)
             await host.handle(KeyDown(key) if kind == "keydown" else KeyUp(key))
+        elif kind in ("configure", "reset"):
+            await self._start(host, body, channel)
+
+    async def _start(self, host: ModelHost, body: dict[str, Any], channel: Any) -> None:
+        """A case's start: the model reset with its image, caption and intrinsics, or the
+        reason it cannot be, sent back in the client's words (``{"type": "error"}``)."""
+        try:
+            await host.restart(start_arguments(host.model, body))
+        except StartRefused as exc:
+            words = str(exc)
+        except Exception as exc:  # the model's own reset failed: its words, the server goes on
+            words = one_line(f"reset failed: {type(exc).__name__}: {exc}")[:300]
+        else:
+            return
+        print(f"serve: refused a {body.get('type')}: {words}", file=sys.stderr)
+        if channel.readyState == "open":
+            channel.send(json.dumps({"type": "error", "message": words}))

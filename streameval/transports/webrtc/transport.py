@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -168,10 +169,30 @@ class WebRTCSource(LiveSource):
         except TemplateError as exc:
             raise BadInputError(self.profile.path, str(exc)) from None
 
+        if self.profile.error is not None:
+            self._keys_channel.on("message", self._on_profile_message)
+
         @self._keys_channel.on("close")  # type: ignore[untyped-decorator]
         def on_close() -> None:
             if self._started and not self._ended:
                 self.lost(self._dropped(f"data channel {label!r} closed by the server"))
+
+    def _on_profile_message(self, message: Any) -> None:
+        """A message the server sends on the key channel: the profile's ``[error]`` is the
+        server refusing (a case start it cannot take), the episode's end in its own words."""
+        from streameval.transports.profiles.model import lookup
+
+        assert self.profile is not None and self.profile.error is not None
+        if not isinstance(message, str) or len(message) > 64 * 1024:
+            return
+        try:
+            body = json.loads(message)
+        except ValueError:
+            return
+        if isinstance(body, dict) and self.profile.error.matches(body):
+            text = lookup(body, self.profile.error_field)
+            words = " ".join(str(text if text is not None else message).split())[:300]
+            self.lost(f"the server refused the session: {words}")
 
     async def start_session(self) -> None:
         from streameval.transports.profiles.conditioning import send_start

@@ -1,0 +1,131 @@
+"""``serve --webrtc`` with benchmark cases: the built-in ``serve`` profile sends each case's
+image (inline, base64) and caption in a ``configure`` on the key channel; the served model's
+``reset`` receives them by the names it takes, and the episode starts from the case image. A
+served model whose ``reset`` takes no image answers the configure with an error: that case
+ends incomplete in the server's words. Our own protocol (``--lossless``, MQTT) carries no
+image: attach refuses such cases before anything runs, with one line."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from streameval.cases import HONOURED_SIMILARITY, load_cases
+from streameval.cases.images import load_image
+from streameval.errors import BadInputError
+from streameval.transports.host import StartRefused, start_arguments
+from streameval.transports.urls import AttachOptions, check_attach_conditioning
+from streameval.transports.webrtc.serve import WebRTCServer
+from tests.cases.arena_synth import write_arena
+from tests.transports.test_case_servers import SECONDS_PER_KEY, Ran, run_cases
+from tests.transports.watchdog import watchdog
+from tests.transports.worlds import NAME, world
+
+pytestmark = pytest.mark.xdist_group("case-servers")
+
+
+@pytest.fixture
+def arena(tmp_path: Path) -> Path:
+    return write_arena(tmp_path / "arena_inputs")
+
+
+class _NoImage:
+    """A served model whose ``reset`` takes nothing: it cannot start from a case image."""
+
+    def __init__(self) -> None:
+        self.inner = world()
+        self.fps = self.inner.fps
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def step(self, key: str) -> Any:
+        return self.inner.step(key)
+
+
+def _serve_and_run(factory: Any, arena: Path, count: int) -> list[Ran]:
+    cases = load_cases(arena, sets="first_view/real", images="0-1").cases[:count]
+    options = AttachOptions(clock=None, seconds_per_key=SECONDS_PER_KEY, profile="serve",
+                            no_frame_timeout_s=8.0)  # fmt: skip
+    w = world()
+
+    async def main() -> list[Ran]:
+        server = WebRTCServer(factory, name=NAME, fps=w.fps, width=w.width, height=w.height)
+        port = await server.start("127.0.0.1", 0)
+        dog = asyncio.create_task(watchdog(asyncio.current_task(), 240.0))
+        try:
+            return await run_cases(f"webrtc+http://127.0.0.1:{port}/offer", options, cases)
+        finally:
+            dog.cancel()
+            await server.stop()
+
+    return asyncio.run(main())
+
+
+def test_a_served_model_starts_from_each_case_image(arena: Path) -> None:
+    ran = _serve_and_run(world, arena, 2)
+    assert len(ran) == 2
+    for r in ran:
+        assert r.outcome.complete, (r.case.key, r.reason)
+        assert r.similarity() >= HONOURED_SIMILARITY, r.case.key
+
+
+def test_a_served_model_without_an_image_reset_refuses_in_its_words(arena: Path) -> None:
+    (r,) = _serve_and_run(_NoImage, arena, 1)
+    assert not r.outcome.complete
+    assert (
+        "the server refused the session: the served model has a reset() that takes no image"
+        in r.reason
+    )
+
+
+def test_attach_refuses_cases_with_images_over_our_protocol(arena: Path) -> None:
+    cases = load_cases(arena)
+    lossless = AttachOptions(clock=None, seconds_per_key=1.0, lossless=True)
+    for url in ("webrtc+http://127.0.0.1:1/offer", "mqtt://127.0.0.1:1/m"):
+        options = lossless if url.startswith("webrtc") else AttachOptions(None, 1.0)
+        with pytest.raises(BadInputError, match=r"our protocol .* does not carry a case.s image"):
+            check_attach_conditioning([url], options, cases)
+    check_attach_conditioning(
+        ["webrtc+http://127.0.0.1:1/offer"], AttachOptions(None, 1.0, profile="serve"), cases
+    )
+
+
+class _Takes:
+    def reset(self, image: Any = None, prompt: str | None = None) -> None: ...
+
+
+def test_start_arguments_read_the_image_inline_or_as_a_path(arena: Path) -> None:
+    path = next((arena / "first_view" / "real").glob("000.*"))
+    pixels = load_image(path)
+    inline = base64.b64encode(path.read_bytes()).decode()
+    for body in ({"image_base64": inline}, {"image_base64": "data:image/jpeg;base64," + inline},
+                 {"image_path": str(path)}):  # fmt: skip
+        got = start_arguments(_Takes(), {**body, "prompt": "p", "intrinsics": [1, 2, 3, 4]})
+        assert set(got) == {"image", "prompt"} and got["prompt"] == "p"  # no intrinsics taken
+        assert np.array_equal(got["image"], pixels)
+    assert start_arguments(_Takes(), {"type": "reset"}) == {}
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"image_base64": "%%%"}, "is not base64"),
+        ({"image_base64": base64.b64encode(b"\xff\xd8\xff junk").decode()}, "the case image: "),
+        ({"image_path": "/nonexistent/x.jpg"}, "the case image: /nonexistent/x.jpg"),
+        ({"image_base64": 3}, "not a non-empty string"),
+        ({"prompt": ["x"]}, "prompt is a list"),
+        ({"prompt": "x" * 200_000}, "prompt of 200,000 characters"),
+        ({"intrinsics": [1, 2, 3]}, "four finite numbers"),
+        ({"intrinsics": [1, 2, 3, float("nan")]}, "four finite numbers"),
+    ],
+)
+def test_a_start_the_model_cannot_take_is_one_line(body: dict[str, Any], words: str) -> None:
+    with pytest.raises(StartRefused) as info:
+        start_arguments(_Takes(), body)
+    assert words in str(info.value) and "\n" not in str(info.value)
