@@ -19,6 +19,7 @@ from array import array
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from streameval.tui.cases import (
     CaseBoard,
@@ -26,11 +27,16 @@ from streameval.tui.cases import (
     CaseProgress,
     case_progress,
     case_values,
+    read_case_record,
 )
 
 from streameval.core.events import EpisodeInfo
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome, Progress
+from streameval.results.scores_file import SCORES_FILE, EpisodeRecord
+
+if TYPE_CHECKING:
+    from streameval.runs.stop_when import StopMonitor
 
 
 class JobStatus(StrEnum):
@@ -124,6 +130,28 @@ class EpisodeState:
         return min(1.0, p.frames_done / p.frames_total)
 
 
+def outcome_record(outcome: EpisodeOutcome, case: tuple[str, str]) -> EpisodeRecord:
+    """What the table reads of a case that ended in this command: its ``scores.json`` when
+    written (the table's own numbers), else its outcome as the observers got it (a remote
+    run's, whose results stay with the evaluator)."""
+    if outcome.results_dir is not None:
+        record = read_case_record(outcome.results_dir / SCORES_FILE)
+        if record is not None:
+            return record
+    info = outcome.info
+    return EpisodeRecord(
+        (outcome.results_dir or Path(info.episode)) / SCORES_FILE,
+        info.model,
+        info.suite,
+        info.episode,
+        outcome.complete,
+        info.fps,
+        outcome.frames,
+        outcome.scores.metrics,
+        case={"set": case[0], "name": case[1]},
+    )
+
+
 @dataclass
 class DashboardModel:
     """Every job of the command, the shared event log and what the leaderboard reads."""
@@ -138,6 +166,8 @@ class DashboardModel:
     stopping: bool = False
     failure: str | None = None
     cases: CaseBoard | None = None  # a case run's sets and the cases kept from before
+    stop_rule: StopMonitor | None = None  # the run's --stop-when rule, checked before each case
+    rule_met: bool = False  # the rule ended the run: the jobs left were not run
     # case_progress() is computed again only when a case started or ended (the status line
     # asks several times a second; the bands are a confidence sequence per column)
     _progress: CaseProgress | None = field(default=None, repr=False, compare=False)
@@ -189,6 +219,7 @@ class DashboardModel:
                     ep.outcome.complete,
                     case_values(ep.outcome.scores.metrics, ep.outcome.complete),
                     seconds,
+                    outcome_record(ep.outcome, ep.case),
                 )
             )
         entries = [*board.kept, *mine]
@@ -197,6 +228,8 @@ class DashboardModel:
         for ep in self.episodes:  # a remote run learns its sets as cases arrive
             if ep.case is not None and ep.case[0] not in totals:
                 totals[ep.case[0]] = 0
+        order, max_keys = board.recorded()
+        monitor = self.stop_rule
         return case_progress(
             entries,
             totals,
@@ -204,6 +237,10 @@ class DashboardModel:
             if running is not None and running.case is not None
             else None,
             confidence=board.confidence,
+            order=order,
+            max_keys=max_keys,
+            states=None if monitor is None else monitor.column_states,
+            rule=None if monitor is None else monitor.summary(),
         )
 
     def add_log(self, level: LogLevel, text: str, job: int | None = None) -> LogLine:
