@@ -38,7 +38,11 @@ from streameval.errors import BadInputError
 from streameval.inputs.jsonfile import read_json_file
 from streameval.leaderboard.cells import model_cell
 from streameval.leaderboard.columns import column_names, metric_scale
-from streameval.leaderboard.intervals import ColumnInterval, column_intervals
+from streameval.leaderboard.intervals import (
+    ColumnInterval,
+    column_intervals,
+    recorded_max_keys,
+)
 from streameval.metrics.anytime import DEFAULT_CONFIDENCE
 from streameval.results.scores_file import (
     READABLE_FORMATS,
@@ -336,16 +340,7 @@ class CaseRunFile:
     def max_keys(self) -> int:
         """The most keys a case holds (a pooled column's most segments a case), as the table's
         intervals take it (``leaderboard.intervals.read_case_run``)."""
-        return _read_max_keys(self.model_dir, self.extra)
-
-
-def _read_max_keys(model_dir: Path, doc: Mapping[str, Any]) -> int:
-    from streameval.leaderboard.intervals import _manifest_max_keys
-
-    value = doc.get("max_keys")
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    return _manifest_max_keys(model_dir)
+        return recorded_max_keys(self.model_dir, self.extra)
 
 
 def read_case_run(path: Path) -> CaseRunFile:

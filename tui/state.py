@@ -171,6 +171,9 @@ class DashboardModel:
     # case_progress() is computed again only when a case started or ended (the status line
     # asks several times a second; the bands are a confidence sequence per column)
     _progress: CaseProgress | None = field(default=None, repr=False, compare=False)
+    # each ended case's record, made once: the bands are kept per list of record objects
+    # (tui.cases), so a case starting asks for no new computation
+    _records: dict[int, EpisodeRecord] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def for_jobs(
@@ -219,7 +222,7 @@ class DashboardModel:
                     ep.outcome.complete,
                     case_values(ep.outcome.scores.metrics, ep.outcome.complete),
                     seconds,
-                    outcome_record(ep.outcome, ep.case),
+                    self._record(ep),
                 )
             )
         entries = [*board.kept, *mine]
@@ -242,6 +245,14 @@ class DashboardModel:
             states=None if monitor is None else monitor.column_states,
             rule=None if monitor is None else monitor.summary(),
         )
+
+    def _record(self, ep: EpisodeState) -> EpisodeRecord | None:
+        if ep.outcome is None or ep.case is None:
+            return None
+        record = self._records.get(ep.job)
+        if record is None:
+            record = self._records[ep.job] = outcome_record(ep.outcome, ep.case)
+        return record
 
     def add_log(self, level: LogLevel, text: str, job: int | None = None) -> LogLine:
         line = LogLine(level, text, job)
@@ -284,6 +295,7 @@ class DashboardModel:
         ep = self.episodes[job]
         ep.outcome, ep.ended_at = outcome, now
         self._progress = None
+        self._records.pop(job, None)
         ep.status = JobStatus.DONE if outcome.complete else JobStatus.INCOMPLETE
         if self.running == job:
             self.running = None

@@ -382,10 +382,17 @@ def read_case_run(model_dir: Path, load: LoadCase = _load_checked) -> CaseRun:
         if record is None:
             break
         records.append(record)
-    max_keys = doc.get("max_keys")
-    if not isinstance(max_keys, int) or max_keys < 1:
-        max_keys = _manifest_max_keys(model_dir)
+    max_keys = recorded_max_keys(model_dir, doc)
     return CaseRun(model_dir, tuple(order), population, max_keys, tuple(records), doc)
+
+
+def recorded_max_keys(model_dir: Path, doc: Mapping[str, Any]) -> int:
+    """The most keys a case of the run in ``model_dir`` holds: its ``cases.json`` (``doc``)
+    ``max_keys``, else the manifest's estimate."""
+    max_keys = doc.get("max_keys")
+    if isinstance(max_keys, int) and not isinstance(max_keys, bool) and max_keys >= 1:
+        return max_keys
+    return _manifest_max_keys(model_dir)
 
 
 def _manifest_max_keys(model_dir: Path) -> int:
