@@ -11,7 +11,7 @@ The bands are the table's (``streameval table --ci``): ``leaderboard.intervals.c
 over the same records — the longest finished prefix of the seeded order, each column computed
 as the table computes it (pooled segments for the control columns). Only the reading differs:
 the dashboard reads a case's ``scores.json`` without the published schema's check and keeps
-what it read until the file changes (``read_case_scores``), since it reads a running case run
+what it read until the file changes (``tui.case_scores``), since it reads a running case run
 again every few seconds.
 
 The same ``CaseProgress`` is built from a live run (``DashboardModel``'s ended episodes plus
@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from streameval.replay.layout import CASE_RUN
+from streameval.tui.case_scores import CaseScores, read_case_scores
 
-from streameval.core.metric_result import MetricResult
 from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import read_json_file
 from streameval.leaderboard.cells import model_cell
 from streameval.leaderboard.columns import column_names, metric_scale
 from streameval.leaderboard.intervals import (
@@ -45,12 +44,8 @@ from streameval.leaderboard.intervals import (
 )
 from streameval.metrics.anytime import DEFAULT_CONFIDENCE
 from streameval.results.scores_file import (
-    READABLE_FORMATS,
-    SCORES_FORMAT,
     EpisodeRecord,
-    episode_from_document,
     find_scores_files,
-    load_episode,
 )
 
 CASE_RUN_DEPTH = 4
@@ -176,20 +171,6 @@ def format_duration(seconds: float) -> str:
     if minutes < 90:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60:02d} min"
-
-
-def case_values(metrics: Mapping[str, MetricResult], complete: bool) -> dict[str, float]:
-    """The column values one case gives: every official normalized result of a complete case
-    (an incomplete case is not the episode the suite asked for, as the table counts it)."""
-    if not complete:
-        return {}
-    return {
-        name: float(result.normalized)
-        for name, result in metrics.items()
-        if result.status == "official"
-        and result.normalized is not None
-        and math.isfinite(result.normalized)
-    }
 
 
 def _column_order(names: Iterable[str]) -> list[str]:
@@ -391,81 +372,6 @@ def case_run_above(results_dir: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class CaseScores:
-    """What the case-set view reads of one case's ``scores.json``."""
-
-    key: str
-    set: str
-    complete: bool
-    values: Mapping[str, float]
-    record: EpisodeRecord | None = None
-
-
-_READ: dict[Path, tuple[tuple[int, int], CaseScores | None]] = {}
-"""Case scores read so far, by file and (mtime, size): a folder read again every few seconds
-reads only the files that changed."""
-_READ_LIMIT = 100_000
-
-
-def read_case_scores(path: Path) -> CaseScores | None:
-    """A case's ``scores.json`` as the view needs it; None for a file that is not one (no
-    ``case`` record, unreadable, another format). The current format is read without the
-    schema check ``load_episode`` makes (60 ms a file: a 500-case folder read every few
-    seconds could not afford it) but into the same record (``episode_from_document``), so
-    the values and bands are the table's. An older format goes through ``load_episode``,
-    which rescales it."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    stamp = (stat.st_mtime_ns, stat.st_size)
-    known = _READ.get(path)
-    if known is not None and known[0] == stamp:
-        return known[1]
-    if len(_READ) >= _READ_LIMIT:
-        _READ.clear()
-    scores = _read_case_scores(path)
-    _READ[path] = (stamp, scores)
-    return scores
-
-
-def read_case_record(path: Path) -> EpisodeRecord | None:
-    """A case's record as ``read_case_scores`` reads it: ``leaderboard.intervals``' reader
-    for the dashboard."""
-    scores = read_case_scores(path)
-    return None if scores is None else scores.record
-
-
-def _read_case_scores(path: Path) -> CaseScores | None:
-    try:
-        doc = read_json_file(path)
-    except BadInputError:
-        return None
-    if not isinstance(doc, dict) or doc.get("format") not in READABLE_FORMATS:
-        return None
-    case = doc.get("case")
-    if not isinstance(case, dict):
-        return None
-    name, set_name = case.get("name"), case.get("set")
-    if not isinstance(name, str) or not isinstance(set_name, str):
-        return None
-    try:
-        if doc["format"] != SCORES_FORMAT:
-            record = load_episode(path)
-        else:
-            record = episode_from_document(doc, path)
-    except BadInputError:
-        return None
-    return CaseScores(
-        f"{set_name}/{name}",
-        set_name,
-        record.complete,
-        case_values(record.metrics, record.complete),
-        record,
-    )
 
 
 def recorded_entries(run: CaseRunFile) -> list[CaseEntry]:

@@ -21,13 +21,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from streameval.tui.case_scores import case_values, read_case_record
 from streameval.tui.cases import (
     CaseBoard,
     CaseEntry,
     CaseProgress,
     case_progress,
-    case_values,
-    read_case_record,
 )
 
 from streameval.core.events import EpisodeInfo

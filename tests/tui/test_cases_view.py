@@ -12,14 +12,13 @@ import pytest
 from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import ScoresUpdate, WireCase, decode, encode
 from streameval.tui.app import DashboardApp, DashboardOptions
+from streameval.tui.case_scores import case_values, read_case_scores
 from streameval.tui.cases import (
     CaseBoard,
     case_progress,
-    case_values,
     format_duration,
     progress_on_disk,
     read_case_run,
-    read_case_scores,
     recorded_entries,
 )
 from streameval.tui.remote import RemoteDashboardApp
