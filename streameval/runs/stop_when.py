@@ -116,7 +116,7 @@ class StopMonitor:
         """The rule and where it stands: ``--stop-when 'width<=4': met after 41 cases``."""
         with self._lock:
             met, after = self.met, self.checked_at
-        state = f"met after {after} cases" if met else "open"
+        state = f"met after {after} case{'' if after == 1 else 's'}" if met else "open"
         return f"{OPTION} {self.text!r}: {state}"
 
     def intervals(self) -> tuple[CaseRun | None, dict[str, ColumnInterval]]:

@@ -385,7 +385,7 @@ def test_a_real_case_run_on_the_dashboard_and_its_resume(
     assert {b.name for b in first.bands} >= {ACC}
     assert all(b.low == b.value == b.high for b in first.bands)  # every case in: exact
     assert {b.state for b in first.bands} == {"width met"}  # an exact value is 0 wide
-    assert first.rule == "--stop-when 'width<=100': met after 1 cases"
+    assert first.rule == "--stop-when 'width<=100': met after 1 case"
     resume = ["--images", "0-1", "--actions", "1,2", "--resume"]
     assert main([*run, "first_view/real", *resume, *fast]) == 0
     resumed = shown[-1].model.case_progress()
