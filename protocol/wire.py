@@ -123,6 +123,15 @@ class WireMetric:
     status: str
     reason: str | None = None
     details: dict[str, Scalar] = field(default_factory=dict)
+    scored: tuple[float, ...] | None = None
+    """The final message's values of the scored segments (``details["segments"]``, which
+    stays home): a pooled column pools them, so a watcher computes the column and its
+    running interval as the table does. None: not sent (a provisional result, an older
+    evaluator, a metric without segments)."""
+
+
+MAX_SEGMENTS = 100_000
+"""Most scored segment values one result carries (more: not sent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +181,9 @@ class WireCase:
     set: str
     name: str
     sets: dict[str, int] = field(default_factory=dict)
+    max_keys: int | None = None
+    """The most keys a case of the run holds (``cases.json``): bounds a pooled column's
+    running interval, as the table's (``leaderboard.intervals``)."""
 
 
 MAX_CASE_TEXT = 1000  # a case or set name on the wire, at most (longer: not a case record)
@@ -271,6 +283,7 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
                     "status": m.status,
                     "reason": m.reason,
                     "d": m.details,
+                    **({} if m.scored is None else {"seg": list(m.scored)}),
                 }
                 for name, m in message.results.items()
             },
@@ -284,6 +297,7 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
                 "set": message.case.set,
                 "name": message.case.name,
                 "sets": message.case.sets,
+                **({} if message.case.max_keys is None else {"keys": message.case.max_keys}),
             }
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed
@@ -412,7 +426,9 @@ def _case(value: Any) -> WireCase | None:
             for k, v in sets.items()
             if isinstance(v, int) and not isinstance(v, bool) and v >= 0
         }
-    return WireCase(str(set_name), str(name), counts)
+    keys = value.get("keys")
+    max_keys = keys if isinstance(keys, int) and not isinstance(keys, bool) and keys >= 1 else None
+    return WireCase(str(set_name), str(name), counts, max_keys)
 
 
 def _scalars(value: Any, what: str) -> dict[str, Scalar]:
@@ -444,8 +460,20 @@ def _results(value: Any) -> dict[str, WireMetric]:
             status=str(entry["status"]),
             reason=None if reason is None else str(reason),
             details=_scalars(entry.get("d"), f"scores message: result {name!r} details"),
+            scored=_scored(entry.get("seg")),
         )
     return out
+
+
+def _scored(value: Any) -> tuple[float, ...] | None:
+    """A result's scored segment values; anything malformed is none (the values are extra
+    information for the watcher's case view, as the ``case`` map is)."""
+    if not isinstance(value, list) or len(value) > MAX_SEGMENTS:
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return None
+    values = tuple(float(v) for v in value)
+    return values if all(math.isfinite(v) for v in values) else None
 
 
 def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:

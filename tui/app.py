@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from streameval.tui.cases import (
     CaseBoard,
@@ -38,7 +38,7 @@ from streameval.tui.runner import JobRunner
 from streameval.tui.screens.cases import CasesScreen
 from streameval.tui.screens.leaderboard import LeaderboardScreen
 from streameval.tui.screens.live import LiveScreen
-from streameval.tui.state import DashboardModel, LogLevel, LogLine
+from streameval.tui.state import DashboardModel, JobStatus, LogLevel, LogLine
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
@@ -48,6 +48,9 @@ from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
 from streameval.leaderboard import ExclusionRule
 from streameval.runs.jobs import EpisodeJob, JobsReport
+
+if TYPE_CHECKING:
+    from streameval.runs.stop_when import StopMonitor
 
 PIPELINE_WORKER = "pipeline"
 
@@ -96,6 +99,7 @@ class DashboardApp(App[JobsReport]):
         config: PipelineConfig | None = None,
         observers: list[EpisodeObserver] | None = None,
         options: DashboardOptions | None = None,
+        stop: StopMonitor | None = None,
     ) -> None:
         super().__init__()
         self.options = options or DashboardOptions()
@@ -104,7 +108,14 @@ class DashboardApp(App[JobsReport]):
         cases = [(job.case.set, job.case.name) if job.case is not None else None for job in jobs]
         self.model = DashboardModel.for_jobs([job.name for job in jobs], cases)
         self.model.cases = CaseBoard.for_cases(cases, [job.results_dir for job in jobs])
-        self.runner = JobRunner(jobs, self.config, list(observers or []), self.post_message)
+        self.model.stop_rule = stop
+        self.runner = JobRunner(
+            jobs,
+            self.config,
+            list(observers or []),
+            self.post_message,
+            None if stop is None else stop.check,
+        )
         self.live = LiveScreen(
             self.model,
             self.config.queue_size,
@@ -194,13 +205,22 @@ class DashboardApp(App[JobsReport]):
         self.cases.changed()
 
     def on_pipeline_finished(self, message: PipelineFinished) -> None:
-        self.model.finish(message.stopped)
+        self.model.finish(message.stopped or self.runner.rule_met)
+        if self.runner.rule_met and self.model.stop_rule is not None:
+            self.model.rule_met = True
+            left = sum(1 for ep in self.model.episodes if ep.status is JobStatus.SKIPPED)
+            self._show_log(
+                self.model.add_log(
+                    LogLevel.INFO, f"{self.model.stop_rule.summary()}; {left} case(s) not run"
+                )
+            )
+            self.cases.changed()
         if message.failure is not None:
             self.model.failure = message.failure
             self._show_log(
                 self.model.add_log(LogLevel.ERROR, f"pipeline failed: {message.failure}")
             )
-        elif not message.stopped:
+        elif not message.stopped and not self.runner.rule_met:
             self._show_log(self.model.add_log(LogLevel.INFO, "all episodes done"))
         self.live.repaint_all()
         if self.model.stopping or not self.options.stay_open:
@@ -263,6 +283,7 @@ def run_dashboard(
     options: DashboardOptions | None = None,
     *,
     headless: bool = False,
+    stop: StopMonitor | None = None,
 ) -> JobsReport:
     """Run ``jobs`` under the dashboard; return the report when the user quits (or, with
     ``stay_open=False``, after the last episode).
@@ -270,8 +291,10 @@ def run_dashboard(
     ``observers`` get every episode exactly as in a headless run (results log, recorders).
     An episode stopped with ``q`` is in the report, incomplete. A pipeline that crashed
     re-raises its exception here, so the command fails as it would without the dashboard.
+    ``stop``: the run's ``--stop-when`` rule, checked before each case (no new case starts
+    once it is met) and shown on the case-set view beside each column it watches.
     """
-    app = DashboardApp(jobs, config, observers, options)
+    app = DashboardApp(jobs, config, observers, options, stop)
     result = app.run(headless=headless)
     if app.failure is not None:
         raise app.failure

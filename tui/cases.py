@@ -2,16 +2,17 @@
 
 A benchmark run (``--cases``) takes its cases one by one in a seeded random order
 (``OUT/<model>/cases.json`` records the order and the sets' sizes). After every case the
-dashboard says, per set, how many cases are done and left and the running mean of each column,
+dashboard says, per set, how many cases are done and left and each column's running value,
 how long a case takes and about how long the rest will take; and for each column over the whole
-case set the running value with its anytime-valid band
-(``streameval.metrics.anytime.confidence_sequence``): where the full-set value can still land,
-valid however often the run is looked at.
+case set the running value with its anytime-valid band: where the full-set value can still
+land, valid however often the run is looked at.
 
-The band here is on the mean of the per-case values (a case's normalized result, official and
-complete only) — what the dashboard can know from the episodes it saw. ``streameval table``
-pools some columns over segments, so its final value can differ slightly from the band's
-end point; the table's own intervals are ``table --ci``'s.
+The bands are the table's (``streameval table --ci``): ``leaderboard.intervals.column_intervals``
+over the same records — the longest finished prefix of the seeded order, each column computed
+as the table computes it (pooled segments for the control columns). Only the reading differs:
+the dashboard reads a case's ``scores.json`` without the published schema's check and keeps
+what it read until the file changes (``tui.case_scores``), since it reads a running case run
+again every few seconds.
 
 The same ``CaseProgress`` is built from a live run (``DashboardModel``'s ended episodes plus
 the cases a resumed run kept from before) and from a results folder on disk (``cases.json``
@@ -21,28 +22,30 @@ and the cases' ``scores.json``), and from the scores a remote evaluator publishe
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from streameval.replay.layout import CASE_RUN
+from streameval.tui.case_scores import CaseScores, read_case_scores
 
-from streameval.core.metric_result import MetricResult
 from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import read_json_file
+from streameval.leaderboard.cells import model_cell
 from streameval.leaderboard.columns import column_names, metric_scale
-from streameval.metrics.anytime import DEFAULT_CONFIDENCE, confidence_sequence
+from streameval.leaderboard.intervals import (
+    ColumnInterval,
+    column_intervals,
+    recorded_max_keys,
+)
+from streameval.metrics.anytime import DEFAULT_CONFIDENCE
 from streameval.results.scores_file import (
-    READABLE_FORMATS,
-    SCORES_FORMAT,
+    EpisodeRecord,
     find_scores_files,
-    load_episode,
 )
 
 CASE_RUN_DEPTH = 4
@@ -61,12 +64,14 @@ class CaseEntry:
     complete: bool
     values: Mapping[str, float]
     seconds: float | None = None
+    record: EpisodeRecord | None = None  # what the table reads of the case (bands, set values)
 
 
 @dataclass(frozen=True, slots=True)
 class SetProgress:
     """One set of the case run: cases ended (``done`` complete, ``incomplete``), left, and
-    the running mean of each column over its complete cases."""
+    each column's running value over its complete cases (the table's value of the set's cases
+    when their records are known, else the mean of the per-case values)."""
 
     name: str
     total: int
@@ -81,8 +86,9 @@ class SetProgress:
 
 @dataclass(frozen=True, slots=True)
 class ColumnBand:
-    """A column's running value over the whole case set and its anytime-valid band, after
-    ``cases`` of the ``of`` cases that can still give it a value."""
+    """A column's running value over the whole case set and its anytime-valid band after
+    ``cases`` of the ``of`` cases of the run (``leaderboard.intervals.ColumnInterval``), and
+    the stop rule's state of the column (``state``: None when no rule watches it)."""
 
     name: str
     value: float
@@ -91,6 +97,7 @@ class ColumnBand:
     cases: int
     of: int
     decimals: int
+    state: str | None = None
 
     def figures(self) -> str:
         """``97.1 [95.4, 98.2] after 41 of 125``."""
@@ -101,8 +108,10 @@ class ColumnBand:
         )
 
     def text(self) -> str:
-        """``direction_accuracy_trans 97.1 [95.4, 98.2] after 41 of 125``."""
-        return f"{self.name} {self.figures()}"
+        """``direction_accuracy_trans 97.1 [95.4, 98.2] after 41 of 125`` (``: decided
+        better`` when a stop rule watches the column)."""
+        text = f"{self.name} {self.figures()}"
+        return text if self.state is None else f"{text}: {self.state}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +125,7 @@ class CaseProgress:
     running: str | None = None
     confidence: float = DEFAULT_CONFIDENCE
     stop: str | None = None  # how a stop rule ended the run, when cases.json records it
+    rule: str | None = None  # the stop rule and where it stands ("--stop-when 'width<=4': open")
 
     @property
     def ended(self) -> int:
@@ -163,25 +173,15 @@ def format_duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-def case_values(metrics: Mapping[str, MetricResult], complete: bool) -> dict[str, float]:
-    """The column values one case gives: every official normalized result of a complete case
-    (an incomplete case is not the episode the suite asked for, as the table counts it)."""
-    if not complete:
-        return {}
-    return {
-        name: float(result.normalized)
-        for name, result in metrics.items()
-        if result.status == "official"
-        and result.normalized is not None
-        and math.isfinite(result.normalized)
-    }
-
-
 def _column_order(names: Iterable[str]) -> list[str]:
     """Table columns in the table's order; names the table does not know are left out (a
     diagnostic figure is no column)."""
     present = set(names)
     return [name for name in column_names(every_suite=True) if name in present]
+
+
+StopStates = Callable[[Mapping[str, ColumnInterval]], Mapping[str, str]]
+"""The stop rule's state of each column it watches, from the columns' intervals."""
 
 
 def case_progress(
@@ -191,12 +191,17 @@ def case_progress(
     running: str | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     stop: str | None = None,
+    order: Sequence[str] | None = None,
+    max_keys: int = 1,
+    states: StopStates | None = None,
+    rule: str | None = None,
 ) -> CaseProgress:
-    """The progress of a case run whose ended cases are ``entries``, in run order.
+    """The progress of a case run whose ended cases are ``entries``, in the order they ended.
 
     ``set_totals`` is every set's number of cases (``cases.json``'s ``sets``); a set seen in
-    ``entries`` but not there counts its ended cases. A column's band is over the cases that
-    can still give it a value: all cases but those that ended without one.
+    ``entries`` but not there counts its ended cases. The bands are the table's intervals
+    (``run_records``: the run's order and ``max_keys`` as ``cases.json`` records them), with
+    the stop rule's ``states`` of the columns when a rule watches the run.
     """
     totals = dict(set_totals)
     for entry in entries:
@@ -205,54 +210,89 @@ def case_progress(
     sets = []
     for name, total in totals.items():
         mine = ended_in[name]
-        means = {
-            column: statistics.fmean(e.values[column] for e in mine if column in e.values)
-            for column in _column_order(c for e in mine for c in e.values)
-        }
         complete = sum(1 for e in mine if e.complete)
-        sets.append(SetProgress(name, max(total, len(mine)), complete, len(mine) - complete, means))
+        sets.append(
+            SetProgress(name, max(total, len(mine)), complete, len(mine) - complete, _means(mine))
+        )
     total = sum(s.total for s in sets)
+    records = run_records(entries, order)
+    population = max(len(order) if order is not None else total, len(records))
+    found = _intervals(records, population, max_keys, confidence)
+    judged = dict(states(found)) if states is not None else {}
     bands = tuple(
-        band
-        for column in _column_order(c for e in entries for c in e.values)
-        if (band := column_band(column, entries, total, confidence)) is not None
+        _band(interval, judged.get(name))
+        for name in _column_order(found)
+        if (interval := found[name]).value is not None
     )
     timed = [e.seconds for e in entries if e.seconds is not None]
     per_case = statistics.fmean(timed) if timed else None
-    return CaseProgress(total, tuple(sets), bands, per_case, running, confidence, stop)
+    return CaseProgress(total, tuple(sets), bands, per_case, running, confidence, stop, rule)
 
 
-def column_band(
-    column: str, entries: Sequence[CaseEntry], total: int, confidence: float = DEFAULT_CONFIDENCE
-) -> ColumnBand | None:
-    """``column``'s running mean and band after ``entries`` (None: no value yet)."""
-    values = [e.values[column] for e in entries if column in e.values]
-    if not values:
-        return None
-    scale, decimals = metric_scale(column)
-    without = sum(1 for e in entries if column not in e.values)
-    population = max(len(values), total - without)
-    clipped = tuple(min(scale, max(0.0, v)) for v in values)
-    low, high = last_interval(clipped, population, confidence, scale)
+def _means(entries: Sequence[CaseEntry]) -> dict[str, float]:
+    """A set's running value of each column: the table's over the set's cases when every
+    case's record is known, else the mean of the per-case values."""
+    columns = _column_order(c for e in entries for c in e.values)
+    records = [e.record for e in entries if e.record is not None]
+    if len(records) == len(entries):
+        cells = {column: model_cell(records, column).value for column in columns}
+        return {column: value for column, value in cells.items() if value is not None}
+    return {
+        column: statistics.fmean(e.values[column] for e in entries if column in e.values)
+        for column in columns
+    }
+
+
+def run_records(entries: Sequence[CaseEntry], order: Sequence[str] | None) -> list[EpisodeRecord]:
+    """The records the bands are over, as ``leaderboard.intervals.read_case_run`` takes them:
+    the longest prefix of the run's ``order`` whose cases have ended (a case that ended first,
+    on another server, waits for those before it); without an order, the cases in the order
+    they ended, up to the first without a record."""
+    by_key = {e.key: e for e in entries}
+    keys = list(order) if order is not None else [e.key for e in entries]
+    records: list[EpisodeRecord] = []
+    for key in keys:
+        entry = by_key.get(key)
+        if entry is None or entry.record is None:
+            break
+        records.append(entry.record)
+    return records
+
+
+_INTERVALS: dict[tuple[object, ...], tuple[list[EpisodeRecord], dict[str, ColumnInterval]]] = {}
+"""The intervals of the record lists asked for lately: a folder read again every few seconds
+mostly asks for the same ones (the reader hands back the same record objects until a file
+changes; they are kept here with their answer, so their ids stay theirs)."""
+_INTERVALS_LIMIT = 64
+
+
+def _intervals(
+    records: list[EpisodeRecord], population: int, max_keys: int, confidence: float
+) -> dict[str, ColumnInterval]:
+    key = (tuple(id(r) for r in records), population, max_keys, confidence)
+    known = _INTERVALS.get(key)
+    if known is not None:
+        return known[1]
+    found = column_intervals(records, population, max_keys=max_keys, confidence=confidence)
+    if len(_INTERVALS) >= _INTERVALS_LIMIT:
+        _INTERVALS.clear()
+    _INTERVALS[key] = (records, found)
+    return found
+
+
+def _band(interval: ColumnInterval, state: str | None) -> ColumnBand:
+    scale, decimals = metric_scale(interval.column)
+    assert interval.value is not None  # bands are made for measured columns only
     return ColumnBand(
-        column,
-        statistics.fmean(values),
-        low,
-        high,
-        len(values),
-        population,
+        interval.column,
+        interval.value,
+        interval.low,
+        interval.high,
+        interval.cases,
+        interval.of,
         1 if scale >= 100 else min(decimals, 3),
+        state,
     )
-
-
-@functools.lru_cache(maxsize=512)
-def last_interval(
-    values: tuple[float, ...], population: int, confidence: float, scale: float
-) -> tuple[float, float]:
-    """The band after the last of ``values``; kept, since a folder read again every few
-    seconds mostly asks for the same bands (30 ms a column at 400 cases)."""
-    low, high = confidence_sequence(values, population, confidence, bounds=(0.0, scale))
-    return float(low[-1]), float(high[-1])
 
 
 # -- a case run on disk --------------------------------------------------------------------
@@ -276,6 +316,12 @@ class CaseRunFile:
     @property
     def total(self) -> int:
         return sum(self.sets.values()) or len(self.order)
+
+    @property
+    def max_keys(self) -> int:
+        """The most keys a case holds (a pooled column's most segments a case), as the table's
+        intervals take it (``leaderboard.intervals.read_case_run``)."""
+        return recorded_max_keys(self.model_dir, self.extra)
 
 
 def read_case_run(path: Path) -> CaseRunFile:
@@ -328,83 +374,6 @@ def case_run_above(results_dir: Path) -> Path | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class CaseScores:
-    """What the case-set view reads of one case's ``scores.json``."""
-
-    key: str
-    set: str
-    complete: bool
-    values: Mapping[str, float]
-
-
-_READ: dict[Path, tuple[tuple[int, int], CaseScores | None]] = {}
-"""Case scores read so far, by file and (mtime, size): a folder read again every few seconds
-reads only the files that changed."""
-_READ_LIMIT = 100_000
-
-
-def read_case_scores(path: Path) -> CaseScores | None:
-    """A case's ``scores.json`` as the view needs it; None for a file that is not one (no
-    ``case`` record, unreadable, another format). The current format is read without the
-    schema check ``load_episode`` makes (60 ms a file: a 500-case folder read every few
-    seconds could not afford it): only the case, ``complete`` and each metric's status and
-    normalized value are taken, with the table's rule (an official result counts with a finite
-    normalized value). An older format goes through ``load_episode``, which rescales it."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    stamp = (stat.st_mtime_ns, stat.st_size)
-    known = _READ.get(path)
-    if known is not None and known[0] == stamp:
-        return known[1]
-    if len(_READ) >= _READ_LIMIT:
-        _READ.clear()
-    scores = _read_case_scores(path)
-    _READ[path] = (stamp, scores)
-    return scores
-
-
-def _read_case_scores(path: Path) -> CaseScores | None:
-    try:
-        doc = read_json_file(path)
-    except BadInputError:
-        return None
-    if not isinstance(doc, dict) or doc.get("format") not in READABLE_FORMATS:
-        return None
-    case = doc.get("case")
-    if not isinstance(case, dict):
-        return None
-    name, set_name = case.get("name"), case.get("set")
-    if not isinstance(name, str) or not isinstance(set_name, str):
-        return None
-    if doc["format"] != SCORES_FORMAT:
-        try:
-            record = load_episode(path)
-        except BadInputError:
-            return None
-        return CaseScores(
-            f"{set_name}/{name}",
-            set_name,
-            record.complete,
-            case_values(record.metrics, record.complete),
-        )
-    complete = doc.get("complete", True) is True
-    metrics = doc.get("metrics")
-    values: dict[str, float] = {}
-    if complete and isinstance(metrics, dict):
-        for metric, entry in metrics.items():
-            if not isinstance(entry, dict) or entry.get("status") != "official":
-                continue
-            value = entry.get("normalized")
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                continue
-            if math.isfinite(value):
-                values[str(metric)] = float(value)
-    return CaseScores(f"{set_name}/{name}", set_name, complete, values)
-
-
 def recorded_entries(run: CaseRunFile) -> list[CaseEntry]:
     """The ended cases of a case run on disk, in the order they ended (the run's order,
     resumed), each from its ``scores.json``.
@@ -436,6 +405,7 @@ def recorded_entries(run: CaseRunFile) -> list[CaseEntry]:
             scores.complete,
             scores.values,
             gap if gap is not None and gap <= limit else None,
+            scores.record,
         )
         for (scores, _), gap in zip(ordered, gaps, strict=True)
     ]
@@ -456,10 +426,27 @@ def stop_note(doc: Mapping[str, Any]) -> str | None:
     return text
 
 
+def recorded_states(doc: Mapping[str, Any]) -> dict[str, str]:
+    """The stop rule's final state of each column it watched (``cases.json``'s ``stopped``
+    ``states``, as the run's monitor said them); empty when not recorded."""
+    stopped = doc.get("stopped")
+    states = stopped.get("states") if isinstance(stopped, dict) else None
+    if not isinstance(states, dict):
+        return {}
+    return {str(k): v for k, v in states.items() if isinstance(v, str)}
+
+
 def progress_of(run: CaseRunFile, confidence: float = DEFAULT_CONFIDENCE) -> CaseProgress:
     """The progress of a case run on disk, its stop rule's end included."""
+    recorded = recorded_states(run.extra)
     return case_progress(
-        recorded_entries(run), run.sets, confidence=confidence, stop=stop_note(run.extra)
+        recorded_entries(run),
+        run.sets,
+        confidence=confidence,
+        stop=stop_note(run.extra),
+        order=run.order,
+        max_keys=run.max_keys,
+        states=(lambda _: recorded) if recorded else None,
     )
 
 
@@ -480,6 +467,21 @@ class CaseBoard:
     set_totals: dict[str, int]
     kept: list[CaseEntry] = field(default_factory=list)
     confidence: float = DEFAULT_CONFIDENCE
+    folder: Path | None = None  # a case's results folder: the run's cases.json is above it
+    max_keys: int = 1  # the most keys of a case, when no cases.json says it (a remote run)
+
+    def recorded(self) -> tuple[tuple[str, ...] | None, int]:
+        """The run's order and most keys a case holds, as its ``cases.json`` says now (it is
+        written when the run's first case starts; a resumed run writes it again): the bands'
+        order (``run_records``). ``(None, max_keys)`` when there is none to read."""
+        path = None if self.folder is None else case_run_above(self.folder)
+        if path is None:
+            return None, self.max_keys
+        try:
+            run = read_case_run(path)
+        except BadInputError:
+            return None, self.max_keys
+        return run.order, run.max_keys
 
     @classmethod
     def for_cases(
@@ -502,15 +504,20 @@ class CaseBoard:
             ),
             None,
         )
+        folder = next(
+            (f for case, f in zip(cases, results_dirs, strict=True) if case is not None), None
+        )
         if found is None:
-            return cls(totals)
+            return cls(totals, folder=folder)
         try:
             run = read_case_run(found)
         except BadInputError:
-            return cls(totals)
+            return cls(totals, folder=folder)
         kept = [e for e in recorded_entries(run) if e.key not in keys]
         # a run resumed with a wider selection takes more cases than the record counts
         for entry in kept:
             totals[entry.set] = totals.get(entry.set, 0) + 1
         names = [*run.sets, *(name for name in totals if name not in run.sets)]
-        return cls({n: max(run.sets.get(n, 0), totals.get(n, 0)) for n in names}, kept)
+        return cls(
+            {n: max(run.sets.get(n, 0), totals.get(n, 0)) for n in names}, kept, folder=folder
+        )

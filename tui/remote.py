@@ -7,8 +7,10 @@ with their status, reason and scalar details and the final message carries the o
 the screen after the episode is the local one: final scores, ``✓``, the same frame count
 (docs/serve-formats.md#watch-from-elsewhere). Remote metrics are marked ``remote`` in their
 details. A benchmark case's updates name the case and the run's sets, so the case-set view
-(``c``) shows the remote run's progress and column bands as a local one does (cases ended
-before the watcher joined are not known to it).
+(``c``) shows the remote run's progress and column bands as a local one does: the final
+message carries each result's scored segment values and the case the run's most keys a case
+holds, so the bands are the table's (cases ended before the watcher joined are not known to
+it).
 """
 
 from __future__ import annotations
@@ -131,6 +133,10 @@ class RemoteDashboardApp(DashboardApp):
             self.model.cases = CaseBoard({})
         if update.case.sets and update.case.sets != self.model.cases.set_totals:
             self.model.cases.set_totals = dict(update.case.sets)
+            self.model.forget_progress()
+        keys = update.case.max_keys
+        if keys is not None and keys != self.model.cases.max_keys:
+            self.model.cases.max_keys = keys
             self.model.forget_progress()
 
     def apply(self, session: str, update: ScoresUpdate) -> None:

@@ -4,7 +4,8 @@ The same ``streameval.runs.jobs.run_job`` as the headless path, so the dashboard
 ``--no-tui`` would write. Stopping (``q``) cancels the running episode: ``run_episode``
 finalizes it as incomplete, writes its scores.json, calls ``on_end`` and re-raises
 ``CancelledError``; the outcome is then taken from the job's ``DashboardObserver`` so the
-report still lists it.
+report still lists it. A ``--stop-when`` rule is asked before each job, as ``run_jobs`` asks it:
+once met, no new job starts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from streameval.tui.observer import DashboardObserver, Post
 from streameval.core.events import EpisodeNotStarted
 from streameval.core.observers import EpisodeObserver
 from streameval.engine.config import PipelineConfig
-from streameval.runs.jobs import EpisodeJob, JobsReport, run_job
+from streameval.runs.jobs import EpisodeJob, JobsReport, StopCheck, run_job, should_stop
 
 
 class JobRunner:
@@ -28,8 +29,11 @@ class JobRunner:
         config: PipelineConfig,
         observers: list[EpisodeObserver],
         post: Post,
+        stop: StopCheck | None = None,
     ) -> None:
         self.jobs = jobs
+        self.stop = stop  # --stop-when: asked before each job, as the headless path does
+        self.rule_met = False
         self.config = config
         self.observers = observers
         self.post = post
@@ -44,6 +48,9 @@ class JobRunner:
         """
         for index, job in enumerate(self.jobs):
             if self.stopping:
+                break
+            if await should_stop(self.stop):
+                self.rule_met = True
                 break
             dashboard = DashboardObserver(self.post, index)
             self.current = dashboard

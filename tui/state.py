@@ -19,18 +19,23 @@ from array import array
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from streameval.tui.case_scores import case_values, read_case_record
 from streameval.tui.cases import (
     CaseBoard,
     CaseEntry,
     CaseProgress,
     case_progress,
-    case_values,
 )
 
 from streameval.core.events import EpisodeInfo
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome, Progress
+from streameval.results.scores_file import SCORES_FILE, EpisodeRecord
+
+if TYPE_CHECKING:
+    from streameval.runs.stop_when import StopMonitor
 
 
 class JobStatus(StrEnum):
@@ -124,6 +129,28 @@ class EpisodeState:
         return min(1.0, p.frames_done / p.frames_total)
 
 
+def outcome_record(outcome: EpisodeOutcome, case: tuple[str, str]) -> EpisodeRecord:
+    """What the table reads of a case that ended in this command: its ``scores.json`` when
+    written (the table's own numbers), else its outcome as the observers got it (a remote
+    run's, whose results stay with the evaluator)."""
+    if outcome.results_dir is not None:
+        record = read_case_record(outcome.results_dir / SCORES_FILE)
+        if record is not None:
+            return record
+    info = outcome.info
+    return EpisodeRecord(
+        (outcome.results_dir or Path(info.episode)) / SCORES_FILE,
+        info.model,
+        info.suite,
+        info.episode,
+        outcome.complete,
+        info.fps,
+        outcome.frames,
+        outcome.scores.metrics,
+        case={"set": case[0], "name": case[1]},
+    )
+
+
 @dataclass
 class DashboardModel:
     """Every job of the command, the shared event log and what the leaderboard reads."""
@@ -138,9 +165,14 @@ class DashboardModel:
     stopping: bool = False
     failure: str | None = None
     cases: CaseBoard | None = None  # a case run's sets and the cases kept from before
+    stop_rule: StopMonitor | None = None  # the run's --stop-when rule, checked before each case
+    rule_met: bool = False  # the rule ended the run: the jobs left were not run
     # case_progress() is computed again only when a case started or ended (the status line
     # asks several times a second; the bands are a confidence sequence per column)
     _progress: CaseProgress | None = field(default=None, repr=False, compare=False)
+    # each ended case's record, made once: the bands are kept per list of record objects
+    # (tui.cases), so a case starting asks for no new computation
+    _records: dict[int, EpisodeRecord] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def for_jobs(
@@ -189,6 +221,7 @@ class DashboardModel:
                     ep.outcome.complete,
                     case_values(ep.outcome.scores.metrics, ep.outcome.complete),
                     seconds,
+                    self._record(ep),
                 )
             )
         entries = [*board.kept, *mine]
@@ -197,6 +230,8 @@ class DashboardModel:
         for ep in self.episodes:  # a remote run learns its sets as cases arrive
             if ep.case is not None and ep.case[0] not in totals:
                 totals[ep.case[0]] = 0
+        order, max_keys = board.recorded()
+        monitor = self.stop_rule
         return case_progress(
             entries,
             totals,
@@ -204,7 +239,19 @@ class DashboardModel:
             if running is not None and running.case is not None
             else None,
             confidence=board.confidence,
+            order=order,
+            max_keys=max_keys,
+            states=None if monitor is None else monitor.column_states,
+            rule=None if monitor is None else monitor.summary(),
         )
+
+    def _record(self, ep: EpisodeState) -> EpisodeRecord | None:
+        if ep.outcome is None or ep.case is None:
+            return None
+        record = self._records.get(ep.job)
+        if record is None:
+            record = self._records[ep.job] = outcome_record(ep.outcome, ep.case)
+        return record
 
     def add_log(self, level: LogLevel, text: str, job: int | None = None) -> LogLine:
         line = LogLine(level, text, job)
@@ -247,6 +294,7 @@ class DashboardModel:
         ep = self.episodes[job]
         ep.outcome, ep.ended_at = outcome, now
         self._progress = None
+        self._records.pop(job, None)
         ep.status = JobStatus.DONE if outcome.complete else JobStatus.INCOMPLETE
         if self.running == job:
             self.running = None

@@ -69,12 +69,10 @@ def run_episodes(
     if servers > 1 and _use_dashboard(args):
         # the dashboard follows one episode at a time; several at once run headless
         print(f"{servers} servers: running without the dashboard", file=sys.stderr)
-    if monitor is not None and servers == 1 and _use_dashboard(args):
-        print(f"{OPTION}: running without the dashboard", file=sys.stderr)
-    if servers == 1 and monitor is None and _use_dashboard(args):
+    if servers == 1 and _use_dashboard(args):
         from streameval.tui import run_dashboard
 
-        run_report = run_dashboard(jobs, config, [results_log, *extra])
+        run_report = run_dashboard(jobs, config, [results_log, *extra], stop=monitor)
     else:
         run_report = _run_plain(
             jobs,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -345,9 +345,26 @@ def case_folder(model_dir: Path, key: str) -> Path:
     return folder
 
 
-def read_case_run(model_dir: Path) -> CaseRun:
+def _load_checked(path: Path) -> EpisodeRecord | None:
+    if not path.is_file():
+        return None
+    try:
+        return load_episode(path)
+    except BadInputError:
+        return None
+
+
+LoadCase = Callable[[Path], EpisodeRecord | None]
+"""Reads one case's ``scores.json`` (None: not there, or not readable)."""
+
+
+def read_case_run(model_dir: Path, load: LoadCase = _load_checked) -> CaseRun:
     """The case run in ``model_dir`` (``OUT/<model>/``, holding ``cases.json``): its order, size
-    and finished cases. ``BadInputError`` when the folder is not a case run."""
+    and finished cases. ``BadInputError`` when the folder is not a case run.
+
+    ``load`` reads a case's ``scores.json``: by default with the published schema's check
+    (``load_episode``); the dashboard, which reads a running case run every few seconds, passes
+    its own cached reader of the same records (``results.scores_file.episode_from_document``)."""
     path = model_dir / CASES_FILE
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -361,17 +378,21 @@ def read_case_run(model_dir: Path) -> CaseRun:
     population = len(order)
     records: list[EpisodeRecord] = []
     for key in order:
-        scores = case_folder(model_dir, key) / SCORES_FILE
-        if not scores.is_file():
+        record = load(case_folder(model_dir, key) / SCORES_FILE)
+        if record is None:
             break
-        try:
-            records.append(load_episode(scores))
-        except BadInputError:
-            break
-    max_keys = doc.get("max_keys")
-    if not isinstance(max_keys, int) or max_keys < 1:
-        max_keys = _manifest_max_keys(model_dir)
+        records.append(record)
+    max_keys = recorded_max_keys(model_dir, doc)
     return CaseRun(model_dir, tuple(order), population, max_keys, tuple(records), doc)
+
+
+def recorded_max_keys(model_dir: Path, doc: Mapping[str, Any]) -> int:
+    """The most keys a case of the run in ``model_dir`` holds: its ``cases.json`` (``doc``)
+    ``max_keys``, else the manifest's estimate."""
+    max_keys = doc.get("max_keys")
+    if isinstance(max_keys, int) and not isinstance(max_keys, bool) and max_keys >= 1:
+        return max_keys
+    return _manifest_max_keys(model_dir)
 
 
 def _manifest_max_keys(model_dir: Path) -> int:

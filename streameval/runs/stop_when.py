@@ -21,7 +21,7 @@ over the same cases.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -98,6 +98,26 @@ class StopMonitor:
         base = self.baseline_values[name]
         verdict = decide(interval.low - base, interval.high - base, self.rule.margin)
         return None if verdict == "undecided" else verdict
+
+    def column_states(self, intervals: Mapping[str, ColumnInterval]) -> dict[str, str]:
+        """Each watched column's state as the dashboard shows it beside the column's interval:
+        ``open``, ``width met``, or ``decided better|worse|within`` (a verdict ``check``
+        reached stays). ``intervals``: the run's, as ``column_intervals`` makes them."""
+        with self._lock:
+            decided = {name: verdict for name, (verdict, _) in self.decided.items()}
+        found = dict(intervals)
+        return {
+            name: state_words(decided.get(name) or self.state(name, found[name]))
+            for name in self.watched(found)
+            if name in found
+        }
+
+    def summary(self) -> str:
+        """The rule and where it stands: ``--stop-when 'width<=4': met after 41 cases``."""
+        with self._lock:
+            met, after = self.met, self.checked_at
+        state = f"met after {after} case{'' if after == 1 else 's'}" if met else "open"
+        return f"{OPTION} {self.text!r}: {state}"
 
     def intervals(self) -> tuple[CaseRun | None, dict[str, ColumnInterval]]:
         try:
@@ -201,6 +221,8 @@ class StopMonitor:
                 "after": run.finished,
                 "not_run": not_run,
                 "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                # each watched column's last state, as the dashboard shows it
+                "states": self.column_states(self.intervals()[1]),
             },
         }
         write_json_atomic(self.model_dir / CASES_FILE, doc)
@@ -213,6 +235,15 @@ class StopMonitor:
             "command with --resume and without --stop-when runs them)"
         )
         return lines
+
+
+def state_words(verdict: str | None) -> str:
+    """A column's verdict (``StopMonitor.state``) in the dashboard's words."""
+    if verdict is None:
+        return "open"
+    if verdict == "width":
+        return "width met"
+    return f"decided {verdict}"
 
 
 def _width(monitor: StopMonitor, name: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 
 import cv2
 import msgpack
@@ -183,7 +184,8 @@ CASE_MAPS = st.one_of(
             "name": st.one_of(NASTY_STRINGS, JSON_VALUES),
         },
         optional={
-            "sets": st.one_of(JSON_VALUES, st.dictionaries(NASTY_STRINGS, NUMBER, max_size=8))
+            "sets": st.one_of(JSON_VALUES, st.dictionaries(NASTY_STRINGS, NUMBER, max_size=8)),
+            "keys": st.one_of(JSON_VALUES, NUMBER),
         },
     ),
 )
@@ -204,3 +206,21 @@ def test_any_case_map_of_a_scores_message_is_read_or_ignored(case: object) -> No
     if update.case is not None:
         assert update.case.set and update.case.name
         assert all(isinstance(n, int) and n >= 0 for n in update.case.sets.values())
+        assert update.case.max_keys is None or update.case.max_keys >= 1
+
+
+@FUZZ
+@given(seg=st.one_of(JSON_VALUES, st.lists(NUMBER, max_size=16)))
+def test_any_scored_segments_of_a_result_are_read_or_ignored(seg: object) -> None:
+    """A result's ``seg`` (its scored segment values, for the watcher's bands) is read as
+    finite numbers or none; the message is read whatever it holds."""
+    result = {"raw": 1.0, "n": 50.0, "status": "official", "reason": None, "d": {}, "seg": seg}
+    body = {"t": "scores", "episode": "e", "frame": 0, "fps": 0.0, "dropped": 0, "metrics": {}}
+    packed = _pack({**body, "results": {"m": result}})
+    if packed == b"\xc1":
+        return  # msgpack could not pack it: no message to read
+    with bounded():
+        update = decode(packed)
+    assert isinstance(update, ScoresUpdate)
+    scored = update.results["m"].scored
+    assert scored is None or all(isinstance(v, float) and math.isfinite(v) for v in scored)

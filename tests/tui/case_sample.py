@@ -25,9 +25,26 @@ RUN: list[tuple[str, str, float | None]] = [
 ]
 
 
-def case_metrics(accuracy: float) -> dict[str, MetricResult]:
+# per case: its scored direction segments (a pooled column: the table pools them, so the
+# column is not the mean of the per-case values) — what POOLED writes
+SEGMENTS: dict[str, tuple[float, ...]] = {
+    "000_001": (1.0, 1.0, 1.0),
+    "000_006": (0.0,),
+    "001_002": (1.0, 0.5),
+    "002_003": (1.0,),
+}
+
+
+def case_metrics(
+    accuracy: float, segments: Sequence[float] | None = None
+) -> dict[str, MetricResult]:
+    details = (
+        None
+        if segments is None
+        else {"segments": [{"status": "scored", "value": v} for v in segments]}
+    )
     return {
-        ACC: MetricResult.official(accuracy / 100, accuracy),
+        ACC: MetricResult.official(accuracy / 100, accuracy, details),
         STAB: MetricResult.official(0.9, 90.0),
         "revisit_memory": MetricResult.not_applicable("no revisit"),
     }
@@ -37,9 +54,12 @@ def make_case(set_name: str, name: str) -> Case:
     return Case(name, set_name, "worldmark", name[:3], int(name[4:]), "W", None, None, None)
 
 
-def write_case_run(root: Path, cases: Sequence[tuple[str, str, float | None]]) -> Path:
+def write_case_run(
+    root: Path, cases: Sequence[tuple[str, str, float | None]], pooled: bool = False
+) -> Path:
     """``root/my-model/cases.json`` for a 7-case run and the scores.json of ``cases``, each written
-    60 s after the one before (the third one 10 min after: a resumed run's pause)."""
+    60 s after the one before (the third one 10 min after: a resumed run's pause); ``pooled``:
+    direction accuracy with its ``SEGMENTS`` (each case's value is their mean)."""
     model_dir = root / "my-model"
     model_dir.mkdir(parents=True)
     order = [f"{s}/{n}" for s, n, _ in RUN] + ["first_view/real/001_005", "third_view/style/x"]
@@ -49,7 +69,10 @@ def write_case_run(root: Path, cases: Sequence[tuple[str, str, float | None]]) -
     start = 1767225600.0  # 2026-01-01T00:00:00Z
     when = start
     for i, (set_name, name, accuracy) in enumerate(cases):
-        metrics = case_metrics(accuracy if accuracy is not None else 0.0)
+        segments = SEGMENTS.get(name) if pooled else None
+        if segments is not None:
+            accuracy = 100.0 * sum(segments) / len(segments)
+        metrics = case_metrics(accuracy if accuracy is not None else 0.0, segments)
         case = make_case(set_name, name).record()
         document = scores_document(
             model="my-model",

@@ -4,27 +4,26 @@ column's running value with its anytime-valid band — live, on disk, and watche
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import ScoresUpdate, WireCase, decode, encode
 from streameval.tui.app import DashboardApp, DashboardOptions
+from streameval.tui.case_scores import case_values, read_case_scores
 from streameval.tui.cases import (
     CaseBoard,
-    CaseEntry,
     case_progress,
-    case_values,
     format_duration,
     progress_on_disk,
     read_case_run,
-    read_case_scores,
     recorded_entries,
 )
 from streameval.tui.remote import RemoteDashboardApp
 from streameval.tui.screens.cases import CasesScreen
+from streameval.tui.state import JobStatus
 from streameval.tui.widgets.status_line import StatusLine
 from textual.widgets import DataTable, Static
 
@@ -33,13 +32,15 @@ from streameval.cli.main import main
 from streameval.core.events import EpisodeInfo
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.scoring import EpisodeScores
-from streameval.metrics.anytime import confidence_sequence
+from streameval.leaderboard.intervals import case_run_intervals
 from streameval.results.scores_file import load_episode, scores_document, write_scores
 from streameval.runs.jobs import EpisodeJob
-from streameval.transports.mqtt.scores_publisher import case_sets, wire_case
+from streameval.runs.stop_when import StopMonitor, stop_monitor
+from streameval.transports.mqtt.scores_publisher import case_sets, wire_case, wire_results
 from tests.tui.case_sample import (
     ACC,
     RUN,
+    SEGMENTS,
     SETS,
     STAB,
     case_metrics,
@@ -49,38 +50,45 @@ from tests.tui.case_sample import (
 from tests.tui.tui_fakes import async_test, content_text, wait_until, widget_text
 
 
-def _entries(cases: Sequence[tuple[str, str, float | None]]) -> list[CaseEntry]:
-    return [
-        CaseEntry(
-            f"{s}/{n}",
-            s,
-            a is not None,
-            {} if a is None else {ACC: a, STAB: 90.0},
-            30.0,
-        )
-        for s, n, a in cases
-    ]
-
-
-def test_progress_per_set_bands_and_time_left() -> None:
-    progress = case_progress(_entries(RUN), SETS)
+def test_progress_per_set_bands_and_time_left(tmp_path: Path) -> None:
+    path = write_case_run(tmp_path, RUN, pooled=True)
+    entries = [replace(e, seconds=30.0) for e in recorded_entries(read_case_run(path))]
+    progress = case_progress(entries, SETS)
     real, style = progress.sets
-    assert (real.done, real.incomplete, real.left, real.means[ACC]) == (2, 1, 1, 100.0)
-    assert (style.done, style.incomplete, style.left, style.means[ACC]) == (2, 0, 1, 50.0)
+    # a set's value is the table's: real pools 1, 1, 1 and 1, 0.5 (the incomplete case adds
+    # nothing), style 0 and 1
+    assert (real.done, real.incomplete, real.left) == (2, 1, 1)
+    assert (style.done, style.incomplete, style.left) == (2, 0, 1)
+    assert (real.means[ACC], style.means[ACC]) == (pytest.approx(90.0), pytest.approx(50.0))
     assert (progress.ended, progress.left, progress.seconds_left) == (5, 2, 60.0)
     assert progress.summary() == "cases 5/7 · 1 incomplete · 2 left · 30 s a case · about 60 s left"
     band = {b.name: b for b in progress.bands}[ACC]
-    # the incomplete case gives no value: 4 values of the 6 cases that still can
-    low, high = confidence_sequence([100.0, 0.0, 100.0, 100.0], 6, bounds=(0.0, 100.0))
-    assert (band.cases, band.of, band.low, band.high) == (4, 6, low[-1], high[-1])
-    assert band.low <= band.value == 75.0 <= band.high
-    assert band.text().startswith(f"{ACC} 75.0 [")
-    assert band.text().endswith("after 4 of 6")
+    # the table's interval over the same five cases of seven: pooled, 5.5 of 7 segments
+    table = case_run_intervals(path.parent)[ACC]
+    assert (band.value, band.low, band.high) == (table.value, table.low, table.high)
+    assert (band.cases, band.of) == (5, 7) and band.value == pytest.approx(100 * 5.5 / 7)
+    assert band.low <= band.value <= band.high
+    assert band.text().startswith(f"{ACC} 78.6 [") and band.text().endswith("after 5 of 7")
     # every case ended: the band is the value itself
-    done = case_progress(_entries(RUN[:3]), {"first_view/real": 2, "third_view/style": 1})
+    done = case_progress(entries[:3], {"first_view/real": 2, "third_view/style": 1})
     final = {b.name: b for b in done.bands}[ACC]
-    assert final.low == pytest.approx(final.value) and final.high == pytest.approx(final.value)
+    assert final.low == final.value == final.high
     assert [b.name for b in progress.bands] == [ACC, STAB]  # table order, columns only
+
+
+def test_the_bands_on_disk_are_table_ci_s(tmp_path: Path) -> None:
+    """One answer for one question: the case-set view of a folder shows, for every column,
+    the interval ``table --ci`` computes from the same folder (its schema-checked reader)."""
+    path = write_case_run(tmp_path, RUN[:4], pooled=True)
+    progress = progress_on_disk(path)
+    table = case_run_intervals(path.parent)
+    shown = {b.name: (b.value, b.low, b.high, b.cases, b.of) for b in progress.bands}
+    assert shown == {
+        name: (i.value, i.low, i.high, i.cases, i.of)
+        for name, i in table.items()
+        if i.value is not None
+    }
+    assert ACC in shown and shown[ACC][3:] == (4, 7)
 
 
 def test_durations_read_as_a_human_waits() -> None:
@@ -210,6 +218,65 @@ async def test_browsing_a_case_run_opens_on_its_progress_and_follows_it(tmp_path
         await pilot.press("q")
 
 
+def _stop_rule(path: Path, text: str) -> StopMonitor:
+    """The ``--stop-when`` monitor the CLI makes for the sample run (``path``: its
+    cases.json)."""
+    order = json.loads(path.read_text())["order"]
+    return stop_monitor(text, 1.0, path.parent, order, ["worldmark"], quality=False)
+
+
+def _unrun_job(path: Path) -> EpisodeJob:
+    """A job of the sample run's case not run yet (never opened in these tests)."""
+    case = make_case("first_view/real", "001_005")
+    return EpisodeJob("001_005", lambda: None, path.parent / case.set / case.name, case=case)  # type: ignore[arg-type,return-value]
+
+
+@async_test
+async def test_the_stop_rules_state_beside_each_column(tmp_path: Path) -> None:
+    """A run with ``--stop-when`` on the dashboard: each column the rule watches says where
+    it stands, beside the table's interval."""
+    path = write_case_run(tmp_path, RUN, pooled=True)
+    rule = f"{ACC}:width<=100,{STAB}:width<=0.001"
+    monitor = _stop_rule(path, rule)
+    app = DashboardApp([_unrun_job(path)], options=DashboardOptions(autostart=False), stop=monitor)
+    progress = app.model.case_progress()
+    assert progress is not None
+    states = {b.name: b.state for b in progress.bands}
+    assert states == {ACC: "width met", STAB: "open"}
+    assert progress.rule == f"--stop-when {rule!r}: open"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, CasesScreen))
+        text = _screen_text(app.screen)  # type: ignore[arg-type]
+        assert f"{ACC} 78.6 [" in text and "after 5 of 7: width met" in text
+        assert "after 5 of 7: open" in text and f"--stop-when {rule!r}: open" in text
+        await pilot.press("q")
+
+
+@async_test
+async def test_a_rule_met_ends_the_dashboards_run_and_its_end_is_recorded(tmp_path: Path) -> None:
+    """The rule is asked before each case, as without the dashboard: met, no case starts;
+    its final state is ``cases.json``'s, which the view of the folder shows afterwards."""
+    path = write_case_run(tmp_path, RUN, pooled=True)
+    monitor = _stop_rule(path, "width<=100")
+    app = DashboardApp([_unrun_job(path)], stop=monitor)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.model.finished)
+        assert app.model.rule_met and app.report.outcomes == []
+        assert [ep.status for ep in app.model.episodes] == [JobStatus.SKIPPED]
+        assert any("met after 5 cases; 1 case(s) not run" in line.text for line in app.model.log)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: "met after 5 cases" in _screen_text(app.screen))  # type: ignore[arg-type]
+        assert "after 5 of 7: width met" in _screen_text(app.screen)  # type: ignore[arg-type]
+        await pilot.press("q")
+    assert monitor.finish()  # what the command prints; cases.json records the end
+    on_disk = progress_on_disk(path)
+    assert {b.name: b.state for b in on_disk.bands} == {ACC: "width met", STAB: "width met"}
+    assert on_disk.stop is not None and on_disk.stop.startswith(
+        "stopped by --stop-when 'width<=100' after 5 cases; 2 not run"
+    )
+
+
 def test_the_case_travels_on_the_wire_and_older_messages_have_none() -> None:
     update = ScoresUpdate(
         "000_001", "m", 0, "-", 0.0, 0, {}, case=WireCase("first_view/real", "000_001", SETS)
@@ -230,9 +297,11 @@ def test_the_publisher_names_the_case_and_reads_the_runs_sets(tmp_path: Path) ->
     assert wire_case(info, SETS) == WireCase("first_view/real", "000_001", SETS)
 
 
-def _remote_updates(name: str, set_name: str, accuracy: float) -> list[ScoresUpdate]:
-    case = WireCase(set_name, name, SETS)
-    wire = {ACC: accuracy, STAB: 90.0}
+def _remote_updates(name: str, set_name: str) -> list[ScoresUpdate]:
+    """A remote case's start and final message, through the wire (encoded, decoded)."""
+    case = WireCase(set_name, name, SETS, max_keys=3)
+    segments = SEGMENTS[name]
+    final_results = wire_results(case_metrics(100 * sum(segments) / len(segments), segments), True)
     common: Mapping[str, object] = {
         "suite": "worldmark",
         "keys": ("W",),
@@ -242,34 +311,45 @@ def _remote_updates(name: str, set_name: str, accuracy: float) -> list[ScoresUpd
     }
     start = ScoresUpdate(name, "m", 0, "-", 0.0, 0, {}, frames_done=0, **common)  # type: ignore[arg-type]
     final = ScoresUpdate(
-        name, "m", 31, "W", 16.0, 0, wire, final=True, complete=True, frames_done=32, frames=32,
-        **common,  # type: ignore[arg-type]
+        name, "m", 31, "W", 16.0, 0, {}, final=True, complete=True, frames_done=32, frames=32,
+        results=final_results, **common,  # type: ignore[arg-type]
     )  # fmt: skip
-    return [start, final]
+    updates = [decode(encode(u)) for u in (start, final)]
+    assert all(isinstance(u, ScoresUpdate) for u in updates)
+    return updates  # type: ignore[return-value]
 
 
 @async_test
 async def test_the_remote_watcher_shows_the_case_run_as_a_local_one(tmp_path: Path) -> None:
+    """The remote watcher's bands are the table's too: the final messages carry the scored
+    segments a pooled column pools, and the run's most keys a case holds."""
     app = RemoteDashboardApp("mqtt://127.0.0.1:1", DashboardOptions(clock=lambda: 0.0))
 
     async def no_broker() -> None:
         return None
 
     app._watch = no_broker  # type: ignore[method-assign]
+    ran = [r for r in RUN if r[2] is not None][:3]
     async with app.run_test(size=(120, 40)) as pilot:
-        for set_name, name, accuracy in [r for r in RUN if r[2] is not None][:3]:
-            for update in _remote_updates(name, set_name, accuracy or 0.0):
+        for set_name, name, _ in ran:
+            for update in _remote_updates(name, set_name):
                 app.apply("s", update)
                 await pilot.pause()
         progress = app.model.case_progress()
         assert progress is not None and progress.total == 7 and progress.ended == 3
         band = {b.name: b for b in progress.bands}[ACC]
-        low, high = confidence_sequence([100.0, 0.0, 100.0], 7, bounds=(0.0, 100.0))
-        assert (band.low, band.high) == (low[-1], high[-1])
+        # the same three cases on disk, as `table --ci` reads them
+        table = case_run_intervals(write_case_run(tmp_path, ran, pooled=True).parent)[ACC]
+        assert (band.value, band.low, band.high, band.of) == (
+            table.value,
+            table.low,
+            table.high,
+            table.of,
+        )
+        assert band.value == pytest.approx(100 * 4.5 / 6)  # pooled, not the mean of 100, 0, 75
         await pilot.press("c")
         await wait_until(pilot, lambda: "cases 3/7" in _screen_text(app.screen))  # type: ignore[arg-type]
         await pilot.press("q")
-    assert np.isfinite(band.value)
 
 
 def test_a_real_case_run_on_the_dashboard_and_its_resume(
@@ -285,8 +365,8 @@ def test_a_real_case_run_on_the_dashboard_and_its_resume(
     arena = write_arena(tmp_path / "arena_inputs")
     shown: list[DashboardApp] = []
 
-    def headless(jobs, config, observers, options=None, headless=False):  # type: ignore[no-untyped-def]
-        app = DashboardApp(jobs, config, observers, DashboardOptions(stay_open=False))
+    def headless(jobs, config, observers, options=None, headless=False, stop=None):  # type: ignore[no-untyped-def]
+        app = DashboardApp(jobs, config, observers, DashboardOptions(stay_open=False), stop)
         shown.append(app)
         result = app.run(headless=True)
         return result if result is not None else app.report
@@ -295,13 +375,17 @@ def test_a_real_case_run_on_the_dashboard_and_its_resume(
     monkeypatch.setattr(tui_package, "run_dashboard", headless)
     run = ["demo", "--cases", str(arena), "--out", str(tmp_path / "out"), "--sets"]
     fast = ["--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5"]
-    # image 0: 000_001 (its other actions, 6 and 9, left out); image 1 adds 001_002
-    assert main([*run, "first_view/real", "--images", "0", "--actions", "1", *fast]) == 0
+    # image 0: 000_001 (its other actions, 6 and 9, left out); image 1 adds 001_002; the
+    # first run with a stop rule: the dashboard runs it and shows the rule's state
+    first_run = ["--images", "0", "--actions", "1", "--stop-when", "width<=100"]
+    assert main([*run, "first_view/real", *first_run, *fast]) == 0
     first = shown[-1].model.case_progress()
     assert first is not None and (first.ended, first.total, first.left) == (1, 1, 0)
     assert first.seconds_per_case is not None and first.seconds_per_case > 0
     assert {b.name for b in first.bands} >= {ACC}
-    assert all(b.low == pytest.approx(b.value) for b in first.bands)  # every case in: exact
+    assert all(b.low == b.value == b.high for b in first.bands)  # every case in: exact
+    assert {b.state for b in first.bands} == {"width met"}  # an exact value is 0 wide
+    assert first.rule == "--stop-when 'width<=100': met after 1 case"
     resume = ["--images", "0-1", "--actions", "1,2", "--resume"]
     assert main([*run, "first_view/real", *resume, *fast]) == 0
     resumed = shown[-1].model.case_progress()

@@ -55,7 +55,7 @@ async def test_the_browser_shows_a_case_runs_panels(tmp_path: Path) -> None:
         text = await page.wait_for(
             ["cases 5/7 · 1 incomplete · 2 left", "Sets", "Columns over the whole case set"]
         )
-        assert f"{ACC} 75.0 [" in text and "after 4 of 6" in text
+        assert f"{ACC} 75.0 [" in text and "after 5 of 7" in text
         assert "first_view/real" in text and "third_view/style" in text
         # the page mounted the web terminal the App draws into
         assert await page.evaluate("document.querySelectorAll('.xterm').length") == 1

@@ -4,8 +4,9 @@ For each case run shown (the live command's, or every ``cases.json`` in the resu
 given to ``streameval dashboard``): one summary line (cases ended / left, time per case, the
 estimated time left, the case running now), a table of the sets (done, incomplete, left and the
 running mean of every column) and one line per column over the whole case set — its running
-value and its anytime-valid band (``tui.cases``): "direction_accuracy_trans 97.1 [95.4, 98.2]
-after 41 of 125".
+value and its anytime-valid band, the table's (``tui.cases``), and with ``--stop-when`` the
+rule's state of the column: "direction_accuracy_trans 97.1 [95.4, 98.2] after 41 of 125:
+decided better".
 
 The screen owns no data: ``progress`` returns what to show, and the App calls ``changed``
 when a case ended. Viewing a folder on disk, the screen reads it again every
@@ -32,9 +33,10 @@ ProgressSource = Callable[[], Sequence[tuple[str, CaseProgress]]]
 
 NO_CASE_RUN = "no case run here: run with --cases, or open a results folder holding cases.json"
 BAND_NOTE = (
-    "band: {confidence:.0%} anytime-valid interval on the full case set's mean of per-case "
-    "values (valid however often the run is looked at)"
+    "band: {confidence:.0%} anytime-valid interval on the column's value over the full case "
+    "set, as `streameval table --ci` computes it (valid however often the run is looked at)"
 )
+STATE_STYLES = {"open": "yellow", "width met": "bold green"}
 
 
 def short_label(column: str) -> str:
@@ -64,8 +66,13 @@ def bands_text(progress: CaseProgress) -> Text:
             text.append("\n")
         text.append(f"{band.name:<{width}} ")
         text.append(band.figures(), style="bold")
+        if band.state is not None:
+            text.append(": ")
+            text.append(band.state, style=STATE_STYLES.get(band.state, "bold green"))
         if band.low == band.high:
             text.append("  final", style="bold green")
+    if progress.rule is not None:
+        text.append("\n" + progress.rule, style="bold yellow")
     if progress.stop is not None:
         text.append("\n" + progress.stop, style="bold yellow")
     text.append("\n" + BAND_NOTE.format(confidence=progress.confidence), style="dim")

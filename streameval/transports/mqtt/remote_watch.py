@@ -64,7 +64,11 @@ def metric_results(update: ScoresUpdate) -> dict[str, MetricResult]:
     if update.results:
         return {
             name: MetricResult(
-                m.raw, m.normalized, cast(Status, m.status), m.reason, {**m.details, "remote": True}
+                m.raw,
+                m.normalized,
+                cast(Status, m.status),
+                m.reason,
+                {**m.details, **_segments(m.scored), "remote": True},
             )
             for name, m in update.results.items()
         }
@@ -74,6 +78,15 @@ def metric_results(update: ScoresUpdate) -> dict[str, MetricResult]:
         else MetricResult(None, value, "official", None, {"remote": True})
         for name, value in update.metrics.items()
     }
+
+
+def _segments(scored: tuple[float, ...] | None) -> dict[str, object]:
+    """The scored segments a final message carried, as ``details["segments"]`` holds them
+    (only the scored ones: the table pools nothing else), so the watcher's case view
+    computes a pooled column as the table does; none when the message carried none."""
+    if scored is None:
+        return {}
+    return {"segments": [{"status": "scored", "value": v} for v in scored]}
 
 
 def format_update(session: str, update: ScoresUpdate) -> str:

@@ -7,7 +7,9 @@ publishes. Every result travels with its status and reason, and the final messag
 the last perceived frame, so a watcher ends on exactly the local screen
 (docs/serve-formats.md#watch-from-elsewhere). A benchmark case's episode names its case and,
 from the end of the run's first case on (when ``cases.json`` is on disk beside the results),
-every set's number of cases: the watcher's case-set view is the local one.
+every set's number of cases and the most keys a case holds; its final message carries each
+result's scored segment values (what the table pools): the watcher's case-set view is the
+local one.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.protocol.wire import (
     MAX_SCALARS,
+    MAX_SEGMENTS,
     Scalar,
     ScoresUpdate,
     WireCase,
@@ -70,8 +73,9 @@ def wire_scalars(values: Mapping[str, object]) -> dict[str, Scalar]:
     return out
 
 
-def wire_results(metrics: Mapping[str, MetricResult]) -> dict[str, WireMetric]:
-    """Every result with its status, reason and scalar details, as a scores message holds it."""
+def wire_results(metrics: Mapping[str, MetricResult], final: bool = False) -> dict[str, WireMetric]:
+    """Every result with its status, reason and scalar details, as a scores message holds it;
+    ``final``: with its scored segment values too (``scored_values``)."""
     return {
         name: WireMetric(
             raw=_finite(None if m.raw is None else float(m.raw)),
@@ -79,9 +83,33 @@ def wire_results(metrics: Mapping[str, MetricResult]) -> dict[str, WireMetric]:
             status=m.status,
             reason=m.reason,
             details=wire_scalars(m.details),
+            scored=scored_values(m.details) if final else None,
         )
         for name, m in metrics.items()
     }
+
+
+def scored_values(details: Mapping[str, object]) -> tuple[float, ...] | None:
+    """The values of the scored entries of ``details["segments"]`` in order — what the table
+    pools of a control column (``leaderboard.aggregators``) — or None when there is no list,
+    or one the table could not use as it is (an entry that is not an object, a scored one
+    without a finite value): a watcher then falls back as the table does."""
+    segments = details.get("segments")
+    if not isinstance(segments, list) or len(segments) > MAX_SEGMENTS:
+        return None
+    values: list[float] = []
+    for entry in segments:
+        if not isinstance(entry, dict):
+            return None
+        if entry.get("status") != "scored":
+            continue
+        ok, value = wire_scalar(entry.get("value"))
+        if not ok or not isinstance(value, int | float) or isinstance(value, bool):
+            return None
+        if not math.isfinite(value):
+            return None
+        values.append(float(value))
+    return tuple(values)
 
 
 def _normalized(metrics: Mapping[str, MetricResult]) -> dict[str, float | None]:
@@ -96,9 +124,9 @@ CASE_RUN_DEPTH = 4
 <case>``, a set of up to three components)."""
 
 
-def case_sets(results_dir: Path | None) -> dict[str, int]:
-    """Every set's number of cases of the case run ``results_dir`` belongs to (its
-    ``cases.json``'s ``sets``); empty when there is none or it cannot be read."""
+def _case_run_doc(results_dir: Path | None) -> dict[str, Any]:
+    """The ``cases.json`` of the case run ``results_dir`` belongs to; empty when there is
+    none or it cannot be read."""
     if results_dir is None:
         return {}
     for parent in list(results_dir.parents)[:CASE_RUN_DEPTH]:
@@ -106,15 +134,26 @@ def case_sets(results_dir: Path | None) -> dict[str, int]:
         if not path.is_file():
             continue
         try:
-            sets = json.loads(path.read_text(encoding="utf-8")).get("sets")
-        except (OSError, ValueError, AttributeError):
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             return {}
-        if not isinstance(sets, dict):
-            return {}
-        return {
-            str(k): v for k, v in sets.items() if isinstance(v, int) and not isinstance(v, bool)
-        }
+        return doc if isinstance(doc, dict) else {}
     return {}
+
+
+def case_sets(results_dir: Path | None) -> dict[str, int]:
+    """Every set's number of cases of the case run ``results_dir`` belongs to (its
+    ``cases.json``'s ``sets``); empty when there is none or it cannot be read."""
+    sets = _case_run_doc(results_dir).get("sets")
+    if not isinstance(sets, dict):
+        return {}
+    return {str(k): v for k, v in sets.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def case_max_keys(results_dir: Path | None) -> int | None:
+    """The most keys a case of that run holds (``cases.json``'s ``max_keys``), or None."""
+    value = _case_run_doc(results_dir).get("max_keys")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def wire_case(info: EpisodeInfo, sets: dict[str, int]) -> WireCase | None:
@@ -219,10 +258,15 @@ class MqttScoresPublisher(EpisodeObserver):
         if self.info is None:
             return
         self._metrics = _normalized(outcome.scores.metrics)
-        self._results = wire_results(outcome.scores.metrics)
+        self._results = wire_results(outcome.scores.metrics, final=True)
         if self._case is not None:
             self._case_sets = case_sets(outcome.results_dir) or self._case_sets
-            self._case = WireCase(self._case.set, self._case.name, dict(self._case_sets))
+            self._case = WireCase(
+                self._case.set,
+                self._case.name,
+                dict(self._case_sets),
+                case_max_keys(outcome.results_dir),
+            )
         self._put(
             self._progress_update(
                 self._last,
