@@ -182,6 +182,9 @@ class Perceiver:
         self._last_index = i
         rgb = to_analysis_rgb(image, self.width, self.height)
         gray = rgb_to_gray(rgb)
+        # read-only: nothing writes an analysis frame, and DisFlow keeps the quarter-size grey
+        # of a read-only frame for the frame's next pair
+        gray.setflags(write=False)
         flow_frame = rgb if flow_input(self.flow) == "rgb" else gray
         self._recent[i] = flow_frame
         self._keys[i] = event.key
