@@ -119,10 +119,16 @@ class DisFlow:
         if preset not in _PRESETS:
             raise ValueError(f"unknown DIS preset {preset!r} (known: {', '.join(_PRESETS)})")
         self.name = f"dis-{preset}"
+        self._preset = preset
         self._dis = cv2.DISOpticalFlow_create(_PRESETS[preset])  # type: ignore[attr-defined]
         self._from_shift = cv2.DISOpticalFlow_create(_PRESETS[preset])  # type: ignore[attr-defined]
         # id(frame) -> (frame, its quarter_grey); the frame is held so that its id stays its own
         self._quarters: dict[int, tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]] = {}
+
+    def fresh(self) -> DisFlow:
+        """Another instance of the same preset, for another thread (the perceiver's finishing
+        half): DIS from rest depends only on the pair, never on the instance's past calls."""
+        return DisFlow(self._preset)
 
     def _quarter(self, frame: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
         if frame.flags.writeable or not frame.flags.owndata:

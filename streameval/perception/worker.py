@@ -39,7 +39,9 @@ from streameval.perception.perceiver import (
     PerceptionOutput,
 )
 
-HANDOFF = 2  # frames between the flow thread and the finishing thread
+# frames between the flow thread and the finishing thread: room for a depth-free fit frame's
+# extra flows (one or two, on the finishing thread) without holding the flow thread up
+HANDOFF = 4
 
 
 @dataclass(frozen=True, slots=True)
