@@ -38,12 +38,14 @@ Opener = TypeVar("Opener")
 P = ParamSpec("P")
 S = TypeVar("S")
 
-SESSION_CPU_PER_VIDEO_S: dict[str, float] = {"transnetv2": 0.60, "scenedetect-adaptive": 0.45}
+SESSION_CPU_PER_VIDEO_S: dict[str, float] = {"transnetv2": 0.42, "scenedetect-adaptive": 0.21}
 """Evaluator CPU seconds one 16 fps session costs per second of video, by cut detector, with
 the other CPU defaults (DIS flow, the CPU descriptor, imaging statistics): the whole session
 — decode, perception, the cut detector's worker, the episode's scoring at its end — measured by
 bench/throughput.py ("16 fps sessions one evaluator keeps up with") on the 2-core development
-machine. Another detector or none is counted as the default stack (the dearest of these)."""
+machine: 0.415 and 0.208 (docs/benchmarks.md#sessions-one-evaluator-keeps-up-with), so two
+cores keep up with 3 sessions of the default stack, 7 with PySceneDetect. Another detector or
+none is counted as the default stack (the dearest of these)."""
 
 SESSION_HEADROOM = 0.75
 """The share of the evaluator's cores its sessions are planned to use: a live session must
