@@ -17,13 +17,14 @@ device, iterations) is recorded beside its name in scores.json as ``flow_<key>``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Literal, Protocol
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
-from streameval.core.arrays import Flow
+from streameval.core.arrays import F32, Flow
 from streameval.core.registry import backend_registry, split_spec
 from streameval.errors import BadInputError
 
@@ -85,11 +86,21 @@ def global_shift(
     return float(dx) * w / size[0], float(dy) * h / size[1]
 
 
+@lru_cache(maxsize=4)
+def _every_second_pixel(height: int, width: int) -> tuple[F32, F32]:
+    """The coordinates of every 2nd pixel (ys, xs) that ``warp_error`` samples, made once per
+    frame size (read-only)."""
+    ys, xs = np.mgrid[0:height:2, 0:width:2].astype(np.float32)
+    ys.setflags(write=False)
+    xs.setflags(write=False)
+    return ys, xs
+
+
 def warp_error(prev: npt.NDArray[np.uint8], nxt: npt.NDArray[np.uint8], flow: Flow) -> float:
     """Mean absolute grey difference between ``prev`` and ``nxt`` sampled along ``flow``
     (every 2nd pixel): how well the flow explains the pair."""
     p = prev[::2, ::2].astype(np.float32)
-    ys, xs = np.mgrid[0 : prev.shape[0] : 2, 0 : prev.shape[1] : 2].astype(np.float32)
+    ys, xs = _every_second_pixel(prev.shape[0], prev.shape[1])
     f = flow[::2, ::2]
     warped = cv2.remap(
         nxt, xs + f[..., 0], ys + f[..., 1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
