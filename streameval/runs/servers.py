@@ -43,9 +43,10 @@ SESSION_CPU_PER_VIDEO_S: dict[str, float] = {"transnetv2": 0.42, "scenedetect-ad
 the other CPU defaults (DIS flow, the CPU descriptor, imaging statistics): the whole session
 — decode, perception, the cut detector's worker, the episode's scoring at its end — measured by
 bench/throughput.py ("16 fps sessions one evaluator keeps up with") on the 2-core development
-machine: 0.415 and 0.208 (docs/benchmarks.md#sessions-one-evaluator-keeps-up-with), so two
-cores keep up with 3 sessions of the default stack, 7 with PySceneDetect. Another detector or
-none is counted as the default stack (the dearest of these)."""
+machine: 0.387–0.415 and 0.202–0.208, the higher kept
+(docs/benchmarks.md#sessions-one-evaluator-keeps-up-with), so two cores keep up with 3
+sessions of the default stack, 7 with PySceneDetect. Another detector or none is counted as
+the default stack (the dearest of these)."""
 
 SESSION_HEADROOM = 0.75
 """The share of the evaluator's cores its sessions are planned to use: a live session must
