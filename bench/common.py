@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Collection
 from pathlib import Path
 
 from streameval.protocol.schedule import Schedule
@@ -31,3 +34,43 @@ def write_rollout(directory: Path, keys: list[str], seconds_per_key: float = 20.
     finally:
         recorder.close(complete)
     return directory
+
+
+def _descendant_cpu_seconds(exclude: Collection[int]) -> float:
+    """CPU seconds (user + system) of this process's live descendants, from /proc, leaving
+    out ``exclude`` and their own descendants (a bench's model servers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        fields = stat[stat.rindex(")") + 2 :].split()
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)
+        times[pid] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        if pid in exclude:
+            continue
+        total += times.get(pid, 0.0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def process_cpu_seconds(exclude: Collection[int] = ()) -> float:
+    """CPU seconds of this process, of its children already reaped and of its live
+    descendants (a TransNetV2 worker, which its pool keeps between episodes): a difference of
+    two readings is what an evaluator run cost the machine, every process of it included."""
+    reaped = os.times()
+    return (
+        time.process_time()
+        + reaped.children_user
+        + reaped.children_system
+        + _descendant_cpu_seconds(exclude)
+    )

@@ -6,7 +6,12 @@ side by side are what to read):
     bare flow backend on the same frames, and their ratio (target ≥ 0.85);
   - the pipeline's speed as a multiple of real time at 16 FPS (target ≥ 4×);
   - time from the last frame to final control scores (target ≤ 0.5 s);
-  - peak resident memory of a replay of 60 s vs 240 s (must not grow beyond the signals).
+  - peak resident memory of a replay of 60 s vs 240 s (must not grow beyond the signals);
+  - how many 16 fps sessions one evaluator keeps up with on this machine, with the default
+    stack and with PySceneDetect as its cut detector: derived from the CPU seconds one session
+    costs per second of video (the 120 s rollout replayed flat out, every process of the
+    evaluator counted, the TransNetV2 worker included), as ``streameval.runs.servers`` derives
+    the sessions it runs at once (``sessions_kept_up``).
 
 Usage: python bench/throughput.py [--keep DIR]
 """
@@ -28,12 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from streameval.replay import ReplaySource, read_rollout
 
-from bench.common import KEYS_120S, write_rollout
+from bench.common import KEYS_120S, process_cpu_seconds, write_rollout
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.perception.analysis import to_analysis_gray
 from streameval.perception.flow import create_flow_backend
+from streameval.runs.servers import SESSION_CPU_PER_VIDEO_S, sessions_kept_up
 
 
 class Timing(EpisodeObserver):
@@ -84,6 +90,16 @@ def pipeline_fps(rollout_dir: Path, out: Path, config: PipelineConfig) -> tuple[
     wall = timing.end - t0
     assert outcome.complete, outcome.errors
     return outcome.frames / wall, timing, outcome.frames
+
+
+def session_cpu_per_video_s(rollout_dir: Path, out: Path, config: PipelineConfig) -> float:
+    """CPU seconds one session of ``config`` costs the evaluator per second of video: the
+    rollout replayed flat out, this process and its workers (TransNetV2's) counted."""
+    rollout = read_rollout(rollout_dir)
+    cpu0 = process_cpu_seconds()
+    outcome = asyncio.run(run_episode(ReplaySource(rollout), config=config, results_dir=out))
+    assert outcome.complete, outcome.errors
+    return (process_cpu_seconds() - cpu0) / (outcome.frames / 16.0)
 
 
 def child_peak_rss(rollout_dir: Path, out: Path, config: str) -> float:
@@ -149,6 +165,26 @@ def main() -> None:
     )
     acc = scores["metrics"]["direction_accuracy_trans"]["normalized"]
     print(f"  (sanity: direction_accuracy_trans = {acc:.2f})")
+
+    cores = os.cpu_count() or 1
+    print(
+        f"\n16 fps sessions one evaluator keeps up with on this machine ({cores} cores; derived:"
+        " cores x headroom / CPU-s per video-s of one session replayed flat out)"
+    )
+    stacks = {
+        "transnetv2": ("default stack (cpu embedding + transnetv2)", PipelineConfig()),
+        "scenedetect-adaptive": (
+            "cpu embedding + scenedetect",
+            PipelineConfig(cuts="scenedetect-adaptive"),
+        ),
+    }
+    for cuts, (label, config) in stacks.items():
+        load = os.getloadavg()[0]
+        cpu = session_cpu_per_video_s(r120, base / f"sessions_{cuts}", config)
+        print(
+            f"  {label:43s} {cpu:5.3f} CPU-s per video-s -> {sessions_kept_up(cores, cpu)}"
+            f" sessions  (servers.py assumes {SESSION_CPU_PER_VIDEO_S[cuts]:.2f}; load {load:.1f})"
+        )
 
     r60, r240 = base / "r60", base / "r240"
     if not (r60 / "meta.json").exists():

@@ -16,14 +16,15 @@ device, iterations) is recorded beside its name in scores.json as ``flow_<key>``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Literal, Protocol
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
-from streameval.core.arrays import Flow
+from streameval.core.arrays import F32, Flow
 from streameval.core.registry import backend_registry, split_spec
 from streameval.errors import BadInputError
 
@@ -56,30 +57,50 @@ DIS_PRIOR_MIN_RESPONSE = 0.05
 _PRIOR_SCALE = 4
 
 
+def _quarter_size(frame: npt.NDArray[np.uint8]) -> tuple[int, int]:
+    h, w = frame.shape[:2]
+    return max(8, w // _PRIOR_SCALE), max(8, h // _PRIOR_SCALE)
+
+
+def quarter_grey(frame: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
+    """The frame ``global_shift`` correlates: grey, area-resized to a quarter, float32."""
+    grey = frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+    small = cv2.resize(grey, _quarter_size(frame), interpolation=cv2.INTER_AREA)
+    return np.asarray(small, np.float32)
+
+
 def global_shift(
-    prev: npt.NDArray[np.uint8], nxt: npt.NDArray[np.uint8]
+    prev: npt.NDArray[np.uint8],
+    nxt: npt.NDArray[np.uint8],
+    quarter: Callable[[npt.NDArray[np.uint8]], npt.NDArray[np.float32]] = quarter_grey,
 ) -> tuple[float, float] | None:
     """The pair's dominant translation in analysis pixels (phase correlation of the grey
     frames at a quarter size), or None when its peak is too weak to trust or the shift is past
-    a quarter of the frame (phase correlation wraps at half of it)."""
+    a quarter of the frame (phase correlation wraps at half of it). ``quarter``: how a frame's
+    ``quarter_grey`` is had (``DisFlow`` keeps the last few)."""
     h, w = prev.shape[:2]
-    size = (max(8, w // _PRIOR_SCALE), max(8, h // _PRIOR_SCALE))
-
-    def small(frame: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
-        grey = frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
-        return np.asarray(cv2.resize(grey, size, interpolation=cv2.INTER_AREA), np.float32)
-
-    (dx, dy), response = cv2.phaseCorrelate(small(prev), small(nxt))
+    size = _quarter_size(prev)
+    (dx, dy), response = cv2.phaseCorrelate(quarter(prev), quarter(nxt))
     if not response >= DIS_PRIOR_MIN_RESPONSE or abs(dx) > size[0] / 4 or abs(dy) > size[1] / 4:
         return None
     return float(dx) * w / size[0], float(dy) * h / size[1]
+
+
+@lru_cache(maxsize=4)
+def _every_second_pixel(height: int, width: int) -> tuple[F32, F32]:
+    """The coordinates of every 2nd pixel (ys, xs) that ``warp_error`` samples, made once per
+    frame size (read-only)."""
+    ys, xs = np.mgrid[0:height:2, 0:width:2].astype(np.float32)
+    ys.setflags(write=False)
+    xs.setflags(write=False)
+    return ys, xs
 
 
 def warp_error(prev: npt.NDArray[np.uint8], nxt: npt.NDArray[np.uint8], flow: Flow) -> float:
     """Mean absolute grey difference between ``prev`` and ``nxt`` sampled along ``flow``
     (every 2nd pixel): how well the flow explains the pair."""
     p = prev[::2, ::2].astype(np.float32)
-    ys, xs = np.mgrid[0 : prev.shape[0] : 2, 0 : prev.shape[1] : 2].astype(np.float32)
+    ys, xs = _every_second_pixel(prev.shape[0], prev.shape[1])
     f = flow[::2, ::2]
     warped = cv2.remap(
         nxt, xs + f[..., 0], ys + f[..., 1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
@@ -95,20 +116,48 @@ class DisFlow:
     (docs/methods.md#cpu-defaults-and-backends); the shifted start runs on a second DIS
     object, since DIS keeps the last flow it was given as a start. One instance per session:
     the OpenCV objects keep scratch buffers and are not shared across threads.
+
+    A frame of a stride-2 stream is the second frame of one pair and the first of the pair
+    two frames on, so the quarter-size grey of a **read-only** frame that owns its data (the
+    pipeline's analysis frames) is kept for its next pair: half of ``global_shift``'s resizes
+    (0.16 ms of its 0.54 ms a pair here). A writable array or a view is resized every time: it
+    may be refilled.
     """
+
+    QUARTERS_KEPT = 4  # frames i-2 .. i+1 of a stride-2 stream, the fit's one-frame pairs too
 
     def __init__(self, preset: str = "fast") -> None:
         if preset not in _PRESETS:
             raise ValueError(f"unknown DIS preset {preset!r} (known: {', '.join(_PRESETS)})")
         self.name = f"dis-{preset}"
+        self._preset = preset
         self._dis = cv2.DISOpticalFlow_create(_PRESETS[preset])  # type: ignore[attr-defined]
         self._from_shift = cv2.DISOpticalFlow_create(_PRESETS[preset])  # type: ignore[attr-defined]
+        # id(frame) -> (frame, its quarter_grey); the frame is held so that its id stays its own
+        self._quarters: dict[int, tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]] = {}
+
+    def fresh(self) -> DisFlow:
+        """Another instance of the same preset, for another thread (the perceiver's finishing
+        half): DIS from rest depends only on the pair, never on the instance's past calls."""
+        return DisFlow(self._preset)
+
+    def _quarter(self, frame: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
+        if frame.flags.writeable or not frame.flags.owndata:
+            return quarter_grey(frame)
+        kept = self._quarters.get(id(frame))
+        if kept is not None and kept[0] is frame:
+            return kept[1]
+        small = quarter_grey(frame)
+        if len(self._quarters) >= self.QUARTERS_KEPT:
+            del self._quarters[next(iter(self._quarters))]  # the oldest
+        self._quarters[id(frame)] = (frame, small)
+        return small
 
     def __call__(self, prev: npt.NDArray[np.uint8], nxt: npt.NDArray[np.uint8]) -> Flow:
         # A fresh output array each call: passing a reused buffer to DIS.calc crashed
         # OpenCV 5.0 (segfault) in a multi-threaded run.
         flow: Flow = self._dis.calc(prev, nxt, None)
-        shift = global_shift(prev, nxt)
+        shift = global_shift(prev, nxt, self._quarter)
         if shift is None or float(np.hypot(*shift)) <= DIS_PRIOR_MIN_PX:
             return flow
         start = np.empty((*prev.shape[:2], 2), np.float32)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import queue
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,6 +104,8 @@ class FlowStep:
     fit_flow: npt.NDArray[np.float32] | None = None  # the sample's flow when not ``flow``
     fit_texture: Texture | None = None  # depth-free: where u and v can be measured
     fit_derotated: bool = True  # depth-free: False while its turn is still to warp out
+    # depth-free: the pair's frames and the one between them (``finish`` samples the fit)
+    fit_frames: tuple[Image, Image, Image | None] | None = None
     derotated_samples: tuple[FitSample, ...] = ()  # earlier fit frames, warped out now
     depth: npt.NDArray[np.float32] | None = None  # the target frame's, for its fit sample
     from_network: bool = False  # that depth came from the depth backend
@@ -151,6 +154,8 @@ class Perceiver:
     keep_quality_frames: bool = True  # the 1-fps frames, so quality needs no video later
     fit_every_frame: bool = False
     _estimated: set[int] = field(default_factory=set)  # fit frames with network depth
+    _fit_flow: FlowBackend | None = None  # the finishing half's (``_finish_flow``)
+    _flow_lock: threading.Lock = field(default_factory=threading.Lock)
     _recent: dict[int, Image] = field(default_factory=dict)  # grey, or RGB for an RGB backend
     _keys: dict[int, str] = field(default_factory=dict)  # of the frames in _recent
     _depth: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
@@ -171,10 +176,30 @@ class Perceiver:
         """``finish(flow_step(event))``: one frame, both halves on the calling thread."""
         return self.finish(self.flow_step(event))
 
+    def _flow(self, prev: Image, nxt: Image) -> npt.NDArray[np.float32]:
+        """The flow half's flow: under ``_flow_lock`` when the finishing half shares the
+        backend (one that cannot be copied, ``_finish_flow``)."""
+        if self._fit_flow is not None and self._fit_flow is not self.flow:
+            return self.flow(prev, nxt)
+        with self._flow_lock:
+            return self.flow(prev, nxt)
+
+    def _finish_flow(self, prev: Image, nxt: Image) -> npt.NDArray[np.float32]:
+        """The finishing half's flow (the depth-free fit's one-frame pairs and warped-out
+        turns): a copy of the backend of its own when the backend makes one (``fresh()``, as
+        DIS does: same arithmetic, its own scratch buffers), else the flow half's backend
+        under ``_flow_lock``."""
+        if self._fit_flow is None:
+            fresh = getattr(self.flow, "fresh", None)
+            self._fit_flow = fresh() if callable(fresh) else self.flow
+        if self._fit_flow is not self.flow:
+            return self._fit_flow(prev, nxt)
+        with self._flow_lock:
+            return self.flow(prev, nxt)
+
     def flow_step(self, event: FrameEvent) -> FlowStep:
         """The first half of a frame: checks, the analysis frames, the flow of the signal it
         completes (the perceiver's frame history is this half's alone)."""
-        derotated = self._answer_requests()
         i = event.index
         if i <= self._last_index:
             raise FrameRejectedError(f"frame {i}: out of order (after frame {self._last_index})")
@@ -182,6 +207,9 @@ class Perceiver:
         self._last_index = i
         rgb = to_analysis_rgb(image, self.width, self.height)
         gray = rgb_to_gray(rgb)
+        # read-only: nothing writes an analysis frame, and DisFlow keeps the quarter-size grey
+        # of a read-only frame for the frame's next pair
+        gray.setflags(write=False)
         flow_frame = rgb if flow_input(self.flow) == "rgb" else gray
         self._recent[i] = flow_frame
         self._keys[i] = event.key
@@ -203,19 +231,18 @@ class Perceiver:
             self._next_signal += 1
         start = self._next_signal - len(sx)
         step = FlowStep(event, image, gray, start, sx, srad, target)
-        step.derotated_samples = derotated
         if target >= 0:
             prev = self._recent.get(target)
             if prev is None:
                 sx.append(math.nan)
                 srad.append(math.nan)
             else:
-                step.flow = self.flow(prev, flow_frame)
+                step.flow = self._flow(prev, flow_frame)
                 if self._fits(target):
                     step.fit = True
                     step.depth = self._depth.pop(target, None)
                     if step.depth is None:
-                        self._depth_free_fit_flow(step, prev, flow_frame)
+                        step.fit_frames = (prev, flow_frame, self._recent.get(target + 1))
             self._next_signal = target + 1
         for old in [k for k in self._recent if k <= target]:
             del self._recent[old]
@@ -226,20 +253,21 @@ class Perceiver:
         self._estimated.discard(target)
         return step
 
-    def _depth_free_fit_flow(self, step: FlowStep, prev: Image, nxt: Image) -> None:
+    def _depth_free_fit_flow(self, step: FlowStep) -> None:
         """The flow a depth-free fit frame is sampled from (docs/methods.md#motion-type-fit): a
         fast pair's one-frame pair instead, doubled to stay in the signal pair's units, and
         either way with its turn warped out and put back as the exact field
         (``turn_to_warp_out``, ``warped_out_flow``); and the texture of the pair's first frame
         (``texture_grid``). A wall-clock episode keeps the pair to warp out later (class
-        docstring) and samples the plain flow meanwhile."""
-        assert step.flow is not None
+        docstring) and samples the plain flow meanwhile. Runs in the finishing half (its extra
+        flows on ``_finish_flow``), overlapped with the next frames' flow."""
+        assert step.flow is not None and step.fit_frames is not None
         target = step.target
-        middle = self._recent.get(target + 1)
+        prev, nxt, middle = step.fit_frames
         texture = texture_grid(prev)
         pair, doubled = step.flow, False
         if middle is not None and needs_short_pair(step.flow):
-            pair, nxt, doubled = self.flow(prev, middle), middle, True
+            pair, nxt, doubled = self._finish_flow(prev, middle), middle, True
         step.fit_texture = texture
         omega = turn_to_warp_out(pair, texture)
         if omega is None:  # nothing to warp out: the sample is final now
@@ -249,21 +277,21 @@ class Perceiver:
             step.fit_flow = _signal_units(pair, doubled)
             step.fit_derotated = False
         else:
-            out = warped_out_flow(self.flow, prev, nxt, omega)
+            out = warped_out_flow(self._finish_flow, prev, nxt, omega)
             step.fit_flow = _signal_units(out, doubled)
 
     def _warped_out_sample(self, frame: int) -> FitSample:
         """The sample ``flow_step`` + ``finish`` give a planned episode's fit frame ``frame``."""
         turn = self._pending.pop(frame)
-        out = warped_out_flow(self.flow, turn.prev, turn.nxt, turn.omega)
+        out = warped_out_flow(self._finish_flow, turn.prev, turn.nxt, turn.omega)
         return sample_fit(
             frame, _signal_units(out, turn.doubled), None, derotated=True, texture=turn.texture
         )
 
     def derotate(self, frames: frozenset[int], keep: frozenset[int]) -> None:
         """The pipeline's word (any thread): warp out the turns of ``frames`` (fit picks that no
-        longer change) and forget the pairs of frames not in ``keep``; done on the flow
-        thread at its next frame, the samples coming out with that frame's output."""
+        longer change) and forget the pairs of frames not in ``keep``; done by the finishing
+        half at its next frame, the samples coming out with that frame's output."""
         self._requests.put((frames, keep))
 
     def _answer_requests(self) -> tuple[FitSample, ...]:
@@ -286,12 +314,18 @@ class Perceiver:
         return done
 
     def finish(self, step: FlowStep) -> PerceptionOutput:
-        """The second half, in frame order: signals and fit sample from the step's flow, memory,
-        imaging statistics, the 1-fps frame. Touches none of ``flow_step``'s state, so the
+        """The second half, in frame order: signals and fit sample from the step's flow (the
+        depth-free fit's texture, one-frame pair and turn included, and the turns the pipeline
+        asked to warp out), memory, imaging statistics, the 1-fps frame. Touches none of
+        ``flow_step``'s state (the flow backend it shares only under ``_flow_lock``), so the
         perception worker runs it on its own thread while the next frame's flow is computed."""
         event, image, i = step.event, step.image, step.event.index
+        step.derotated_samples = self._answer_requests()
         sample: FitSample | None = None
         flow = step.flow
+        if step.fit_frames is not None:
+            self._depth_free_fit_flow(step)
+            step.fit_frames = None  # the frames are not kept past their sample
         if flow is not None:
             if self._scratch is None or self._scratch.shape != flow.shape:
                 self._scratch = np.empty_like(flow)

@@ -14,12 +14,17 @@ posts the result. The flow — the one cost that grows with the frame — is the
 thread does besides the analysis frame: 0.3–0.6 ms a frame of other work moved off it, onto the
 core the decoder and the event loop share (which had room). A bounded handoff between them keeps
 at most ``HANDOFF`` flows in memory; results still come out in the order the events went in.
+
+The queues between the loop and the threads are ``queue.SimpleQueue`` (C, one lock operation a
+call), bounded by counting (the inbox: the loop puts only while ``full()`` is False) or by
+slot tokens (the handoff): ``queue.Queue``'s Python-level conditions took 4–5 % of the flow
+thread's samples (py-spy, bench/throughput.py), each of their lock handoffs a moment the
+flow thread waits for the GIL (docs/benchmarks.md#per-frame-path).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import queue
 import threading
 import time
@@ -34,7 +39,9 @@ from streameval.perception.perceiver import (
     PerceptionOutput,
 )
 
-HANDOFF = 2  # frames between the flow thread and the finishing thread
+# frames between the flow thread and the finishing thread: room for a depth-free fit frame's
+# extra flows (one or two, on the finishing thread) without holding the flow thread up
+HANDOFF = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +78,14 @@ class PerceptionWorker:
     ) -> None:
         self._loop = loop
         self._make = make_perceiver
-        self._inbox: queue.Queue[Event | None] = queue.Queue(maxsize=max(1, capacity))
-        self._handoff: queue.Queue[_Handoff | None] = queue.Queue(maxsize=HANDOFF)
+        self._capacity = max(1, capacity)
+        self._inbox: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
+        self._handoff: queue.SimpleQueue[_Handoff | None] = queue.SimpleQueue()
+        # one token per flow allowed between the threads: the flow thread takes one before it
+        # hands a frame on, the finisher gives it back when it takes the frame
+        self._handoff_slots: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(HANDOFF):
+            self._handoff_slots.put(None)
         self.results: asyncio.Queue[Perceived | None] = asyncio.Queue()
         self._space = asyncio.Event()
         self._stop = threading.Event()
@@ -87,11 +100,11 @@ class PerceptionWorker:
         return self._inbox.qsize()
 
     def full(self) -> bool:
-        return self._inbox.full()
+        return self._inbox.qsize() >= self._capacity
 
     async def put(self, event: Event | None) -> None:
         """Hand an event to the thread, waiting (without blocking the loop) while it is full."""
-        while self._inbox.full():
+        while self.full():
             self._space.clear()
             await self._space.wait()
         self._inbox.put_nowait(event)
@@ -104,8 +117,7 @@ class PerceptionWorker:
                 self._inbox.get_nowait()
             except queue.Empty:
                 break
-        with contextlib.suppress(queue.Full):
-            self._inbox.put_nowait(None)
+        self._inbox.put_nowait(None)
 
     def running(self) -> bool:
         """Whether either thread is still alive (after ``join``: it timed out)."""
@@ -131,7 +143,12 @@ class PerceptionWorker:
     def _run(self) -> None:
         """The flow thread: events in order; a frame's first half."""
         perceiver: Perceiver | None = None
-        hand = self._handoff.put
+        slot, handoff = self._handoff_slots.get, self._handoff.put
+
+        def hand(item: _Handoff | None) -> None:
+            slot()
+            handoff(item)
+
         try:
             while not self._stop.is_set():
                 event = self._inbox.get()
@@ -160,6 +177,7 @@ class PerceptionWorker:
         """The finishing thread: a frame's second half, then every result posted in order."""
         while True:
             item = self._handoff.get()
+            self._handoff_slots.put(None)
             if item is None:
                 break
             if self._stop.is_set():

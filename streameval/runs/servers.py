@@ -3,10 +3,11 @@
 A lab serves one model on several GPUs, one session each. ``dispatch`` runs a list of jobs
 over a list of openers (one per server): each server runs one job at a time, the next job in
 order goes to whichever server frees up first, and no more than ``max_sessions`` run at once
-(the evaluator's own cores: every session is decoded and perceived here). Each job runs
-once; a job that fails is its own outcome (an incomplete episode, a refused case), never run
-again elsewhere — except a job its server could not even start (unreachable): that server
-is retired and the job goes to another, while another is left.
+(what the evaluator's own cores keep up with: every session is decoded and perceived here,
+``default_max_sessions``). Each job runs once; a job that fails is its own outcome (an
+incomplete episode, a refused case), never run again elsewhere — except a job its server
+could not even start (unreachable): that server is retired and the job goes to another, while
+another is left.
 
 ``EpisodeJob.open_source`` takes no argument (the case runner builds it once per case), so the
 server a job runs on is the dispatcher's choice at the moment it starts: ``ServerChoice`` is
@@ -37,23 +38,40 @@ Opener = TypeVar("Opener")
 P = ParamSpec("P")
 S = TypeVar("S")
 
-CORES_PER_SESSION = 1.0
-"""Evaluator cores one live 16 fps session is given. Measured on the 2-core development
-machine (servers in processes of their own, 640×352 JPEG frames): the live part — receive,
-decode, perception at the pipeline's rates — took 0.29–0.34 CPU seconds per second of video
-for 1, 2 and 4 sessions at once; each case's end then scores its episode (cut detection,
-the fits) in a burst while the other servers stream on. One core per session leaves that
-burst room, so ``max_sessions`` defaults to the cores available."""
+SESSION_CPU_PER_VIDEO_S: dict[str, float] = {"transnetv2": 0.42, "scenedetect-adaptive": 0.21}
+"""Evaluator CPU seconds one 16 fps session costs per second of video, by cut detector, with
+the other CPU defaults (DIS flow, the CPU descriptor, imaging statistics): the whole session
+— decode, perception, the cut detector's worker, the episode's scoring at its end — measured by
+bench/throughput.py ("16 fps sessions one evaluator keeps up with") on the 2-core development
+machine: 0.387–0.415 and 0.202–0.208, the higher kept
+(docs/benchmarks.md#sessions-one-evaluator-keeps-up-with), so two cores keep up with 3
+sessions of the default stack, 7 with PySceneDetect. Another detector or none is counted as
+the default stack (the dearest of these)."""
+
+SESSION_HEADROOM = 0.75
+"""The share of the evaluator's cores its sessions are planned to use: a live session must
+never fall behind (it would drop frames), and each case's end scores its episode in a burst
+while the other servers stream on."""
 
 SERVER_SLOT: contextvars.ContextVar[int] = contextvars.ContextVar("server_slot", default=0)
 """The index of the server the current task's job runs on (``ServerChoice`` reads it)."""
 
 
-def default_max_sessions(cores: int | None = None) -> int:
-    """How many sessions one evaluator runs at once: its cores over ``CORES_PER_SESSION``,
-    at least one."""
+def sessions_kept_up(cores: float, cpu_per_video_s: float) -> int:
+    """How many 16 fps sessions of ``cpu_per_video_s`` CPU seconds per video second ``cores``
+    cores keep up with, ``SESSION_HEADROOM`` of them used; at least one."""
+    return max(1, int(cores * SESSION_HEADROOM / cpu_per_video_s))
+
+
+def default_max_sessions(cores: int | None = None, cuts: str | None = "auto") -> int:
+    """How many sessions one evaluator runs at once: what its cores keep up with
+    (``sessions_kept_up``) with the cut detector ``cuts`` (``PipelineConfig.cuts``)."""
+    from streameval.perception.memory import resolve_cut_detector_name
+
     cores = available_cores() if cores is None else cores
-    return max(1, int(cores / CORES_PER_SESSION))
+    name = resolve_cut_detector_name(cuts) if cuts else ""
+    cpu = SESSION_CPU_PER_VIDEO_S.get(name, max(SESSION_CPU_PER_VIDEO_S.values()))
+    return sessions_kept_up(cores, cpu)
 
 
 async def dispatch(
@@ -141,7 +159,13 @@ async def run_jobs_on_servers(
             return False
         return True
 
-    limit = default_max_sessions() if max_sessions is None else max_sessions
+    limit = default_max_sessions(cuts=config.cuts) if max_sessions is None else max_sessions
+    if limit < servers:
+        log.warning(
+            "%d servers, at most %d sessions at once: this evaluator's %d cores keep up with %d"
+            " live 16 fps sessions of this stack (--max-sessions to change)",
+            servers, limit, available_cores(), limit,
+        )  # fmt: skip
     await dispatch(
         jobs,
         list(range(servers)),

@@ -206,8 +206,9 @@ def test_a_live_episode_warps_out_only_its_picks_and_gets_the_planned_samples(
     assert len(warps) == len(turning)  # planned: the turning picks only
     if pending_limit > 40:  # live: the same warps, once the picks are known
         assert len(live_warps) == len(turning)
-        # L's and R's picks when the next key began (on the flow thread), the last L's at the end
+        # L's and R's picks when the next key began (on the finishing thread, overlapped with
+        # the flow), the last L's at the end
         last = sum(1 for f in turning if f >= 120)
-        assert live_warps.count("perception") == len(turning) - last > 0 and last > 0
+        assert live_warps.count("perception-finish") == len(turning) - last > 0 and last > 0
     else:
         assert len(live_warps) > 40  # past the limit every turning frame is warped out at once

@@ -19,10 +19,12 @@ from streameval.cases.model import Case
 from streameval.runs.jobs import EpisodeJob
 from streameval.runs.servers import (
     SERVER_SLOT,
+    SESSION_CPU_PER_VIDEO_S,
     ServerChoice,
     default_max_sessions,
     dispatch,
     run_jobs_on_servers,
+    sessions_kept_up,
 )
 from streameval.transports.urls import AttachOptions, network_case_opener
 from tests.cases.arena_synth import write_arena
@@ -65,7 +67,20 @@ def test_max_sessions_bounds_the_servers_used() -> None:
     log = _run([0.02] * 4, ["a", "b", "c"], max_sessions=1)
     assert {opener for opener, *_ in log} == {"a"}
     assert len(log) == 4
-    assert default_max_sessions(cores=1) == 1 and default_max_sessions(cores=8) == 8
+
+
+def test_max_sessions_follow_what_the_cores_keep_up_with() -> None:
+    assert sessions_kept_up(2, 0.5) == 3  # 2 cores, 3/4 of them used, half a core a session
+    assert sessions_kept_up(1, 2.0) == 1  # never none
+    for cuts in SESSION_CPU_PER_VIDEO_S:
+        want = sessions_kept_up(8, SESSION_CPU_PER_VIDEO_S[cuts])
+        assert default_max_sessions(cores=8, cuts=cuts) == want
+    cheaper = default_max_sessions(cores=8, cuts="scenedetect-adaptive")
+    assert cheaper >= default_max_sessions(cores=8, cuts="transnetv2")
+    # no detector, or one not measured: counted as the dearest measured stack
+    assert default_max_sessions(cores=8, cuts=None) == min(
+        default_max_sessions(cores=8, cuts=c) for c in SESSION_CPU_PER_VIDEO_S
+    )
 
 
 def test_a_failure_cancels_the_rest() -> None:
