@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from streameval.constants import DEFAULT_FPS
 from streameval.probe.candidates import candidates, check_probeable, profile_names
 from streameval.probe.classify import KeyMotion, classify
 from streameval.probe.mapping import Mapping, choose, moves_alone
@@ -59,7 +60,7 @@ async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeRepo
     names = candidates(profile, options.extra)
     first = len(profile_names(profile))
     conditioning = _conditioning(options)
-    fps_hint = profile.fps or 16.0
+    fps_hint = profile.fps or DEFAULT_FPS
     motions: dict[str, KeyMotion] = {}
 
     def enough(windows: list[PressSignals]) -> bool:
