@@ -63,18 +63,42 @@ class Heartbeat:
     """Evaluator → server about once a second: the evaluator is still there."""
 
 
+START_NAMES = ("image", "prompt", "intrinsics")
+"""What a case start may carry, in the names a model's ``reset`` takes them by."""
+MAX_START_TEXT = 1 << 16
+"""Of a case start's caption, at most this many characters (every string's bound on the wire)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CaseStart:
+    """A benchmark case's start, carried by ``reset``: the image file's bytes as published
+    (``image``, of type ``mime``), the caption and ``[fx, fy, cx, cy]`` intrinsics. Sent only
+    to a server whose ``hello`` lists what it takes (``Hello.start``): an older server, which
+    does not, would ignore the fields and run the case from wherever its model starts."""
+
+    image: bytes | None = None
+    mime: str | None = None
+    prompt: str | None = None
+    intrinsics: tuple[float, ...] | None = None
+    case: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Reset:
-    """Evaluator → server: start a new episode from the model's initial state."""
+    """Evaluator → server: start a new episode from the model's initial state, or from a
+    case's ``start`` (an image, a caption, intrinsics)."""
 
     episode: str
+    start: CaseStart | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Bye:
-    """Either side: the session is over."""
+    """Either side: the session is over. A server's ``bye`` naming an ``episode`` refuses
+    that episode's start (a case image its model cannot take), in ``reason``."""
 
     reason: str = ""
+    episode: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +109,9 @@ class Hello:
     fps: float
     width: int
     height: int
+    start: tuple[str, ...] = ()
+    """What of a case start (``START_NAMES``) the served model takes; empty: none (an older
+    server says nothing, and is sent no case start)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -212,8 +239,12 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
         body = {"t": "heartbeat"}
     elif isinstance(message, Reset):
         body = {"t": "reset", "episode": message.episode}
+        if message.start is not None:
+            body["start"] = _start_body(message.start)
     elif isinstance(message, Bye):
         body = {"t": "bye", "reason": message.reason}
+        if message.episode:
+            body["episode"] = message.episode
     elif isinstance(message, Hello):
         body = {
             "t": "hello",
@@ -223,6 +254,8 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
             "w": message.width,
             "h": message.height,
         }
+        if message.start:
+            body["start"] = list(message.start)
     elif isinstance(message, Frame):
         h, w = message.image.shape[:2]
         body = {
@@ -287,6 +320,18 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
             }
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed
+
+
+def _start_body(start: CaseStart) -> dict[str, Any]:
+    body: dict[str, Any] = {"case": start.case}
+    if start.image is not None:
+        body["img"] = start.image  # binary, as frames: a string would pass no size check
+        body["mime"] = start.mime or "image/jpeg"
+    if start.prompt is not None:
+        body["prompt"] = start.prompt
+    if start.intrinsics is not None:
+        body["K"] = [float(v) for v in start.intrinsics]
+    return body
 
 
 # ---------------------------------------------------------------- decoding
@@ -397,6 +442,36 @@ def _optional_count(value: Any) -> int | None:
     return None
 
 
+def _start(value: Any) -> CaseStart | None:
+    """The ``start`` of a reset: checked field by field (the image's bytes are decoded by
+    the server, which answers one it cannot read with a ``bye`` naming the episode)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise WireError("reset message: 'start' must be a map")
+    image, mime, prompt, k = (value.get(n) for n in ("img", "mime", "prompt", "K"))
+    if image is not None and (not isinstance(image, bytes) or not image):
+        raise WireError("reset message: start 'img' must be non-empty bytes")
+    if mime is not None and (not isinstance(mime, str) or len(mime) > 100):
+        raise WireError("reset message: start 'mime' must be a short string")
+    if prompt is not None and (not isinstance(prompt, str) or len(prompt) > MAX_START_TEXT):
+        raise WireError(f"reset message: start 'prompt' must be text of ≤ {MAX_START_TEXT:,} chars")
+    intrinsics: tuple[float, ...] | None = None
+    if k is not None:
+        numbers = [_optional_number(v) for v in k] if isinstance(k, list) else []
+        if len(numbers) != 4 or any(v is None for v in numbers):
+            raise WireError("reset message: start 'K' must be [fx, fy, cx, cy], finite")
+        intrinsics = tuple(float(v) for v in numbers if v is not None)
+    case = value.get("case", "")
+    return CaseStart(
+        image=image,
+        mime=mime,
+        prompt=prompt,
+        intrinsics=intrinsics,
+        case=str(case)[:MAX_CASE_TEXT] if isinstance(case, str) else "",
+    )
+
+
 def _case(value: Any) -> WireCase | None:
     """The ``case`` of a scores message; anything malformed is no case (the message stays
     valid: the case is extra information for the watcher's case view)."""
@@ -458,7 +533,7 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
             raw=False,
             strict_map_key=True,
             max_bin_len=max_bytes,
-            max_str_len=1 << 16,
+            max_str_len=MAX_START_TEXT,
             max_array_len=1 << 16,
             max_map_len=256,
             max_ext_len=0,  # no extension types: nothing but plain data is ever rebuilt
@@ -479,15 +554,18 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
     if kind == "heartbeat":
         return Heartbeat()
     if kind == "reset":
-        return Reset(str(body.get("episode", "")))
+        return Reset(str(body.get("episode", "")), _start(body.get("start")))
     if kind == "bye":
-        return Bye(str(body.get("reason", "")))
+        return Bye(str(body.get("reason", "")), str(body.get("episode") or ""))
     if kind == "hello":
         fps = _field(body, "fps", (int, float))
         if not (math.isfinite(fps) and 0 < fps <= 1000):
             raise WireError(f"hello message: fps {fps} outside (0, 1000]")
         w, h = _dims(body, "hello message")
-        return Hello(str(body.get("model", "")), float(fps), w, h)
+        start = body.get("start")
+        names = start if isinstance(start, list) else []
+        takes = tuple(n for n in START_NAMES if n in names)  # unknown names: a newer server's
+        return Hello(str(body.get("model", "")), float(fps), w, h, takes)
     if kind == "scores":
         metrics = _field(body, "metrics", dict)
         return ScoresUpdate(
