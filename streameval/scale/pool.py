@@ -23,14 +23,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.errors import BadInputError
-from streameval.results.episode_state import clear_episode
+from streameval.results.episode_state import clear_episode, episode_finished
 from streameval.results.results_log import RESULTS_LOG, ResultsLog
+from streameval.runs.jobs import EpisodeJob
 from streameval.scale.pool_messages import (
     OPEN_STATES,
     POOL_ROOT,
@@ -48,6 +49,10 @@ from streameval.scale.pool_messages import (
     offers_topic,
     shared_offers_topic,
 )
+
+if TYPE_CHECKING:
+    from streameval.cases.model import CaseSet
+    from streameval.runs.builders import RecordMode
 
 SETTLE_S = 1.0
 """After joining, retained claims and liveness have arrived within this: then look for
@@ -77,6 +82,13 @@ def _client(target: Any, **extra: Any) -> Any:
     )
 
 
+def _label(offer: SessionOffer) -> str:
+    """How a member's lines name an offer: the session, or the case on its session."""
+    if offer.case is None:
+        return offer.session
+    return f"{offer.case.key} on {offer.session}"
+
+
 @dataclass
 class PoolView:
     """What a member (or ``pool status``) knows: every claim and every evaluator's state."""
@@ -89,11 +101,11 @@ class PoolView:
         claims_prefix = f"{POOL_ROOT}/{group}/claims/"
         evaluators_prefix = f"{POOL_ROOT}/{group}/evaluators/"
         if topic.startswith(claims_prefix):
-            session = topic.removeprefix(claims_prefix)
+            key = topic.removeprefix(claims_prefix)
             if not payload:
-                self.claims.pop(session, None)
+                self.claims.pop(key, None)
             else:
-                self.claims[session] = Claim.from_json(decode(payload))
+                self.claims[key] = Claim.from_json(decode(payload))
             return "claim"
         if topic.startswith(evaluators_prefix):
             name = topic.removeprefix(evaluators_prefix)
@@ -127,6 +139,7 @@ class PoolEvaluator:
         config: PipelineConfig | None = None,
         concurrency: int = 1,
         no_frame_timeout_s: float = 10.0,
+        record: RecordMode = "lossless",
     ) -> None:
         self.broker_url = broker_url
         self.target = broker_target(broker_url)
@@ -136,7 +149,9 @@ class PoolEvaluator:
         self.config = config or PipelineConfig()
         self.concurrency = max(1, concurrency)
         self.no_frame_timeout_s = no_frame_timeout_s
+        self.record: RecordMode = record  # a case's recording, as attach --cases keeps it
         self.view = PoolView()
+        self._case_sets: dict[tuple[str | None, ...], CaseSet] = {}
         self._client: Any = None
         self._queue: asyncio.Queue[SessionOffer] = asyncio.Queue()
 
@@ -202,10 +217,14 @@ class PoolEvaluator:
                 self._say(f"ignored a malformed message on {topic}: {exc}")
 
     async def _on_offer(self, offer: SessionOffer) -> None:
-        held = self.view.claims.get(offer.session)
-        if held is not None and not (held.state == "lost" and offer.attempt > held.offer.attempt):
+        held = self.view.claims.get(offer.claim_key)
+        # a later attempt of a session (or case) nobody holds any more: taken; the same
+        # attempt again (a duplicate delivery), or one still held: ignored
+        if held is not None and not (
+            held.state not in OPEN_STATES and offer.attempt > held.offer.attempt
+        ):
             self._say(
-                f"{offer.session}: offer (attempt {offer.attempt}) ignored, already "
+                f"{_label(offer)}: offer (attempt {offer.attempt}) ignored, already "
                 f"{held.state} by {held.evaluator} (attempt {held.offer.attempt})"
             )
             return
@@ -217,8 +236,8 @@ class PoolEvaluator:
         await self._publish_claim(claim)
 
     async def _publish_claim(self, claim: Claim) -> None:
-        self.view.claims[claim.session] = claim  # at once: the echo comes later
-        topic = claim_topic(self.group, claim.session)
+        self.view.claims[claim.key] = claim  # at once: the echo comes later
+        topic = claim_topic(self.group, claim.key)
         await self._client.publish(topic, encode(claim.to_json()), qos=1, retain=True)
 
     async def _reconcile(self) -> None:
@@ -232,7 +251,7 @@ class PoolEvaluator:
             )
             again = claim.offer.again(reason)
             await self._client.publish(offers_topic(self.group), encode(again.to_json()), qos=1)
-            self._say(f"{claim.session}: {reason} while {claim.state}; offered again")
+            self._say(f"{_label(claim.offer)}: {reason} while {claim.state}; offered again")
 
     async def _reconcile_periodically(self) -> None:
         await asyncio.sleep(SETTLE_S)
@@ -243,18 +262,33 @@ class PoolEvaluator:
     async def _work(self) -> None:
         while True:
             offer = await self._queue.get()
-            results_dir = self.out / offer.session
-            await self._claim(offer, "evaluating", results_dir=str(results_dir))
-            self._say(f"{offer.session}: evaluating (attempt {offer.attempt})")
+            label = _label(offer)
             try:
-                outcome = await self._evaluate(offer, results_dir)
+                job = self._case_job(offer) if offer.case is not None else None
+            except Exception as exc:  # a case this member cannot read: that case fails
+                why = str(exc) if isinstance(exc, BadInputError) else repr(exc)
+                await self._claim(offer, "failed", reason=why)
+                self._say(f"{label}: failed: {why}")
+                continue
+            results_dir = job.results_dir if job is not None else self.out / offer.session
+            if job is not None and episode_finished(results_dir):
+                # finished by a former run (the broker forgot its claim): kept, not run twice
+                await self._claim(
+                    offer, "done", results_dir=str(results_dir), complete=True, reason="kept"
+                )
+                self._say(f"{label}: finished before, kept")
+                continue
+            await self._claim(offer, "evaluating", results_dir=str(results_dir))
+            self._say(f"{label}: evaluating (attempt {offer.attempt})")
+            try:
+                outcome = await self._evaluate(offer, results_dir, job)
             except asyncio.CancelledError:
                 raise  # stopping: the claim stays open and the leader offers it again
             except Exception as exc:
                 # one failed session never stops the member, and is never left "evaluating"
                 why = str(exc) if isinstance(exc, BadInputError) else repr(exc)
                 await self._claim(offer, "failed", results_dir=str(results_dir), reason=why)
-                self._say(f"{offer.session}: failed: {why}")
+                self._say(f"{label}: failed: {why}")
                 continue
             errors = "; ".join(e.message for e in outcome.errors)
             reason = None if outcome.complete else errors or "incomplete"
@@ -266,30 +300,88 @@ class PoolEvaluator:
                 reason=reason,
             )
             state = "complete" if outcome.complete else f"INCOMPLETE ({reason})"
-            self._say(f"{offer.session}: done, {outcome.frames} frames, {state}")
+            self._say(f"{label}: done, {outcome.frames} frames, {state}")
 
-    async def _evaluate(self, offer: SessionOffer, results_dir: Path) -> EpisodeOutcome:
+    def _live(self, offer: SessionOffer, seconds_per_key: float) -> Any:
         from streameval.transports.base import LiveConfig
-        from streameval.transports.mqtt.transport import MqttSource
 
-        live = LiveConfig(
+        return LiveConfig(
             clock=offer.clock,
-            seconds_per_key=offer.seconds_per_key,
+            seconds_per_key=seconds_per_key,
             no_frame_timeout_s=self.no_frame_timeout_s,
         )
-        source = MqttSource(
-            self.target.session_url(offer.session),
-            offer.keys,
-            episode=offer.episode,
-            suite=offer.suite,
-            config=live,
+
+    def _case_job(self, offer: SessionOffer) -> EpisodeJob:
+        """The case of a case offer as ``attach --cases`` runs it (``runs.cases.case_jobs``):
+        the same selection read here, the same seeded order in ``cases.json``, the results
+        in ``OUT/<model>/<set>/<case>/`` with the case's ``manifest.jsonl`` line; the
+        session, sent a ``reset`` with the case's image, caption and intrinsics, runs it."""
+        from streameval.cases.conditioning import Conditioning
+        from streameval.cases.model import Case
+        from streameval.runs.cases import CaseDrive, CaseSelection, case_jobs
+        from streameval.transports.mqtt.transport import MqttSource
+
+        ref = offer.case
+        assert ref is not None
+        selection = CaseSelection(Path(ref.source), ref.sets, ref.images, ref.actions, ref.seed)
+        known = (ref.source, ref.sets, ref.images, ref.actions)
+        if known not in self._case_sets:  # read and checked once per selection
+            self._case_sets[known] = selection.load()
+        url = self.target.session_url(offer.session)
+
+        def open_for_case(case: Case, drive: CaseDrive, conditioning: Conditioning) -> Any:
+            return MqttSource(
+                url,
+                tuple(drive.keys),
+                episode=case.name,
+                suite=drive.suite,
+                config=self._live(offer, drive.seconds_per_key),
+                conditioning=conditioning,
+            )
+
+        jobs = case_jobs(
+            self._case_sets[known],
+            self.out,
+            ref.model,
+            open_for_case,
+            ref.seed,
+            seconds_per_key=offer.seconds_per_key,
+            record=self.record,
+            selection=selection.record(),
         )
-        await source.connect()
+        for job in jobs:
+            if job.case is not None and job.case.key == ref.key:
+                return job
+        raise BadInputError(ref.source, f"case {ref.key} is not in this selection")
+
+    async def _evaluate(
+        self, offer: SessionOffer, results_dir: Path, job: EpisodeJob | None = None
+    ) -> EpisodeOutcome:
+        from streameval.transports.mqtt.transport import MqttSource
+
+        if job is not None:
+            source: Any = job.open_source()
+            observers = list(job.observers)
+        else:
+            source = MqttSource(
+                self.target.session_url(offer.session),
+                offer.keys,
+                episode=offer.episode,
+                suite=offer.suite,
+                config=self._live(offer, offer.seconds_per_key),
+            )
+            observers = []
+        try:
+            await source.connect()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await source.close()
+            raise
         clear_episode(results_dir)  # a session taken over starts from nothing
         # results.jsonl is shared with the other members writing into the same --out
         log = ResultsLog(self.out / RESULTS_LOG)
         return await run_episode(
-            source, config=self.config, results_dir=results_dir, observers=[log]
+            source, config=self.config, results_dir=results_dir, observers=[log, *observers]
         )
 
 
