@@ -39,7 +39,6 @@ from streameval.scale.pool_messages import (
     CaseRef,
     PoolMessageError,
     SessionOffer,
-    case_claim_key,
     check_name,
     decode,
     encode,

@@ -7,7 +7,8 @@ Topics (``GROUP`` names the pool; sessions keep their own ``streameval/SESSION/�
   hands each offer to exactly one of them.
 - ``streameval/pool/GROUP/claims/KEY`` (retained): who holds the session and where it
   stands (``KEY``: the session; for a benchmark case, the run's model and the case,
-  ``case_claim_key``, so each case runs once whichever session and evaluator take it), ``queued`` → ``evaluating`` → ``done`` | ``failed``; ``lost`` when its evaluator
+  ``case_claim_key``, so each case runs once whichever session and evaluator take it):
+  ``queued`` → ``evaluating`` → ``done`` | ``failed``; ``lost`` when its evaluator
   died and the session was offered again. The claim carries the offer, so whoever takes a
   session over knows how to drive it.
 - ``streameval/pool/GROUP/evaluators/ID`` (retained): ``alive``, ``stopped``; ``lost`` is
