@@ -154,6 +154,7 @@ class PoolEvaluator:
         self._case_sets: dict[tuple[str | None, ...], CaseSet] = {}
         self._client: Any = None
         self._queue: asyncio.Queue[SessionOffer] = asyncio.Queue()
+        self._held: set[str] = set()  # claim keys this process holds open
 
     def _say(self, text: str) -> None:
         print(f"[{self.name}] {text}", file=sys.stderr, flush=True)
@@ -228,6 +229,7 @@ class PoolEvaluator:
                 f"{held.state} by {held.evaluator} (attempt {held.offer.attempt})"
             )
             return
+        self._held.add(offer.claim_key)
         await self._claim(offer, "queued")
         await self._queue.put(offer)
 
@@ -253,8 +255,26 @@ class PoolEvaluator:
             await self._client.publish(offers_topic(self.group), encode(again.to_json()), qos=1)
             self._say(f"{_label(claim.offer)}: {reason} while {claim.state}; offered again")
 
+    async def _release_former_claims(self) -> None:
+        """Claims left open under this member's name by a former process of the same name
+        (restarted with ``--name``): nobody evaluates them, and the leader cannot tell, as
+        the name is alive again. Marked lost and offered again, as the leader would."""
+        for claim in list(self.view.claims.values()):
+            if claim.evaluator != self.name or claim.state not in OPEN_STATES:
+                continue
+            if claim.key in self._held:
+                continue
+            reason = f"evaluator {self.name} restarted"
+            await self._publish_claim(
+                Claim(claim.offer, claim.evaluator, "lost", time.time(), reason=reason)
+            )
+            again = claim.offer.again(reason)
+            await self._client.publish(offers_topic(self.group), encode(again.to_json()), qos=1)
+            self._say(f"{_label(claim.offer)}: {reason} while {claim.state}; offered again")
+
     async def _reconcile_periodically(self) -> None:
         await asyncio.sleep(SETTLE_S)
+        await self._release_former_claims()
         while True:
             await self._reconcile()
             await asyncio.sleep(RECONCILE_EVERY_S)
@@ -268,6 +288,7 @@ class PoolEvaluator:
             except Exception as exc:  # a case this member cannot read: that case fails
                 why = str(exc) if isinstance(exc, BadInputError) else repr(exc)
                 await self._claim(offer, "failed", reason=why)
+                self._held.discard(offer.claim_key)
                 self._say(f"{label}: failed: {why}")
                 continue
             results_dir = job.results_dir if job is not None else self.out / offer.session
@@ -276,6 +297,7 @@ class PoolEvaluator:
                 await self._claim(
                     offer, "done", results_dir=str(results_dir), complete=True, reason="kept"
                 )
+                self._held.discard(offer.claim_key)
                 self._say(f"{label}: finished before, kept")
                 continue
             await self._claim(offer, "evaluating", results_dir=str(results_dir))
@@ -288,6 +310,7 @@ class PoolEvaluator:
                 # one failed session never stops the member, and is never left "evaluating"
                 why = str(exc) if isinstance(exc, BadInputError) else repr(exc)
                 await self._claim(offer, "failed", results_dir=str(results_dir), reason=why)
+                self._held.discard(offer.claim_key)
                 self._say(f"{label}: failed: {why}")
                 continue
             errors = "; ".join(e.message for e in outcome.errors)
@@ -299,6 +322,7 @@ class PoolEvaluator:
                 complete=outcome.complete,
                 reason=reason,
             )
+            self._held.discard(offer.claim_key)
             state = "complete" if outcome.complete else f"INCOMPLETE ({reason})"
             self._say(f"{label}: done, {outcome.frames} frames, {state}")
 

@@ -69,7 +69,7 @@ def _selection(arena: Path) -> CaseSelection:
     return CaseSelection(arena, seed=3, **SELECTION)
 
 
-async def _serve(broker: Broker, sessions: list[str], factory: Any = world) -> None:
+async def _serve(at: Broker, sessions: list[str], factory: Any = world) -> None:
     from streameval.transports.mqtt.serve import serve_mqtt
 
     events = [asyncio.Event() for _ in sessions]
@@ -77,8 +77,15 @@ async def _serve(broker: Broker, sessions: list[str], factory: Any = world) -> N
         model = factory()
         w = world()
         asyncio.get_running_loop().create_task(
-            serve_mqtt(model, broker.url(session), name=NAME, fps=w.fps, width=w.width,
-                       height=w.height, ready=ready)  # fmt: skip
+            serve_mqtt(
+                model,
+                at.url(session),
+                name=NAME,
+                fps=w.fps,
+                width=w.width,
+                height=w.height,
+                ready=ready,
+            )
         )
     await asyncio.wait_for(asyncio.gather(*(e.wait() for e in events)), 20)
 
@@ -186,7 +193,9 @@ def test_an_interrupted_pool_run_resumes_keeping_the_finished_cases(
     stamps = {key: (out / MODEL_DIR / key / "scores.json").stat().st_mtime_ns for key in finished}
 
     async def resumed() -> Any:
-        members, stop = _evaluators(url, out, ["ev-c", "ev-d"])  # new members
+        # one member restarted under its name, one new: a case left open by either is
+        # released (by itself, or by the leader) and run again
+        members, stop = _evaluators(url, out, ["ev-a", "ev-c"])
         tasks = await _join(members, stop)
         try:
             return await offer_cases(
