@@ -2,8 +2,9 @@
 image (inline, base64) and caption in a ``configure`` on the key channel; the served model's
 ``reset`` receives them by the names it takes, and the episode starts from the case image. A
 served model whose ``reset`` takes no image answers the configure with an error: that case
-ends incomplete in the server's words. Our own protocol (``--lossless``, MQTT) carries no
-image: attach refuses such cases before anything runs, with one line."""
+ends incomplete in the server's words. Our own protocol over WebRTC (``--lossless``) carries
+no image: attach refuses such cases before anything runs, with one line (over MQTT the start
+rides on the ``reset``: ``tests/scale/test_pool_cases.py``)."""
 
 from __future__ import annotations
 
