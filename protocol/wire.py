@@ -20,6 +20,13 @@ from typing import Any, Literal
 import msgpack
 import numpy as np
 import numpy.typing as npt
+from streameval.protocol.case_start import (
+    MAX_START_TEXT,
+    START_NAMES,
+    CaseStart,
+    parse_start,
+    start_body,
+)
 from streameval.protocol.keys import KEYS, NO_KEY
 
 from streameval.errors import InvalidDataError
@@ -61,26 +68,6 @@ class KeyUp:
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
     """Evaluator → server about once a second: the evaluator is still there."""
-
-
-START_NAMES = ("image", "prompt", "intrinsics")
-"""What a case start may carry, in the names a model's ``reset`` takes them by."""
-MAX_START_TEXT = 1 << 16
-"""Of a case start's caption, at most this many characters (every string's bound on the wire)."""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class CaseStart:
-    """A benchmark case's start, carried by ``reset``: the image file's bytes as published
-    (``image``, of type ``mime``), the caption and ``[fx, fy, cx, cy]`` intrinsics. Sent only
-    to a server whose ``hello`` lists what it takes (``Hello.start``): an older server, which
-    does not, would ignore the fields and run the case from wherever its model starts."""
-
-    image: bytes | None = None
-    mime: str | None = None
-    prompt: str | None = None
-    intrinsics: tuple[float, ...] | None = None
-    case: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +227,7 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
     elif isinstance(message, Reset):
         body = {"t": "reset", "episode": message.episode}
         if message.start is not None:
-            body["start"] = _start_body(message.start)
+            body["start"] = start_body(message.start)
     elif isinstance(message, Bye):
         body = {"t": "bye", "reason": message.reason}
         if message.episode:
@@ -320,18 +307,6 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
             }
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed
-
-
-def _start_body(start: CaseStart) -> dict[str, Any]:
-    body: dict[str, Any] = {"case": start.case}
-    if start.image is not None:
-        body["img"] = start.image  # binary, as frames: a string would pass no size check
-        body["mime"] = start.mime or "image/jpeg"
-    if start.prompt is not None:
-        body["prompt"] = start.prompt
-    if start.intrinsics is not None:
-        body["K"] = [float(v) for v in start.intrinsics]
-    return body
 
 
 # ---------------------------------------------------------------- decoding
@@ -442,36 +417,6 @@ def _optional_count(value: Any) -> int | None:
     return None
 
 
-def _start(value: Any) -> CaseStart | None:
-    """The ``start`` of a reset: checked field by field (the image's bytes are decoded by
-    the server, which answers one it cannot read with a ``bye`` naming the episode)."""
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise WireError("reset message: 'start' must be a map")
-    image, mime, prompt, k = (value.get(n) for n in ("img", "mime", "prompt", "K"))
-    if image is not None and (not isinstance(image, bytes) or not image):
-        raise WireError("reset message: start 'img' must be non-empty bytes")
-    if mime is not None and (not isinstance(mime, str) or len(mime) > 100):
-        raise WireError("reset message: start 'mime' must be a short string")
-    if prompt is not None and (not isinstance(prompt, str) or len(prompt) > MAX_START_TEXT):
-        raise WireError(f"reset message: start 'prompt' must be text of ≤ {MAX_START_TEXT:,} chars")
-    intrinsics: tuple[float, ...] | None = None
-    if k is not None:
-        numbers = [_optional_number(v) for v in k] if isinstance(k, list) else []
-        if len(numbers) != 4 or any(v is None for v in numbers):
-            raise WireError("reset message: start 'K' must be [fx, fy, cx, cy], finite")
-        intrinsics = tuple(float(v) for v in numbers if v is not None)
-    case = value.get("case", "")
-    return CaseStart(
-        image=image,
-        mime=mime,
-        prompt=prompt,
-        intrinsics=intrinsics,
-        case=str(case)[:MAX_CASE_TEXT] if isinstance(case, str) else "",
-    )
-
-
 def _case(value: Any) -> WireCase | None:
     """The ``case`` of a scores message; anything malformed is no case (the message stays
     valid: the case is extra information for the watcher's case view)."""
@@ -554,7 +499,11 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
     if kind == "heartbeat":
         return Heartbeat()
     if kind == "reset":
-        return Reset(str(body.get("episode", "")), _start(body.get("start")))
+        try:
+            start = parse_start(body.get("start"), MAX_CASE_TEXT)
+        except ValueError as exc:
+            raise WireError(f"reset message: {exc}") from None
+        return Reset(str(body.get("episode", "")), start)
     if kind == "bye":
         return Bye(str(body.get("reason", "")), str(body.get("episode") or ""))
     if kind == "hello":

@@ -7,7 +7,7 @@ streameval pool offer mqtt://HOST:PORT SESSION... [--action 9] [--seconds-per-ke
 streameval pool offer mqtt://HOST:PORT SESSION... --cases PATH [--sets S] [--images I]
         [--actions A] [--case-seed N] [--model-name M]
     share a benchmark's cases out over the sessions and the pool's evaluators, each case
-    once (``scale.pool_cases``); runs until every case is accounted for
+    once (``runs.pool_cases``); runs until every case is accounted for
 streameval pool status mqtt://HOST:PORT [--group G]
     every session's claim; exit 1 when one is held by a lost evaluator (unaccounted)
 """
@@ -131,6 +131,7 @@ def _offers(args: argparse.Namespace) -> list[SessionOffer]:
 
 
 async def _evaluate(args: argparse.Namespace) -> None:
+    from streameval.runs.pool_cases import PoolCaseJobs
     from streameval.scale.pool import PoolEvaluator
 
     name = args.name or f"{socket.gethostname()}-{os.getpid()}"
@@ -142,7 +143,7 @@ async def _evaluate(args: argparse.Namespace) -> None:
         config=pipeline_config(args),
         concurrency=args.concurrency,
         no_frame_timeout_s=args.no_frame_timeout,
-        record=args.record,
+        case_jobs=PoolCaseJobs(args.out, args.record),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -158,7 +159,7 @@ def _offer_cases(args: argparse.Namespace) -> int:
     from streameval.cli.exit_codes import EXIT_BAD_INPUT
     from streameval.errors import BadInputError
     from streameval.runs.cases import CaseSelection
-    from streameval.scale.pool_cases import offer_cases
+    from streameval.runs.pool_cases import offer_cases
 
     if args.seconds_per_key <= 0:
         raise BadInputError("--seconds-per-key", f"must be > 0, got {args.seconds_per_key}")

@@ -21,17 +21,18 @@ import asyncio
 import contextlib
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from streameval.core.observers import EpisodeOutcome
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.core.source import Source
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.errors import BadInputError
 from streameval.results.episode_state import clear_episode, episode_finished
 from streameval.results.results_log import RESULTS_LOG, ResultsLog
-from streameval.runs.jobs import EpisodeJob
 from streameval.scale.pool_messages import (
     OPEN_STATES,
     POOL_ROOT,
@@ -49,10 +50,21 @@ from streameval.scale.pool_messages import (
     offers_topic,
     shared_offers_topic,
 )
+from streameval.transports.base import LiveConfig
 
-if TYPE_CHECKING:
-    from streameval.cases.model import CaseSet
-    from streameval.runs.builders import RecordMode
+
+class CaseJob(Protocol):
+    """A benchmark case's episode, as a member runs it (``runs.jobs.EpisodeJob``)."""
+
+    results_dir: Path
+    observers: list[EpisodeObserver]
+    open_source: Callable[[], Source]
+
+
+CaseJobs = Callable[[SessionOffer, str, LiveConfig], CaseJob]
+"""Builds the job of a case offer (``runs.pool_cases.PoolCaseJobs``: the very jobs of
+``attach --cases``), given its session's URL and live settings; may raise
+``BadInputError``."""
 
 SETTLE_S = 1.0
 """After joining, retained claims and liveness have arrived within this: then look for
@@ -139,7 +151,7 @@ class PoolEvaluator:
         config: PipelineConfig | None = None,
         concurrency: int = 1,
         no_frame_timeout_s: float = 10.0,
-        record: RecordMode = "lossless",
+        case_jobs: CaseJobs | None = None,
     ) -> None:
         self.broker_url = broker_url
         self.target = broker_target(broker_url)
@@ -149,9 +161,8 @@ class PoolEvaluator:
         self.config = config or PipelineConfig()
         self.concurrency = max(1, concurrency)
         self.no_frame_timeout_s = no_frame_timeout_s
-        self.record: RecordMode = record  # a case's recording, as attach --cases keeps it
+        self.case_jobs = case_jobs  # None: this member runs no case set's offers
         self.view = PoolView()
-        self._case_sets: dict[tuple[str | None, ...], CaseSet] = {}
         self._client: Any = None
         self._queue: asyncio.Queue[SessionOffer] = asyncio.Queue()
         self._held: set[str] = set()  # claim keys this process holds open
@@ -284,7 +295,7 @@ class PoolEvaluator:
             offer = await self._queue.get()
             label = _label(offer)
             try:
-                job = self._case_job(offer) if offer.case is not None else None
+                job = self._case_job(offer)
             except Exception as exc:  # a case this member cannot read: that case fails
                 why = str(exc) if isinstance(exc, BadInputError) else repr(exc)
                 await self._claim(offer, "failed", reason=why)
@@ -326,60 +337,23 @@ class PoolEvaluator:
             state = "complete" if outcome.complete else f"INCOMPLETE ({reason})"
             self._say(f"{label}: done, {outcome.frames} frames, {state}")
 
-    def _live(self, offer: SessionOffer, seconds_per_key: float) -> Any:
-        from streameval.transports.base import LiveConfig
+    def _case_job(self, offer: SessionOffer) -> CaseJob | None:
+        if offer.case is None:
+            return None
+        if self.case_jobs is None:
+            raise BadInputError(offer.case.key, "this evaluator runs no case sets")
+        url = self.target.session_url(offer.session)
+        return self.case_jobs(offer, url, self._live(offer, offer.seconds_per_key))
 
+    def _live(self, offer: SessionOffer, seconds_per_key: float) -> LiveConfig:
         return LiveConfig(
             clock=offer.clock,
             seconds_per_key=seconds_per_key,
             no_frame_timeout_s=self.no_frame_timeout_s,
         )
 
-    def _case_job(self, offer: SessionOffer) -> EpisodeJob:
-        """The case of a case offer as ``attach --cases`` runs it (``runs.cases.case_jobs``):
-        the same selection read here, the same seeded order in ``cases.json``, the results
-        in ``OUT/<model>/<set>/<case>/`` with the case's ``manifest.jsonl`` line; the
-        session, sent a ``reset`` with the case's image, caption and intrinsics, runs it."""
-        from streameval.cases.conditioning import Conditioning
-        from streameval.cases.model import Case
-        from streameval.runs.cases import CaseDrive, CaseSelection, case_jobs
-        from streameval.transports.mqtt.transport import MqttSource
-
-        ref = offer.case
-        assert ref is not None
-        selection = CaseSelection(Path(ref.source), ref.sets, ref.images, ref.actions, ref.seed)
-        known = (ref.source, ref.sets, ref.images, ref.actions)
-        if known not in self._case_sets:  # read and checked once per selection
-            self._case_sets[known] = selection.load()
-        url = self.target.session_url(offer.session)
-
-        def open_for_case(case: Case, drive: CaseDrive, conditioning: Conditioning) -> Any:
-            return MqttSource(
-                url,
-                tuple(drive.keys),
-                episode=case.name,
-                suite=drive.suite,
-                config=self._live(offer, drive.seconds_per_key),
-                conditioning=conditioning,
-            )
-
-        jobs = case_jobs(
-            self._case_sets[known],
-            self.out,
-            ref.model,
-            open_for_case,
-            ref.seed,
-            seconds_per_key=offer.seconds_per_key,
-            record=self.record,
-            selection=selection.record(),
-        )
-        for job in jobs:
-            if job.case is not None and job.case.key == ref.key:
-                return job
-        raise BadInputError(ref.source, f"case {ref.key} is not in this selection")
-
     async def _evaluate(
-        self, offer: SessionOffer, results_dir: Path, job: EpisodeJob | None = None
+        self, offer: SessionOffer, results_dir: Path, job: CaseJob | None = None
     ) -> EpisodeOutcome:
         from streameval.transports.mqtt.transport import MqttSource
 

@@ -25,8 +25,8 @@ from streameval.cli.main import main
 from streameval.errors import BadInputError
 from streameval.results.layout import path_component
 from streameval.runs.cases import CASES_FILE, MANIFEST_FILE, CaseSelection
+from streameval.runs.pool_cases import PoolCaseJobs, offer_cases
 from streameval.scale.pool import PoolEvaluator, offer_sessions, read_pool
-from streameval.scale.pool_cases import offer_cases
 from streameval.scale.pool_messages import CaseRef, SessionOffer
 from tests.cases.arena_synth import write_arena
 from tests.scale.test_pool import Background, broker  # noqa: F401  (the broker fixture)
@@ -92,7 +92,15 @@ async def _serve(at: Broker, sessions: list[str], factory: Any = world) -> None:
 
 def _evaluators(url: str, out: Path, names: list[str]) -> tuple[list[PoolEvaluator], Any]:
     members = [
-        PoolEvaluator(url, out, name=n, group=GROUP, config=CONFIG, no_frame_timeout_s=8.0)
+        PoolEvaluator(
+            url,
+            out,
+            name=n,
+            group=GROUP,
+            config=CONFIG,
+            no_frame_timeout_s=8.0,
+            case_jobs=PoolCaseJobs(out),
+        )
         for n in names
     ]
     return members, asyncio.Event()

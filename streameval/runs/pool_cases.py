@@ -26,12 +26,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from streameval.errors import BadInputError
 from streameval.protocol.wire import Hello, WireError
 from streameval.protocol.wire import decode as decode_wire
-from streameval.runs.cases import CaseSelection, case_drive
+from streameval.runs.cases import CaseSelection, case_drive, case_jobs
+from streameval.runs.jobs import EpisodeJob
 from streameval.scale.pool import SETTLE_S, PoolView, _client, broker_target
 from streameval.scale.pool_messages import (
     OPEN_STATES,
@@ -45,10 +47,67 @@ from streameval.scale.pool_messages import (
     offers_topic,
 )
 
+if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
+    from streameval.cases.model import Case, CaseSet
+    from streameval.runs.builders import RecordMode
+    from streameval.runs.cases import CaseDrive
+    from streameval.transports.base import LiveConfig, LiveSource
+
 HELLO_TIMEOUT_S = 10.0
 UNCLAIMED_S = 15.0
 """An offer nobody claimed within this is offered again (the same attempt: a member that did
 claim it ignores the repeat)."""
+
+
+class PoolCaseJobs:
+    """A pool member's case offers as ``attach --cases`` runs them (``scale.pool.CaseJobs``):
+    the offer's selection read here from its path (once per selection), the same seeded
+    order in ``cases.json``, the results in ``OUT/<model>/<set>/<case>/`` with the case's
+    ``manifest.jsonl`` line and its recording (``record``); the offer's session, sent a
+    ``reset`` with the case's image, caption and intrinsics, runs it."""
+
+    def __init__(self, out: Path, record: RecordMode = "lossless") -> None:
+        self.out = out
+        self.record: RecordMode = record
+        self._case_sets: dict[tuple[str | None, ...], CaseSet] = {}
+
+    def __call__(self, offer: SessionOffer, url: str, live: LiveConfig) -> EpisodeJob:
+        from dataclasses import replace
+
+        from streameval.transports.mqtt.transport import MqttSource
+
+        ref = offer.case
+        assert ref is not None
+        selection = CaseSelection(Path(ref.source), ref.sets, ref.images, ref.actions, ref.seed)
+        known = (ref.source, ref.sets, ref.images, ref.actions)
+        if known not in self._case_sets:
+            self._case_sets[known] = selection.load()
+
+        def open_for_case(case: Case, drive: CaseDrive, conditioning: Conditioning) -> LiveSource:
+            return MqttSource(
+                url,
+                tuple(drive.keys),
+                episode=case.name,
+                suite=drive.suite,
+                config=replace(live, seconds_per_key=drive.seconds_per_key),
+                conditioning=conditioning,
+            )
+
+        jobs = case_jobs(
+            self._case_sets[known],
+            self.out,
+            ref.model,
+            open_for_case,
+            ref.seed,
+            seconds_per_key=offer.seconds_per_key,
+            record=self.record,
+            selection=selection.record(),
+        )
+        for job in jobs:
+            if job.case is not None and job.case.key == ref.key:
+                return job
+        raise BadInputError(ref.source, f"case {ref.key} is not in this selection")
 
 
 @dataclass
