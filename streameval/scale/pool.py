@@ -56,9 +56,14 @@ from streameval.transports.base import LiveConfig
 class CaseJob(Protocol):
     """A benchmark case's episode, as a member runs it (``runs.jobs.EpisodeJob``)."""
 
-    results_dir: Path
-    observers: list[EpisodeObserver]
-    open_source: Callable[[], Source]
+    @property
+    def results_dir(self) -> Path: ...
+
+    @property
+    def observers(self) -> list[EpisodeObserver]: ...
+
+    @property
+    def open_source(self) -> Callable[[], Source]: ...
 
 
 CaseJobs = Callable[[SessionOffer, str, LiveConfig], CaseJob]

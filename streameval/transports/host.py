@@ -27,11 +27,10 @@ import numpy as np
 
 from streameval.core.tasks import cancel_and_wait
 from streameval.errors import BadInputError, InvalidDataError
+from streameval.protocol.case_start import START_NAMES, CaseStart
 from streameval.protocol.keys import NO_KEY
 from streameval.protocol.wire import (
-    START_NAMES,
     Bye,
-    CaseStart,
     Frame,
     Heartbeat,
     KeyDown,

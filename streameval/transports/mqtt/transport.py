@@ -16,11 +16,10 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from streameval.errors import BadInputError
+from streameval.protocol.case_start import MAX_START_TEXT, CaseStart
 from streameval.protocol.wire import (
     MAX_MESSAGE_BYTES,
-    MAX_START_TEXT,
     Bye,
-    CaseStart,
     Frame,
     Heartbeat,
     Hello,
