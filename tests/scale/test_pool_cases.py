@@ -166,6 +166,25 @@ def test_two_evaluators_run_every_case_once_from_its_image(
     assert all(line["status"] == "complete" for line in lines)
     assert main(["table", str(out)]) == 0
 
+    # attach --cases over the same protocol writes the same run: cases.json (but its time),
+    # the case folders and the manifest's cases
+    alone = tmp_path / "attach"
+    argv = ["attach", f"{url}/s0", "--cases", str(arena), "--case-seed", "3",
+            "--sets", SELECTION["sets"], "--images", SELECTION["images"],
+            "--actions", SELECTION["actions"], "--seconds-per-key", str(SECONDS_PER_KEY),
+            "--model-name", NAME, "--out", str(alone), "--cuts", "scenedetect-adaptive",
+            "--no-tui", "--no-report"]  # fmt: skip
+    assert main(argv) == 0
+    attached = json.loads((alone / MODEL_DIR / CASES_FILE).read_text())
+    pooled = dict(record)
+    for doc in (attached, pooled):
+        doc.pop("written_at")
+    assert attached == pooled
+    for key in CASES:
+        assert _scores(alone, key)["case"] == _scores(out, key)["case"]
+    again = (alone / MODEL_DIR / MANIFEST_FILE).read_text().splitlines()
+    assert sorted(json.loads(x)["case"] for x in again) == CASES
+
 
 def test_an_interrupted_pool_run_resumes_keeping_the_finished_cases(
     broker: Broker,  # noqa: F811
