@@ -228,14 +228,18 @@ def _run_pool(args: argparse.Namespace) -> int:
         print(f"offered {len(offers)} session(s) to pool {args.group!r}", file=sys.stderr)
         return EXIT_OK
     view = asyncio.run(read_pool(args.broker, args.group))
-    orphans = {c.session for c in view.orphans()}
-    for session, claim in sorted(view.claims.items()):
+    orphans = {c.key for c in view.orphans()}
+    for key, claim in sorted(view.claims.items()):
         who = f"{claim.evaluator} ({view.evaluators.get(claim.evaluator, 'unknown')})"
         extra = claim.reason or claim.results_dir or ""
-        flag = "  UNACCOUNTED: its evaluator is gone and nobody took it over" * (session in orphans)
-        print(
-            f"{session:<20} {claim.state:<10} attempt {claim.offer.attempt}  {who}  {extra}{flag}"
+        flag = "  UNACCOUNTED: its evaluator is gone and nobody took it over" * (key in orphans)
+        # a case of a case run: the case and the session it ran on
+        name = (
+            claim.session
+            if claim.offer.case is None
+            else f"{claim.offer.case.key} on {claim.session}"
         )
+        print(f"{name:<20} {claim.state:<10} attempt {claim.offer.attempt}  {who}  {extra}{flag}")
     for name, state in sorted(view.evaluators.items()):
         print(f"evaluator {name}: {state}")
     return EXIT_FAILURE if orphans else EXIT_OK

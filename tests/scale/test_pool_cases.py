@@ -149,6 +149,8 @@ def test_two_evaluators_run_every_case_once_from_its_image(
     assert sorted(report.complete) == CASES and report.all_complete, report
     claims = {c.offer.case.key: c for c in view.claims.values() if c.offer.case}
     assert sorted(claims) == CASES
+    assert {c.evaluator for c in claims.values()} == {"ev-a", "ev-b"}  # shared out
+    assert {c.session for c in claims.values()} == set(SESSIONS)
     for key, claim in claims.items():  # run once each, to the end
         assert (claim.state, claim.complete, claim.offer.attempt) == ("done", True, 1), claim
         doc = _scores(out, key)
@@ -165,6 +167,7 @@ def test_two_evaluators_run_every_case_once_from_its_image(
     assert sorted(line["case"] for line in lines) == CASES
     assert all(line["status"] == "complete" for line in lines)
     assert main(["table", str(out)]) == 0
+    assert main(["pool", "status", url, "--group", GROUP]) == 0
 
     # attach --cases over the same protocol writes the same run: cases.json (but its time),
     # the case folders and the manifest's cases
