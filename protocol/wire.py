@@ -20,6 +20,13 @@ from typing import Any, Literal
 import msgpack
 import numpy as np
 import numpy.typing as npt
+from streameval.protocol.case_start import (
+    MAX_START_TEXT,
+    START_NAMES,
+    CaseStart,
+    parse_start,
+    start_body,
+)
 from streameval.protocol.keys import KEYS, NO_KEY
 
 from streameval.errors import InvalidDataError
@@ -65,16 +72,20 @@ class Heartbeat:
 
 @dataclass(frozen=True, slots=True)
 class Reset:
-    """Evaluator → server: start a new episode from the model's initial state."""
+    """Evaluator → server: start a new episode from the model's initial state, or from a
+    case's ``start`` (an image, a caption, intrinsics)."""
 
     episode: str
+    start: CaseStart | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Bye:
-    """Either side: the session is over."""
+    """Either side: the session is over. A server's ``bye`` naming an ``episode`` refuses
+    that episode's start (a case image its model cannot take), in ``reason``."""
 
     reason: str = ""
+    episode: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +96,9 @@ class Hello:
     fps: float
     width: int
     height: int
+    start: tuple[str, ...] = ()
+    """What of a case start (``START_NAMES``) the served model takes; empty: none (an older
+    server says nothing, and is sent no case start)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -224,8 +238,12 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
         body = {"t": "heartbeat"}
     elif isinstance(message, Reset):
         body = {"t": "reset", "episode": message.episode}
+        if message.start is not None:
+            body["start"] = start_body(message.start)
     elif isinstance(message, Bye):
         body = {"t": "bye", "reason": message.reason}
+        if message.episode:
+            body["episode"] = message.episode
     elif isinstance(message, Hello):
         body = {
             "t": "hello",
@@ -235,6 +253,8 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
             "w": message.width,
             "h": message.height,
         }
+        if message.start:
+            body["start"] = list(message.start)
     elif isinstance(message, Frame):
         h, w = message.image.shape[:2]
         body = {
@@ -486,7 +506,7 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
             raw=False,
             strict_map_key=True,
             max_bin_len=max_bytes,
-            max_str_len=1 << 16,
+            max_str_len=MAX_START_TEXT,
             max_array_len=1 << 16,
             max_map_len=256,
             max_ext_len=0,  # no extension types: nothing but plain data is ever rebuilt
@@ -507,15 +527,22 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
     if kind == "heartbeat":
         return Heartbeat()
     if kind == "reset":
-        return Reset(str(body.get("episode", "")))
+        try:
+            start = parse_start(body.get("start"), MAX_CASE_TEXT)
+        except ValueError as exc:
+            raise WireError(f"reset message: {exc}") from None
+        return Reset(str(body.get("episode", "")), start)
     if kind == "bye":
-        return Bye(str(body.get("reason", "")))
+        return Bye(str(body.get("reason", "")), str(body.get("episode") or ""))
     if kind == "hello":
         fps = _field(body, "fps", (int, float))
         if not (math.isfinite(fps) and 0 < fps <= 1000):
             raise WireError(f"hello message: fps {fps} outside (0, 1000]")
         w, h = _dims(body, "hello message")
-        return Hello(str(body.get("model", "")), float(fps), w, h)
+        start = body.get("start")
+        names = start if isinstance(start, list) else []
+        takes = tuple(n for n in START_NAMES if n in names)  # unknown names: a newer server's
+        return Hello(str(body.get("model", "")), float(fps), w, h, takes)
     if kind == "scores":
         metrics = _field(body, "metrics", dict)
         return ScoresUpdate(

@@ -4,6 +4,10 @@ streameval pool evaluate mqtt://HOST:PORT --out DIR [--group G] [--name N]
     join the pool and evaluate the sessions the broker hands to this process
 streameval pool offer mqtt://HOST:PORT SESSION... [--action 9] [--seconds-per-key S]
     offer sessions (served with ``streameval serve --mqtt mqtt://HOST:PORT/SESSION``)
+streameval pool offer mqtt://HOST:PORT SESSION... --cases PATH [--sets S] [--images I]
+        [--actions A] [--case-seed N] [--model-name M]
+    share a benchmark's cases out over the sessions and the pool's evaluators, each case
+    once (``runs.pool_cases``); runs until every case is accounted for
 streameval pool status mqtt://HOST:PORT [--group G]
     every session's claim; exit 1 when one is held by a lost evaluator (unaccounted)
 """
@@ -20,7 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_OK
-from streameval.cli.options import add_evaluation_options, pipeline_config
+from streameval.cli.options import (
+    add_evaluation_options,
+    parse_actions,
+    pipeline_config,
+)
 from streameval.scale.pool_messages import PoolMessageError, SessionOffer, check_name
 
 DEFAULT_GROUP = "evaluators"
@@ -54,9 +62,16 @@ def add_parser(sub: Any) -> None:
         default=10.0,
         help="seconds without a frame before a session ends as stalled (default 10)",
     )
+    evaluate.add_argument(
+        "--record",
+        choices=["lossless", "lossy", "off"],
+        default="lossless",
+        help="a case's frames as a replayable recording/, as attach --cases keeps them "
+        "(default lossless)",
+    )
     add_evaluation_options(evaluate)
 
-    offer = verbs.add_parser("offer", help="offer sessions to the pool")
+    offer = verbs.add_parser("offer", help="offer sessions (or a case set) to the pool")
     broker(offer)
     offer.add_argument("sessions", nargs="+", help="session names (served on the broker)")
     offer.add_argument("--action", type=int, default=9, help="worldmark action id 1–15 (default 9)")
@@ -68,6 +83,28 @@ def add_parser(sub: Any) -> None:
         choices=["video", "wall"],
         default="video",
         help="video: switch keys after that many frames (default); wall: after wall seconds",
+    )
+    offer.add_argument(
+        "--cases",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="share a benchmark's cases out over the sessions (WorldMark's arena_inputs/ or a "
+        ".jsonl manifest, at a path every evaluator reads): each case once, one at a time "
+        "per session, results as attach --cases writes them; runs until every case is done",
+    )
+    offer.add_argument("--sets", default=None, help="with --cases: the sets to run")
+    offer.add_argument("--images", default=None, help="with --cases: image numbers, e.g. 0-4,7")
+    offer.add_argument(
+        "--actions", type=parse_actions, default=None, help="with --cases: action ids, e.g. 1,6"
+    )
+    offer.add_argument(
+        "--case-seed", type=int, default=0, help="with --cases: the case order's seed (default 0)"
+    )
+    offer.add_argument(
+        "--model-name",
+        default=None,
+        help="with --cases: the run's model name (OUT/<model>/; default: the sessions' hello)",
     )
 
     status = verbs.add_parser("status", help="where every offered session stands")
@@ -94,6 +131,7 @@ def _offers(args: argparse.Namespace) -> list[SessionOffer]:
 
 
 async def _evaluate(args: argparse.Namespace) -> None:
+    from streameval.runs.pool_cases import PoolCaseJobs
     from streameval.scale.pool import PoolEvaluator
 
     name = args.name or f"{socket.gethostname()}-{os.getpid()}"
@@ -105,12 +143,51 @@ async def _evaluate(args: argparse.Namespace) -> None:
         config=pipeline_config(args),
         concurrency=args.concurrency,
         no_frame_timeout_s=args.no_frame_timeout,
+        case_jobs=PoolCaseJobs(args.out, args.record),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await member.run(stop)
+
+
+def _offer_cases(args: argparse.Namespace) -> int:
+    """``pool offer SESSION... --cases PATH``: the case run, until every case is accounted
+    for; exit 0 when every case is complete, 2 when one is incomplete or failed (as
+    ``attach --cases``), 130 when interrupted (run the same command again to resume)."""
+    from streameval.cli.exit_codes import EXIT_BAD_INPUT
+    from streameval.errors import BadInputError
+    from streameval.runs.cases import CaseSelection
+    from streameval.runs.pool_cases import offer_cases
+
+    if args.seconds_per_key <= 0:
+        raise BadInputError("--seconds-per-key", f"must be > 0, got {args.seconds_per_key}")
+    selection = CaseSelection(
+        args.cases,
+        sets=args.sets,
+        images=args.images,
+        actions=",".join(map(str, args.actions)) if args.actions is not None else None,
+        seed=args.case_seed,
+    )
+    report = asyncio.run(
+        offer_cases(
+            args.broker,
+            args.group,
+            list(args.sessions),
+            selection,
+            seconds_per_key=args.seconds_per_key,
+            clock=args.clock,
+            model_name=args.model_name,
+        )
+    )
+    parts = [f"{len(report.complete)} complete", f"{len(report.incomplete)} incomplete"]
+    parts += [f"{len(report.failed)} failed"] if report.failed else []
+    parts += [f"{len(report.kept)} kept from before"] if report.kept else []
+    for key, reason in {**report.incomplete, **report.failed}.items():
+        print(f"error: {key}: {reason}", file=sys.stderr)
+    print(f"cases of {report.model!r}: {', '.join(parts)}", file=sys.stderr)
+    return EXIT_OK if report.all_complete else EXIT_BAD_INPUT
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,20 +217,29 @@ def _run_pool(args: argparse.Namespace) -> int:
             raise BadInputError("--publish-mqtt", "not with pool evaluate (claims carry it)")
         asyncio.run(_evaluate(args))
         return EXIT_OK
+    if args.pool_command == "offer" and args.cases is not None:
+        return _offer_cases(args)
     if args.pool_command == "offer":
+        for flag in ("sets", "images", "actions", "model_name"):
+            if getattr(args, flag) is not None:
+                raise BadInputError(f"--{flag.replace('_', '-')}", "goes with --cases PATH")
         offers = _offers(args)
         asyncio.run(offer_sessions(args.broker, args.group, offers))
         print(f"offered {len(offers)} session(s) to pool {args.group!r}", file=sys.stderr)
         return EXIT_OK
     view = asyncio.run(read_pool(args.broker, args.group))
-    orphans = {c.session for c in view.orphans()}
-    for session, claim in sorted(view.claims.items()):
+    orphans = {c.key for c in view.orphans()}
+    for key, claim in sorted(view.claims.items()):
         who = f"{claim.evaluator} ({view.evaluators.get(claim.evaluator, 'unknown')})"
         extra = claim.reason or claim.results_dir or ""
-        flag = "  UNACCOUNTED: its evaluator is gone and nobody took it over" * (session in orphans)
-        print(
-            f"{session:<20} {claim.state:<10} attempt {claim.offer.attempt}  {who}  {extra}{flag}"
+        flag = "  UNACCOUNTED: its evaluator is gone and nobody took it over" * (key in orphans)
+        # a case of a case run: the case and the session it ran on
+        name = (
+            claim.session
+            if claim.offer.case is None
+            else f"{claim.offer.case.key} on {claim.session}"
         )
+        print(f"{name:<20} {claim.state:<10} attempt {claim.offer.attempt}  {who}  {extra}{flag}")
     for name, state in sorted(view.evaluators.items()):
         print(f"evaluator {name}: {state}")
     return EXIT_FAILURE if orphans else EXIT_OK

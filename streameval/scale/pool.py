@@ -21,15 +21,17 @@ import asyncio
 import contextlib
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from streameval.core.observers import EpisodeOutcome
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.core.source import Source
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.errors import BadInputError
-from streameval.results.episode_state import clear_episode
+from streameval.results.episode_state import clear_episode, episode_finished
 from streameval.results.results_log import RESULTS_LOG, ResultsLog
 from streameval.scale.pool_messages import (
     OPEN_STATES,
@@ -48,6 +50,26 @@ from streameval.scale.pool_messages import (
     offers_topic,
     shared_offers_topic,
 )
+from streameval.transports.base import LiveConfig
+
+
+class CaseJob(Protocol):
+    """A benchmark case's episode, as a member runs it (``runs.jobs.EpisodeJob``)."""
+
+    @property
+    def results_dir(self) -> Path: ...
+
+    @property
+    def observers(self) -> list[EpisodeObserver]: ...
+
+    @property
+    def open_source(self) -> Callable[[], Source]: ...
+
+
+CaseJobs = Callable[[SessionOffer, str, LiveConfig], CaseJob]
+"""Builds the job of a case offer (``runs.pool_cases.PoolCaseJobs``: the very jobs of
+``attach --cases``), given its session's URL and live settings; may raise
+``BadInputError``."""
 
 SETTLE_S = 1.0
 """After joining, retained claims and liveness have arrived within this: then look for
@@ -77,6 +99,13 @@ def _client(target: Any, **extra: Any) -> Any:
     )
 
 
+def _label(offer: SessionOffer) -> str:
+    """How a member's lines name an offer: the session, or the case on its session."""
+    if offer.case is None:
+        return offer.session
+    return f"{offer.case.key} on {offer.session}"
+
+
 @dataclass
 class PoolView:
     """What a member (or ``pool status``) knows: every claim and every evaluator's state."""
@@ -89,11 +118,11 @@ class PoolView:
         claims_prefix = f"{POOL_ROOT}/{group}/claims/"
         evaluators_prefix = f"{POOL_ROOT}/{group}/evaluators/"
         if topic.startswith(claims_prefix):
-            session = topic.removeprefix(claims_prefix)
+            key = topic.removeprefix(claims_prefix)
             if not payload:
-                self.claims.pop(session, None)
+                self.claims.pop(key, None)
             else:
-                self.claims[session] = Claim.from_json(decode(payload))
+                self.claims[key] = Claim.from_json(decode(payload))
             return "claim"
         if topic.startswith(evaluators_prefix):
             name = topic.removeprefix(evaluators_prefix)
@@ -127,6 +156,7 @@ class PoolEvaluator:
         config: PipelineConfig | None = None,
         concurrency: int = 1,
         no_frame_timeout_s: float = 10.0,
+        case_jobs: CaseJobs | None = None,
     ) -> None:
         self.broker_url = broker_url
         self.target = broker_target(broker_url)
@@ -136,9 +166,11 @@ class PoolEvaluator:
         self.config = config or PipelineConfig()
         self.concurrency = max(1, concurrency)
         self.no_frame_timeout_s = no_frame_timeout_s
+        self.case_jobs = case_jobs  # None: this member runs no case set's offers
         self.view = PoolView()
         self._client: Any = None
         self._queue: asyncio.Queue[SessionOffer] = asyncio.Queue()
+        self._held: set[str] = set()  # claim keys this process holds open
 
     def _say(self, text: str) -> None:
         print(f"[{self.name}] {text}", file=sys.stderr, flush=True)
@@ -202,13 +234,18 @@ class PoolEvaluator:
                 self._say(f"ignored a malformed message on {topic}: {exc}")
 
     async def _on_offer(self, offer: SessionOffer) -> None:
-        held = self.view.claims.get(offer.session)
-        if held is not None and not (held.state == "lost" and offer.attempt > held.offer.attempt):
+        held = self.view.claims.get(offer.claim_key)
+        # a later attempt of a session (or case) nobody holds any more: taken; the same
+        # attempt again (a duplicate delivery), or one still held: ignored
+        if held is not None and not (
+            held.state not in OPEN_STATES and offer.attempt > held.offer.attempt
+        ):
             self._say(
-                f"{offer.session}: offer (attempt {offer.attempt}) ignored, already "
+                f"{_label(offer)}: offer (attempt {offer.attempt}) ignored, already "
                 f"{held.state} by {held.evaluator} (attempt {held.offer.attempt})"
             )
             return
+        self._held.add(offer.claim_key)
         await self._claim(offer, "queued")
         await self._queue.put(offer)
 
@@ -217,8 +254,8 @@ class PoolEvaluator:
         await self._publish_claim(claim)
 
     async def _publish_claim(self, claim: Claim) -> None:
-        self.view.claims[claim.session] = claim  # at once: the echo comes later
-        topic = claim_topic(self.group, claim.session)
+        self.view.claims[claim.key] = claim  # at once: the echo comes later
+        topic = claim_topic(self.group, claim.key)
         await self._client.publish(topic, encode(claim.to_json()), qos=1, retain=True)
 
     async def _reconcile(self) -> None:
@@ -232,10 +269,28 @@ class PoolEvaluator:
             )
             again = claim.offer.again(reason)
             await self._client.publish(offers_topic(self.group), encode(again.to_json()), qos=1)
-            self._say(f"{claim.session}: {reason} while {claim.state}; offered again")
+            self._say(f"{_label(claim.offer)}: {reason} while {claim.state}; offered again")
+
+    async def _release_former_claims(self) -> None:
+        """Claims left open under this member's name by a former process of the same name
+        (restarted with ``--name``): nobody evaluates them, and the leader cannot tell, as
+        the name is alive again. Marked lost and offered again, as the leader would."""
+        for claim in list(self.view.claims.values()):
+            if claim.evaluator != self.name or claim.state not in OPEN_STATES:
+                continue
+            if claim.key in self._held:
+                continue
+            reason = f"evaluator {self.name} restarted"
+            await self._publish_claim(
+                Claim(claim.offer, claim.evaluator, "lost", time.time(), reason=reason)
+            )
+            again = claim.offer.again(reason)
+            await self._client.publish(offers_topic(self.group), encode(again.to_json()), qos=1)
+            self._say(f"{_label(claim.offer)}: {reason} while {claim.state}; offered again")
 
     async def _reconcile_periodically(self) -> None:
         await asyncio.sleep(SETTLE_S)
+        await self._release_former_claims()
         while True:
             await self._reconcile()
             await asyncio.sleep(RECONCILE_EVERY_S)
@@ -243,18 +298,36 @@ class PoolEvaluator:
     async def _work(self) -> None:
         while True:
             offer = await self._queue.get()
-            results_dir = self.out / offer.session
-            await self._claim(offer, "evaluating", results_dir=str(results_dir))
-            self._say(f"{offer.session}: evaluating (attempt {offer.attempt})")
+            label = _label(offer)
             try:
-                outcome = await self._evaluate(offer, results_dir)
+                job = self._case_job(offer)
+            except Exception as exc:  # a case this member cannot read: that case fails
+                why = str(exc) if isinstance(exc, BadInputError) else repr(exc)
+                await self._claim(offer, "failed", reason=why)
+                self._held.discard(offer.claim_key)
+                self._say(f"{label}: failed: {why}")
+                continue
+            results_dir = job.results_dir if job is not None else self.out / offer.session
+            if job is not None and episode_finished(results_dir):
+                # finished by a former run (the broker forgot its claim): kept, not run twice
+                await self._claim(
+                    offer, "done", results_dir=str(results_dir), complete=True, reason="kept"
+                )
+                self._held.discard(offer.claim_key)
+                self._say(f"{label}: finished before, kept")
+                continue
+            await self._claim(offer, "evaluating", results_dir=str(results_dir))
+            self._say(f"{label}: evaluating (attempt {offer.attempt})")
+            try:
+                outcome = await self._evaluate(offer, results_dir, job)
             except asyncio.CancelledError:
                 raise  # stopping: the claim stays open and the leader offers it again
             except Exception as exc:
                 # one failed session never stops the member, and is never left "evaluating"
                 why = str(exc) if isinstance(exc, BadInputError) else repr(exc)
                 await self._claim(offer, "failed", results_dir=str(results_dir), reason=why)
-                self._say(f"{offer.session}: failed: {why}")
+                self._held.discard(offer.claim_key)
+                self._say(f"{label}: failed: {why}")
                 continue
             errors = "; ".join(e.message for e in outcome.errors)
             reason = None if outcome.complete else errors or "incomplete"
@@ -265,31 +338,53 @@ class PoolEvaluator:
                 complete=outcome.complete,
                 reason=reason,
             )
+            self._held.discard(offer.claim_key)
             state = "complete" if outcome.complete else f"INCOMPLETE ({reason})"
-            self._say(f"{offer.session}: done, {outcome.frames} frames, {state}")
+            self._say(f"{label}: done, {outcome.frames} frames, {state}")
 
-    async def _evaluate(self, offer: SessionOffer, results_dir: Path) -> EpisodeOutcome:
-        from streameval.transports.base import LiveConfig
-        from streameval.transports.mqtt.transport import MqttSource
+    def _case_job(self, offer: SessionOffer) -> CaseJob | None:
+        if offer.case is None:
+            return None
+        if self.case_jobs is None:
+            raise BadInputError(offer.case.key, "this evaluator runs no case sets")
+        url = self.target.session_url(offer.session)
+        return self.case_jobs(offer, url, self._live(offer, offer.seconds_per_key))
 
-        live = LiveConfig(
+    def _live(self, offer: SessionOffer, seconds_per_key: float) -> LiveConfig:
+        return LiveConfig(
             clock=offer.clock,
-            seconds_per_key=offer.seconds_per_key,
+            seconds_per_key=seconds_per_key,
             no_frame_timeout_s=self.no_frame_timeout_s,
         )
-        source = MqttSource(
-            self.target.session_url(offer.session),
-            offer.keys,
-            episode=offer.episode,
-            suite=offer.suite,
-            config=live,
-        )
-        await source.connect()
+
+    async def _evaluate(
+        self, offer: SessionOffer, results_dir: Path, job: CaseJob | None = None
+    ) -> EpisodeOutcome:
+        from streameval.transports.mqtt.transport import MqttSource
+
+        if job is not None:
+            source: Any = job.open_source()
+            observers = list(job.observers)
+        else:
+            source = MqttSource(
+                self.target.session_url(offer.session),
+                offer.keys,
+                episode=offer.episode,
+                suite=offer.suite,
+                config=self._live(offer, offer.seconds_per_key),
+            )
+            observers = []
+        try:
+            await source.connect()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await source.close()
+            raise
         clear_episode(results_dir)  # a session taken over starts from nothing
         # results.jsonl is shared with the other members writing into the same --out
         log = ResultsLog(self.out / RESULTS_LOG)
         return await run_episode(
-            source, config=self.config, results_dir=results_dir, observers=[log]
+            source, config=self.config, results_dir=results_dir, observers=[log, *observers]
         )
 
 

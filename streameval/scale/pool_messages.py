@@ -5,8 +5,10 @@ Topics (``GROUP`` names the pool; sessions keep their own ``streameval/SESSION/�
 - ``streameval/pool/GROUP/offers``: a session to evaluate (not retained). Evaluators read it
   through the shared subscription ``$share/GROUP/streameval/pool/GROUP/offers``, so the broker
   hands each offer to exactly one of them.
-- ``streameval/pool/GROUP/claims/SESSION`` (retained): who holds the session and where it
-  stands, ``queued`` → ``evaluating`` → ``done`` | ``failed``; ``lost`` when its evaluator
+- ``streameval/pool/GROUP/claims/KEY`` (retained): who holds the session and where it
+  stands (``KEY``: the session; for a benchmark case, the run's model and the case,
+  ``case_claim_key``, so each case runs once whichever session and evaluator take it):
+  ``queued`` → ``evaluating`` → ``done`` | ``failed``; ``lost`` when its evaluator
   died and the session was offered again. The claim carries the offer, so whoever takes a
   session over knows how to drive it.
 - ``streameval/pool/GROUP/evaluators/ID`` (retained): ``alive``, ``stopped``; ``lost`` is
@@ -18,6 +20,7 @@ validated: a malformed message is reported and ignored, never acted on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, cast, get_args
@@ -62,6 +65,62 @@ def check_name(kind: str, name: str) -> str:
     return name
 
 
+MAX_CASE_FIELD = 4096  # a case key, model name or path in an offer, at most
+
+
+def case_claim_key(model: str, case: str) -> str:
+    """The claim topic level of ``case`` in the case run of ``model``: readable (slashes as
+    dots, other characters a topic level must not hold as ``_``) and unique (a hash of both
+    names: two names cleaned alike still get two keys)."""
+    text = f"{model}.{case.replace('/', '.')}"
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in text)
+    digest = hashlib.sha256(f"{model}\0{case}".encode()).hexdigest()[:10]
+    return f"{safe[:100]}-{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRef:
+    """A benchmark case of a case run shared out over the pool: the case (``key``, e.g.
+    ``first_view/real/000_006``), the run's ``model`` (its results folder,
+    ``OUT/<model>/<set>/<case>/``) and the selection it belongs to, which every evaluator
+    reads from ``source`` itself (a path on a file system they share), exactly as
+    ``attach --cases`` would: the image, caption and intrinsics never travel in an offer."""
+
+    key: str
+    model: str
+    source: str
+    sets: str | None = None
+    images: str | None = None
+    actions: str | None = None
+    seed: int | None = 0
+
+    @classmethod
+    def from_json(cls, doc: object) -> CaseRef:
+        if not isinstance(doc, dict):
+            raise PoolMessageError("offer: case is not an object")
+
+        def text(name: str, required: bool = False) -> str | None:
+            value = doc.get(name)
+            if value is None and not required:
+                return None
+            if not isinstance(value, str) or not value or len(value) > MAX_CASE_FIELD:
+                raise PoolMessageError(f"offer: case {name} must be text (≤ {MAX_CASE_FIELD})")
+            return value
+
+        seed = doc.get("seed", 0)
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise PoolMessageError(f"offer: case seed must be an integer, got {seed!r}")
+        return cls(
+            key=str(text("key", True)),
+            model=str(text("model", True)),
+            source=str(text("source", True)),
+            sets=text("sets"),
+            images=text("images"),
+            actions=text("actions"),
+            seed=seed,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class SessionOffer:
     """A session to evaluate and how to drive it; ``attempt`` grows each time it is offered
@@ -75,12 +134,23 @@ class SessionOffer:
     clock: Literal["video", "wall"] = "video"
     attempt: int = 1
     reason: str | None = None
+    case: CaseRef | None = None  # a benchmark case to run on the session (older peers: none)
+
+    @property
+    def claim_key(self) -> str:
+        """Where this offer's claim lives: the session, or the case of a case run."""
+        if self.case is None:
+            return self.session
+        return case_claim_key(self.case.model, self.case.key)
 
     def again(self, reason: str) -> SessionOffer:
         return replace(self, attempt=self.attempt + 1, reason=reason)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "keys": list(self.keys)}
+        doc = {**asdict(self), "keys": list(self.keys)}
+        if self.case is None:
+            doc.pop("case")  # an offer of before, to the letter
+        return doc
 
     @classmethod
     def from_json(cls, doc: object) -> SessionOffer:
@@ -97,6 +167,7 @@ class SessionOffer:
                 clock=doc.get("clock", "video"),
                 attempt=int(doc.get("attempt", 1)),
                 reason=None if doc.get("reason") is None else str(doc["reason"]),
+                case=None if doc.get("case") is None else CaseRef.from_json(doc["case"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PoolMessageError(f"offer: {exc}") from None
@@ -124,6 +195,11 @@ class Claim:
     @property
     def session(self) -> str:
         return self.offer.session
+
+    @property
+    def key(self) -> str:
+        """The claim's topic level (``SessionOffer.claim_key``)."""
+        return self.offer.claim_key
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "offer": self.offer.to_json()}

@@ -27,10 +27,23 @@ import numpy as np
 
 from streameval.core.tasks import cancel_and_wait
 from streameval.errors import BadInputError, InvalidDataError
+from streameval.protocol.case_start import START_NAMES, CaseStart
 from streameval.protocol.keys import NO_KEY
-from streameval.protocol.wire import Bye, Frame, Heartbeat, KeyDown, KeyUp, Message, Reset, Step
+from streameval.protocol.wire import (
+    Bye,
+    Frame,
+    Heartbeat,
+    KeyDown,
+    KeyUp,
+    Message,
+    Reset,
+    Step,
+)
 
 PublishFrame = Callable[[Frame], Awaitable[None]]
+Refuse = Callable[[str, str], Awaitable[None]]
+"""Tells the client that the start of ``episode`` was refused, in ``words`` (our protocol:
+a ``bye`` naming the episode)."""
 IDLE_TIMEOUT_S = 5.0
 
 
@@ -68,7 +81,10 @@ def _start_image(body: Mapping[str, Any]) -> Any:
     from streameval.cases.images import decode_image, read_image_bytes
 
     inline, path = body.get("image_base64"), body.get("image_path")
+    raw = body.get("image_bytes")  # our protocol's reset: the file's bytes as they are
     try:
+        if isinstance(raw, bytes) and raw:
+            return decode_image(raw, "the reset's image")
         if isinstance(inline, str) and inline:
             text = inline.split(",", 1)[1] if inline.startswith("data:") else inline
             try:
@@ -101,6 +117,25 @@ def _start_intrinsics(value: Any) -> tuple[float, ...] | None:
             f"intrinsics must be [fx, fy, cx, cy], four finite numbers: {value!r:.80}"
         )
     return tuple(float(v) for v in numbers)
+
+
+def start_names(model: Any) -> tuple[str, ...]:
+    """What of a case start (``START_NAMES``) the model's ``reset`` takes by name: what a
+    server announces in its ``hello``, so no evaluator sends it an image it would drop."""
+    from streameval.transports.inprocess.driver import ALL_KEYWORDS, reset_keywords
+
+    reset = getattr(model, "reset", None)
+    accepted = reset_keywords(reset if callable(reset) else None)
+    return tuple(n for n in START_NAMES if accepted is ALL_KEYWORDS or n in accepted)
+
+
+def wire_start_body(start: CaseStart) -> dict[str, Any]:
+    """A ``reset``'s case start as the start message ``start_arguments`` reads."""
+    return {
+        "image_bytes": start.image,
+        "prompt": start.prompt,
+        "intrinsics": list(start.intrinsics) if start.intrinsics is not None else None,
+    }
 
 
 def start_arguments(model: Any, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,8 +178,11 @@ class ModelHost:
         publish: PublishFrame,
         *,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
+        refuse: Refuse | None = None,
     ) -> None:
         self.model = model
+        self.refuse = refuse
+        self.refused = False  # the last reset's start was refused: no frame until the next
         self.fps = fps
         self.publish = publish
         self.idle_timeout_s = idle_timeout_s
@@ -165,10 +203,11 @@ class ModelHost:
     async def handle(self, message: Message) -> None:
         self.last_message = time.perf_counter()
         if isinstance(message, Reset):
-            await self.restart({})
+            await self._reset(message)
         elif isinstance(message, Step):
-            self._steps.put_nowait(message)
-        elif isinstance(message, KeyDown):
+            if not self.refused:
+                self._steps.put_nowait(message)
+        elif isinstance(message, KeyDown) and not self.refused:
             self.held = message.key
             self.playing = True
         elif isinstance(message, KeyUp):
@@ -178,6 +217,29 @@ class ModelHost:
             self.playing = False
         elif isinstance(message, Heartbeat):
             pass
+
+    async def _reset(self, message: Reset) -> None:
+        """Our protocol's ``reset``: with a case start, the model's ``reset`` receives its
+        image, caption and intrinsics (``start_arguments``); a start it cannot take is
+        refused in one line (``refuse``) and the session renders nothing until the next
+        ``reset``, so no frame of the former episode passes for this case's."""
+        if message.start is None:
+            await self.restart({})
+            return
+        try:
+            await self.restart(start_arguments(self.model, wire_start_body(message.start)))
+        except StartRefused as exc:
+            words = str(exc)
+        except Exception as exc:  # the model's own reset failed: its words, the server goes on
+            words = " ".join(f"reset failed: {type(exc).__name__}: {exc}".split())[:300]
+        else:
+            return
+        self.refused = True
+        self.playing = False
+        while not self._steps.empty():
+            self._steps.get_nowait()
+        if self.refuse is not None:
+            await self.refuse(message.episode, words)
 
     async def restart(self, arguments: dict[str, Any]) -> None:
         """Start over: steps queued before are dropped, the model's ``reset`` called with
@@ -191,6 +253,7 @@ class ModelHost:
                 await asyncio.to_thread(self.model.reset, **arguments)
             self.next_index = 0
             self.held = NO_KEY
+            self.refused = False
 
     async def _render(self, key: str) -> None:
         out = await asyncio.to_thread(self.model.step, key)

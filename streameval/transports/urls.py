@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from streameval.transports.websocket.transport import KeptSocket
 
 OUR_PROTOCOL_TAKES_NO_IMAGE = (
-    "our protocol (mqtt://, --lossless) does not carry a case's image: attach the model "
-    "in process (python:...) or serve it with a profile that sends the image"
+    "our protocol over WebRTC (--lossless) does not carry a case's image: attach the model "
+    "in process (python:...), serve it over MQTT (mqtt://), or with a profile that sends "
+    "the image"
 )
 
 
@@ -156,7 +157,9 @@ def check_attach_conditioning(
         scheme = url.split("://", 1)[0]
         if scheme not in SCHEMES:
             raise BadInputError(url, f"unsupported URL scheme {scheme!r}")
-        if scheme.startswith("mqtt") or options.lossless:
+        if scheme.startswith("mqtt"):
+            continue  # the server's hello says whether it takes an image: checked on connect
+        if options.lossless:
             if images:
                 raise BadInputError(url, OUR_PROTOCOL_TAKES_NO_IMAGE)
             continue
@@ -212,10 +215,8 @@ class _Request:
 def _open_mqtt(r: _Request) -> LiveSource:
     from streameval.transports.mqtt.transport import MqttSource
 
-    if r.conditioning is not None and r.conditioning.has_image:
-        raise BadInputError(r.url, OUR_PROTOCOL_TAKES_NO_IMAGE)
-
-    return MqttSource(r.url, r.keys, **r.common())  # type: ignore[arg-type]
+    # the image goes with the reset, to a server whose hello says it takes one
+    return MqttSource(r.url, r.keys, conditioning=r.conditioning, **r.common())  # type: ignore[arg-type]
 
 
 def _open_websocket(r: _Request) -> LiveSource:

@@ -224,3 +224,48 @@ def test_any_scored_segments_of_a_result_are_read_or_ignored(seg: object) -> Non
     assert isinstance(update, ScoresUpdate)
     scored = update.results["m"].scored
     assert scored is None or all(isinstance(v, float) and math.isfinite(v) for v in scored)
+
+
+START_MAPS = st.one_of(
+    JSON_VALUES,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "img": st.one_of(st.binary(max_size=64), NASTY_STRINGS, JSON_VALUES),
+            "mime": st.one_of(NASTY_STRINGS, JSON_VALUES),
+            "prompt": st.one_of(NASTY_STRINGS, JSON_VALUES),
+            "K": st.one_of(st.lists(st.one_of(NUMBER, NASTY_STRINGS), max_size=6), JSON_VALUES),
+            "case": st.one_of(NASTY_STRINGS, JSON_VALUES),
+        },
+    ),
+)
+
+
+@FUZZ
+@given(start=START_MAPS, takes=st.one_of(JSON_VALUES, st.lists(NASTY_STRINGS, max_size=5)))
+def test_any_case_start_of_a_reset_or_hello_is_read_or_refused(
+    start: object, takes: object
+) -> None:
+    """A ``reset``'s case start and a ``hello``'s ``start`` list, whatever they hold: the
+    message is read (with a well-formed start, or none) or refused as one ``WireError``."""
+    from streameval.protocol.wire import Hello, Reset, WireError
+
+    for body in (
+        {"t": "reset", "episode": "e", "start": start},
+        {"t": "hello", "model": "m", "fps": 16, "w": 8, "h": 8, "start": takes},
+    ):
+        packed = _pack(body)
+        if packed == b"\xc1":
+            continue
+        with bounded():
+            try:
+                message = decode(packed)
+            except WireError as exc:
+                assert "\n" not in str(exc)
+                continue
+        if isinstance(message, Reset) and message.start is not None:
+            s = message.start
+            assert s.image is None or (isinstance(s.image, bytes) and s.image)
+            assert s.intrinsics is None or len(s.intrinsics) == 4
+        if isinstance(message, Hello):
+            assert set(message.start) <= {"image", "prompt", "intrinsics"}

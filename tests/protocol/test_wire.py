@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 from streameval.protocol.wire import (
     BROWSER_KEYS,
+    Bye,
+    CaseStart,
     Frame,
     Hello,
     KeyDown,
+    Reset,
     ScoresUpdate,
     Step,
     WireError,
@@ -159,3 +162,43 @@ def test_public_key_messages_and_key_map() -> None:
     assert names == {**BROWSER_KEYS, "L": "j", "R": "l"}
     with pytest.raises(WireError, match="--key-map entry 'X=1'"):
         parse_key_map("X=1")
+
+
+def test_a_case_start_rides_on_reset_and_the_hello_says_what_it_takes() -> None:
+    start = CaseStart(b"\xff\xd8jpeg", "image/jpeg", "A street.", (1.0, 2.0, 3.0, 4.0), "s/000_001")
+    back = decode(encode(Reset("000_001", start)))
+    assert isinstance(back, Reset) and back.start is not None
+    assert (back.start.image, back.start.mime, back.start.prompt) == (
+        b"\xff\xd8jpeg",
+        "image/jpeg",
+        "A street.",
+    )
+    assert back.start.intrinsics == (1.0, 2.0, 3.0, 4.0) and back.start.case == "s/000_001"
+    assert decode(encode(Reset("e"))) == Reset("e")  # no start: the message of before
+    hello = Hello("m", 16.0, 64, 48, ("image", "prompt"))
+    assert decode(encode(hello)) == hello
+    # an older server's hello: takes nothing; a newer one's unknown names are left out
+    assert decode(encode(Hello("m", 16.0, 64, 48))).start == ()  # type: ignore[union-attr]
+    body = msgpack.packb({"t": "hello", "model": "m", "fps": 16, "w": 8, "h": 8,
+                          "start": ["image", "video"]})  # fmt: skip
+    assert decode(body) == Hello("m", 16.0, 8, 8, ("image",))
+    # an older evaluator's reset, and a bye refusing an episode's start
+    assert decode(msgpack.packb({"t": "reset", "episode": "e"})) == Reset("e")
+    assert decode(encode(Bye("no image", "e"))) == Bye("no image", "e")
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        "not a map",
+        {"img": "base64 text"},
+        {"img": b""},
+        {"prompt": 5},
+        {"K": [1, 2, 3]},
+        {"K": [1, 2, 3, float("nan")]},
+        {"mime": "x" * 200},
+    ],
+)
+def test_a_malformed_case_start_is_one_line(start: object) -> None:
+    with pytest.raises(WireError, match="reset message"):
+        decode(msgpack.packb({"t": "reset", "episode": "e", "start": start}))

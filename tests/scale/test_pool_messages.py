@@ -8,9 +8,12 @@ import pytest
 
 from streameval.scale.pool import PoolView
 from streameval.scale.pool_messages import (
+    CaseRef,
     Claim,
     PoolMessageError,
     SessionOffer,
+    case_claim_key,
+    check_name,
     claim_topic,
     decode,
     encode,
@@ -97,3 +100,33 @@ def test_pool_commands_name_the_broker_they_cannot_reach(
         assert len(err) == 1 and err[0].startswith(f"error: {url}: cannot reach the broker")
     assert main(["pool", "status", f"{url}/s1"]) == 2
     assert "names the broker only" in capsys.readouterr().err
+
+
+CASE = CaseRef("first_view/real/000_006", "procedural-world[clean]", "/data/arena", "first_view",
+               "0-4", "6", 3)  # fmt: skip
+
+
+def test_a_case_offer_round_trips_and_its_claim_is_the_case_s() -> None:
+    offer = SessionOffer("gpu0", "000_006", ("W", "S"), 0.5, case=CASE)
+    back = SessionOffer.from_json(decode(encode(offer.to_json())))
+    assert back == offer and back.case == CASE
+    # the claim is keyed by the run's model and the case, whichever session runs it
+    on_other = SessionOffer("gpu1", "000_006", ("W", "S"), 0.5, case=CASE)
+    assert offer.claim_key == on_other.claim_key != OFFER.claim_key == "s1"
+    assert check_name("claim", offer.claim_key) == offer.claim_key  # a topic level
+    assert offer.claim_key.startswith("procedural-world_clean_.first_view.real.000_006-")
+    # names cleaned alike still get two keys
+    assert case_claim_key("m", "a/b") != case_claim_key("m", "a.b")
+    assert "case" not in OFFER.to_json()  # an offer without a case, as before
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["x", {"key": "k", "model": "m"}, {"key": "", "model": "m", "source": "s"},
+     {"key": "k", "model": "m", "source": "s", "seed": "3"},
+     {"key": "k" * 5000, "model": "m", "source": "s"}],
+)  # fmt: skip
+def test_a_malformed_case_in_an_offer_is_one_line(case: object) -> None:
+    doc = {**OFFER.to_json(), "case": case}
+    with pytest.raises(PoolMessageError, match="offer"):
+        SessionOffer.from_json(doc)

@@ -78,6 +78,7 @@ def test_evaluate_refuses_cases_a_profile_cannot_send(tmp_path: Path) -> None:
     keycode = AttachOptions(clock=None, seconds_per_key=0.5, profile="keycode")
     with pytest.raises(BadInputError, match="profile 'keycode' sends no image"):
         evaluate("webrtc+http://127.0.0.1:1/offer", cases=arena, out=tmp_path, attach=keycode)
+    lossless = AttachOptions(clock=None, seconds_per_key=0.5, lossless=True)
     with pytest.raises(BadInputError, match=r"our protocol .* does not carry"):
-        evaluate("mqtt://127.0.0.1:1/m", cases=arena, out=tmp_path)
+        evaluate("webrtc+http://127.0.0.1:1/offer", cases=arena, out=tmp_path, attach=lossless)
     assert not (tmp_path / "m").exists()

@@ -1,9 +1,11 @@
 """``serve --mqtt mqtt://HOST:PORT/SESSION``: a ``step(key)`` model on a broker session.
 
-Publishes a retained ``hello`` on ``status`` (cleared with an empty retained message and a
-``bye`` when the server stops), answers messages on ``keys`` (``host.ModelHost``) and
-publishes frames on ``frames``. Messages that fail validation are counted and logged, never
-acted on.
+Publishes a retained ``hello`` on ``status``, with what of a case start the model's ``reset``
+takes (``start``; cleared with an empty retained message and a ``bye`` when the server
+stops), answers messages on ``keys`` (``host.ModelHost``) and publishes frames on
+``frames``. A ``reset`` whose case start the model cannot take is answered with a ``bye``
+naming the episode, on ``status``. Messages that fail validation are counted and logged,
+never acted on.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from streameval.protocol.wire import (
     decode,
     encode,
 )
-from streameval.transports.host import ModelHost
+from streameval.transports.host import ModelHost, start_names
 from streameval.transports.mqtt.url import MqttTarget, client_kwargs, parse_mqtt_url
 
 RECONNECT_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
@@ -58,7 +60,13 @@ async def serve_mqtt(
                 target.topic("frames"), encode(frame, encoding=encoding), qos=0
             )
 
-    host = ModelHost(model, fps, publish)
+    async def refuse(episode: str, words: str) -> None:
+        print(f"serve: refused the start of {episode!r}: {words}", file=sys.stderr)
+        if clients:
+            with contextlib.suppress(aiomqtt.MqttError):
+                await clients[0].publish(target.topic("status"), encode(Bye(words, episode)), qos=1)
+
+    host = ModelHost(model, fps, publish, refuse=refuse)
     host.start()
     attempt = 0
     try:
@@ -107,7 +115,9 @@ async def _serve_once(
     will = aiomqtt.Will(status, encode(Bye("server connection lost")), qos=1)
     async with aiomqtt.Client(**client_kwargs(target), will=will) as client:  # type: ignore[arg-type]
         await client.subscribe(target.topic("keys"), qos=1)
-        await client.publish(status, encode(Hello(name, fps, width, height)), qos=1, retain=True)
+        # what of a case start the model takes: an evaluator sends no image it would drop
+        hello = Hello(name, fps, width, height, start_names(host.model))
+        await client.publish(status, encode(hello), qos=1, retain=True)
         clients[:] = [client]
         ready.set()
         try:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from streameval.errors import BadInputError
+from streameval.protocol.case_start import MAX_START_TEXT, CaseStart
 from streameval.protocol.wire import (
     MAX_MESSAGE_BYTES,
     Bye,
@@ -39,8 +40,48 @@ from streameval.transports.mqtt.url import (
     parse_mqtt_url,
 )
 
+if TYPE_CHECKING:
+    from streameval.cases.conditioning import Conditioning
+
 RECONNECT_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 BYE_GRACE_S = 2.0
+
+
+def takes_no_image(url: str, hello: Hello) -> str:
+    """The line for a server whose model cannot start from a case's image."""
+    takes = ", ".join(hello.start) or "nothing of a case start"
+    return (
+        f"the model served on {url} ({hello.model!r}) cannot start from a case's image (its "
+        f"hello takes: {takes}): serve a model whose reset takes image= "
+        "(reset(self, image=None, prompt=None, intrinsics=None)), with a streameval that "
+        "sends it"
+    )
+
+
+def case_start(conditioning: Conditioning, url: str, hello: Hello) -> CaseStart | None:
+    """The ``reset``'s case start for a server that said in its ``hello`` what it takes
+    (None: it takes nothing, or the case has nothing to send). A case image it cannot take
+    is refused here, never dropped: the case would run from wherever the model starts."""
+    case = conditioning.case
+    if conditioning.has_image and "image" not in hello.start:
+        raise BadInputError(url, takes_no_image(url, hello))
+    if not hello.start:
+        return None
+    prompt = case.prompt if "prompt" in hello.start else None
+    if prompt is not None and len(prompt) > MAX_START_TEXT:
+        raise BadInputError(
+            case.origin or case.key,
+            f"case {case.key}: a caption of {len(prompt):,} characters does not fit our "
+            f"protocol's {MAX_START_TEXT:,}",
+        )
+    takes_image = conditioning.has_image and "image" in hello.start
+    return CaseStart(
+        image=conditioning.image_bytes() if takes_image else None,
+        mime=(case.image_mime or "image/jpeg") if takes_image else None,
+        prompt=prompt,
+        intrinsics=case.intrinsics if "intrinsics" in hello.start else None,
+        case=case.key,
+    )
 
 
 class MqttSource(LiveSource):
@@ -56,6 +97,7 @@ class MqttSource(LiveSource):
         config: LiveConfig,
         fps: float | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        conditioning: Conditioning | None = None,
     ) -> None:
         self.target: MqttTarget = parse_mqtt_url(url)
         super().__init__(
@@ -67,6 +109,8 @@ class MqttSource(LiveSource):
         self._client: Any = None
         self._hello: asyncio.Future[Hello] | None = None
         self._reader: asyncio.Task[None] | None = None
+        self.conditioning = conditioning
+        self._sent_start = False
 
     async def _connect_client(self) -> Any:
         import aiomqtt
@@ -97,8 +141,16 @@ class MqttSource(LiveSource):
                 f"no model server on session {self.target.session!r} "
                 f"(no hello within {self.config.connect_timeout_s:g} s)",
             ) from None
-        await self._publish(Reset(self.episode))
+        start = None
+        if self.conditioning is not None:
+            start = case_start(self.conditioning, self.url, hello)
+            self._sent_start = start is not None
+        await self._publish(Reset(self.episode, start))
         return ServerInfo(hello.model, hello.fps, hello.width, hello.height)
+
+    @property
+    def sends_conditioning(self) -> bool:
+        return self._sent_start
 
     async def _publish(self, message: Message) -> None:
         import aiomqtt
@@ -142,6 +194,9 @@ class MqttSource(LiveSource):
                 self._hello.set_result(message)
         elif isinstance(message, Frame):
             self.deliver(message, time.perf_counter())
+        elif isinstance(message, Bye) and message.episode:
+            if message.episode == self.episode:  # our start refused: nothing will come
+                self.lost(f"the server refused the session: {message.reason}")
         elif isinstance(message, Bye) and self._started:
             self._tasks.append(asyncio.create_task(self._bye(message.reason or "bye")))
 

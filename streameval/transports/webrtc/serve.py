@@ -12,7 +12,8 @@ A benchmark case starts on the text channel (the built-in ``serve`` profile): a 
 ``{"type": "configure" | "reset", "image_base64" | "image_path", "prompt", "intrinsics"}``
 resets the model with them (``host.start_arguments``: by the names its ``reset`` takes); one it
 cannot take is answered ``{"type": "error", "message": ...}`` on the same channel. Our protocol
-(lossless mode) carries no image: ``attach --lossless`` refuses cases with images up front.
+(lossless mode) carries no image: ``attach --lossless`` refuses cases with images up front (over
+MQTT the start rides on the ``reset``: ``transports/mqtt/serve.py``).
 
 Listens on loopback unless told another address.
 """

@@ -2,8 +2,9 @@
 image (inline, base64) and caption in a ``configure`` on the key channel; the served model's
 ``reset`` receives them by the names it takes, and the episode starts from the case image. A
 served model whose ``reset`` takes no image answers the configure with an error: that case
-ends incomplete in the server's words. Our own protocol (``--lossless``, MQTT) carries no
-image: attach refuses such cases before anything runs, with one line."""
+ends incomplete in the server's words. Our own protocol over WebRTC (``--lossless``) carries
+no image: attach refuses such cases before anything runs, with one line (over MQTT the start
+rides on the ``reset``: ``tests/scale/test_pool_cases.py``)."""
 
 from __future__ import annotations
 
@@ -87,10 +88,8 @@ def test_a_served_model_without_an_image_reset_refuses_in_its_words(arena: Path)
 def test_attach_refuses_cases_with_images_over_our_protocol(arena: Path) -> None:
     cases = load_cases(arena)
     lossless = AttachOptions(clock=None, seconds_per_key=1.0, lossless=True)
-    for url in ("webrtc+http://127.0.0.1:1/offer", "mqtt://127.0.0.1:1/m"):
-        options = lossless if url.startswith("webrtc") else AttachOptions(None, 1.0)
-        with pytest.raises(BadInputError, match=r"our protocol .* does not carry a case.s image"):
-            check_attach_conditioning([url], options, cases)
+    with pytest.raises(BadInputError, match=r"our protocol .* does not carry a case.s image"):
+        check_attach_conditioning(["webrtc+http://127.0.0.1:1/offer"], lossless, cases)
     check_attach_conditioning(
         ["webrtc+http://127.0.0.1:1/offer"], AttachOptions(None, 1.0, profile="serve"), cases
     )
