@@ -7,12 +7,11 @@ declared size raises :class:`WireError` with one line saying what is wrong: a tr
 that into a counted, reported error and goes on (a malformed message never kills a session).
 
 Public-style peers (browser games, the aiortc examples) speak JSON text
-(``{"type": "keydown", "key": "w"}``); :func:`public_key_message` builds those.
+(``{"type": "keydown", "key": "w"}``): ``streameval.protocol.public_keys`` builds those.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -575,39 +574,3 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
             case=_case(body.get("case")),
         )
     raise WireError(f"unknown message type {kind!r}")
-
-
-# ---------------------------------------------------------------- public style (JSON text)
-
-BROWSER_KEYS: dict[str, str] = {
-    "W": "w",
-    "S": "s",
-    "A": "a",
-    "D": "d",
-    "L": "ArrowLeft",
-    "R": "ArrowRight",
-}
-"""Default key names of public-style servers: what a browser's ``KeyboardEvent.key`` says."""
-
-
-def parse_key_map(text: str | None) -> dict[str, str]:
-    """``--key-map L=j,R=l`` → the browser names with those keys replaced."""
-    names = dict(BROWSER_KEYS)
-    if not text:
-        return names
-    for part in text.split(","):
-        ours, sep, theirs = part.partition("=")
-        ours = ours.strip().upper()
-        if not sep or ours not in KEYS or not theirs.strip():
-            raise WireError(f"--key-map entry {part!r}: expected KEY=NAME with KEY in W S A D L R")
-        names[ours] = theirs.strip()
-    return names
-
-
-def public_key_message(
-    kind: Literal["keydown", "keyup", "heartbeat"], key: str | None = None
-) -> str:
-    """The JSON text a public-style server expects on its data channel or keys URL."""
-    if kind == "heartbeat":
-        return json.dumps({"type": "heartbeat"})
-    return json.dumps({"type": kind, "key": key})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # time on two cores. TransNetV2 itself is tested by name (tests/perception/test_cuts.py,
 # tests/engine/test_memory_validity.py); test_auto_cuts_follow_the_environment checks `auto`.
 os.environ.setdefault("STREAMEVAL_CUTS", "scenedetect-adaptive")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background by a non-interactive shell (``make test &``, a CI
+    step's ``( ... ) &``) inherits SIGINT ignored, and so would every command the tests start:
+    Python then installs no Ctrl-C handler in them, and the tests that interrupt a run with
+    SIGINT saw it ignored. A handler here (reset to the default at exec) gives the commands
+    the tests start the disposition a terminal gives a user's."""
+    del config
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

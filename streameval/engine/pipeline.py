@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import math
 import time
 from dataclasses import asdict
@@ -40,6 +39,7 @@ from streameval.core.registry import split_spec
 from streameval.core.source import Source
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
+from streameval.engine.end_caches import memory_cache_of, quality_cache_of
 from streameval.engine.episode_stats import EpisodeStats, session_kind
 from streameval.engine.keys_contradicted import KeyTypeWatch
 from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
@@ -57,7 +57,6 @@ from streameval.engine.source_reader import read_source
 from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
 from streameval.errors import StreamevalError
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
-from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.metrics.segments import equal_split_keys
 from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
@@ -69,11 +68,9 @@ from streameval.perception.memory import (
     resolve_cut_detector_name,
 )
 from streameval.perception.perceiver import Perceiver
-from streameval.perception.qalign import QAlign, load_quality_backend, rate_episode
+from streameval.perception.qalign import QAlign, load_quality_backend
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
-from streameval.results.cache.episode import MemoryCache
-from streameval.results.cache.quality import QualityCache, QualityRatings
 from streameval.results.provenance import library_versions
 from streameval.results.scores_file import write_scores
 
@@ -441,103 +438,6 @@ async def run_episode(
     return outcome
 
 
-INTERRUPTED_CUT_WAIT_S = 2.0
-"""How long an interrupted episode waits for a cut detector that can bound its wait."""
-
-
-def _parameters(fn: Any) -> set[str]:
-    """The parameter names of ``fn`` (none when its signature cannot be read)."""
-    try:
-        return set(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return set()
-
-
-async def _memory_cache(
-    episode: _Episode, *, interrupted: bool = False
-) -> tuple[MemoryCache | None, dict[str, Any]]:
-    """Wait for the cut detector (off the loop: TransNetV2 finishes its last windows) and
-    gather what the memory metrics need. ``interrupted``: a detector that can bound its wait
-    (``finish(timeout_s=)``, TransNetV2's worker process) gets ``INTERRUPTED_CUT_WAIT_S``: a
-    worker still loading its model on a busy machine took 10–40 s, and an interrupted run
-    must end within seconds; its episode's Local Memory then says it was interrupted."""
-    memory, track, info = episode.memory, episode.track, episode.info
-    assert track is not None and info is not None
-    if memory is None:
-        return None, {}
-    cuts: list[int] | None = None
-    failure = memory.failure
-    detector = memory.cut_detector
-    cut_interrupted = False
-    if detector is not None:
-        try:
-            if failure is None:
-                bounded = interrupted and "timeout_s" in _parameters(detector.finish)
-                if bounded:
-                    cuts = await asyncio.to_thread(
-                        detector.finish,  # type: ignore[call-arg]
-                        timeout_s=INTERRUPTED_CUT_WAIT_S,
-                    )
-                    cut_interrupted = cuts is None
-                else:
-                    cuts = await asyncio.to_thread(detector.finish)
-                if cuts is None:
-                    failure = getattr(detector, "failure", None) or f"{detector.name} failed"
-                    # the metric says why it is missing; the error channel says it happened
-                    episode.error(
-                        ErrorEvent(
-                            f"cut detector {detector.name}: {failure}", source="cut_detector"
-                        )
-                    )
-        finally:
-            detector.close()
-    n_frames = len(track.frame_keys)
-    embeddings = track.embeddings.view(n_frames)
-    views = [memory.geometries[f] for f in sorted(memory.geometries) if f < n_frames]
-    geometry_source = str(info.extra.get("depth_source", "model")) if views else None
-    meta = {
-        "embedding": memory.embedder.name if memory.embedder else None,
-        "embedding_calibration": (
-            memory.embedder.calibration.to_json() if memory.embedder else None
-        ),
-        "cut_detector": detector.name if detector else None,
-        "cut_failure": failure,
-        **({"cut_interrupted": True} if cut_interrupted else {}),
-        "geometry_source": geometry_source,
-    }
-    problems = info.extra.get("sidecar_problems")
-    if not views and isinstance(problems, dict) and problems:
-        # the geometry was there but unusable: Global Memory is missing, not inapplicable
-        meta["global_missing"] = "unusable sidecar: " + "; ".join(map(str, problems.values()))
-    return MemoryCache(embeddings, cuts, views), meta
-
-
-async def _quality_cache(episode: _Episode) -> QualityCache:
-    """The 1-fps frames (trimmed as Q-Align samples them), the imaging statistics, and, with
-    a quality backend, its answers (off the loop: a model forward pass per task and segment)."""
-    track, info = episode.track, episode.info
-    assert track is not None and info is not None
-    n_frames = len(track.frame_keys)
-    wanted = one_fps_frames(n_frames, info.fps)
-    frames = {i: track.quality_frames[i] for i in wanted if i in track.quality_frames}
-    quality = QualityCache(frames, track.statistics.view(n_frames))
-    backend = episode.quality_backend
-    if backend is None:
-        return quality
-    if len(frames) < len(wanted) or not frames:
-        quality.failure = f"{len(frames)} of {len(wanted)} 1-fps frames received"
-        return quality
-    ordered = [frames[i] for i in sorted(frames)]
-    try:
-        logits, segments = await asyncio.to_thread(rate_episode, backend, ordered)
-    except Exception as exc:  # the quality columns become `missing`, with this reason
-        quality.failure = f"{backend.name}: {type(exc).__name__}: {exc}"
-        episode.error(ErrorEvent(f"quality backend failed: {quality.failure}", source="quality"))
-        return quality
-    quality.ratings = QualityRatings(backend.name, logits, segments)
-    return quality
-
-
 async def finalize(
     episode: _Episode, complete: bool, results_dir: Path | None, *, interrupted: bool = False
 ) -> EpisodeOutcome:
@@ -546,8 +446,8 @@ async def finalize(
     assert episode.track is not None and episode.info is not None
     track = episode.track
     episode.pad_dropped_tail()
-    memory_cache, memory_meta = await _memory_cache(episode, interrupted=interrupted)
-    quality_cache = await _quality_cache(episode)
+    memory_cache, memory_meta = await memory_cache_of(episode, interrupted=interrupted)
+    quality_cache = await quality_cache_of(episode)
     atlas = track.worldatlas
     if atlas is not None:  # memory_loop: the revisit pairs' frames, features, Gram distances
         atlas.closed_loop = await asyncio.to_thread(

@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from streameval.errors import BadInputError
-from streameval.protocol.wire import WireError, parse_key_map
+from streameval.protocol.public_keys import parse_key_map
+from streameval.protocol.wire import WireError
 from streameval.transports.base import Clock, LiveConfig, LiveSource
 
 if TYPE_CHECKING:

@@ -23,7 +23,12 @@ from tests.probe.probe_servers import USUAL, Motion, probe_app, start
 from tests.probe.served import served
 from tests.transports.worlds import CONFIG
 
-pytestmark = pytest.mark.xdist_group("probe")
+# Real-time probes on two shared cores: a starved machine can deliver a short press late; one
+# rerun of a failed assertion (as the other real-time style tests do).
+pytestmark = [
+    pytest.mark.xdist_group("probe"),
+    pytest.mark.flaky(reruns=1, only_rerun=["AssertionError", "KeyError"]),
+]
 
 
 def _probe(

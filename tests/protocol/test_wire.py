@@ -8,8 +8,8 @@ import re
 import msgpack
 import numpy as np
 import pytest
+from streameval.protocol.public_keys import BROWSER_KEYS, parse_key_map, public_key_message
 from streameval.protocol.wire import (
-    BROWSER_KEYS,
     Bye,
     CaseStart,
     Frame,
@@ -22,8 +22,6 @@ from streameval.protocol.wire import (
     WireMetric,
     decode,
     encode,
-    parse_key_map,
-    public_key_message,
 )
 
 

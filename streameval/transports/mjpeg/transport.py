@@ -18,12 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
-from streameval.protocol.wire import (
-    BROWSER_KEYS,
-    MAX_FRAME_SIDE,
-    Frame,
-    public_key_message,
-)
+from streameval.protocol.public_keys import BROWSER_KEYS, public_key_message
+from streameval.protocol.wire import MAX_FRAME_SIDE, Frame
 from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.webrtc.transport import http_url
 

@@ -29,8 +29,8 @@ from fractions import Fraction
 from typing import Any
 
 from streameval.errors import one_line
+from streameval.protocol.public_keys import BROWSER_KEYS
 from streameval.protocol.wire import (
-    BROWSER_KEYS,
     MAX_MESSAGE_BYTES,
     Frame,
     Heartbeat,

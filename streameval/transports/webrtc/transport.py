@@ -29,8 +29,8 @@ from urllib.parse import urlsplit
 
 from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
+from streameval.protocol.public_keys import BROWSER_KEYS, public_key_message
 from streameval.protocol.wire import (
-    BROWSER_KEYS,
     MAX_MESSAGE_BYTES,
     Frame,
     Hello,
@@ -39,7 +39,6 @@ from streameval.protocol.wire import (
     WireError,
     decode,
     encode,
-    public_key_message,
 )
 from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.webrtc.chunks import Reassembler
