@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         from streameval.report.master import render_master_table
 
         try:
-            args.html.write_text(render_master_table(table), encoding="utf-8")
+            args.html.write_text(render_master_table(table, sets=sets), encoding="utf-8")
         except OSError as exc:
             print(f"error: {args.html}: cannot write ({exc.strerror})", file=sys.stderr)
             return EXIT_BAD_INPUT

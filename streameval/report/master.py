@@ -6,10 +6,12 @@ module only draws them, as ``cli/table.py`` does for the terminal.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 
 from streameval.leaderboard import MasterTable, cell_text
 from streameval.leaderboard.columns import metric_scale
+from streameval.leaderboard.sets import ALL_SETS
 from streameval.report.html import page, png_img
 from streameval.report.plots import index_figure
 
@@ -67,6 +69,17 @@ def master_table_fragment(table: MasterTable, *, with_plot: bool = True) -> list
     return out
 
 
-def render_master_table(table: MasterTable, title: str = "streameval master table") -> str:
-    """A self-contained page holding the master table."""
-    return page(title, [f"<h1>{escape(title)}</h1>", *master_table_fragment(table)])
+def render_master_table(
+    table: MasterTable,
+    title: str = "streameval master table",
+    sets: Mapping[str, MasterTable] | None = None,
+) -> str:
+    """A self-contained page holding the master table. Results of benchmark cases (``sets``,
+    ``leaderboard.sets.set_tables``) get a table per set first, then the table over all sets,
+    as the published benchmarks lay theirs out and as the other formats of ``table`` do."""
+    parts = [f"<h1>{escape(title)}</h1>"]
+    if sets:
+        for name, part in sets.items():
+            parts += [f"<h2>{escape(name)}</h2>", *master_table_fragment(part, with_plot=False)]
+        parts.append(f"<h2>{escape(ALL_SETS)}</h2>")
+    return page(title, [*parts, *master_table_fragment(table)])

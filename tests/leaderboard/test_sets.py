@@ -66,6 +66,15 @@ def test_the_table_command_shows_the_sets_then_all_of_them(
     assert rows[0].startswith("set,model,") and [r.split(",")[0] for r in rows[1:]] == [
         "first_view/real", "first_view/real", "third_view/style", "third_view/style",
         "all sets", "all sets"]  # fmt: skip
+    page = tmp_path / "table.html"
+    assert main(["table", str(tmp_path), "--include-all", "--html", str(page)]) == 0
+    html = page.read_text()
+    first, style, whole = (
+        html.index(f"<h2>{s}</h2>") for s in ("first_view/real", "third_view/style", "all sets")
+    )
+    assert first < style < whole
+    assert "90.00" in html[first:style] and "30.00" in html[style:whole]
+    assert "90.00" not in html[whole:] and "70.00" in html[whole:]
 
 
 def test_results_without_cases_have_no_sets(
