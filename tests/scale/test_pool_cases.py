@@ -194,6 +194,9 @@ def _finished_on_disk(out: Path, key: str) -> bool:
     return path.is_file() and json.loads(path.read_text()).get("complete") is True
 
 
+# Seen once in a full `make test` at load ~5: the evaluators did not stop within 30 s of the
+# interruption (TimeoutError in `_leave`; passed alone 4 of 4). One rerun of the scenario.
+@pytest.mark.flaky(reruns=1)
 def test_an_interrupted_pool_run_resumes_keeping_the_finished_cases(
     broker: Broker,  # noqa: F811
     bg: Background,
