@@ -165,6 +165,7 @@ class RemoteDashboardApp(DashboardApp):
         ):
             self.model.stop_rule = RemoteStop(update.stop)
             self.model.forget_progress()
+            self.cases.changed()  # also when no case ends with it (a repeated end)
 
     def apply(self, session: str, update: ScoresUpdate) -> None:
         """One remote update → the observer call a local pipeline would have made."""
