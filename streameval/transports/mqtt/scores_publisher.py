@@ -309,8 +309,18 @@ class MqttScoresPublisher(EpisodeObserver):
         (checked after the last case: met, or not), else None."""
         if self.stop is None or last is None or not last.final:
             return None
-        now = await asyncio.to_thread(self.stop)
-        return None if now == last.stop else replace(last, stop=now)
+        now = await self._read_stop()
+        return None if now is None or now == last.stop else replace(last, stop=now)
+
+    async def _read_stop(self) -> WireStop | None:
+        """The rule's state now, read off the event loop (it reads the run's scores); None
+        when it cannot be read: the live scores go on without it."""
+        if self.stop is None:
+            return None
+        try:
+            return await asyncio.to_thread(self.stop)
+        except Exception:  # a watcher's extra: never the reason live scores stop
+            return None
 
     async def _publish(self) -> None:
         import aiomqtt
@@ -326,7 +336,7 @@ class MqttScoresPublisher(EpisodeObserver):
                             await client.publish(self.topic, encode(again), qos=0)
                         return
                     if self.stop is not None and carries_stop(update):
-                        update = replace(update, stop=await asyncio.to_thread(self.stop))
+                        update = replace(update, stop=await self._read_stop())
                     await client.publish(self.topic, encode(update), qos=0)
                     last = update
         except aiomqtt.MqttError as exc:
