@@ -398,7 +398,7 @@ def test_the_publisher_sends_the_rules_state_where_it_can_change(tmp_path: Path)
     state changed since it was sent."""
     path = write_case_run(tmp_path, RUN[:3], pooled=True)
     monitor = _stop_rule(path, f"{ACC}:width<=100")
-    publisher = MqttScoresPublisher("mqtt://127.0.0.1:1", stop=monitor.wire_state)
+    publisher = MqttScoresPublisher("mqtt://127.0.0.1:1/s", stop=monitor.wire_state)
     start = ScoresUpdate("e", "m", 0, "-", 0.0, 0, {}, frames_done=0)
     live = ScoresUpdate("e", "m", 5, "W", 16.0, 0, {}, frames_done=6)
     final = ScoresUpdate("e", "m", 31, "W", 16.0, 0, {}, final=True, frames_done=32)
@@ -412,7 +412,7 @@ def test_the_publisher_sends_the_rules_state_where_it_can_change(tmp_path: Path)
     assert again is not None and again.final and again.stop is not None
     assert (again.stop.met, again.stop.after) == (True, 3)
     assert asyncio.run(publisher._stop_changed(live)) is None  # no end to send again
-    assert asyncio.run(MqttScoresPublisher("mqtt://127.0.0.1:1")._stop_changed(sent)) is None
+    assert asyncio.run(MqttScoresPublisher("mqtt://127.0.0.1:1/s")._stop_changed(sent)) is None
 
 
 def test_a_real_case_run_on_the_dashboard_and_its_resume(
