@@ -27,6 +27,7 @@ from streameval.protocol.case_start import (
     start_body,
 )
 from streameval.protocol.keys import KEYS, NO_KEY
+from streameval.protocol.stop_state import WireStop, parse_stop, stop_body
 
 from streameval.errors import InvalidDataError
 
@@ -183,6 +184,7 @@ class ScoresUpdate:
     queue_depth: int | None = None  # the evaluator's perception queue, as its Throughput shows
     received: int | None = None  # frames the evaluator received (dropped ones included)
     case: WireCase | None = None  # a benchmark case's episode: which case, the run's sets
+    stop: WireStop | None = None  # a case run's --stop-when rule and where it stands
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +320,8 @@ def encode(message: Message, *, encoding: ImageEncoding = "raw") -> bytes:
                 "sets": message.case.sets,
                 **({} if message.case.max_keys is None else {"keys": message.case.max_keys}),
             }
+        if message.stop is not None:
+            body["stop"] = stop_body(message.stop)
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed
 
@@ -572,5 +576,6 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
             queue_depth=_optional_count(body.get("queue")),
             received=_optional_count(body.get("recv")),
             case=_case(body.get("case")),
+            stop=parse_stop(body.get("stop")),
         )
     raise WireError(f"unknown message type {kind!r}")

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from streameval.replay.layout import CASE_RUN
 from streameval.tui.case_scores import CaseScores, read_case_scores
@@ -182,6 +182,16 @@ def _column_order(names: Iterable[str]) -> list[str]:
 
 StopStates = Callable[[Mapping[str, ColumnInterval]], Mapping[str, str]]
 """The stop rule's state of each column it watches, from the columns' intervals."""
+
+
+class StopView(Protocol):
+    """A case run's ``--stop-when`` rule as the case-set view reads it: the run's own
+    monitor (``runs.stop_when.StopMonitor``), or what a remote evaluator's scores messages
+    said of its monitor (``tui.remote.RemoteStop``). One rendering path for both."""
+
+    def column_states(self, intervals: Mapping[str, ColumnInterval]) -> Mapping[str, str]: ...
+
+    def summary(self) -> str: ...
 
 
 def case_progress(

@@ -10,16 +10,19 @@ details. A benchmark case's updates name the case and the run's sets, so the cas
 (``c``) shows the remote run's progress and column bands as a local one does: the final
 message carries each result's scored segment values and the case the run's most keys a case
 holds, so the bands are the table's (cases ended before the watcher joined are not known to
-it).
+it). A run with a ``--stop-when`` rule sends the rule's state as the evaluator's monitor says
+it (``RemoteStop``): each column's state beside its band and the rule's line, as locally.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from streameval.protocol.schedule import Schedule
+from streameval.protocol.stop_state import WireStop
 from streameval.protocol.wire import ScoresUpdate, WireMetric
 from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.cases import CaseBoard
@@ -32,7 +35,24 @@ from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome, Progress
 from streameval.engine.scoring import EpisodeScores
 from streameval.errors import redact_url
+from streameval.leaderboard.intervals import ColumnInterval
+from streameval.metrics.stop_rule import rule_summary
 from streameval.transports.mqtt.remote_watch import metric_results, watch_scores
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteStop:
+    """A remote case run's ``--stop-when`` rule as its latest scores message said it: read
+    by the case-set view as a local run's monitor is (``tui.cases.StopView``)."""
+
+    wire: WireStop
+
+    def column_states(self, intervals: Mapping[str, ColumnInterval]) -> Mapping[str, str]:
+        """The evaluator's states: computed there over the same finished cases."""
+        return self.wire.states
+
+    def summary(self) -> str:
+        return rule_summary(self.wire.rule, self.wire.met, self.wire.after)
 
 
 @dataclass
@@ -126,7 +146,8 @@ class RemoteDashboardApp(DashboardApp):
         return remote
 
     def _learn_sets(self, update: ScoresUpdate) -> None:
-        """A case's update: the case-set view starts, and takes the run's set sizes."""
+        """A case's update: the case-set view starts, and takes the run's set sizes and its
+        stop rule's state."""
         if update.case is None:
             return
         if self.model.cases is None:
@@ -138,6 +159,13 @@ class RemoteDashboardApp(DashboardApp):
         if keys is not None and keys != self.model.cases.max_keys:
             self.model.cases.max_keys = keys
             self.model.forget_progress()
+        known = self.model.stop_rule
+        if update.stop is not None and (
+            not isinstance(known, RemoteStop) or known.wire != update.stop
+        ):
+            self.model.stop_rule = RemoteStop(update.stop)
+            self.model.forget_progress()
+            self.cases.changed()  # also when no case ends with it (a repeated end)
 
     def apply(self, session: str, update: ScoresUpdate) -> None:
         """One remote update → the observer call a local pipeline would have made."""

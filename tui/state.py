@@ -19,13 +19,13 @@ from array import array
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from streameval.tui.case_scores import case_values, read_case_record
 from streameval.tui.cases import (
     CaseBoard,
     CaseEntry,
     CaseProgress,
+    StopView,
     case_progress,
 )
 
@@ -33,9 +33,6 @@ from streameval.core.events import EpisodeInfo
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome, Progress
 from streameval.results.scores_file import SCORES_FILE, EpisodeRecord
-
-if TYPE_CHECKING:
-    from streameval.runs.stop_when import StopMonitor
 
 
 class JobStatus(StrEnum):
@@ -165,7 +162,7 @@ class DashboardModel:
     stopping: bool = False
     failure: str | None = None
     cases: CaseBoard | None = None  # a case run's sets and the cases kept from before
-    stop_rule: StopMonitor | None = None  # the run's --stop-when rule, checked before each case
+    stop_rule: StopView | None = None  # the run's --stop-when rule (a remote run: its state)
     rule_met: bool = False  # the rule ended the run: the jobs left were not run
     # case_progress() is computed again only when a case started or ended (the status line
     # asks several times a second; the bands are a confidence sequence per column)

@@ -63,7 +63,9 @@ def run_episodes(
     if args.publish_mqtt:
         from streameval.transports.mqtt.scores_publisher import MqttScoresPublisher
 
-        publisher = MqttScoresPublisher(args.publish_mqtt)
+        publisher = MqttScoresPublisher(
+            args.publish_mqtt, stop=None if monitor is None else monitor.wire_state
+        )
         extra.append(publisher)
     servers = 1 + len(getattr(args, "more_urls", None) or [])
     if servers > 1 and _use_dashboard(args):

@@ -69,6 +69,14 @@ class VersusRule:
 StopRule = WidthRule | VersusRule
 
 
+def rule_summary(text: str, met: bool, after: int | None) -> str:
+    """The rule and where it stands, as every dashboard says it (a local run's monitor, a
+    remote one's scores messages): ``--stop-when 'width<=4': met after 41 cases``."""
+    if not met or after is None:
+        return f"{OPTION} {text!r}: open"
+    return f"{OPTION} {text!r}: met after {after} case{'' if after == 1 else 's'}"
+
+
 def parse_stop_when(text: str, margin: float = DEFAULT_MARGIN) -> StopRule:
     """The rule ``text`` says (``--stop-when``), with ``margin`` (``--margin``) for ``vs=``.
 

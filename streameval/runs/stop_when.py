@@ -41,7 +41,15 @@ from streameval.leaderboard.intervals import (
     read_case_run,
 )
 from streameval.metrics.anytime import decide, width_met
-from streameval.metrics.stop_rule import OPTION, StopRule, VersusRule, WidthRule, parse_stop_when
+from streameval.metrics.stop_rule import (
+    OPTION,
+    StopRule,
+    VersusRule,
+    WidthRule,
+    parse_stop_when,
+    rule_summary,
+)
+from streameval.protocol.stop_state import WireStop
 from streameval.results.results_log import upsert_line
 from streameval.results.scores_file import SCORES_FILE
 
@@ -116,8 +124,16 @@ class StopMonitor:
         """The rule and where it stands: ``--stop-when 'width<=4': met after 41 cases``."""
         with self._lock:
             met, after = self.met, self.checked_at
-        state = f"met after {after} case{'' if after == 1 else 's'}" if met else "open"
-        return f"{OPTION} {self.text!r}: {state}"
+        return rule_summary(self.text, met, after)
+
+    def wire_state(self) -> WireStop:
+        """What a remote dashboard is sent of the rule (``protocol.stop_state``): the rule,
+        each watched column's state over the finished cases on disk (``column_states``) and
+        whether it was met, after how many cases. Reads the run's scores: off the event loop."""
+        states = self.column_states(self.intervals()[1])
+        with self._lock:
+            met, after = self.met, self.checked_at
+        return WireStop(self.text, states, met, after if after >= 0 else None)
 
     def intervals(self) -> tuple[CaseRun | None, dict[str, ColumnInterval]]:
         try:

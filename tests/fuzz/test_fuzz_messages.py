@@ -226,6 +226,41 @@ def test_any_scored_segments_of_a_result_are_read_or_ignored(seg: object) -> Non
     assert scored is None or all(isinstance(v, float) and math.isfinite(v) for v in scored)
 
 
+STOP_MAPS = st.one_of(
+    JSON_VALUES,
+    st.fixed_dictionaries(
+        {
+            "rule": st.one_of(NASTY_STRINGS, JSON_VALUES),
+            "cols": st.one_of(
+                JSON_VALUES,
+                st.dictionaries(NASTY_STRINGS, st.one_of(NASTY_STRINGS, NUMBER), max_size=8),
+            ),
+            "met": st.one_of(st.booleans(), JSON_VALUES),
+        },
+        optional={"after": st.one_of(JSON_VALUES, NUMBER)},
+    ),
+)
+
+
+@FUZZ
+@given(stop=STOP_MAPS)
+def test_any_stop_map_of_a_scores_message_is_read_or_ignored(stop: object) -> None:
+    """The ``stop`` of a live-scores message (a case run's ``--stop-when`` state, for the
+    watcher's case-set view): whatever it holds, the message is read and its stop state is a
+    well-formed one or none."""
+    body = {"t": "scores", "episode": "e", "frame": 0, "fps": 0.0, "dropped": 0, "metrics": {}}
+    packed = _pack({**body, "stop": stop})
+    if packed == b"\xc1":
+        return  # msgpack could not pack it: no message to read
+    with bounded():
+        update = decode(packed)
+    assert isinstance(update, ScoresUpdate)
+    if update.stop is not None:
+        assert update.stop.rule and isinstance(update.stop.met, bool)
+        assert all(isinstance(k, str) and isinstance(v, str) for k, v in update.stop.states.items())
+        assert update.stop.after is None or update.stop.after >= 0
+
+
 START_MAPS = st.one_of(
     JSON_VALUES,
     st.fixed_dictionaries(

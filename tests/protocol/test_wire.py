@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pickle
 import re
+from dataclasses import replace
 
 import msgpack
 import numpy as np
 import pytest
 from streameval.protocol.public_keys import BROWSER_KEYS, parse_key_map, public_key_message
+from streameval.protocol.stop_state import WireStop
 from streameval.protocol.wire import (
     Bye,
     CaseStart,
@@ -200,3 +202,32 @@ def test_a_case_start_rides_on_reset_and_the_hello_says_what_it_takes() -> None:
 def test_a_malformed_case_start_is_one_line(start: object) -> None:
     with pytest.raises(WireError, match="reset message"):
         decode(msgpack.packb({"t": "reset", "episode": "e", "start": start}))
+
+
+def test_a_stop_rules_state_rides_on_scores_and_older_messages_have_none() -> None:
+    """The ``stop`` map of a scores message: a case run's ``--stop-when`` rule, each watched
+    column's state and whether it was met after how many cases, round trip; an older
+    evaluator's message has none, and a malformed map reads as none (the message is read)."""
+    stop = WireStop(
+        "direction_accuracy_trans:width<=4",
+        {"direction_accuracy_trans": "width met", "local_memory": "open"},
+        met=True,
+        after=41,
+    )
+    update = ScoresUpdate("e", "m", 0, "-", 0.0, 0, {}, frames_done=0, stop=stop)
+    assert decode(encode(update)) == update
+    never_checked = replace(update, stop=WireStop("vs=base", {}))
+    assert decode(encode(never_checked)) == never_checked
+    plain = decode(encode(ScoresUpdate("e", "m", 0, "-", 0.0, 0, {})))
+    assert isinstance(plain, ScoresUpdate) and plain.stop is None
+    body = {"t": "scores", "episode": "e", "frame": 0, "fps": 0.0, "dropped": 0, "metrics": {}}
+    for bad in (
+        "width<=4",
+        {"rule": "", "cols": {}, "met": False},
+        {"rule": "width<=4", "cols": {"x": 1}, "met": False},
+        {"rule": "width<=4", "cols": {}, "met": "yes"},
+        {"rule": "width<=4", "cols": {}, "met": True, "after": -1},
+        {"rule": "width<=4", "cols": [], "met": False},
+    ):
+        back = decode(msgpack.packb({**body, "stop": bad}))
+        assert isinstance(back, ScoresUpdate) and back.stop is None

@@ -3,6 +3,7 @@ column's running value with its anytime-valid band — live, on disk, and watche
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import replace
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from streameval.protocol.schedule import Schedule
+from streameval.protocol.stop_state import WireStop
 from streameval.protocol.wire import ScoresUpdate, WireCase, decode, encode
 from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.case_scores import case_values, read_case_scores
@@ -22,7 +24,7 @@ from streameval.tui.cases import (
     recorded_entries,
 )
 from streameval.tui.remote import RemoteDashboardApp
-from streameval.tui.screens.cases import CasesScreen
+from streameval.tui.screens.cases import CasesScreen, bands_text
 from streameval.tui.state import JobStatus
 from streameval.tui.widgets.status_line import StatusLine
 from textual.widgets import DataTable, Static
@@ -36,7 +38,13 @@ from streameval.leaderboard.intervals import case_run_intervals
 from streameval.results.scores_file import load_episode, scores_document, write_scores
 from streameval.runs.jobs import EpisodeJob
 from streameval.runs.stop_when import StopMonitor, stop_monitor
-from streameval.transports.mqtt.scores_publisher import case_sets, wire_case, wire_results
+from streameval.transports.mqtt.scores_publisher import (
+    MqttScoresPublisher,
+    carries_stop,
+    case_sets,
+    wire_case,
+    wire_results,
+)
 from tests.tui.case_sample import (
     ACC,
     RUN,
@@ -297,8 +305,9 @@ def test_the_publisher_names_the_case_and_reads_the_runs_sets(tmp_path: Path) ->
     assert wire_case(info, SETS) == WireCase("first_view/real", "000_001", SETS)
 
 
-def _remote_updates(name: str, set_name: str) -> list[ScoresUpdate]:
-    """A remote case's start and final message, through the wire (encoded, decoded)."""
+def _remote_updates(name: str, set_name: str, stop: WireStop | None = None) -> list[ScoresUpdate]:
+    """A remote case's start and final message, through the wire (encoded, decoded); the
+    final one with the evaluator's ``stop`` state when its run has a ``--stop-when`` rule."""
     case = WireCase(set_name, name, SETS, max_keys=3)
     segments = SEGMENTS[name]
     final_results = wire_results(case_metrics(100 * sum(segments) / len(segments), segments), True)
@@ -312,17 +321,25 @@ def _remote_updates(name: str, set_name: str) -> list[ScoresUpdate]:
     start = ScoresUpdate(name, "m", 0, "-", 0.0, 0, {}, frames_done=0, **common)  # type: ignore[arg-type]
     final = ScoresUpdate(
         name, "m", 31, "W", 16.0, 0, {}, final=True, complete=True, frames_done=32, frames=32,
-        results=final_results, **common,  # type: ignore[arg-type]
+        results=final_results, stop=stop, **common,  # type: ignore[arg-type]
     )  # fmt: skip
-    updates = [decode(encode(u)) for u in (start, final)]
-    assert all(isinstance(u, ScoresUpdate) for u in updates)
-    return updates  # type: ignore[return-value]
+    updates = [_through_the_wire(u) for u in (start, final)]
+    return updates
+
+
+def _through_the_wire(update: ScoresUpdate) -> ScoresUpdate:
+    back = decode(encode(update))
+    assert isinstance(back, ScoresUpdate)
+    return back
 
 
 @async_test
 async def test_the_remote_watcher_shows_the_case_run_as_a_local_one(tmp_path: Path) -> None:
     """The remote watcher's bands are the table's too: the final messages carry the scored
-    segments a pooled column pools, and the run's most keys a case holds."""
+    segments a pooled column pools, and the run's most keys a case holds. With a
+    ``--stop-when`` rule they carry the evaluator's monitor's state: the watcher shows each
+    column's state and the rule's line exactly as the local dashboard of that run does,
+    before the rule is checked and after it was met (the last final message sent again)."""
     app = RemoteDashboardApp("mqtt://127.0.0.1:1", DashboardOptions(clock=lambda: 0.0))
 
     async def no_broker() -> None:
@@ -330,16 +347,24 @@ async def test_the_remote_watcher_shows_the_case_run_as_a_local_one(tmp_path: Pa
 
     app._watch = no_broker  # type: ignore[method-assign]
     ran = [r for r in RUN if r[2] is not None][:3]
+    # the evaluator's run after these three cases, its rule and its own dashboard
+    path = write_case_run(tmp_path, ran, pooled=True)
+    monitor = _stop_rule(path, f"{ACC}:width<=100")
+    local = DashboardApp(
+        [_unrun_job(path)], options=DashboardOptions(autostart=False), stop=monitor
+    )
+    last: ScoresUpdate | None = None
     async with app.run_test(size=(120, 40)) as pilot:
         for set_name, name, _ in ran:
-            for update in _remote_updates(name, set_name):
+            for update in _remote_updates(name, set_name, monitor.wire_state()):
                 app.apply("s", update)
+                last = update
                 await pilot.pause()
         progress = app.model.case_progress()
         assert progress is not None and progress.total == 7 and progress.ended == 3
         band = {b.name: b for b in progress.bands}[ACC]
         # the same three cases on disk, as `table --ci` reads them
-        table = case_run_intervals(write_case_run(tmp_path, ran, pooled=True).parent)[ACC]
+        table = case_run_intervals(path.parent)[ACC]
         assert (band.value, band.low, band.high, band.of) == (
             table.value,
             table.low,
@@ -347,9 +372,47 @@ async def test_the_remote_watcher_shows_the_case_run_as_a_local_one(tmp_path: Pa
             table.of,
         )
         assert band.value == pytest.approx(100 * 4.5 / 6)  # pooled, not the mean of 100, 0, 75
+        mine = local.model.case_progress()
+        assert mine is not None and {b.name: b.state for b in mine.bands}[ACC] == "width met"
+        assert bands_text(progress).plain == bands_text(mine).plain
+        assert progress.rule == mine.rule == f"--stop-when '{ACC}:width<=100': open"
         await pilot.press("c")
         await wait_until(pilot, lambda: "cases 3/7" in _screen_text(app.screen))  # type: ignore[arg-type]
+        assert "after 3 of 7: width met" in _screen_text(app.screen)  # type: ignore[arg-type]
+        # checked before a next case: met. The evaluator sends its last end again, with it
+        assert monitor.check() and last is not None
+        app.apply("s", _through_the_wire(replace(last, stop=monitor.wire_state())))
+        local.model.forget_progress()
+        mine, progress = local.model.case_progress(), app.model.case_progress()
+        assert mine is not None and progress is not None
+        assert progress.rule == mine.rule == f"--stop-when '{ACC}:width<=100': met after 3 cases"
+        assert bands_text(progress).plain == bands_text(mine).plain
+        await wait_until(pilot, lambda: "met after 3 cases" in _screen_text(app.screen))  # type: ignore[arg-type]
+        assert progress.ended == 3  # the repeated end is no new case
         await pilot.press("q")
+
+
+def test_the_publisher_sends_the_rules_state_where_it_can_change(tmp_path: Path) -> None:
+    """Start and final messages carry the rule's state (progress messages, many a second, do
+    not read the run again); at the end, the last final message goes again only when the
+    state changed since it was sent."""
+    path = write_case_run(tmp_path, RUN[:3], pooled=True)
+    monitor = _stop_rule(path, f"{ACC}:width<=100")
+    publisher = MqttScoresPublisher("mqtt://127.0.0.1:1/s", stop=monitor.wire_state)
+    start = ScoresUpdate("e", "m", 0, "-", 0.0, 0, {}, frames_done=0)
+    live = ScoresUpdate("e", "m", 5, "W", 16.0, 0, {}, frames_done=6)
+    final = ScoresUpdate("e", "m", 31, "W", 16.0, 0, {}, final=True, frames_done=32)
+    assert carries_stop(start) and carries_stop(final) and not carries_stop(live)
+    assert not carries_stop(replace(start, warning="keys move nothing"))
+    sent = replace(final, stop=monitor.wire_state())
+    assert sent.stop == WireStop(f"{ACC}:width<=100", {ACC: "width met"}, met=False)
+    assert asyncio.run(publisher._stop_changed(sent)) is None  # nothing changed since
+    assert monitor.check()
+    again = asyncio.run(publisher._stop_changed(sent))
+    assert again is not None and again.final and again.stop is not None
+    assert (again.stop.met, again.stop.after) == (True, 3)
+    assert asyncio.run(publisher._stop_changed(live)) is None  # no end to send again
+    assert asyncio.run(MqttScoresPublisher("mqtt://127.0.0.1:1/s")._stop_changed(sent)) is None
 
 
 def test_a_real_case_run_on_the_dashboard_and_its_resume(

@@ -9,7 +9,10 @@ the last perceived frame, so a watcher ends on exactly the local screen
 from the end of the run's first case on (when ``cases.json`` is on disk beside the results),
 every set's number of cases and the most keys a case holds; its final message carries each
 result's scored segment values (what the table pools): the watcher's case-set view is the
-local one.
+local one. A case run with a ``--stop-when`` rule: its start and final messages carry the
+rule's state as the evaluator's own dashboard shows it (``stop``, given the run's monitor),
+and when the run ends with a state the last message did not carry, the last final message
+is sent once more with it (a watcher takes it, then ignores the repeated end).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import asyncio
 import contextlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,7 @@ import numpy as np
 from streameval.core.events import EpisodeInfo, ErrorEvent, FrameEvent
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
+from streameval.protocol.stop_state import WireStop
 from streameval.protocol.wire import (
     MAX_SCALARS,
     MAX_SEGMENTS,
@@ -167,8 +172,20 @@ def wire_case(info: EpisodeInfo, sets: dict[str, int]) -> WireCase | None:
     return WireCase(set_name, name, dict(sets))
 
 
+StopState = Callable[[], WireStop]
+"""The run's ``--stop-when`` rule and where it stands now (``StopMonitor.wire_state``)."""
+
+
+def carries_stop(update: ScoresUpdate) -> bool:
+    """An episode's start or final message: where the stop rule's state can have changed (a
+    case ended, or the rule was checked before the next one). Progress messages, many a
+    second, do not read the run's scores again."""
+    plain = update.error is None and update.warning is None
+    return plain and (update.final or update.frames_done == 0)
+
+
 class MqttScoresPublisher(EpisodeObserver):
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, stop: StopState | None = None) -> None:
         self.target = parse_mqtt_url(url)
         self.topic = self.target.topic("scores")
         self.info: EpisodeInfo | None = None
@@ -182,6 +199,7 @@ class MqttScoresPublisher(EpisodeObserver):
         self._received = 0  # frames received, as the local Throughput counts them
         self._case: WireCase | None = None
         self._case_sets: dict[str, int] = {}  # learnt from cases.json when a case ended
+        self.stop = stop  # the case run's --stop-when state, read off the event loop
 
     def _update(self, frame: int, key: str, fps: float, dropped: int, **kw: Any) -> ScoresUpdate:
         assert self.info is not None
@@ -286,16 +304,41 @@ class MqttScoresPublisher(EpisodeObserver):
             await asyncio.wait_for(self.task, 5.0)
         self.task = None
 
+    async def _stop_changed(self, last: ScoresUpdate | None) -> ScoresUpdate | None:
+        """At the end: the last final message again when the rule's state changed since
+        (checked after the last case: met, or not), else None."""
+        if self.stop is None or last is None or not last.final:
+            return None
+        now = await self._read_stop()
+        return None if now is None or now == last.stop else replace(last, stop=now)
+
+    async def _read_stop(self) -> WireStop | None:
+        """The rule's state now, read off the event loop (it reads the run's scores); None
+        when it cannot be read: the live scores go on without it."""
+        if self.stop is None:
+            return None
+        try:
+            return await asyncio.to_thread(self.stop)
+        except Exception:  # a watcher's extra: never the reason live scores stop
+            return None
+
     async def _publish(self) -> None:
         import aiomqtt
 
         try:
             async with aiomqtt.Client(**client_kwargs(self.target)) as client:  # type: ignore[arg-type]
+                last: ScoresUpdate | None = None
                 while True:
                     update = await self.queue.get()
                     if update is None:
+                        again = await self._stop_changed(last)
+                        if again is not None:
+                            await client.publish(self.topic, encode(again), qos=0)
                         return
+                    if self.stop is not None and carries_stop(update):
+                        update = replace(update, stop=await self._read_stop())
                     await client.publish(self.topic, encode(update), qos=0)
+                    last = update
         except aiomqtt.MqttError as exc:
             self.failure = (
                 f"{self.target.display}: live scores not published: {connect_problem(exc)}"

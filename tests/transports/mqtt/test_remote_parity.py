@@ -104,3 +104,42 @@ def test_remote_dashboard_ends_the_episode_as_the_local_one(broker: Broker, tmp_
     assert "complete" in shown_remote["final"] and "Local Memory" in shown_remote["final"]
     (ep,) = remote.model.episodes
     assert ep.outcome is not None and ep.outcome.complete and ep.outcome.frames == total
+
+
+def test_the_remote_case_view_shows_the_stop_rule_as_the_evaluator_knows_it(
+    broker: Broker, tmp_path: Path
+) -> None:
+    """``demo --cases --stop-when ... --publish-mqtt`` (headless) and a watcher through a real
+    broker: the rule is met before the second case, and the watcher's case-set view says so,
+    with each column's state beside its band, as the evaluator's monitor says it."""
+    from streameval.cli.main import main
+    from tests.cases.arena_synth import write_arena
+
+    arena = write_arena(tmp_path / "arena_inputs")
+    url = broker.url("stop")
+    command = [
+        "demo", "--cases", str(arena), "--out", str(tmp_path / "out"), "--sets",
+        "first_view/real", "--images", "0-1", "--actions", "1,2", "--stop-when", "width<=100",
+        "--no-tui", "--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5",
+        "--publish-mqtt", url,
+    ]  # fmt: skip
+    met = "--stop-when 'width<=100': met after 1 case"
+
+    async def run() -> tuple[int, RemoteDashboardApp]:
+        remote = RemoteDashboardApp(url)
+        async with remote.run_test(size=SIZE) as pilot:
+            await asyncio.wait_for(remote.subscribed.wait(), 10.0)
+            status = await asyncio.to_thread(main, command)
+
+            def shown() -> bool:
+                progress = remote.model.case_progress()
+                return progress is not None and progress.rule == met
+
+            await wait_until(pilot, shown, 10.0)
+        return status, remote
+
+    status, remote = asyncio.run(run())
+    assert status == 0
+    progress = remote.model.case_progress()
+    assert progress is not None and progress.ended == 1 and progress.total == 2
+    assert progress.bands and {b.state for b in progress.bands} == {"width met"}
