@@ -31,7 +31,7 @@ from streameval.scale.pool_messages import CaseRef, SessionOffer
 from tests.cases.arena_synth import write_arena
 from tests.scale.test_pool import Background, broker  # noqa: F401  (the broker fixture)
 from tests.transports.conftest import Broker
-from tests.transports.worlds import CONFIG, NAME, world
+from tests.transports.worlds import CONFIG, NAME, NoImageWorld, world
 
 GROUP = "cases"
 SESSIONS = ["s0", "s1"]
@@ -40,20 +40,6 @@ SELECTION = {"sets": "first_view/real", "images": "0-1", "actions": "1,2,5,6"}
 CASES = ["first_view/real/000_001", "first_view/real/000_006",
          "first_view/real/001_002", "first_view/real/001_005"]  # fmt: skip
 MODEL_DIR = path_component(NAME)
-
-
-class _NoImage:
-    """A served model whose ``reset`` takes nothing: it cannot start from a case image."""
-
-    def __init__(self) -> None:
-        self.inner = world()
-        self.fps = self.inner.fps
-
-    def reset(self) -> None:
-        self.inner.reset()
-
-    def step(self, key: str) -> Any:
-        return self.inner.step(key)
 
 
 @pytest.fixture
@@ -264,7 +250,7 @@ def test_a_served_model_that_cannot_take_an_image_is_refused_in_one_line(
 ) -> None:
     url = f"mqtt://127.0.0.1:{broker.port}"
     arena, out = write_arena(tmp_path / "arena_inputs"), tmp_path / "out"
-    bg.submit(_serve(broker, ["old"], _NoImage)).result(timeout=30)
+    bg.submit(_serve(broker, ["old"], NoImageWorld)).result(timeout=30)
 
     # pool offer --cases: one line naming the session, exit 2, nothing offered
     with pytest.raises(BadInputError, match="cannot start from a case's image"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from streameval.protocol.schedule import Schedule
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
@@ -25,6 +26,21 @@ def world() -> ProceduralWorld:
         "clean", depth_downsample=4, depth_range_m=None, depth_resolvable_step=None
     )
     return ProceduralWorld(config)
+
+
+class NoImageWorld:
+    """A served model whose ``reset`` takes nothing: it cannot start from a case image (the
+    servers that must refuse a case's start say so in one line)."""
+
+    def __init__(self) -> None:
+        self.inner = world()
+        self.fps = self.inner.fps
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def step(self, key: str) -> Any:
+        return self.inner.step(key)
 
 
 def in_process(keys: tuple[str, ...], seconds_per_key: float) -> EpisodeOutcome:

@@ -25,7 +25,7 @@ from streameval.transports.webrtc.serve import WebRTCServer
 from tests.cases.arena_synth import write_arena
 from tests.transports.test_case_servers import SECONDS_PER_KEY, Ran, run_cases
 from tests.transports.watchdog import watchdog
-from tests.transports.worlds import NAME, world
+from tests.transports.worlds import NAME, NoImageWorld, world
 
 pytestmark = pytest.mark.xdist_group("case-servers")
 
@@ -33,20 +33,6 @@ pytestmark = pytest.mark.xdist_group("case-servers")
 @pytest.fixture
 def arena(tmp_path: Path) -> Path:
     return write_arena(tmp_path / "arena_inputs")
-
-
-class _NoImage:
-    """A served model whose ``reset`` takes nothing: it cannot start from a case image."""
-
-    def __init__(self) -> None:
-        self.inner = world()
-        self.fps = self.inner.fps
-
-    def reset(self) -> None:
-        self.inner.reset()
-
-    def step(self, key: str) -> Any:
-        return self.inner.step(key)
 
 
 def _serve_and_run(factory: Any, arena: Path, count: int) -> list[Ran]:
@@ -77,7 +63,7 @@ def test_a_served_model_starts_from_each_case_image(arena: Path) -> None:
 
 
 def test_a_served_model_without_an_image_reset_refuses_in_its_words(arena: Path) -> None:
-    (r,) = _serve_and_run(_NoImage, arena, 1)
+    (r,) = _serve_and_run(NoImageWorld, arena, 1)
     assert not r.outcome.complete
     assert (
         "the server refused the session: the served model has a reset() that takes no image"
