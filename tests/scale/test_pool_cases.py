@@ -232,7 +232,9 @@ def test_an_interrupted_pool_run_resumes_keeping_the_finished_cases(
             await _leave(tasks, stop)
 
     report = bg.submit(resumed()).result(timeout=300)
-    assert sorted(report.kept) == sorted(finished), report
+    # every case finished when the run was interrupted is kept (a case an evaluator was still
+    # ending then may be finished and kept too): none is run twice, none lost
+    assert set(finished) <= set(report.kept), report
     assert sorted(report.kept + report.complete) == CASES and report.all_complete, report
     for key in finished:  # kept, not run again
         assert (out / MODEL_DIR / key / "scores.json").stat().st_mtime_ns == stamps[key]
