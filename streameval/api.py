@@ -225,6 +225,7 @@ def _case_jobs(
     if model is None:
         raise BadInputError("cases", "give the model to run the cases with")
     origin = model if isinstance(model, str) else None
+    timeout = DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout
     if isinstance(model, str):
         from streameval.transports.urls import is_network_url
 
@@ -241,7 +242,6 @@ def _case_jobs(
                 record=record,
                 attach=attach,
             )
-        timeout = DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout
         model, loaded_name = load_python_model(model, timeout=timeout)
     else:
         loaded_name = own_name(model)
@@ -256,7 +256,7 @@ def _case_jobs(
         loops=loops,
         fps=fps,
         record=record,
-        step_timeout=DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout,
+        step_timeout=timeout,
         origin=origin or name,
         selection=selection.record(),
     )
