@@ -9,7 +9,6 @@ frames, through the same windows and pipe protocol as the pipeline's detector.""
 from __future__ import annotations
 
 import importlib.util
-import io
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -118,22 +117,11 @@ def compare_runtimes(clips: dict[str, Frames]) -> dict[str, tuple[list[int], flo
 
 
 def h264(frames: Frames, crf: int = 18, fps: int = 16) -> list[npt.NDArray[np.uint8]]:
-    """The frames through libx264 (CRF 18, the lossy recording's setting) and back: real
-    decoded video, with its blocking and chroma subsampling."""
-    av = pytest.importorskip("av")
-    frames = list(frames)
-    buf = io.BytesIO()
-    with av.open(buf, "w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=fps)
-        stream.width, stream.height = frames[0].shape[1], frames[0].shape[0]
-        stream.pix_fmt = "yuv420p"
-        stream.options = {"crf": str(crf)}
-        for f in frames:
-            out.mux(stream.encode(av.VideoFrame.from_ndarray(f, format="rgb24")))
-        out.mux(stream.encode())
-    buf.seek(0)
-    with av.open(buf) as src:
-        return [f.to_ndarray(format="rgb24") for f in src.decode(video=0)]
+    """The frames through libx264 and back (``h264_roundtrip``), skipped without PyAV."""
+    pytest.importorskip("av")
+    from tests.replay.replay_synth import h264_roundtrip
+
+    return h264_roundtrip(frames, crf, fps)
 
 
 def episode(defect: str, keys: str, seconds_per_key: float, seed: int = 0) -> Iterator[Frame]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections.abc import Sequence
 from fractions import Fraction
@@ -111,3 +112,23 @@ async def drain(source: Source) -> list[Event]:
 
 def collect(source: Source) -> list[Event]:
     return asyncio.run(drain(source))
+
+
+def h264_roundtrip(
+    frames: Sequence[npt.NDArray[np.uint8]], crf: int = 18, fps: int = 16
+) -> list[npt.NDArray[np.uint8]]:
+    """The frames through libx264 (CRF 18 is the lossy recording's setting) and back, in
+    memory: real decoded video, with its blocking and chroma subsampling."""
+    frames = list(frames)
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="mp4") as out:
+        stream = out.add_stream("libx264", rate=fps)
+        stream.width, stream.height = frames[0].shape[1], frames[0].shape[0]
+        stream.pix_fmt = "yuv420p"
+        stream.options = {"crf": str(crf)}
+        for f in frames:
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(f, format="rgb24")))
+        out.mux(stream.encode())
+    buf.seek(0)
+    with av.open(buf) as src:
+        return [f.to_ndarray(format="rgb24") for f in src.decode(video=0)]

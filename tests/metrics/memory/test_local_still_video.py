@@ -7,9 +7,6 @@ analysis resize, DIS flow and the Sx/Srad means, then Local Memory.
 
 from __future__ import annotations
 
-import io
-
-import av
 import cv2
 import numpy as np
 import pytest
@@ -18,6 +15,7 @@ from streameval.metrics.memory.local_memory import MOTION_FLOOR_PX, local_memory
 from streameval.perception.analysis import to_analysis_gray
 from streameval.perception.flow import DisFlow
 from streameval.perception.signals import flow_signals
+from tests.replay.replay_synth import h264_roundtrip
 
 FPS = 16
 
@@ -40,25 +38,10 @@ def _scene(kind: str, rng: np.random.Generator) -> np.ndarray:
     return np.clip(255 * sky + rng.integers(-6, 6, (h, w, 3)), 0, 255).astype(np.uint8)
 
 
-def _x264_roundtrip(frames: list[np.ndarray], crf: int) -> list[np.ndarray]:
-    buf = io.BytesIO()
-    with av.open(buf, "w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=FPS)
-        stream.width, stream.height = frames[0].shape[1], frames[0].shape[0]
-        stream.pix_fmt = "yuv420p"
-        stream.options = {"crf": str(crf)}
-        for f in frames:
-            out.mux(stream.encode(av.VideoFrame.from_ndarray(f, format="rgb24")))
-        out.mux(stream.encode())
-    buf.seek(0)
-    with av.open(buf) as src:
-        return [f.to_ndarray(format="rgb24") for f in src.decode(video=0)]
-
-
 @pytest.mark.parametrize("kind", ["noise", "flat", "detail", "gradient"])
 def test_still_lossy_video_is_frozen(kind: str) -> None:
     rng = np.random.default_rng(len(kind))
-    decoded = _x264_roundtrip([_scene(kind, rng)] * 48, crf=18)
+    decoded = h264_roundtrip([_scene(kind, rng)] * 48, crf=18, fps=FPS)
     grey = [to_analysis_gray(f) for f in decoded]
     dis = DisFlow("fast")
     signals = np.array([flow_signals(dis(grey[i], grey[i + 2])) for i in range(len(grey) - 2)])
