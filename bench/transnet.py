@@ -254,13 +254,16 @@ def openvino_variants() -> dict[str, Callable[[], PredictMany]]:
     from streameval.perception.transnet import transnet_weights_path
     from streameval.perception.transnet_runtime import load_openvino
 
-    def threads(n: int) -> PredictMany:
-        predict = load_openvino(transnet_weights_path(), n, n)
+    def threads(n: int, guarded: bool = False) -> PredictMany:
+        guard = (TRANSNET_THRESHOLD, slice(25, 75)) if guarded else None
+        predict = load_openvino(transnet_weights_path(), n, n, guard=guard).predict
         return each(lambda window: predict(window, False))
 
     return {
-        "OpenVINO float32, 1 thread (chosen)": lambda: threads(1),
+        "OpenVINO float32, 1 thread": lambda: threads(1),
         "OpenVINO float32, 2 threads": lambda: threads(2),
+        "OpenVINO bfloat16 + float32 band, 1 thread (chosen)": lambda: threads(1, True),
+        "OpenVINO bfloat16 + float32 band, 2 threads": lambda: threads(2, True),
     }
 
 

@@ -206,6 +206,7 @@ def transnet_worker_main() -> None:
             None if streaming_threads is None else int(streaming_threads),
             int(config.get("tail_threads") or streaming_threads or 1),
             transnet_weights_path(),
+            guard=(float(config["threshold"]), slice(_PAD, _PAD + _STEP)),
         )
 
         def predict_window(window: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
@@ -273,6 +274,7 @@ def _serve_episode(
     before the episode's first frame (the pool let the worker go)."""
     w, h = TRANSNET_SIZE
     first = True
+    exact_before = runtime.guard.exact_windows if runtime.guard else 0
     while True:
         kind, value = feed.get()
         if kind == "eof":
@@ -294,6 +296,8 @@ def _serve_episode(
         "tail_seconds": time.perf_counter() - t_end,
         "runtime": runtime.name,
         "runtime_note": runtime.note,
+        # windows run again in float32 because a decided probability came near the threshold
+        "exact_windows": (runtime.guard.exact_windows - exact_before) if runtime.guard else 0,
     }
     feed.tail = False  # before the result: the next episode's frames come after it
     result: dict[str, Any] = {"cuts": scenes_to_cuts(probs, float(config["threshold"]))}
@@ -308,8 +312,9 @@ class WorkerStats:
     """What the TransNetV2 worker reported (for provenance and the cost report): seconds to
     load the runtime and the model, frames and windows predicted, seconds inside the model,
     seconds for the padded tail windows after the end marker, the caller's wait in
-    ``finish``, and the runtime that predicted (``openvino`` or ``torch``; with why ``auto``
-    fell back to eager torch, if it did)."""
+    ``finish``, the runtime that predicted (``openvino``, ``openvino-f32`` or ``torch``; with
+    why ``auto`` fell back to eager torch, if it did) and the windows its float32 band ran
+    again."""
 
     frames: int = 0
     windows: int = 0
@@ -320,6 +325,7 @@ class WorkerStats:
     reused: bool = False  # a worker of the run's pool that had served an earlier episode
     runtime: str = ""
     runtime_note: str = ""
+    exact_windows: int = 0  # of ``windows``, run again in float32 (``openvino``'s band)
 
 
 MAX_TAIL_THREADS = 8  # a 100-frame window of a small network: more threads only add overhead
@@ -350,15 +356,15 @@ class TransNetV2Detector:
     tail windows); a crash, an error or a timeout returns None and ``failure`` says why.
     Threshold 0.5 on the single-frame head, as the package's ``predictions_to_scenes``.
     ``runtime`` runs the network on OpenVINO or in eager torch (``transnet_runtime.py``;
-    ``auto``, the default: OpenVINO when installed, same decisions, ~1.6× faster; which one ran
-    is in ``stats.runtime``). ``num_threads`` caps the worker's threads while frames stream
-    (default 1: the evaluator keeps the other cores; None = the runtime's default); once the
-    episode's last frame
-    is pushed, the windows still to run use ``tail_threads`` (default: every core, up to 8 — the
-    evaluator's perception is idle then). Flat out, TransNetV2 lags the stream (one core does
-    ~50 frames/s in eager torch, ~85 on OpenVINO, two windows per frame), so this shortens the
-    wait for final scores. ``keep_probabilities`` also brings back the per-frame probabilities
-    (``probabilities``; for tests and diagnostics).
+    ``auto``, the default: OpenVINO when installed, same decisions, ~1.6× faster in float32 and
+    ~4× more in bfloat16 with its float32 band where the CPU has bfloat16; which one ran is in
+    ``stats.runtime``). ``num_threads`` caps the worker's threads while frames stream (default
+    1: the evaluator keeps the other cores; None = the runtime's default); once the episode's
+    last frame is pushed, the windows still to run use ``tail_threads`` (default: every core, up
+    to 8 — the evaluator's perception is idle then). Flat out, TransNetV2 can lag the stream
+    (one core does ~50 frames/s in eager torch, ~85 on OpenVINO in float32, two windows per
+    frame), so this shortens the wait for final scores. ``keep_probabilities`` also brings
+    back the per-frame probabilities (``probabilities``; for tests and diagnostics).
 
     Measured on the procedural world: a teleport to a town of the same colours reached only
     p ≈ 0.41–0.47 (the towns share sky and ground at 48×27); its ``hard_cut`` defect now also
@@ -497,4 +503,12 @@ class TransNetV2Detector:
         self.close()
 
 
-_STAT_FIELDS = {"frames", "windows", "seconds_in_model", "tail_seconds", "runtime", "runtime_note"}
+_STAT_FIELDS = {
+    "frames",
+    "windows",
+    "seconds_in_model",
+    "tail_seconds",
+    "runtime",
+    "runtime_note",
+    "exact_windows",
+}

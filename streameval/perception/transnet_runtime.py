@@ -1,23 +1,28 @@
-"""TransNetV2's forward pass in the worker process, on one of two CPU runtimes.
+"""TransNetV2's forward pass in the worker process, on one of three CPU runtimes.
 
-Both give ``predict(window, tail)``: uint8 (100, 27, 48, 3) -> float64 (100,) single-frame
+Each gives ``predict(window, tail)``: uint8 (100, 27, 48, 3) -> float64 (100,) single-frame
 probabilities, the package's ``predict_raw`` on a batch of one window.
 
 - ``openvino`` (the default where the ``openvino`` package is installed, ``device="cpu"``):
   the package's own model, exported once with ``torch.export`` and converted to an OpenVINO
   model in float32, kept in a user cache directory keyed by the weights' hash and the
-  versions that shape the export. A window takes 0.59 s against 0.97 s in eager torch on one
-  core, the fastest of the runtimes compared (docs/benchmarks.md#transnetv2-runtime); with the
-  model cached the worker needs no torch at all (it starts in ~0.9 s instead of ~3.6 s).
+  versions that shape the export. Where the CPU computes bfloat16 natively, each window runs
+  in bfloat16 first and again in float32 when a probability it decides comes near the
+  threshold (``transnet_guard.py``): float32's decisions at 0.127 s a window instead of 0.540 s
+  on one core. Elsewhere (or when the machine's bfloat16 fails the check clip) it is float32
+  throughout, and says why (``LoadedRuntime.note``). With the model cached the worker needs no
+  torch at all (it starts in ~0.9 s instead of ~3.6 s).
+- ``openvino-f32``: the same model in float32 throughout (probabilities within float
+  rounding of eager torch, for diagnostics and the comparisons of the tests).
 - ``torch``: eager torch, the package's ``TransNetV2`` as is (the fallback, and the only
   runtime for a GPU ``device``).
 
-The cut decisions are the same on both (probabilities differ by float rounding, ≤ 1.2e-7 on
-the demo's episodes and the clips of tests/perception/test_transnet_runtime.py). Every export
-is checked against eager torch on a clip with a cut before it is cached: a converted model
-that disagrees (a future OpenVINO defaulting to bfloat16, say) is never used. ``auto`` falls
-back to eager torch when the export or the check fails, and says so (``LoadedRuntime.note``);
-an explicit ``openvino`` fails instead.
+The cut decisions are the same on all (float32 probabilities differ by float rounding,
+≤ 1.2e-7 on the demo's episodes and the clips of tests/perception/test_transnet_runtime.py).
+Every export is checked against eager torch on a clip with a cut before it is cached: a
+converted model that disagrees is never used. ``auto`` falls back to eager torch when the
+export or the check fails, and says so (``LoadedRuntime.note``); an explicit ``openvino``
+fails instead.
 """
 
 from __future__ import annotations
@@ -40,12 +45,14 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.errors import BackendUnavailableError
+from streameval.perception.transnet_guard import GuardedPredict, check_fast_precision
 
-RUNTIMES = ("auto", "openvino", "torch")
+RUNTIMES = ("auto", "openvino", "openvino-f32", "torch")
 RUNTIME_ENV = "STREAMEVAL_TRANSNET_RUNTIME"  # what ``auto`` means on this machine, when set
 CACHE_ENV = "STREAMEVAL_CACHE_DIR"  # the user cache directory (default ~/.cache/streameval)
-# Bumped whenever the export below changes, so that no older cached model is reused.
-EXPORT_FORMAT = 1
+# Bumped whenever the export below changes, so that no older cached model is reused (2: the
+# float32 probabilities of the check clip are kept beside the model, for the bfloat16 check).
+EXPORT_FORMAT = 2
 # An export must reproduce eager torch on the check clip to this (float32 rounding is ~1e-7;
 # bfloat16 would be ~1e-2) and give the same decisions at the package's threshold.
 EXPORT_TOLERANCE = 1e-4
@@ -64,6 +71,7 @@ class LoadedRuntime:
     name: str
     predict: Predict
     note: str = ""
+    guard: GuardedPredict | None = None  # bfloat16 with the float32 band, when it runs
 
 
 def requested_runtime(runtime: str) -> str:
@@ -184,15 +192,16 @@ def check_clip() -> npt.NDArray[np.uint8]:
     return np.ascontiguousarray(np.stack(frames))
 
 
-def _compile(model: Any, threads: int | None) -> Any:
-    """A float32 CPU model on ``threads`` threads (None: OpenVINO's default). Float32 is asked
-    for explicitly: on CPUs with AMX or AVX512-BF16 OpenVINO otherwise infers in bfloat16,
-    whose rounding (~1e-2) could move a decision. Threads are not pinned to cores: the worker
-    shares the machine with the evaluator."""
+def _compile(model: Any, threads: int | None, precision: str = "f32") -> Any:
+    """A CPU model on ``threads`` threads (None: OpenVINO's default) in ``precision`` (``f32``
+    or ``bf16``). The precision is always asked for explicitly: on CPUs with AMX or
+    AVX512-BF16 OpenVINO otherwise infers in bfloat16, whose rounding could move a decision
+    when nothing guards it. Threads are not pinned to cores: the worker shares the machine
+    with the evaluator."""
     ov = _import_openvino()
 
     config: dict[str, Any] = {
-        "INFERENCE_PRECISION_HINT": "f32",
+        "INFERENCE_PRECISION_HINT": precision,
         "PERFORMANCE_HINT": "LATENCY",
         "NUM_STREAMS": 1,
         "ENABLE_CPU_PINNING": False,
@@ -258,7 +267,8 @@ def export_openvino(target: Path, threshold: float = 0.5) -> float:
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
         ov.save_model(converted, str(tmp / _MODEL_FILE), compress_to_fp16=False)
-        (tmp / "key.json").write_text(json.dumps({"max_abs_delta": delta}, indent=1) + "\n")
+        check = {"max_abs_delta": delta, "check_probabilities": [float(p) for p in got]}
+        (tmp / "key.json").write_text(json.dumps(check, indent=1) + "\n")
         try:
             os.replace(tmp, target)
         except OSError:
@@ -269,10 +279,30 @@ def export_openvino(target: Path, threshold: float = 0.5) -> float:
     return delta
 
 
-def load_openvino(weights: Path, num_threads: int | None, tail_threads: int) -> Predict:
-    """The cached OpenVINO model (exported first if missing); a second compiled copy on
-    ``tail_threads`` threads for the windows after the episode's last frame. A previous
-    export that failed on this machine (marker file) is not retried."""
+def _is_bfloat16(compiled: Any) -> bool:
+    """Whether OpenVINO really infers in bfloat16 (it quietly uses float32 on a CPU without
+    native bfloat16)."""
+    try:
+        return "bf16" in str(compiled.get_property("INFERENCE_PRECISION_HINT")).replace(
+            "bfloat16", "bf16"
+        )
+    except Exception:
+        return False
+
+
+def load_openvino(
+    weights: Path,
+    num_threads: int | None,
+    tail_threads: int,
+    *,
+    guard: tuple[float, slice] | None = None,
+) -> LoadedRuntime:
+    """The cached OpenVINO model (exported first if missing), compiled on ``num_threads``
+    threads, with a second copy on ``tail_threads`` for the windows after the episode's last
+    frame. ``guard`` = (threshold, kept frames of a window): bfloat16 with the float32 band
+    (``transnet_guard.py``) where this CPU computes bfloat16 and passes the check clip; None
+    (or a CPU without it): float32 throughout. A previous export that failed on this machine
+    (marker file) is not retried."""
     ov = _import_openvino()
 
     folder = openvino_model_dir(weights)
@@ -290,38 +320,83 @@ def load_openvino(weights: Path, num_threads: int | None, tail_threads: int) -> 
                 failed.write_text(f"{type(err).__name__}: {err}\n")
             raise
     model = ov.Core().read_model(str(folder / _MODEL_FILE))
-    streaming = _compile(model, num_threads)
-    tail = streaming if tail_threads == num_threads else _compile(model, tail_threads)
+    compiled: dict[tuple[str, bool], Any] = {}
 
-    def predict(window: npt.NDArray[np.uint8], at_tail: bool) -> npt.NDArray[np.float64]:
-        return _infer(tail if at_tail else streaming, window)
+    def model_for(precision: str, at_tail: bool) -> Any:
+        threads = tail_threads if at_tail else num_threads
+        if tail_threads == num_threads:
+            at_tail = False  # one compiled copy serves both
+        if (precision, at_tail) not in compiled:  # float32 next to bfloat16: when first needed
+            compiled[(precision, at_tail)] = _compile(model, threads, precision)
+        return compiled[(precision, at_tail)]
 
-    return predict
+    def exact(window: npt.NDArray[np.uint8], at_tail: bool) -> npt.NDArray[np.float64]:
+        return _infer(model_for("f32", at_tail), window)
+
+    if guard is None:
+        model_for("f32", False)
+        return LoadedRuntime("openvino-f32", exact)
+    threshold, kept = guard
+    why_not = _why_not_bfloat16(model_for("bf16", False), folder, threshold)
+    if why_not:
+        compiled.clear()
+        model_for("f32", False)
+        return LoadedRuntime("openvino-f32", exact, f"float32 throughout: {why_not}")
+
+    def fast(window: npt.NDArray[np.uint8], at_tail: bool) -> npt.NDArray[np.float64]:
+        return _infer(model_for("bf16", at_tail), window)
+
+    guarded = GuardedPredict(fast, exact, threshold, kept)
+    return LoadedRuntime("openvino", guarded, guard=guarded)
+
+
+def _why_not_bfloat16(compiled: Any, folder: Path, threshold: float) -> str:
+    """'' when the bfloat16 model may run with the band; else why not (this CPU infers in
+    float32 anyway, or the check clip's bfloat16 probabilities miss the float32 ones kept at
+    export)."""
+    if not _is_bfloat16(compiled):
+        return "this CPU has no native bfloat16"
+    try:
+        kept = json.loads((folder / "key.json").read_text())["check_probabilities"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return f"the cached export has no check probabilities ({type(err).__name__})"
+    fast = _infer(compiled, check_clip())
+    return check_fast_precision(fast, np.asarray(kept, dtype=np.float64), threshold)
 
 
 def load_runtime(
-    runtime: str, device: str, num_threads: int | None, tail_threads: int, weights: Path
+    runtime: str,
+    device: str,
+    num_threads: int | None,
+    tail_threads: int,
+    weights: Path,
+    guard: tuple[float, slice] | None = None,
 ) -> LoadedRuntime:
     """The predictor for ``runtime``. ``auto``: OpenVINO on the CPU when the package is
     installed, else (or when its export fails) eager torch, with the reason in ``note``.
-    ``openvino`` raises BackendUnavailableError when it cannot run; ``torch`` is eager torch."""
+    ``openvino`` and ``openvino-f32`` raise BackendUnavailableError when they cannot run;
+    ``torch`` is eager torch. ``guard`` (threshold, kept frames of a window) lets ``openvino``
+    and ``auto`` use bfloat16 with the float32 band; ``openvino-f32`` ignores it."""
     runtime = requested_runtime(runtime)
     cpu = device.lower() == "cpu"
-    if runtime == "openvino" and not cpu:
+    explicit = runtime.startswith("openvino")
+    if explicit and not cpu:
         raise BackendUnavailableError(
-            f"the openvino TransNetV2 runtime runs on the CPU, not on {device!r}"
+            f"the {runtime} TransNetV2 runtime runs on the CPU, not on {device!r}"
         )
     if runtime == "torch" or not cpu:
         return LoadedRuntime("torch", load_torch(device, num_threads, tail_threads))
     if importlib.util.find_spec("openvino") is None:
-        message = "the openvino TransNetV2 runtime needs the package openvino"
-        if runtime == "openvino":
+        message = f"the {runtime} TransNetV2 runtime needs the package openvino"
+        if explicit:
             raise BackendUnavailableError(f"{message}; pip install 'openvino>=2024.0'")
         return LoadedRuntime("torch", load_torch(device, num_threads, tail_threads), message)
     try:
-        return LoadedRuntime("openvino", load_openvino(weights, num_threads, tail_threads))
+        return load_openvino(
+            weights, num_threads, tail_threads, guard=None if runtime == "openvino-f32" else guard
+        )
     except Exception as err:
-        if runtime == "openvino":
-            raise BackendUnavailableError(f"openvino TransNetV2 runtime: {err}") from err
+        if explicit:
+            raise BackendUnavailableError(f"{runtime} TransNetV2 runtime: {err}") from err
         note = f"openvino unavailable ({type(err).__name__}: {err}); eager torch instead"
         return LoadedRuntime("torch", load_torch(device, num_threads, tail_threads), note)

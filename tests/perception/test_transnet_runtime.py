@@ -1,8 +1,10 @@
-"""TransNetV2's runtimes (``transnet_runtime.py``): OpenVINO gives eager torch's cut decisions,
-frame for frame, on procedural-world clips, the demo's episodes and H.264-decoded video; the
-runtime choice, the cache folder and the fallback to eager torch.
+"""TransNetV2's runtimes (``transnet_runtime.py``): OpenVINO, in float32 and in bfloat16 with
+its float32 band, gives eager torch's cut decisions, frame for frame, on procedural-world clips,
+a fade through black (probabilities near the threshold), the demo's episodes and H.264-decoded
+video; the runtime choice, the cache folder and the fallback to eager torch.
 
-The probabilities may differ by float rounding (reported); the decisions (p > 0.5) may not.
+The probabilities may differ by float rounding in float32 and by bfloat16's rounding far from
+the threshold (reported); the decisions (p > 0.5) may not.
 Both runtimes run in real workers (``TransNetV2Detector(runtime=...)``) on the same pushed
 frames, through the same windows and pipe protocol as the pipeline's detector."""
 
@@ -51,7 +53,7 @@ def test_requested_runtime_follows_the_environment(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv(RUNTIME_ENV, "tensorrt")
     with pytest.raises(ValueError, match="STREAMEVAL_TRANSNET_RUNTIME"):
         requested_runtime("auto")
-    with pytest.raises(ValueError, match="known: auto, openvino, torch"):
+    with pytest.raises(ValueError, match="known: auto, openvino, openvino-f32, torch"):
         requested_runtime("onnx")
 
 
@@ -88,32 +90,52 @@ def _detector(runtime: str) -> TransNetV2Detector:
         pytest.skip(str(err))
 
 
-def compare_runtimes(clips: dict[str, Frames]) -> dict[str, tuple[list[int], float, float]]:
-    """Each clip through an eager-torch and an OpenVINO worker, side by side: per clip the
-    cuts (asserted equal), the max |Δp| and the smallest distance of a probability to the
-    threshold (how close a decision came to flipping)."""
+def compare_runtimes(clips: dict[str, Frames]) -> dict[str, tuple[list[int], float, int]]:
+    """Each clip through eager-torch, OpenVINO float32 and OpenVINO (bfloat16 with the float32
+    band) workers, side by side: per clip the cuts (asserted equal on all three), the smallest
+    distance of a probability to the threshold (how close a decision came to flipping) and the
+    windows the band sent to float32. Float32 probabilities are within float rounding of eager
+    torch; the banded ones within bfloat16's rounding."""
     needs_openvino()
-    out: dict[str, tuple[list[int], float, float]] = {}
+    out: dict[str, tuple[list[int], float, int]] = {}
     for name, frames in clips.items():
-        torch_det, openvino_det = _detector("torch"), _detector("openvino")
+        dets = {rt: _detector(rt) for rt in ("torch", "openvino-f32", "openvino")}
         for i, frame in enumerate(frames):
-            torch_det.push(i, frame)
-            openvino_det.push(i, frame)
-        want, got = torch_det.finish(), openvino_det.finish()
-        assert want is not None, torch_det.failure
-        assert got is not None, openvino_det.failure
-        assert (torch_det.stats.runtime, openvino_det.stats.runtime) == ("torch", "openvino")
-        assert got == want, name
-        p_torch = np.asarray(torch_det.probabilities)
-        p_openvino = np.asarray(openvino_det.probabilities)
-        assert np.array_equal(p_torch > TRANSNET_THRESHOLD, p_openvino > TRANSNET_THRESHOLD)
-        delta = float(np.abs(p_torch - p_openvino).max())
-        margin = float(np.abs(p_torch - TRANSNET_THRESHOLD).min())
-        out[name] = (want, delta, margin)
-        print(f"\n{name}: {len(p_torch)} frames, cuts {want}, max |dp| {delta:.2e}, "
-              f"closest to the threshold {margin:.3f}")  # fmt: skip
-        assert delta < 1e-5, name
+            for det in dets.values():
+                det.push(i, frame)
+        cuts = {rt: det.finish() for rt, det in dets.items()}
+        for rt, det in dets.items():
+            assert cuts[rt] is not None, det.failure
+            assert det.stats.runtime == rt, det.stats.runtime_note
+        assert cuts["openvino-f32"] == cuts["torch"] == cuts["openvino"], name
+        p = {rt: np.asarray(det.probabilities) for rt, det in dets.items()}
+        for rt in ("openvino-f32", "openvino"):
+            assert np.array_equal(p["torch"] > TRANSNET_THRESHOLD, p[rt] > TRANSNET_THRESHOLD)
+        exact_delta = float(np.abs(p["torch"] - p["openvino-f32"]).max())
+        banded_delta = float(np.abs(p["torch"] - p["openvino"]).max())
+        margin = float(np.abs(p["torch"] - TRANSNET_THRESHOLD).min())
+        exact_windows = dets["openvino"].stats.exact_windows
+        out[name] = (cuts["torch"] or [], margin, exact_windows)
+        print(f"\n{name}: {len(p['torch'])} frames, cuts {cuts['torch']}, max |dp| float32 "
+              f"{exact_delta:.2e}, bfloat16+band {banded_delta:.2e} ({exact_windows} of "
+              f"{dets['openvino'].stats.windows} windows in float32), closest to the "
+              f"threshold {margin:.3f}")  # fmt: skip
+        assert exact_delta < 1e-5, name
+        assert banded_delta < 0.02, name  # bfloat16's rounding, far from the threshold only
     return out
+
+
+def fade_through_black(frames: list[Frame], at: int, length: int) -> list[Frame]:
+    """``frames`` faded to black over ``length`` frames from ``at``, 20 black frames, and faded
+    back in: TransNetV2's probabilities pass near the threshold (0.01–0.04 from it), where the
+    band must send the window to float32."""
+    out = list(frames[:at])
+    for i in range(length):
+        out.append((frames[at + i] * (1 - (i + 1) / length)).astype(np.uint8))
+    out += [np.zeros_like(frames[0])] * 20
+    for i in range(length):
+        out.append((frames[i] * ((i + 1) / length)).astype(np.uint8))
+    return out + list(frames[length:])
 
 
 def h264(frames: Frames, crf: int = 18, fps: int = 16) -> list[npt.NDArray[np.uint8]]:
@@ -137,12 +159,20 @@ def test_openvino_gives_eager_torchs_cuts() -> None:
     float rounding."""
     cut_clip = clip("clean", "L" * 20 + "W" * 20) + spliced()[SPLICE:]
     teleport = clip("hard_cut", "W" * 48, cut_every_s=2.0)  # teleport at frame 32
+    fade = fade_through_black(teleport, 20, 16)
     result = compare_runtimes(
-        {"stark cut": cut_clip, "teleport": teleport, "both after H.264": h264(cut_clip + teleport)}
+        {
+            "stark cut": cut_clip,
+            "teleport": teleport,
+            "both after H.264": h264(cut_clip + teleport),
+            "fade through black": fade,
+        }
     )
     assert result["stark cut"][0] == [SPLICE]
     assert result["teleport"][0] == [32]
     assert result["both after H.264"][0] == [SPLICE, len(cut_clip), len(cut_clip) + 32]
+    assert result["fade through black"][1] < 0.1  # a probability near the threshold ...
+    assert result["fade through black"][2] >= 1  # ... and its window decided in float32
 
 
 @pytest.mark.long
