@@ -10,7 +10,10 @@ Prints, for one 120 s 640×432 rollout replayed as fast as possible, in one run:
     (TransNetV2's backlog included) and paced at 2× real time, and how much of it is the
     memory kernels themselves (rescore of the cache) — target ≤ 3 s.
 
-Usage: python bench/memory.py [--keep DIR]
+Usage: python bench/memory.py [--keep DIR] [--only RUN]
+
+``--only "cpu embedding + transnetv2"`` replays that one run and stops (for a profiler:
+``py-spy record --subprocesses -o flame.svg -- python bench/memory.py --only ...``).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ def replay(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, default=None, help="keep the rollout in this dir")
+    parser.add_argument("--only", default=None, help="replay only this run (its name) and stop")
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="streameval-bench-"))
     r120 = base / "r120"
@@ -81,6 +85,10 @@ def main() -> None:
         "cpu embedding + transnetv2 eager": PipelineConfig(cuts="transnetv2"),
         "cpu embedding + transnetv2": PipelineConfig(cuts="transnetv2"),
     }
+    if args.only is not None:
+        if args.only not in runs:
+            parser.error(f"--only {args.only!r}: the runs are {', '.join(map(repr, runs))}")
+        runs = {args.only: runs[args.only]}
     print("120 s rollout, 640x432, replayed as fast as possible")
     base_fps = None
     for name, config in runs.items():
@@ -97,6 +105,8 @@ def main() -> None:
             f"  {name:30s} {fps:7.1f} frames/s = {fps / 16:5.2f}x real time"
             f"  ({fps / base_fps:.2f} of memory off);  finalization {final_s:5.2f} s"
         )
+    if args.only is not None:
+        return
     frames, _ = decode(r120 / "video.mp4")
     eager_fps, _, _, _ = detector_alone(frames, "torch")
     default_fps, _, default_runtime, _ = detector_alone(frames, "auto")
