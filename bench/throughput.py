@@ -39,7 +39,8 @@ from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.perception.analysis import to_analysis_gray
 from streameval.perception.flow import create_flow_backend
-from streameval.runs.servers import SESSION_CPU_PER_VIDEO_S, sessions_kept_up
+from streameval.runs.servers import session_cpu_per_video_s as planned_cpu_per_video_s
+from streameval.runs.servers import sessions_kept_up
 
 
 class Timing(EpisodeObserver):
@@ -183,7 +184,7 @@ def main() -> None:
         cpu = session_cpu_per_video_s(r120, base / f"sessions_{cuts}", config)
         print(
             f"  {label:43s} {cpu:5.3f} CPU-s per video-s -> {sessions_kept_up(cores, cpu)}"
-            f" sessions  (servers.py assumes {SESSION_CPU_PER_VIDEO_S[cuts]:.2f}; load {load:.1f})"
+            f" sessions  (servers.py assumes {planned_cpu_per_video_s(cuts):.2f}; load {load:.1f})"
         )
 
     r60, r240 = base / "r60", base / "r240"

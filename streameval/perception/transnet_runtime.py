@@ -89,6 +89,34 @@ def requested_runtime(runtime: str) -> str:
     return runtime
 
 
+def cpu_has_native_bfloat16() -> bool:
+    """Whether the CPU advertises AVX512-BF16 or AMX-BF16 (Linux ``/proc/cpuinfo``; False
+    elsewhere): where OpenVINO can run the bfloat16 pass. OpenVINO itself is the final judge
+    when the worker compiles the model (``_is_bfloat16``); this cheap check only plans."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
+def expects_bfloat16(runtime: str = "auto") -> bool:
+    """Whether a CPU worker of ``runtime`` is expected to run the bfloat16 pass here (the
+    ``openvino`` package installed, the CPU's bfloat16, a runtime that allows it), without
+    importing OpenVINO: for planning how many sessions the evaluator keeps up with."""
+    try:
+        runtime = requested_runtime(runtime)
+    except ValueError:
+        return False
+    if runtime not in ("auto", "openvino"):
+        return False
+    return importlib.util.find_spec("openvino") is not None and cpu_has_native_bfloat16()
+
+
 def user_cache_dir() -> Path:
     """``$STREAMEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/streameval``, else
     ``~/.cache/streameval``."""

@@ -38,15 +38,33 @@ Opener = TypeVar("Opener")
 P = ParamSpec("P")
 S = TypeVar("S")
 
-SESSION_CPU_PER_VIDEO_S: dict[str, float] = {"transnetv2": 0.42, "scenedetect-adaptive": 0.21}
+SESSION_CPU_PER_VIDEO_S: dict[str, float] = {"transnetv2": 0.25, "scenedetect-adaptive": 0.21}
 """Evaluator CPU seconds one 16 fps session costs per second of video, by cut detector, with
 the other CPU defaults (DIS flow, the CPU descriptor, imaging statistics): the whole session
 — decode, perception, the cut detector's worker, the episode's scoring at its end — measured by
 bench/throughput.py ("16 fps sessions one evaluator keeps up with") on the 2-core development
-machine: 0.387–0.415 and 0.202–0.208, the higher kept
-(docs/benchmarks.md#sessions-one-evaluator-keeps-up-with), so two cores keep up with 3
-sessions of the default stack, 7 with PySceneDetect. Another detector or none is counted as
-the default stack (the dearest of these)."""
+machine (docs/benchmarks.md#sessions-one-evaluator-keeps-up-with), the highest of the runs
+kept. TransNetV2's figure is for its bfloat16 pass (a CPU with AVX512-BF16 or AMX and the
+``openvino`` package); ``TRANSNETV2_FLOAT32_CPU_PER_VIDEO_S`` holds where it runs in float32.
+Another detector or none is counted as the dearest of these."""
+
+TRANSNETV2_FLOAT32_CPU_PER_VIDEO_S = 0.42
+"""The default stack's cost where TransNetV2 runs in float32 (no native bfloat16, eager torch,
+or ``openvino-f32``): measured 0.387–0.415 on the development machine before the bfloat16
+pass, the higher kept."""
+
+
+def session_cpu_per_video_s(name: str) -> float:
+    """The planned CPU seconds per video second of a session whose cut detector is ``name``
+    (a resolved detector name), on this machine."""
+    from streameval.perception.transnet_runtime import expects_bfloat16
+
+    if name == "transnetv2" and not expects_bfloat16():
+        return TRANSNETV2_FLOAT32_CPU_PER_VIDEO_S
+    if name in SESSION_CPU_PER_VIDEO_S:
+        return SESSION_CPU_PER_VIDEO_S[name]
+    return max(session_cpu_per_video_s(known) for known in SESSION_CPU_PER_VIDEO_S)
+
 
 SESSION_HEADROOM = 0.75
 """The share of the evaluator's cores its sessions are planned to use: a live session must
@@ -70,8 +88,7 @@ def default_max_sessions(cores: int | None = None, cuts: str | None = "auto") ->
 
     cores = available_cores() if cores is None else cores
     name = resolve_cut_detector_name(cuts) if cuts else ""
-    cpu = SESSION_CPU_PER_VIDEO_S.get(name, max(SESSION_CPU_PER_VIDEO_S.values()))
-    return sessions_kept_up(cores, cpu)
+    return sessions_kept_up(cores, session_cpu_per_video_s(name))
 
 
 async def dispatch(

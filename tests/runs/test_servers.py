@@ -6,6 +6,7 @@ loopback WorldFoundry-style servers (``tests/transports/case_servers.py``) the c
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import itertools
 import time
 from dataclasses import dataclass
@@ -16,14 +17,18 @@ import pytest
 from streameval.cases import load_cases
 from streameval.cases.conditioning import Conditioning
 from streameval.cases.model import Case
+from streameval.perception import transnet_runtime
+from streameval.perception.transnet_runtime import RUNTIME_ENV
 from streameval.runs.jobs import EpisodeJob
 from streameval.runs.servers import (
     SERVER_SLOT,
     SESSION_CPU_PER_VIDEO_S,
+    TRANSNETV2_FLOAT32_CPU_PER_VIDEO_S,
     ServerChoice,
     default_max_sessions,
     dispatch,
     run_jobs_on_servers,
+    session_cpu_per_video_s,
     sessions_kept_up,
 )
 from streameval.transports.urls import AttachOptions, network_case_opener
@@ -73,13 +78,31 @@ def test_max_sessions_follow_what_the_cores_keep_up_with() -> None:
     assert sessions_kept_up(2, 0.5) == 3  # 2 cores, 3/4 of them used, half a core a session
     assert sessions_kept_up(1, 2.0) == 1  # never none
     for cuts in SESSION_CPU_PER_VIDEO_S:
-        want = sessions_kept_up(8, SESSION_CPU_PER_VIDEO_S[cuts])
+        want = sessions_kept_up(8, session_cpu_per_video_s(cuts))
         assert default_max_sessions(cores=8, cuts=cuts) == want
     cheaper = default_max_sessions(cores=8, cuts="scenedetect-adaptive")
     assert cheaper >= default_max_sessions(cores=8, cuts="transnetv2")
     # no detector, or one not measured: counted as the dearest measured stack
     assert default_max_sessions(cores=8, cuts=None) == min(
         default_max_sessions(cores=8, cuts=c) for c in SESSION_CPU_PER_VIDEO_S
+    )
+
+
+def test_transnetv2_in_float32_is_planned_at_its_own_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where TransNetV2 cannot run its bfloat16 pass (no native bfloat16, no openvino, or a
+    float32 runtime asked for), a session is planned at the float32 stack's cost."""
+    monkeypatch.setenv(RUNTIME_ENV, "openvino-f32")
+    assert session_cpu_per_video_s("transnetv2") == TRANSNETV2_FLOAT32_CPU_PER_VIDEO_S
+    assert default_max_sessions(cores=2, cuts="transnetv2") == 3
+    monkeypatch.setenv(RUNTIME_ENV, "openvino")
+    monkeypatch.setattr(transnet_runtime, "cpu_has_native_bfloat16", lambda: False)
+    assert session_cpu_per_video_s("transnetv2") == TRANSNETV2_FLOAT32_CPU_PER_VIDEO_S
+    monkeypatch.setattr(transnet_runtime, "cpu_has_native_bfloat16", lambda: True)
+    if importlib.util.find_spec("openvino") is not None:
+        assert session_cpu_per_video_s("transnetv2") == SESSION_CPU_PER_VIDEO_S["transnetv2"]
+    # the dearest planned stack stands for a detector not measured
+    assert session_cpu_per_video_s("") == max(
+        session_cpu_per_video_s(c) for c in SESSION_CPU_PER_VIDEO_S
     )
 
 
