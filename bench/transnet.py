@@ -279,14 +279,15 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def detector_alone(
-    frames: list[npt.NDArray[np.uint8]], runtime: str
+    frames: list[npt.NDArray[np.uint8]], runtime: str, seen: dict[str, Any] | None = None
 ) -> tuple[float, float, str, float]:
     """Frames/s of TransNetV2Detector fed flat out (every frame pushed at once), from the
     first push to the cuts, once its worker has loaded, on one thread throughout (as while an
     episode streams: fed flat out, its reader sees the end at once and every window would
     run on the tail's threads); its seconds inside the model; the
     runtime that ran; the worker's peak memory (MiB).
-    Frames are pushed at 4× the network's size (the caller's shrink is row 1's figure)."""
+    Frames are pushed at 4× the network's size (the caller's shrink is row 1's figure).
+    ``seen`` (when given) receives the cuts and the windows the float32 band ran again."""
     rgb = [np.ascontiguousarray(np.repeat(np.repeat(f, 4, 0), 4, 1)) for f in frames]
     det = TransNetV2Detector(runtime=runtime, tail_threads=1)
     ready = det._worker.inbox.get(timeout=300)  # its load is not the stream's cost
@@ -299,6 +300,8 @@ def detector_alone(
     assert cuts is not None, det.failure
     assert runtime in ("auto", det.stats.runtime), det.stats
     rss = peak_rss_mib(det.pid)  # back in the pool, alive
+    if seen is not None:
+        seen.update(cuts=cuts, exact_windows=det.stats.exact_windows, windows=det.stats.windows)
     return len(frames) / spent, det.stats.seconds_in_model, det.stats.runtime, rss
 
 
@@ -343,14 +346,21 @@ def main() -> None:
             f"  max |dp| {delta:.1e}, decisions {'same' if same else 'DIFFER'}"
         )
     print("detector alone, flat out on one thread (worker, pipe, windows, model; no load):")
-    for runtime in ("torch", "openvino"):
-        if runtime == "openvino" and importlib.util.find_spec("openvino") is None:
+    cuts: dict[str, list[int]] = {}
+    for runtime in ("torch", "openvino-f32", "openvino"):
+        if runtime != "torch" and importlib.util.find_spec("openvino") is None:
             continue
-        fps, in_model, _, rss = detector_alone(frames, runtime)
+        seen: dict[str, Any] = {}
+        fps, in_model, ran, rss = detector_alone(frames, runtime, seen)
+        cuts[runtime] = seen["cuts"]
+        band = f"; {seen['exact_windows']} of {seen['windows']} windows in float32"
         print(
-            f"  {runtime:9s} {fps:6.1f} frames/s ({in_model:.1f} s inside the model);"
-            f" worker peak RSS {rss:.0f} MiB"
+            f"  {ran:12s} {fps:6.1f} frames/s ({in_model:.1f} s inside the model);"
+            f" worker peak RSS {rss:.0f} MiB; {len(seen['cuts'])} cuts"
+            f"{band if ran == 'openvino' else ''}"
         )
+    same = all(c == cuts["torch"] for c in cuts.values())
+    print(f"  cut lists frame for frame: {'identical' if same else 'DIFFER'} ({cuts['torch']})")
 
 
 if __name__ == "__main__":
