@@ -19,10 +19,10 @@ MEMORY_LOOP_TRAJECTORY = "dolly_loop"
 
 @pytest.fixture(scope="session")
 def dolly_loop_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``demo --suite memory_loop --trajectory dolly_loop --loop-seconds 4`` (96 frames), its
+    """``demo --suite memory_loop --trajectory dolly_loop --loop-seconds 3`` (72 frames), its
     recording lossless with the pose, depth and intrinsics sidecars; no report (no test here
     reads one). The tests read it or copy it, never change it."""
     out = tmp_path_factory.mktemp("loops")
     argv = ["demo", "--no-tui", "--no-report", "--out", str(out), "--suite", "memory_loop"]
-    assert main([*argv, "--trajectory", MEMORY_LOOP_TRAJECTORY, "--loop-seconds", "4"]) == 0
+    assert main([*argv, "--trajectory", MEMORY_LOOP_TRAJECTORY, "--loop-seconds", "3"]) == 0
     return out

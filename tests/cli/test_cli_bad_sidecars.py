@@ -28,7 +28,7 @@ POSE_METRICS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "mem
 
 @pytest.fixture(scope="module")
 def recording(dolly_loop_out: Path) -> Path:
-    """The shared 4 s dolly_loop demo's recording (read-only: each test spoils a copy)."""
+    """The shared 3 s dolly_loop demo's recording (read-only: each test spoils a copy)."""
     return episode_dir(dolly_loop_out, MODEL, "dolly_loop") / "recording"
 
 
@@ -64,9 +64,9 @@ def _mask_shape(d: Path) -> None:
 
 CASES: list[tuple[str, Callable[[Path], None], str, str, tuple[str, ...]]] = [
     ("nan_pose", _nan_pose, "poses.npy", "non-finite pose at frame 12", POSE_METRICS),
-    ("pose_shape", _pose_shape, "poses.npy", "shape (96, 3, 4)", POSE_METRICS),
+    ("pose_shape", _pose_shape, "poses.npy", "shape (72, 3, 4)", POSE_METRICS),
     ("intrinsics", _nan_intrinsics, "intrinsics.npy", "non-finite values", ("memory_scene_f1",)),
-    ("depth_shape", _depth_shape, "depth_metric.npy", "shape (96, 640)", ("memory_scene_f1",)),
+    ("depth_shape", _depth_shape, "depth_metric.npy", "shape (72, 640)", ("memory_scene_f1",)),
     ("no_mask", _mask_without_mask, "depth_valid_mask.npz", "which array is the mask",
      ("memory_scene_f1",)),
     ("mask_shape", _mask_shape, "depth_valid_mask.npz", "mask shape", ("memory_scene_f1",)),

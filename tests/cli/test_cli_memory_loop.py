@@ -24,14 +24,14 @@ MODEL = "procedural-world[clean]"
 
 @pytest.fixture(scope="module")
 def loop_out(dolly_loop_out: Path) -> Path:
-    """The shared 4 s dolly_loop demo (tests/cli/conftest.py); read, never changed."""
+    """The shared 3 s dolly_loop demo (tests/cli/conftest.py); read, never changed."""
     return dolly_loop_out
 
 
 def test_demo_loop_results_and_table(loop_out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     episode = episode_dir(loop_out, MODEL, "dolly_loop")
     doc = json.loads((episode / "scores.json").read_text())
-    assert doc["suite"] == "memory_loop" and doc["frames"] == 96
+    assert doc["suite"] == "memory_loop" and doc["frames"] == 72
     gate = doc["metrics"]["memory_return_gate"]
     assert gate["status"] == "official" and gate["raw"] == 1.0
     assert gate["details"]["pose_source"] == "model"
