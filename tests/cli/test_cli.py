@@ -22,9 +22,10 @@ def _one_line_errors(err: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 4 s AD episode (2 s a key). No report.html: nothing here reads it (tests/report/ does)."""
     out = tmp_path_factory.mktemp("demo")
-    code = main(["demo", "--no-tui", "--out", str(out), "--actions", "8", "--seconds-per-key", "4"])
-    assert code == 0
+    argv = ["demo", "--no-tui", "--no-report", "--out", str(out), "--actions", "8"]
+    assert main([*argv, "--seconds-per-key", "2"]) == 0
     return out
 
 
@@ -32,7 +33,7 @@ def test_demo_writes_results_recording_and_log(demo_out: Path) -> None:
     episode = demo_out / "procedural-world-clean" / "008_AD"  # a folder name safe in a shell
     assert episode == episode_dir(demo_out, "procedural-world[clean]", "008_AD")
     doc = json.loads((episode / "scores.json").read_text())
-    assert doc["model"] == "procedural-world[clean]" and doc["frames"] == 128  # the display name
+    assert doc["model"] == "procedural-world[clean]" and doc["frames"] == 64  # the display name
     assert doc["metrics"]["direction_accuracy_trans"]["status"] == "official"
     assert doc["metrics"]["direction_accuracy_rot"]["status"] == "not_applicable"
     assert (episode / "recording" / "video.mp4").is_file()
@@ -52,7 +53,8 @@ def test_rescore_reproduces_and_replay_matches(
     assert main(["rescore", str(demo_out)]) == 0
     assert "unchanged" in capsys.readouterr().out
     assert json.loads((episode / "scores.json").read_text())["metrics"] == before
-    assert main(["replay", str(episode / "recording"), "--out", str(tmp_path), "--no-tui"]) == 0
+    argv = ["replay", str(episode / "recording"), "--out", str(tmp_path), "--no-tui"]
+    assert main([*argv, "--no-report"]) == 0
     replayed = next(tmp_path.rglob("scores.json"))
     assert json.loads(replayed.read_text())["metrics"] == before
 
@@ -135,6 +137,7 @@ def test_attach_python_model(tmp_path: Path) -> None:
             "--seconds-per-key",
             "3",
             "--no-tui",
+            "--no-report",
         ]
     )
     assert code == 0

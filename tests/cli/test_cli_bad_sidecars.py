@@ -18,19 +18,18 @@ import pytest
 from streameval.cli.main import main
 from streameval.results.layout import episode_dir
 
-# one worker runs the whole module: its fixture renders and replays once, not per worker
-pytestmark = pytest.mark.xdist_group("bad-sidecars")
+# one worker runs the whole module with test_cli_memory_loop: the demo recording both read
+# (tests/cli/conftest.py) is rendered once, not per worker
+pytestmark = pytest.mark.xdist_group("cli-memory-loop")
 
 MODEL = "procedural-world[clean]"
 POSE_METRICS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
 
 
 @pytest.fixture(scope="module")
-def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("loop")
-    argv = ["demo", "--no-tui", "--no-report", "--out", str(out), "--suite", "memory_loop"]
-    assert main([*argv, "--trajectory", "dolly_loop", "--loop-seconds", "4"]) == 0
-    return episode_dir(out, MODEL, "dolly_loop") / "recording"
+def recording(dolly_loop_out: Path) -> Path:
+    """The shared 3 s dolly_loop demo's recording (read-only: each test spoils a copy)."""
+    return episode_dir(dolly_loop_out, MODEL, "dolly_loop") / "recording"
 
 
 def _nan_pose(d: Path) -> None:
@@ -65,18 +64,21 @@ def _mask_shape(d: Path) -> None:
 
 CASES: list[tuple[str, Callable[[Path], None], str, str, tuple[str, ...]]] = [
     ("nan_pose", _nan_pose, "poses.npy", "non-finite pose at frame 12", POSE_METRICS),
-    ("pose_shape", _pose_shape, "poses.npy", "shape (96, 3, 4)", POSE_METRICS),
+    ("pose_shape", _pose_shape, "poses.npy", "shape (72, 3, 4)", POSE_METRICS),
     ("intrinsics", _nan_intrinsics, "intrinsics.npy", "non-finite values", ("memory_scene_f1",)),
-    ("depth_shape", _depth_shape, "depth_metric.npy", "shape (96, 640)", ("memory_scene_f1",)),
+    ("depth_shape", _depth_shape, "depth_metric.npy", "shape (72, 640)", ("memory_scene_f1",)),
     ("no_mask", _mask_without_mask, "depth_valid_mask.npz", "which array is the mask",
      ("memory_scene_f1",)),
     ("mask_shape", _mask_shape, "depth_valid_mask.npz", "mask shape", ("memory_scene_f1",)),
 ]  # fmt: skip
 
 
-# `make test`: each sidecar file once (pose, intrinsics, depth, mask); `make test-long` adds
-# the second spoiling of the pose and the mask files (the same reader path, another check).
-IN_MAKE_TEST = ("nan_pose", "intrinsics", "depth_shape", "no_mask")
+# `make test`: one spoiled pose (the pose columns go missing) and one spoiled depth-family
+# file (memory_scene_f1 and global_memory go missing): the mask archive with no mask, whose
+# reader message no other test checks. `make test-long` adds the other spoilings: the same
+# path end to end, each also checked at the reader by tests/replay/test_replay_bad_input.py
+# (intrinsics, depth and mask shapes, a non-finite pose).
+IN_MAKE_TEST = ("nan_pose", "no_mask")
 
 
 @pytest.mark.parametrize(

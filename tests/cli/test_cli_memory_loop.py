@@ -14,7 +14,8 @@ from streameval.runs.builders import network_episodes
 from streameval.runs.memory_loop import LoopPlan
 from streameval.transports.urls import AttachOptions
 
-# one worker runs the whole module: its fixture renders and replays once, not per worker
+# one worker runs the whole module with test_cli_bad_sidecars: the demo both read
+# (tests/cli/conftest.py) is rendered once, not per worker
 pytestmark = pytest.mark.xdist_group("cli-memory-loop")
 
 NAMES = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
@@ -22,17 +23,15 @@ MODEL = "procedural-world[clean]"
 
 
 @pytest.fixture(scope="module")
-def loop_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("loops")
-    argv = ["demo", "--no-tui", "--out", str(out), "--suite", "memory_loop"]
-    assert main([*argv, "--trajectory", "yaw_loop_180", "--loop-seconds", "4"]) == 0
-    return out
+def loop_out(dolly_loop_out: Path) -> Path:
+    """The shared 3 s dolly_loop demo (tests/cli/conftest.py); read, never changed."""
+    return dolly_loop_out
 
 
 def test_demo_loop_results_and_table(loop_out: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    episode = episode_dir(loop_out, MODEL, "yaw_loop_180")
+    episode = episode_dir(loop_out, MODEL, "dolly_loop")
     doc = json.loads((episode / "scores.json").read_text())
-    assert doc["suite"] == "memory_loop" and doc["frames"] == 96
+    assert doc["suite"] == "memory_loop" and doc["frames"] == 72
     gate = doc["metrics"]["memory_return_gate"]
     assert gate["status"] == "official" and gate["raw"] == 1.0
     assert gate["details"]["pose_source"] == "model"
@@ -47,11 +46,11 @@ def test_demo_loop_results_and_table(loop_out: Path, capsys: pytest.CaptureFixtu
 def test_replay_of_the_recording_scores_the_sidecar_poses_alike(
     loop_out: Path, tmp_path: Path
 ) -> None:
-    recording = episode_dir(loop_out, MODEL, "yaw_loop_180") / "recording"
-    assert json.loads((recording / "meta.json").read_text())["trajectory"] == "yaw_loop_180"
-    assert main(["replay", str(recording), "--out", str(tmp_path), "--no-tui"]) == 0
-    live = json.loads((episode_dir(loop_out, MODEL, "yaw_loop_180") / "scores.json").read_text())
-    doc = json.loads((episode_dir(tmp_path, MODEL, "yaw_loop_180") / "scores.json").read_text())
+    recording = episode_dir(loop_out, MODEL, "dolly_loop") / "recording"
+    assert json.loads((recording / "meta.json").read_text())["trajectory"] == "dolly_loop"
+    assert main(["replay", str(recording), "--out", str(tmp_path), "--no-tui", "--no-report"]) == 0
+    live = json.loads((episode_dir(loop_out, MODEL, "dolly_loop") / "scores.json").read_text())
+    doc = json.loads((episode_dir(tmp_path, MODEL, "dolly_loop") / "scores.json").read_text())
     assert doc["metrics"]["memory_return_gate"]["details"]["pose_source"] == "vipe_sidecar"
     for name in ("memory_return_gate", "keystroke_nater"):
         assert doc["metrics"][name]["raw"] == live["metrics"][name]["raw"], name
@@ -103,7 +102,7 @@ def test_gram_backend_is_chosen_on_the_command_line(
 ) -> None:
     """``--gram``: a VGG checkpoint that is not there, or a name that is not registered, is
     one line naming it (exit 2) before any episode runs."""
-    rollout = episode_dir(loop_out, MODEL, "yaw_loop_180") / "recording"
+    rollout = episode_dir(loop_out, MODEL, "dolly_loop") / "recording"
     capsys.readouterr()
     code = main(["replay", str(rollout), "--out", str(tmp_path / "o"), "--no-tui", "--gram", gram])
     err = capsys.readouterr().err

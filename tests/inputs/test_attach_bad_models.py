@@ -15,7 +15,9 @@ import pytest
 
 from streameval.cli.main import main
 
-FAST = ["--no-tui", "--cuts", "scenedetect-content", "--actions", "8", "--seconds-per-key", "1"]
+# no report.html: these tests read scores and error lines, tests/report/ checks reports
+FAST = ["--no-tui", "--no-report", "--cuts", "scenedetect-content"]
+FAST += ["--actions", "8", "--seconds-per-key", "1"]
 
 
 def attach(

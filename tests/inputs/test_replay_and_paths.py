@@ -18,8 +18,13 @@ FAST = ["--no-tui", "--cuts", "scenedetect-content"]
 KEYS = ["A"] * 12 + ["D"] * 12
 
 
-def replay(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-    code = main(["replay", *args, *FAST])
+def replay(
+    args: list[str], capsys: pytest.CaptureFixture[str], *, reports: bool = False
+) -> tuple[int, list[str]]:
+    """``replay`` with the cheap cut detector; no report.html/index.html unless ``reports``
+    (writing them costs more than scoring these tiny rollouts, and only the path-escape test
+    is about where they go)."""
+    code = main(["replay", *args, *FAST, *([] if reports else ["--no-report"])])
     err = capsys.readouterr().err
     assert "Traceback" not in err
     return code, [line for line in err.splitlines() if line.startswith("error: ")]
@@ -41,7 +46,7 @@ def test_episode_name_cannot_escape_out(
     out = tmp_path / "work" / "out"
     work = tmp_path / "work"
     before = files_under(tmp_path)
-    code, errors = replay([str(rollout), "--out", str(out)], capsys)
+    code, errors = replay([str(rollout), "--out", str(out)], capsys, reports=True)
     after = files_under(tmp_path) - files_under(work) - {work}
     assert after == before  # nothing new outside --out
     assert not Path("/tmp/streameval-abs-escape").exists()

@@ -33,7 +33,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     np.save(rollout / "poses.npy", poses)  # geometry, so memory.npz holds views
     np.save(rollout / "intrinsics.npy", np.array([[50.0, 0, 32], [0, 50, 24], [0, 0, 1]]))
     np.save(rollout / "depth_metric.npy", np.full((40, 12, 16), 3.0, np.float32))
-    code = main(["replay", str(rollout), "--out", str(root / "out"), "--no-tui",
+    code = main(["replay", str(rollout), "--out", str(root / "out"), "--no-tui", "--no-report",
                  "--cuts", "scenedetect-content"])  # fmt: skip
     assert code == 0
     (results,) = (root / "out").glob("*/ep")  # OUT/<model>/<episode>/

@@ -83,11 +83,19 @@ def test_real_mutations_land_above_the_threshold() -> None:
         assert d.min() > 1.08 * TAU, name
 
 
+@cache
+def _turn_rows(family: str, seed: int, speed: str) -> npt.NDArray[np.float64]:
+    """One clean turn's descriptor rows: the tests score each turn on two scales, the rows
+    are the same for both (read-only)."""
+    rows = embed_turn(ColorHistRbf(), family, seed, speed)
+    rows.setflags(write=False)
+    return rows
+
+
 def _turn_scores(family: str, speed: str, **scale: float) -> list[float]:
-    backend = ColorHistRbf()
     out = []
     for seed in SEEDS:
-        rows = embed_turn(backend, family, seed, speed)
+        rows = _turn_rows(family, seed, speed)
         sx = np.full(len(rows) - 2, 2 * SPEEDS[speed] * PX_PER_DEG / FPS)
         result = local_memory(sx, np.zeros_like(sx), rows, [], FPS, **scale)
         assert result.normalized is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,17 @@ from streameval.perception.qalign import (
     qalign_prompt,
     rate_episode,
 )
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """torch's second intra-op thread spins against the other jobs of a 2-core machine: a
+    tiny model's forward pass cost 15x the CPU on two threads. Results do not depend on it."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)
@@ -39,6 +51,7 @@ def test_expand_to_square_centres_and_fills() -> None:
     assert tall.shape == (5, 5, 3) and (tall[:, 0] == 7).all() and (tall[:, 1:3] == 0).all()
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_qalign_end_to_end_on_a_tiny_model(tiny_qalign: Path) -> None:
     """Prompt -> rating-word logits -> softmax-weighted 1–5 -> 0–100, checked against the
     same forward pass done by hand here (processor, model, last position, five ids)."""
@@ -78,6 +91,7 @@ def test_qalign_end_to_end_on_a_tiny_model(tiny_qalign: Path) -> None:
     assert backend.rating_logits(frames(3, seed=1), "quality") != logits
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_rate_episode_scores_the_video_and_ten_segments(tiny_qalign: Path) -> None:
     backend = QAlign(str(tiny_qalign), device="cpu")
     video = frames(12)

@@ -200,7 +200,7 @@ def test_replay_command_with_flow_raft_file(tiny_weights: Path, tmp_path: Path) 
     rollout = make_rollout_dir(tmp_path / "rollout", ["A"] * 6, size=(64, 48))
     out = tmp_path / "out"
     args = ["replay", str(rollout), "--out", str(out), "--no-tui", "--cuts", "scenedetect-adaptive"]
-    assert main([*args, "--flow", f"raft:{tiny_weights}"]) == 0
+    assert main([*args, "--no-report", "--flow", f"raft:{tiny_weights}"]) == 0
     doc = json.loads(next(out.rglob("scores.json")).read_text())
     assert doc["frames"] == 6 and doc["provenance"]["backends"]["flow"] == "raft-custom"
     cache = EpisodeCache.load(next(out.rglob("cache")))

@@ -33,9 +33,11 @@ W_SHADE = (217, 234, 243)
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("reports")
-    for defect in ("clean", "hiccup"):
+    # the hiccup episode's report is the one photographed: 4 s a key leaves its Local Memory
+    # bars visible (at 2 s they are too short to show); the clean one only has to be listed
+    for defect, seconds in (("clean", "2"), ("hiccup", "4")):
         args = ["demo", "--no-tui", "-q", "--out", str(out), "--defect", defect]
-        args += ["--actions", "8", "--seconds-per-key", "4", "--cuts", "scenedetect-content"]
+        args += ["--actions", "8", "--seconds-per-key", seconds, "--cuts", "scenedetect-content"]
         assert main(args) == 0
     return out
 

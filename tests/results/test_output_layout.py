@@ -15,7 +15,13 @@ from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from streameval.cli.main import main
 from streameval.results.layout import decide, episode_dir, path_component
 
-SHORT = ["--actions", "8", "--seconds-per-key", "2", "--no-tui", "--cuts", "scenedetect-content"]
+# One second a key and no report.html/index.html: these tests check folders, names and
+# results.jsonl, not scores or reports (the report is tested in tests/report/).
+SHORT = ["--actions", "8", "--seconds-per-key", "1", "--no-tui", "--no-report"]
+SHORT += ["--cuts", "scenedetect-content"]
+# the adapter guide's scores are asserted: the length they were measured at
+GUIDE_SHORT = ["--actions", "8", "--seconds-per-key", "2", "--no-tui", "--no-report"]
+GUIDE_SHORT += ["--cuts", "scenedetect-content"]
 
 
 def _demo(out: Path, *extra: str) -> int:
@@ -114,7 +120,16 @@ def test_replaying_an_episodes_own_recording_over_it_keeps_the_recording(
     assert _demo(out) == EXIT_OK
     episode = out / "procedural-world-clean" / "008_AD"
     recording = episode / "recording"
-    args = ["replay", str(recording), "--out", str(out), "--no-tui", "-q", "--overwrite"]
+    args = [
+        "replay",
+        str(recording),
+        "--out",
+        str(out),
+        "--no-tui",
+        "-q",
+        "--overwrite",
+        "--no-report",
+    ]
     assert main([*args, "--cuts", "scenedetect-content"]) == EXIT_OK, capsys.readouterr().err
     assert (recording / "video.mp4").is_file()
     assert json.loads((episode / "scores.json").read_text())["complete"] is True
@@ -247,7 +262,7 @@ def test_the_adapter_guide_example_runs_as_written(
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "results"
     args = ["--out", str(out), "--model-name", "my-model", "--record", "off"]
-    assert main(["attach", f"python:{module}:make", *args, *SHORT]) == EXIT_OK
+    assert main(["attach", f"python:{module}:make", *args, *GUIDE_SHORT]) == EXIT_OK
     doc = json.loads((out / "my-model" / "008_AD" / "scores.json").read_text())
     assert doc["metrics"]["direction_accuracy_trans"]["status"] == "official"
     # a flat slide has no parallax: it moves the commanded way (> 50) but reads partly as
