@@ -21,6 +21,11 @@ from streameval.metrics.worldatlas.revisit import return_gate
 from streameval.transports.inprocess.driver import InProcessSource
 from tests.engine.helpers import run
 
+# The frames' own size (256×160) as the analysis frame: the gate, the scene F1 and the pose
+# estimator read the poses and the frames, not the flow, which costs a quarter of the default's.
+SIZE = {"analysis_width": 256, "analysis_height": 160}
+CONFIG = PipelineConfig(cuts="scenedetect-adaptive", **SIZE)
+
 NAMES = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
 
 
@@ -59,7 +64,7 @@ def _source(name: str, *, send_poses: bool) -> InProcessSource:
 
 
 def test_memory_loop_scores_and_rescore(tmp_path: Path) -> None:
-    outcome = run(_source("yaw_loop_180", send_poses=True), tmp_path / "r")
+    outcome = run(_source("yaw_loop_180", send_poses=True), tmp_path / "r", config=CONFIG)
     metrics = outcome.scores.metrics
     assert (
         metrics["memory_return_gate"].status == "official"
@@ -76,7 +81,7 @@ def test_memory_loop_scores_and_rescore(tmp_path: Path) -> None:
 
 
 def test_without_poses_the_cpu_estimator_decides_the_gate(tmp_path: Path) -> None:
-    outcome = run(_source("yaw_loop_180", send_poses=False), tmp_path / "r")
+    outcome = run(_source("yaw_loop_180", send_poses=False), tmp_path / "r", config=CONFIG)
     gate = outcome.scores.metrics["memory_return_gate"]
     assert gate.status == "official" and gate.raw == 1.0
     assert gate.details["pose_source"] == "cpu_estimator"
@@ -108,7 +113,7 @@ def test_live_scores_flip_departure_and_return_when_they_happen(tmp_path: Path, 
     'departure reached' and 'returned' flip at the first frames where the gate kernel on the
     prefix of the true track says so, stay true, and the final gate is the kernel's."""
     observer = _GateStates()
-    config = PipelineConfig(cuts="scenedetect-adaptive", provisional_every_s=0.0)
+    config = PipelineConfig(cuts="scenedetect-adaptive", provisional_every_s=0.0, **SIZE)
     outcome = run(_source(name, send_poses=True), tmp_path / "r", [observer], config)
     source = _source(name, send_poses=True)
     world = source.model
