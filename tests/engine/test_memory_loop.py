@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from streameval.protocol.memory_loop import memory_loop
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from streameval.core.observers import EpisodeObserver, Progress
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.engine.config import PipelineConfig
 from streameval.engine.rescore import rescore_dir
 from streameval.metrics.worldatlas.revisit import return_gate
@@ -25,6 +26,9 @@ from tests.engine.helpers import run
 # estimator read the poses and the frames, not the flow, which costs a quarter of the default's.
 SIZE = {"analysis_width": 256, "analysis_height": 160}
 CONFIG = PipelineConfig(cuts="scenedetect-adaptive", **SIZE)
+
+# one worker runs the module: its runs are made once per process and shared by its tests
+pytestmark = pytest.mark.xdist_group("memory-loop")
 
 NAMES = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
 
@@ -63,8 +67,8 @@ def _source(name: str, *, send_poses: bool) -> InProcessSource:
     )
 
 
-def test_memory_loop_scores_and_rescore(tmp_path: Path) -> None:
-    outcome = run(_source("yaw_loop_180", send_poses=True), tmp_path / "r", config=CONFIG)
+def test_memory_loop_scores_and_rescore(live_run: LiveRun) -> None:
+    outcome, results, _ = live_run("yaw_loop_180")
     metrics = outcome.scores.metrics
     assert (
         metrics["memory_return_gate"].status == "official"
@@ -73,11 +77,11 @@ def test_memory_loop_scores_and_rescore(tmp_path: Path) -> None:
     assert metrics["keystroke_natet"].status == "not_applicable"  # an in-place yaw loop
     assert metrics["memory_scene_f1"].status == "official"
     assert (metrics["memory_scene_f1"].raw or 0) > 0.99
-    doc = json.loads((tmp_path / "r" / "scores.json").read_text())
+    doc = json.loads((results / "scores.json").read_text())
     assert doc["suite"] == "memory_loop"
     assert all(n in doc["metrics"] for n in NAMES)
     assert doc["metrics"]["memory_return_gate"]["details"]["pose_source"] == "model"
-    assert rescore_dir(tmp_path / "r").changed == []
+    assert rescore_dir(results).changed == []
 
 
 def test_without_poses_the_cpu_estimator_decides_the_gate(tmp_path: Path) -> None:
@@ -107,14 +111,37 @@ def _first(states: dict[int, tuple[bool, bool]], which: int) -> int | None:
     return next((f for f in sorted(states) if states[f][which]), None)
 
 
+LiveRun = Callable[[str], tuple[EpisodeOutcome, Path, _GateStates]]
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory: pytest.TempPathFactory) -> LiveRun:
+    """One run per trajectory (true poses, provisional scores after every frame), shared by
+    the tests of the module: the yaw loop's is both the scored-and-rescored episode and the
+    one whose live gate is followed (the final scores do not depend on how often the
+    provisional ones are computed)."""
+    runs: dict[str, tuple[EpisodeOutcome, Path, _GateStates]] = {}
+
+    def get(name: str) -> tuple[EpisodeOutcome, Path, _GateStates]:
+        if name not in runs:
+            observer = _GateStates()
+            results = tmp_path_factory.mktemp(name)
+            config = PipelineConfig(cuts="scenedetect-adaptive", provisional_every_s=0.0, **SIZE)
+            outcome = run(_source(name, send_poses=True), results, [observer], config)
+            runs[name] = (outcome, results, observer)
+        return runs[name]
+
+    return get
+
+
 @pytest.mark.parametrize("name", ["yaw_loop_180", "dolly_loop"])
-def test_live_scores_flip_departure_and_return_when_they_happen(tmp_path: Path, name: str) -> None:
+def test_live_scores_flip_departure_and_return_when_they_happen(
+    live_run: LiveRun, name: str
+) -> None:
     """Procedural world, true poses, provisional scores after every frame: the provisional
     'departure reached' and 'returned' flip at the first frames where the gate kernel on the
     prefix of the true track says so, stay true, and the final gate is the kernel's."""
-    observer = _GateStates()
-    config = PipelineConfig(cuts="scenedetect-adaptive", provisional_every_s=0.0, **SIZE)
-    outcome = run(_source(name, send_poses=True), tmp_path / "r", [observer], config)
+    outcome, results, observer = live_run(name)
     source = _source(name, send_poses=True)
     world = source.model
     truth = np.array([world.step(k).pose for k in source.schedule.frame_keys()])
@@ -132,4 +159,4 @@ def test_live_scores_flip_departure_and_return_when_they_happen(tmp_path: Path, 
         assert after[0] >= before[0] and after[1] >= before[1]
     gate = outcome.scores.metrics["memory_return_gate"]
     assert gate.status == "official" and gate.raw == 1.0 and "provisional" not in gate.details
-    assert rescore_dir(tmp_path / "r").changed == []
+    assert rescore_dir(results).changed == []
