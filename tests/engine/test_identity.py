@@ -16,7 +16,6 @@ from tests.engine.helpers import run, world_source
 # Every metric family stays on (identity is claimed for all of them); the world renders at
 # 320×216 and the analysis frame is 256×172, a resize either way as with a real server, at
 # a quarter of the default's cost.
-SIZE = {"width": 320, "height": 216}
 CONFIG = PipelineConfig(cuts="scenedetect-adaptive", analysis_width=256, analysis_height=172)
 
 
@@ -28,7 +27,7 @@ def _metrics(path: Path) -> dict[str, object]:
 
 def test_live_rescore_and_replay_are_bit_identical(tmp_path: Path) -> None:
     live_dir = tmp_path / "live"
-    source = world_source("ADL", 6.0, **SIZE)
+    source = world_source("ADL", 6.0, width=320, height=216)
     outcome = run(source, live_dir, [RecordingObserver(live_dir / "recording")], CONFIG)
     assert outcome.complete
     live = _metrics(live_dir)

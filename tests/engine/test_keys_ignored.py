@@ -69,17 +69,20 @@ class _Warnings(EpisodeObserver):
 
 # The judgement reads the flow alone (at the analysis size): the world renders at 320×216 and
 # memory, texture and imaging perception are off.
-SIZE = {"width": 320, "height": 216}
 CONTROL_ONLY = PipelineConfig(cuts=None, embedding=None, gram=None, imaging=False)
 
 
 def test_a_frozen_model_is_flagged_while_it_runs_and_a_clean_one_is_not() -> None:
     seen = _Warnings()
-    frozen = run(world_source("ADLR", 1.5, "freeze", **SIZE), observers=[seen], config=CONTROL_ONLY)
+    frozen = run(
+        world_source("ADLR", 1.5, "freeze", width=320, height=216),
+        observers=[seen],
+        config=CONTROL_ONLY,
+    )
     assert frozen.interactivity["keys_ignored"] is True
     assert seen.before_end == 1 and MESSAGE in seen.warnings[0]  # during the episode
     assert frozen.complete and not frozen.errors  # a warning, not an error
-    clean = run(world_source("ADLR", 1.5, **SIZE), config=CONTROL_ONLY)
+    clean = run(world_source("ADLR", 1.5, width=320, height=216), config=CONTROL_ONLY)
     assert clean.interactivity["keys_ignored"] is False
 
 

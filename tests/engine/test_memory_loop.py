@@ -24,8 +24,7 @@ from tests.engine.helpers import run
 
 # The frames' own size (256×160) as the analysis frame: the gate, the scene F1 and the pose
 # estimator read the poses and the frames, not the flow, which costs a quarter of the default's.
-SIZE = {"analysis_width": 256, "analysis_height": 160}
-CONFIG = PipelineConfig(cuts="scenedetect-adaptive", **SIZE)
+CONFIG = PipelineConfig(cuts="scenedetect-adaptive", analysis_width=256, analysis_height=160)
 
 # one worker runs the module: its runs are made once per process and shared by its tests
 pytestmark = pytest.mark.xdist_group("memory-loop")
@@ -126,7 +125,7 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> LiveRun:
         if name not in runs:
             observer = _GateStates()
             results = tmp_path_factory.mktemp(name)
-            config = PipelineConfig(cuts="scenedetect-adaptive", provisional_every_s=0.0, **SIZE)
+            config = replace(CONFIG, provisional_every_s=0.0)
             outcome = run(_source(name, send_poses=True), results, [observer], config)
             runs[name] = (outcome, results, observer)
         return runs[name]

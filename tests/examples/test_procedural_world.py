@@ -456,10 +456,10 @@ def test_forget_changes_content_after_a_full_turn() -> None:
 def test_forget_out_and_back() -> None:
     """Walk forward and back to the same pose: objects passed on the way are different."""
     keys = "W" * 40 + "S" * 40
-    size = {"width": 320, "height": 216}  # the mean differences: 0.0 and 10.1 (10.6 at 640×432)
-    clean = run(keys, WorldConfig(**size))
-    forget = run(keys, world_config_for_defect("forget", **size))
-    start_frame = ProceduralWorld(WorldConfig(**size)).step("-")
+    # at 320×216: the mean differences are 0.0 and 10.1 (10.6 at 640×432)
+    clean = run(keys, WorldConfig(width=320, height=216))
+    forget = run(keys, world_config_for_defect("forget", width=320, height=216))
+    start_frame = ProceduralWorld(WorldConfig(width=320, height=216)).step("-")
     np.testing.assert_allclose(clean[-1].pose, start_frame.pose, atol=1e-9)
     start = start_frame.image.astype(int)
     assert np.abs(clean[-1].image.astype(int) - start).mean() < 0.5
