@@ -45,7 +45,10 @@ def delivery(tmp_path_factory: pytest.TempPathFactory) -> Path:
     frames = [world.step(key).image for key in schedule.frame_keys()][:959]
     video = write_video(root / "MODELQ" / "001_014.mp4", frames, fps=FPS, codec="libx264rgb")
     out = root / "out"
-    args = ["replay", str(video), "--out", str(out), "--no-tui", "-q"]
+    # No report pages, and DIS's ultrafast preset: the checks recompute the scores from the
+    # cache's own signals, so they hold for any flow (a fifth of the run's CPU time less).
+    args = ["replay", str(video), "--out", str(out), "--no-tui", "-q", "--no-report"]
+    args += ["--flow", "dis-ultrafast"]
     assert main([*args, "--cuts", "scenedetect-content"]) == 0
     return out / "MODELQ" / "MODELQ_001_014"
 

@@ -4,6 +4,8 @@ Depth-Anything."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +19,25 @@ from streameval.errors import BackendUnavailableError
 from streameval.transports.inprocess.driver import InProcessSource
 from tests.engine.helpers import run
 
+# The fit is what is checked: the world at 320×216, memory and imaging perception off, and
+# torch on one thread (its second spins on two shared cores and adds CPU time, not speed).
+CONFIG = PipelineConfig(cuts=None, embedding=None, gram=None, imaging=False)
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 
 class ImageOnly:
     fps = 16.0
 
     def __init__(self) -> None:
-        self.world = ProceduralWorld(WorldConfig())
+        self.world = ProceduralWorld(WorldConfig(width=320, height=216))
 
     def step(self, key: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
         return self.world.step(key).image
@@ -33,8 +48,10 @@ def _source() -> InProcessSource:
     return InProcessSource(ImageOnly(), schedule, episode="e", model_name="m", suite="t")
 
 
-def test_depth_network_feeds_the_motion_type_fit(tiny_depth_anything: Path) -> None:
-    config = PipelineConfig(cuts=None, depth=f"depth-anything:{tiny_depth_anything}")
+def test_depth_network_feeds_the_motion_type_fit(
+    tiny_depth_anything: Path, one_torch_thread: None
+) -> None:
+    config = replace(CONFIG, depth=f"depth-anything:{tiny_depth_anything}")
     outcome = run(_source(), config=config)
     fits = list(outcome.scores.motion_fits.values())
     assert fits and all(f is not None and f.method == "depth_parallax" for f in fits)
@@ -43,4 +60,4 @@ def test_depth_network_feeds_the_motion_type_fit(tiny_depth_anything: Path) -> N
 
 def test_missing_depth_weights_fail_before_the_episode(tmp_path: Path) -> None:
     with pytest.raises(BackendUnavailableError, match=r"config\.json"):
-        run(_source(), config=PipelineConfig(cuts=None, depth=f"depth-anything:{tmp_path}"))
+        run(_source(), config=replace(CONFIG, depth=f"depth-anything:{tmp_path}"))

@@ -8,9 +8,15 @@ from pathlib import Path
 
 from streameval.replay import ReplaySource, read_rollout
 
+from streameval.engine.config import PipelineConfig
 from streameval.engine.recording import RecordingObserver
 from streameval.engine.rescore import rescore_dir
 from tests.engine.helpers import run, world_source
+
+# Every metric family stays on (identity is claimed for all of them); the world renders at
+# 320×216 and the analysis frame is 256×172, a resize either way as with a real server, at
+# a quarter of the default's cost.
+CONFIG = PipelineConfig(cuts="scenedetect-adaptive", analysis_width=256, analysis_height=172)
 
 
 def _metrics(path: Path) -> dict[str, object]:
@@ -21,7 +27,8 @@ def _metrics(path: Path) -> dict[str, object]:
 
 def test_live_rescore_and_replay_are_bit_identical(tmp_path: Path) -> None:
     live_dir = tmp_path / "live"
-    outcome = run(world_source("ADL", 6.0), live_dir, [RecordingObserver(live_dir / "recording")])
+    source = world_source("ADL", 6.0, width=320, height=216)
+    outcome = run(source, live_dir, [RecordingObserver(live_dir / "recording")], CONFIG)
     assert outcome.complete
     live = _metrics(live_dir)
     assert live["direction_accuracy_trans"]["status"] == "official"  # type: ignore[index]
@@ -37,7 +44,7 @@ def test_live_rescore_and_replay_are_bit_identical(tmp_path: Path) -> None:
     rollout = read_rollout(live_dir / "recording")
     assert rollout.frame_count == outcome.frames
     replay_dir = tmp_path / "replay"
-    replayed = run(ReplaySource(rollout), replay_dir)
+    replayed = run(ReplaySource(rollout), replay_dir, config=CONFIG)
     assert replayed.complete
     assert _metrics(replay_dir) == live
     # where the depth came from differs (model vs sidecar) and is recorded as such

@@ -12,6 +12,7 @@ import pytest
 
 from streameval.constants import MOTION_FLOOR_PX
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.engine.config import PipelineConfig
 from streameval.engine.keys_ignored import MESSAGE, KeysIgnoredWatch, segment_moved
 from streameval.transports.profiles import PROFILES
 from tests.engine.helpers import run, world_source
@@ -66,13 +67,22 @@ class _Warnings(EpisodeObserver):
         self.before_end = len(self.warnings)
 
 
+# The judgement reads the flow alone (at the analysis size): the world renders at 320×216 and
+# memory, texture and imaging perception are off.
+CONTROL_ONLY = PipelineConfig(cuts=None, embedding=None, gram=None, imaging=False)
+
+
 def test_a_frozen_model_is_flagged_while_it_runs_and_a_clean_one_is_not() -> None:
     seen = _Warnings()
-    frozen = run(world_source("ADLR", 1.5, "freeze"), observers=[seen])
+    frozen = run(
+        world_source("ADLR", 1.5, "freeze", width=320, height=216),
+        observers=[seen],
+        config=CONTROL_ONLY,
+    )
     assert frozen.interactivity["keys_ignored"] is True
     assert seen.before_end == 1 and MESSAGE in seen.warnings[0]  # during the episode
     assert frozen.complete and not frozen.errors  # a warning, not an error
-    clean = run(world_source("ADLR", 1.5))
+    clean = run(world_source("ADLR", 1.5, width=320, height=216), config=CONTROL_ONLY)
     assert clean.interactivity["keys_ignored"] is False
 
 

@@ -8,11 +8,24 @@ from functools import cache
 import pytest
 
 from streameval.core.metric_result import MetricResult
+from streameval.engine.config import PipelineConfig
 from tests.engine.helpers import run, world_source
 
 # The world renders at 320×216 (half its default size on each side): the memory metrics work at
 # their own analysis sizes, and the smaller render takes an episode from about 11 to 6 CPU-s.
 SIZE = {"width": 320, "height": 216}
+# The flow, whose only memory use is Revisit's direction gate, runs at 320×216 too (about 5 to
+# 3 CPU-s an episode), with every figure below unchanged to two decimals (the forgetting world's
+# revisit 94.10 either way); imaging statistics and texture Grams are off: no memory metric
+# reads them.
+SMALL = PipelineConfig(
+    cuts="scenedetect-adaptive",
+    imaging=False,
+    quality_frames=False,
+    gram=None,
+    analysis_width=320,
+    analysis_height=216,
+)
 
 # one worker runs the module: its episodes are cached per process and shared by its tests
 pytestmark = pytest.mark.xdist_group("memory-validity")
@@ -23,8 +36,10 @@ MEMORY = ("local_memory", "revisit_memory", "global_memory")
 @cache
 def memory(defect: str, keys: str, seconds: float) -> dict[str, MetricResult]:
     # the 20 s episodes of ``make test-long`` keep the default size their figures were measured at
-    size = SIZE if seconds <= SECONDS else {}
-    outcome = run(world_source(keys, seconds, defect, **size))
+    if seconds > SECONDS:
+        outcome = run(world_source(keys, seconds, defect))
+    else:
+        outcome = run(world_source(keys, seconds, defect, **SIZE), config=SMALL)
     return {name: outcome.scores.metrics[name] for name in MEMORY}
 
 
@@ -83,8 +98,6 @@ def test_frozen_world_is_not_applicable_not_100() -> None:
 @pytest.mark.long
 def test_transnetv2_default_detector_through_the_pipeline() -> None:
     """The default cut detector (TransNetV2 in its own process) end to end."""
-    from streameval.engine.config import PipelineConfig
-
     outcome = run(world_source("AD", 10.0, "hard_cut"), config=PipelineConfig(cuts="transnetv2"))
     local = outcome.scores.metrics["local_memory"]
     assert local.details["cuts"] == [80, 160, 240]

@@ -4,6 +4,7 @@ statistics and drift, and ``rescore`` (with and without the model) needing no vi
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,31 @@ SMALL = {"width": 320, "height": 216}
 
 
 def config(quality: str | None) -> PipelineConfig:
-    return PipelineConfig(cuts="scenedetect-adaptive", quality=quality)
+    # Quality and the imaging statistics are checked: no cut detector, appearance embeddings
+    # or texture Grams, and the flow at the frames' 320×216 (its signals are not checked).
+    return PipelineConfig(
+        cuts=None,
+        embedding=None,
+        gram=None,
+        quality=quality,
+        analysis_width=SMALL["width"],
+        analysis_height=SMALL["height"],
+    )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """Q-Align on one torch thread: its second spins on two shared cores and adds CPU time,
+    not speed."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -81,7 +81,7 @@ def test_a_late_server_fails_the_budget_and_rescore_reproduces_it(tmp_path: Path
 def test_in_process_has_no_generation_wall_time_and_the_budget_is_kept(tmp_path: Path) -> None:
     out = tmp_path / "ep"
     config = PipelineConfig(cuts="scenedetect-adaptive", latency_budget_s=0.05)
-    outcome = run(world_source("AD", 2.0), out, config=config)
+    outcome = run(world_source("AD", 2.0, width=320, height=216), out, config=config)
     metrics = outcome.scores.metrics
     for name in ("effective_generation_fps", "realtime_factor"):
         assert metrics[name].status == "not_applicable"

@@ -23,6 +23,9 @@ from streameval.results.cache.episode import EpisodeCache
 from tests.engine.helpers import ListSource, run, shifting_events
 
 CONFIG = PipelineConfig(queue_size=2, cuts="scenedetect-adaptive")
+# Where the drops come from a recorded plan, not from perception falling behind: the frames'
+# own 320×216 as the analysis frame (what is checked is keys, drops and gaps, not flow values).
+PLANNED_DROPS = replace(CONFIG, analysis_width=320, analysis_height=216)
 
 
 def _live_events() -> list[Any]:
@@ -118,7 +121,7 @@ def test_a_dropped_frame_keeps_its_own_key(tmp_path: Path) -> None:
     schedule already says D but the frames were conditioned on A: the cache keeps A. Filled
     from the schedule, each such gap made A→D→A flips, i.e. spurious Revisit reversals."""
     events = _events_dropping(range(66, 80))
-    outcome = run(ListSource(events), tmp_path, config=CONFIG)
+    outcome = run(ListSource(events), tmp_path, config=PLANNED_DROPS)
     assert outcome.interactivity["frames_dropped"] == 14
     keys = EpisodeCache.load(tmp_path / "cache").frame_keys
     assert keys == ["A"] * 90 + ["D"] * 90
@@ -132,7 +135,7 @@ def test_frames_dropped_at_the_end_still_belong_to_the_episode(tmp_path: Path) -
     (NaN), as a gap inside the episode is; it used to end at the last perceived frame, so its
     last segment was 12 frames short."""
     events = _events_dropping(range(168, 180))
-    outcome = run(ListSource(events), tmp_path, config=CONFIG)
+    outcome = run(ListSource(events), tmp_path, config=PLANNED_DROPS)
     assert outcome.frames == 180 and outcome.interactivity["frames_dropped"] == 12
     cache = EpisodeCache.load(tmp_path / "cache")
     assert cache.frame_keys == ["A"] * 90 + ["D"] * 90

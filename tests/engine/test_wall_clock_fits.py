@@ -31,7 +31,12 @@ from streameval.metrics.fits.motion_type import FitSample, fit_frames
 from streameval.results.cache.episode import EpisodeCache
 from tests.engine.helpers import ListSource, run, shifting_events, textured
 
-CONFIG = PipelineConfig(queue_size=64, cuts="scenedetect-adaptive")
+# The frames' own size as the analysis frame (320×216, no resize): what is checked is which
+# frames are sampled and that the runs agree bit for bit, at a quarter of the default's flow cost.
+WIDTH, HEIGHT = 320, 216
+CONFIG = PipelineConfig(
+    queue_size=64, cuts="scenedetect-adaptive", analysis_width=WIDTH, analysis_height=HEIGHT
+)
 KEYS = "ADLR"
 CONTROL = [f"direction_{m}_{p}" for m in ("accuracy", "purity") for p in ("trans", "rot")]
 FRAMES_PER_KEY = 64  # 6.4 s at the 10 fps the server really plays
@@ -145,7 +150,7 @@ def _turning_server(clock: str | None) -> list[Any]:
 
     from streameval.metrics.fits.motion_type import analysis_focal
 
-    width, height, fps = 640, 432, 16.0
+    width, height, fps = WIDTH, HEIGHT, 16.0
     keys, per_key = "LARL", 40  # keys of 2.5 s
     schedule = Schedule.per_key(list(keys), per_key / fps, fps)
     focal = analysis_focal(width)
