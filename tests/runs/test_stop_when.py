@@ -25,7 +25,10 @@ from tests.cases.arena_synth import write_arena
 # one worker runs the module: its runs are shared by its tests
 pytestmark = pytest.mark.xdist_group("stop-when")
 
-FAST = ["--no-tui", "--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5"]
+# no recording: nothing here replays, and encoding every frame losslessly was a sixth of the
+# module's CPU time
+FAST = ["--no-tui", "--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5",
+        "--record", "off"]  # fmt: skip
 ONE_SET = ["--sets", "first_view/real"]  # 7 cases
 CLEAN = "procedural-world-clean"
 DEFECT = "procedural-world-wrong_direction"
