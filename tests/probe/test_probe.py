@@ -43,7 +43,7 @@ from tests.probe.probe_servers import (
     start_keycode_probe_server,
 )
 from tests.probe.served import WEBRTC, WS, served
-from tests.transports.worlds import CONFIG
+from tests.transports.worlds import MEMORY_OFF
 
 pytestmark = pytest.mark.xdist_group("probe")
 
@@ -166,7 +166,7 @@ async def _attach(
         options=AttachOptions(clock=None, seconds_per_key=3.0, profile=profile),
     )  # fmt: skip
     await source.connect()
-    return await run_episode(source, config=CONFIG, observers=observers or [])
+    return await run_episode(source, config=MEMORY_OFF, observers=observers or [])
 
 
 def _family_episodes(keymap: dict[str, Motion], profile: str) -> list[EpisodeOutcome]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from streameval.protocol.schedule import Schedule
@@ -14,6 +15,10 @@ from streameval.engine.pipeline import run_episode
 from streameval.transports.inprocess.driver import InProcessSource
 
 CONFIG = PipelineConfig(cuts="scenedetect-adaptive")
+MEMORY_OFF = replace(CONFIG, embedding=None, cuts=None, imaging=False, quality_frames=False)
+"""The memory and imaging jobs off (their metrics ``missing``), for tests that read none of
+their columns: direction, response latency, the session's interactivity, the conditioning. The
+embedding, the cut detector and the imaging statistics were a fifth of a paced session's CPU."""
 NAME = "procedural-world[clean]"
 
 
