@@ -15,7 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig
+from streameval.worlds.procedural_world import (
+    ProceduralWorld,
+    WorldConfig,
+    world_config_for_defect,
+)
 
 from tests.inputs.models import Sliding
 
@@ -35,6 +39,17 @@ def no_image() -> Sliding:
 
 def picture_world() -> ProceduralWorld:
     return ProceduralWorld(WorldConfig(width=160, height=108))
+
+
+def half_clean() -> ProceduralWorld:
+    """``demo``'s world at half its size (320×216): for case runs whose tests are about the
+    run, not the resolution (``attach`` with ``--model-name procedural-world[clean]``)."""
+    return ProceduralWorld(world_config_for_defect("clean", width=320, height=216))
+
+
+def half_wrong_direction() -> ProceduralWorld:
+    """``demo --defect wrong_direction``'s world at half its size."""
+    return ProceduralWorld(world_config_for_defect("wrong_direction", width=320, height=216))
 
 
 class _Counted(Sliding):
