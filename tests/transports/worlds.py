@@ -52,7 +52,9 @@ class NoImageWorld:
         return self.inner.step(key)
 
 
-def in_process(keys: tuple[str, ...], seconds_per_key: float) -> EpisodeOutcome:
+def in_process(
+    keys: tuple[str, ...], seconds_per_key: float, config: PipelineConfig = CONFIG
+) -> EpisodeOutcome:
     w = world()
     source = InProcessSource(
         w,
@@ -63,7 +65,7 @@ def in_process(keys: tuple[str, ...], seconds_per_key: float) -> EpisodeOutcome:
         width=w.width,
         height=w.height,
     )
-    return asyncio.run(run_episode(source, config=CONFIG))
+    return asyncio.run(run_episode(source, config=config))
 
 
 def normalized(outcome: EpisodeOutcome) -> dict[str, float | None]:
