@@ -21,7 +21,7 @@ from streameval.transports.urls import AttachOptions, open_network_source
 from tests.probe.eased_world import EasedWorld
 from tests.probe.probe_servers import USUAL, Motion, probe_app, start
 from tests.probe.served import served
-from tests.transports.worlds import CONFIG
+from tests.transports.worlds import MEMORY_OFF
 
 # Real-time probes on two shared cores: a starved machine can deliver a short press late; one
 # rerun of a failed assertion (as the other real-time style tests do).
@@ -144,7 +144,7 @@ def test_attach_names_the_ready_message_a_server_never_sends() -> None:
                                       no_frame_timeout_s=2.0),
             )  # fmt: skip
             await source.connect()
-            return await run_episode(source, config=CONFIG)
+            return await run_episode(source, config=MEMORY_OFF)
         finally:
             await runner.cleanup()
 

@@ -43,7 +43,7 @@ from tests.probe.probe_servers import (
     start_keycode_probe_server,
 )
 from tests.probe.served import WEBRTC, WS, served
-from tests.transports.worlds import CONFIG
+from tests.transports.worlds import MEMORY_OFF
 
 pytestmark = pytest.mark.xdist_group("probe")
 
@@ -166,7 +166,7 @@ async def _attach(
         options=AttachOptions(clock=None, seconds_per_key=3.0, profile=profile),
     )  # fmt: skip
     await source.connect()
-    return await run_episode(source, config=CONFIG, observers=observers or [])
+    return await run_episode(source, config=MEMORY_OFF, observers=observers or [])
 
 
 def _family_episodes(keymap: dict[str, Motion], profile: str) -> list[EpisodeOutcome]:
@@ -191,12 +191,20 @@ def _family_episodes(keymap: dict[str, Motion], profile: str) -> list[EpisodeOut
 @pytest.mark.timeout(180)
 @pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 @pytest.mark.parametrize(
-    "convention", ["usual", "other", pytest.param("keycode", marks=pytest.mark.long)]
+    "convention",
+    [
+        pytest.param("usual", marks=pytest.mark.long),
+        "other",
+        pytest.param("keycode", marks=pytest.mark.long),
+    ],
 )
 def test_the_written_profile_attaches_and_scores_every_family(
     convention: str, request: pytest.FixtureRequest
 ) -> None:
-    """The keycode one runs with `make test-long` (three WebRTC sessions: VP8 both ways)."""
+    """`make test` attaches the other convention's profile (every name moved from the base
+    profile's, the case a written profile is for); the usual one (the base profile's own
+    names) and the keycode one (three WebRTC sessions: VP8 both ways) run with
+    `make test-long`."""
     probed: Probed = request.getfixturevalue(convention)
     keymap = {"usual": USUAL, "other": OTHER, "keycode": KEYCODE_QE}[convention]
     assert probed.report["written"] == str(probed.written)

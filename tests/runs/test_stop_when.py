@@ -25,11 +25,21 @@ from tests.cases.arena_synth import write_arena
 # one worker runs the module: its runs are shared by its tests
 pytestmark = pytest.mark.xdist_group("stop-when")
 
-FAST = ["--no-tui", "--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5"]
+# no recording: nothing here replays, and encoding every frame losslessly was a sixth of the
+# module's CPU time
+FAST = ["--no-tui", "--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5",
+        "--record", "off"]  # fmt: skip
 ONE_SET = ["--sets", "first_view/real"]  # 7 cases
 CLEAN = "procedural-world-clean"
 DEFECT = "procedural-world-wrong_direction"
 WIDTH_RULE = "response_latency_trans:width<=80"
+
+
+def _live(defect: str) -> list[str]:
+    """``demo --defect DEFECT`` under the same name, its world at 320×216: the rules and the
+    tables are about the run, and rendering was a third of the module's CPU time at 640×432."""
+    model = f"python:tests.runs.case_models:half_{defect}"
+    return ["attach", model, "--model-name", f"procedural-world[{defect}]"]
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:
@@ -64,13 +74,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     arena = write_arena(root / "arena_inputs")
     base, defect, new = root / "base", root / "defect", root / "new"
     cases = ["--cases", str(arena), *ONE_SET, *FAST]
-    assert _run(["demo", *cases, "--out", str(base), "-q"])[0] == 0
+    assert _run([*_live("clean"), *cases, "--out", str(base), "-q"])[0] == 0
     versus = ["--stop-when", f"vs={base}"]
     rc, _, defect_err = _run(
-        ["demo", "--defect", "wrong_direction", *cases, "--out", str(defect), "-q", *versus]
+        [*_live("wrong_direction"), *cases, "--out", str(defect), "-q", *versus]
     )
     assert rc == 0, defect_err
-    stop_rc, _, stop_err = _run(["demo", *cases, "--out", str(new), "--stop-when", WIDTH_RULE])
+    stop_rc, _, stop_err = _run(
+        [*_live("clean"), *cases, "--out", str(new), "--stop-when", WIDTH_RULE]
+    )
     model_dir = new / CLEAN
     manifest = [json.loads(line) for line in (model_dir / "manifest.jsonl").open()]
     both = [str(new), str(defect), "--include-all", "--ci"]
@@ -93,7 +105,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         -1,
         new,
     )
-    snapshot.resume_rc = _run(["demo", *cases, "--out", str(new), "-q", "--resume"])[0]
+    snapshot.resume_rc = _run([*_live("clean"), *cases, "--out", str(new), "-q", "--resume"])[0]
     return snapshot
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streameval.core.observers import EpisodeOutcome
+from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.transports.urls import AttachOptions, open_network_source
 from tests.transports.keycode_server import start_keycode_server
@@ -71,6 +72,7 @@ async def attach_style(
     profile: str | None = None,
     observers: list[Any] | None = None,
     results_dir: Any = None,
+    config: PipelineConfig = CONFIG,
     **server: Any,
 ) -> EpisodeOutcome:
     style = STYLES[name]
@@ -93,7 +95,7 @@ async def attach_style(
         dog = asyncio.create_task(watchdog(asyncio.current_task()))
         try:
             return await run_episode(
-                source, config=CONFIG, observers=observers, results_dir=results_dir
+                source, config=config, observers=observers, results_dir=results_dir
             )
         finally:
             dog.cancel()

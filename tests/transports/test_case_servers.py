@@ -42,7 +42,7 @@ from tests.transports.case_servers import (
     worldfoundry_case_app,
 )
 from tests.transports.watchdog import watchdog
-from tests.transports.worlds import CONFIG
+from tests.transports.worlds import MEMORY_OFF
 
 pytestmark = pytest.mark.xdist_group("case-servers")
 
@@ -96,7 +96,7 @@ async def run_cases(
         source = open_for_case(case, drive, Conditioning(case, 7, server_paths))
         await source.connect()
         first = FirstFrame()
-        outcome = await run_episode(source, config=CONFIG, observers=[first])
+        outcome = await run_episode(source, config=MEMORY_OFF, observers=[first])
         out.append(Ran(case, outcome, first.image))
     return out
 
@@ -178,7 +178,7 @@ def test_a_configure_without_an_image_is_refused_in_the_servers_words(tmp_path: 
             options=_options("worldfoundry"),
         )
         await source.connect()
-        return await run_episode(source, config=CONFIG)
+        return await run_episode(source, config=MEMORY_OFF)
 
     received: list[Received] = []
     outcome = _serve(lambda: worldfoundry_case_app(tmp_path / "up", received), body)
@@ -296,7 +296,7 @@ def test_reset_on_the_same_connection_starts_each_case_after_the_first(
                 source = opener(case, drive, Conditioning(case))
                 await source.connect()
                 first = FirstFrame()
-                outcome = await run_episode(source, config=CONFIG, observers=[first])
+                outcome = await run_episode(source, config=MEMORY_OFF, observers=[first])
                 out.append(Ran(case, outcome, first.image))
         finally:
             await opener.aclose()

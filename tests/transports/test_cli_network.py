@@ -21,7 +21,9 @@ from streameval.report.data import load_episode_data
 from streameval.report.episode import render_episode
 from tests.transports.conftest import Broker
 
-WORLD = "python:streameval.worlds.procedural_world:ProceduralWorld"
+# the procedural world at 320×216 (tests/transports/worlds.py): nothing here is about the size
+WORLD = "python:tests.transports.worlds:world"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -30,7 +32,8 @@ def served(broker: Broker) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "streameval", "serve", WORLD, "--mqtt", url],
         stderr=subprocess.PIPE,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)},
     )
     assert proc.stderr is not None
     line = proc.stderr.readline().decode()  # "serving ... on URL" once connected

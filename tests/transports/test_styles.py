@@ -24,7 +24,7 @@ from streameval.engine.pipeline import run_episode
 from streameval.engine.recording import RecordingObserver
 from streameval.transports.urls import AttachOptions, open_network_source
 from tests.transports.styles import STYLES, attach_style
-from tests.transports.worlds import CONFIG, world
+from tests.transports.worlds import CONFIG, MEMORY_OFF, world
 from tests.transports.ws_servers import command_app, start
 
 # Real-time sessions on two shared cores: a score assertion can miss when the machine is
@@ -53,13 +53,21 @@ async def _in_turn(*episodes: Awaitable[EpisodeOutcome]) -> list[EpisodeOutcome]
     return [await episode for episode in episodes]
 
 
-@pytest.mark.parametrize("name", NAMES)
+# gamecraft runs with `make test-long`: `make test` keeps its style attached (bursts below) and
+# direction scored over MJPEG with keys on an HTTP channel (mjpeg/test_transport.py)
+CLEAN_IN_MAKE_TEST = ("worldfoundry", "keycode", "press", "camera-pose")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [n if n in CLEAN_IN_MAKE_TEST else pytest.param(n, marks=pytest.mark.long) for n in NAMES],
+)
 def test_clean_scores_high_reversed_low_and_a_turn_is_a_turn(name: str) -> None:
     clean, reversed_, turn = asyncio.run(
         _in_turn(
-            attach_style(name, ("W", "S"), 2.5),
-            attach_style(name, ("W", "S"), 2.5, reverse=True),
-            attach_style(name, ("L", "R"), 2.5),
+            attach_style(name, ("W", "S"), 2.5, config=MEMORY_OFF),
+            attach_style(name, ("W", "S"), 2.5, reverse=True, config=MEMORY_OFF),
+            attach_style(name, ("L", "R"), 2.5, config=MEMORY_OFF),
         )
     )
     for outcome in (clean, reversed_, turn):
@@ -83,8 +91,8 @@ def test_a_late_server_scores_lower_response_latency(name: str) -> None:
     """Two 4 s keys (the switch's segment has a stable zone; webrtc/test_public_peer.py)."""
     on_time, late = asyncio.run(
         _in_turn(
-            attach_style(name, ("A", "D"), 4.0),
-            attach_style(name, ("A", "D"), 4.0, delay_s=1.5),
+            attach_style(name, ("A", "D"), 4.0, config=MEMORY_OFF),
+            attach_style(name, ("A", "D"), 4.0, delay_s=1.5, config=MEMORY_OFF),
         )
     )
     fast = _accuracy(on_time, "response_latency_trans")
@@ -95,7 +103,7 @@ def test_a_late_server_scores_lower_response_latency(name: str) -> None:
 
 
 def test_chunk_statistics_reach_the_episode() -> None:
-    outcome = asyncio.run(attach_style("worldfoundry", ("W",), 3.0))
+    outcome = asyncio.run(attach_style("worldfoundry", ("W",), 3.0, config=MEMORY_OFF))
     inter = outcome.interactivity
     assert inter["chunk_origin"] == "server" and inter["chunks"] >= 3
     assert inter["chunk_frames_median"] == 9
@@ -107,7 +115,7 @@ def test_chunk_statistics_reach_the_episode() -> None:
 
 
 def test_bursts_mark_chunks_when_the_server_says_nothing() -> None:
-    outcome = asyncio.run(attach_style("gamecraft", ("W",), 3.0))
+    outcome = asyncio.run(attach_style("gamecraft", ("W",), 3.0, config=MEMORY_OFF))
     inter = outcome.interactivity
     assert inter["chunk_origin"] == "bursts" and inter["chunks"] >= 3
     assert inter["chunk_frames_median"] == 9
@@ -170,7 +178,7 @@ def test_a_declarative_profile_drives_a_new_style_with_no_code(tmp_path: Path) -
                 options=AttachOptions(clock=None, seconds_per_key=2.5, profile=str(profile)),
             )  # fmt: skip
             await source.connect()
-            return await run_episode(source, config=CONFIG)
+            return await run_episode(source, config=MEMORY_OFF)
         finally:
             await runner.cleanup()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from streameval.protocol.schedule import Schedule
@@ -14,6 +15,10 @@ from streameval.engine.pipeline import run_episode
 from streameval.transports.inprocess.driver import InProcessSource
 
 CONFIG = PipelineConfig(cuts="scenedetect-adaptive")
+MEMORY_OFF = replace(CONFIG, embedding=None, cuts=None, imaging=False, quality_frames=False)
+"""The memory and imaging jobs off (their metrics ``missing``), for tests that read none of
+their columns: direction, response latency, the session's interactivity, the conditioning. The
+embedding, the cut detector and the imaging statistics were a fifth of a paced session's CPU."""
 NAME = "procedural-world[clean]"
 
 
@@ -21,10 +26,14 @@ def world() -> ProceduralWorld:
     """The clean world with its depth reported the cheap way (the renderer's exact depth on a
     160×108 grid): the paced test servers send frames, or the same depth to both runs they
     compare, and the default full-resolution sensor depth costs ~5 ms a frame, which under the
-    suite's load made a 16 fps server late (docs/methods.md#global_memory)."""
+    suite's load made a 16 fps server late (docs/methods.md#global_memory). At 320×216, not
+    the world's 640×432: no transport test is about the resolution, and rendering, JPEG and
+    VP8 cost a quarter as much on both sides of every paced session (the analysis frame is
+    640×432 all the same)."""
     config = world_config_for_defect(
-        "clean", depth_downsample=4, depth_range_m=None, depth_resolvable_step=None
-    )
+        "clean", width=320, height=216, depth_downsample=2, depth_range_m=None,
+        depth_resolvable_step=None,
+    )  # fmt: skip
     return ProceduralWorld(config)
 
 
@@ -43,7 +52,9 @@ class NoImageWorld:
         return self.inner.step(key)
 
 
-def in_process(keys: tuple[str, ...], seconds_per_key: float) -> EpisodeOutcome:
+def in_process(
+    keys: tuple[str, ...], seconds_per_key: float, config: PipelineConfig = CONFIG
+) -> EpisodeOutcome:
     w = world()
     source = InProcessSource(
         w,
@@ -54,7 +65,7 @@ def in_process(keys: tuple[str, ...], seconds_per_key: float) -> EpisodeOutcome:
         width=w.width,
         height=w.height,
     )
-    return asyncio.run(run_episode(source, config=CONFIG))
+    return asyncio.run(run_episode(source, config=config))
 
 
 def normalized(outcome: EpisodeOutcome) -> dict[str, float | None]:

@@ -51,8 +51,10 @@ if args.fault == "mute":
     time.sleep(3600)
 
 ask = sys.stdout if args.frames == "folder" else sys.stderr
+# 320×216 (the depth on the same 160×108 grid): the tests are not about the resolution
 world = ProceduralWorld(world_config_for_defect(
-    "clean", depth_downsample=4, depth_range_m=None, depth_resolvable_step=None))
+    "clean", width=320, height=216, depth_downsample=2, depth_range_m=None,
+    depth_resolvable_step=None))
 
 
 def question(text):

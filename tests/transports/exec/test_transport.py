@@ -19,13 +19,14 @@ from streameval.replay.rollout import read_rollout_dir
 
 from streameval.cli.main import main
 from streameval.core.observers import EpisodeOutcome
+from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.engine.recording import RecordingObserver
 from streameval.errors import BadInputError
 from streameval.transports.profiles import PROFILES, load_profile
 from streameval.transports.urls import AttachOptions, open_network_source
 from tests.transports.exec.programs import exec_url, write_program
-from tests.transports.worlds import CONFIG
+from tests.transports.worlds import CONFIG, MEMORY_OFF
 
 MG3 = "matrix-game-3-interactive"
 
@@ -62,6 +63,7 @@ async def _attach(
     spk: float = 2.0,
     profile: str = MG3,
     observers: list[Any] | None = None,
+    config: PipelineConfig = MEMORY_OFF,
 ) -> EpisodeOutcome:
     program = write_program(tmp_path)
     url = exec_url(program, f"--output_dir {tmp_path / 'out'}", "--num_iterations 60", *args)
@@ -71,7 +73,7 @@ async def _attach(
     )  # fmt: skip
     await source.connect()
     async with asyncio.timeout(120):
-        return await run_episode(source, config=CONFIG, observers=observers)
+        return await run_episode(source, config=config, observers=observers)
 
 
 def _accuracy(outcome: EpisodeOutcome) -> float:
@@ -91,7 +93,8 @@ def test_mg3_style_clean_high_reversed_low_and_the_recording_replays_bit_identic
     rec = tmp_path / "rec"
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    clean = asyncio.run(_attach(tmp_path / "a", observers=[RecordingObserver(rec)]))
+    # the full config for the episode replayed: every column must come back bit-identical
+    clean = asyncio.run(_attach(tmp_path / "a", observers=[RecordingObserver(rec)], config=CONFIG))
     reversed_ = asyncio.run(_attach(tmp_path / "b", "--reverse"))
     for outcome in (clean, reversed_):
         assert outcome.complete, outcome.errors

@@ -12,7 +12,7 @@ from streameval.engine.pipeline import run_episode
 from streameval.transports.urls import AttachOptions, open_network_source
 from tests.transports.mjpeg_server import start_mjpeg_server
 from tests.transports.public_server import FPS
-from tests.transports.worlds import CONFIG, world
+from tests.transports.worlds import MEMORY_OFF, world
 
 # Real-time sessions on two shared cores: a score assertion can miss when the machine is
 # starved (frames rendered late get the next key); one rerun of the assertion, never of a
@@ -43,7 +43,7 @@ async def _attach(
             ),
         )
         await source.connect()
-        return await run_episode(source, config=CONFIG)
+        return await run_episode(source, config=MEMORY_OFF)
     finally:
         await runner.cleanup()
 

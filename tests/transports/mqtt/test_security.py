@@ -28,7 +28,9 @@ from streameval.transports.mqtt.url import parse_mqtt_url
 from tests.transports.conftest import Broker
 from tests.transports.tls_broker import PASSWORD, USER, Pki, make_pki, start_tls_broker
 
-WORLD = "python:streameval.worlds.procedural_world:ProceduralWorld"
+# the procedural world at 320×216 (tests/transports/worlds.py): nothing here is about the size
+WORLD = "python:tests.transports.worlds:world"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @dataclass
@@ -123,7 +125,8 @@ def test_served_world_is_attached_over_tls_with_a_password_and_scored(
     server = subprocess.Popen(
         [sys.executable, "-m", "streameval", "serve", WORLD, "--mqtt", url],
         stderr=subprocess.PIPE,
-        env=env,
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
     )
     # the live scores go over TLS too, and a remote dashboard reads them back
     watcher = subprocess.Popen(

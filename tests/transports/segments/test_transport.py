@@ -18,12 +18,13 @@ from streameval.replay.rollout import read_rollout_dir
 
 from streameval.cli.main import main
 from streameval.core.observers import EpisodeOutcome
+from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.engine.recording import RecordingObserver
 from streameval.transports.profiles import PROFILES
 from streameval.transports.urls import AttachOptions, open_network_source
 from tests.transports.segments.servers import segment_app
-from tests.transports.worlds import CONFIG, world
+from tests.transports.worlds import CONFIG, MEMORY_OFF, world
 from tests.transports.ws_servers import start
 
 YUME = "/api/generate_long"
@@ -48,6 +49,7 @@ async def _attach(
     profile: str = "yume-webapp",
     path: str = YUME,
     observers: list[Any] | None = None,
+    config: PipelineConfig = MEMORY_OFF,
     **server: Any,
 ) -> EpisodeOutcome:
     runner, port = await start(segment_app(world(), tmp_path / "outputs", **server))
@@ -58,7 +60,7 @@ async def _attach(
         )  # fmt: skip
         await source.connect()
         async with asyncio.timeout(120):
-            return await run_episode(source, config=CONFIG, observers=observers)
+            return await run_episode(source, config=config, observers=observers)
     finally:
         await runner.cleanup()
 
@@ -78,7 +80,8 @@ def test_yume_style_clean_high_reversed_low_and_the_recording_replays_bit_identi
     tmp_path: Path,
 ) -> None:
     rec = tmp_path / "rec"
-    clean = asyncio.run(_attach(tmp_path, observers=[RecordingObserver(rec)]))
+    # the full config for the episode replayed: every column must come back bit-identical
+    clean = asyncio.run(_attach(tmp_path, observers=[RecordingObserver(rec)], config=CONFIG))
     reversed_ = asyncio.run(_attach(tmp_path / "r", reverse=True))
     for outcome in (clean, reversed_):
         assert outcome.complete, outcome.errors

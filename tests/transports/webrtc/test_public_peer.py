@@ -11,7 +11,7 @@ from streameval.engine.pipeline import run_episode
 from streameval.transports.base import LiveConfig
 from streameval.transports.webrtc.transport import WebRTCSource
 from tests.transports.public_server import start_public_server
-from tests.transports.worlds import CONFIG
+from tests.transports.worlds import MEMORY_OFF
 
 # Real-time sessions on two shared cores: a score assertion can miss when the machine is
 # starved (frames rendered late get the next key); one rerun of the assertion, never of a
@@ -38,7 +38,7 @@ async def _attach(
             config=LiveConfig(clock="wall", seconds_per_key=spk),
         )
         await source.connect()
-        return await run_episode(source, config=CONFIG)
+        return await run_episode(source, config=MEMORY_OFF)
     finally:
         await runner.cleanup()
 

@@ -16,7 +16,7 @@ from streameval.engine.pipeline import run_episode
 from streameval.engine.recording import RecordingObserver
 from streameval.transports.profiles import PROFILES
 from streameval.transports.urls import AttachOptions, open_network_source
-from tests.transports.worlds import CONFIG, world
+from tests.transports.worlds import MEMORY_OFF, world
 from tests.transports.ws_servers import start, worldfoundry_app
 
 
@@ -44,7 +44,7 @@ async def _episode(
         )  # fmt: skip
         await source.connect()
         return await run_episode(
-            source, config=CONFIG, observers=[RecordingObserver(tmp_path / name)]
+            source, config=MEMORY_OFF, observers=[RecordingObserver(tmp_path / name)]
         )
     finally:
         await runner.cleanup()
@@ -177,7 +177,7 @@ def test_a_keys_endpoint_that_never_answers_ends_the_episode_named(
             )
             await source.connect()
             async with asyncio.timeout(30):
-                return await run_episode(source, config=CONFIG)
+                return await run_episode(source, config=MEMORY_OFF)
         finally:
             await runner.cleanup()
 
