@@ -16,7 +16,10 @@ rather than rejecting the file.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +28,7 @@ from typing import Any
 from streameval.core.atomic import write_json_atomic
 from streameval.core.metric_result import MetricResult
 from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import read_json_file
+from streameval.inputs.jsonfile import parse_json_text, read_text_bounded
 from streameval.inputs.schema import SCORES_SCHEMA, validate
 
 SCORES_FORMAT = "streameval.scores/2"
@@ -227,15 +230,39 @@ def load_episode(path: Path) -> EpisodeRecord:
     Every problem is a ``BadInputError`` naming the file, so the caller can report it in one
     line and go on with the other files.
     """
-    doc = read_json_file(path)  # bounded: size, nesting, digits, finite numbers
+    text = read_text_bounded(path)
+    doc = parse_json_text(text, path)  # bounded: size, nesting, digits, finite numbers
     if not isinstance(doc, dict):
         raise BadInputError(path, f"expected a JSON object, got {type(doc).__name__}")
     if doc.get("format") not in READABLE_FORMATS:
         raise BadInputError(path, f"format must be {SCORES_FORMAT!r}, got {doc.get('format')!r}")
     # The published schema (streameval/schemas/scores.schema.json): value ranges (normalized
     # in [0, 100], every number within 1e12 so sums stay finite), types, lengths.
-    validate(doc, SCORES_SCHEMA, path)
+    _validate_once(text, doc, path)
     return episode_from_document(doc, path)
+
+
+_VALID_DIGESTS: OrderedDict[bytes, None] = OrderedDict()
+_VALID_LOCK = threading.Lock()
+_VALID_REMEMBERED = 20_000  # ~2 MB of digests: a 500-case run's files many times over
+
+
+def _validate_once(text: str, doc: Any, path: Path) -> None:
+    """The schema check, once per distinct file content in this process. The check takes
+    ~50 ms a file (jsonschema over every metric's details), and ``table``, the running
+    intervals of ``--stop-when`` and the leaderboard read the same finished files again and
+    again; the document is a pure function of its text, so a text already found valid is
+    valid. An invalid text is never remembered: it fails every time."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _VALID_LOCK:
+        if digest in _VALID_DIGESTS:
+            _VALID_DIGESTS.move_to_end(digest)
+            return
+    validate(doc, SCORES_SCHEMA, path)
+    with _VALID_LOCK:
+        _VALID_DIGESTS[digest] = None
+        while len(_VALID_DIGESTS) > _VALID_REMEMBERED:
+            _VALID_DIGESTS.popitem(last=False)
 
 
 def episode_from_document(doc: Mapping[str, Any], path: Path) -> EpisodeRecord:

@@ -92,3 +92,38 @@ def test_a_statistic_reads_back_as_official_without_a_normalized_value(tmp_path:
     assert back == stat
     no_unit = {"raw": 0.16, "normalized": None, "status": "official", "details": {}}
     assert _metric_result("x", no_unit, tmp_path / "scores.json").status == "missing"
+
+
+def test_the_schema_check_runs_once_per_content_and_always_for_a_bad_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load_episode`` checks the published schema once per distinct file text in a process
+    (``table`` and the running intervals read the same files again and again): the same text
+    again is not checked again, a changed file is, and a file the schema refuses is refused
+    every time it is read."""
+    from streameval.results import scores_file
+
+    calls: list[Path] = []
+    real = scores_file.validate
+
+    def counting(doc: object, name: str, source: Path) -> None:
+        calls.append(source)
+        real(doc, name, source)
+
+    monkeypatch.setattr(scores_file, "validate", counting)
+    path = write_scores(tmp_path / "r", _doc("once", a=MetricResult.official(0.25, 25.0)))
+    first = load_episode(path)
+    assert load_episode(path) == first
+    assert len(calls) == 1
+    write_scores(tmp_path / "r", _doc("once", a=MetricResult.official(0.5, 50.0)))
+    assert load_episode(path).metrics["a"].normalized == 50.0
+    assert len(calls) == 2
+    bad = tmp_path / "bad" / "scores.json"
+    bad.parent.mkdir()
+    doc = _doc("bad", a=MetricResult.official(0.5, 50.0))
+    doc["metrics"]["a"]["normalized"] = 250.0  # type: ignore[index]  # outside [0, 100]
+    bad.write_text(json.dumps(doc))
+    for _ in range(2):
+        with pytest.raises(BadInputError, match="250"):
+            load_episode(bad)
+    assert len(calls) == 4
