@@ -27,15 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
+
+from streameval.core.arrays import F64, Image
 
 GUARD_LOGIT = 1.0  # half-width of the band, in logit, around the threshold
 CHECK_LOGIT_ERROR = GUARD_LOGIT / 4  # the most the check clip's fast pass may miss by
 CHECK_RANGE = (0.01, 0.99)  # probabilities whose logit error the check reads (outside: saturated)
 
-Window = npt.NDArray[np.uint8]
-Probs = npt.NDArray[np.float64]
-Infer = Callable[[Window, bool], Probs]  # (window, at the episode's tail) -> probabilities
+Infer = Callable[[Image, bool], F64]  # (uint8 window, at the episode's tail) -> probabilities
 
 
 def logit(p: float) -> float:
@@ -72,7 +71,7 @@ class GuardedPredict:
     def __post_init__(self) -> None:
         self.band = guard_band(self.threshold)
 
-    def __call__(self, window: Window, at_tail: bool) -> Probs:
+    def __call__(self, window: Image, at_tail: bool) -> F64:
         self.windows += 1
         probs = self.fast(window, at_tail)
         low, high = self.band
@@ -83,7 +82,7 @@ class GuardedPredict:
         return probs
 
 
-def check_fast_precision(fast: Probs, exact: Probs, threshold: float) -> str:
+def check_fast_precision(fast: F64, exact: F64, threshold: float) -> str:
     """Why the fast pass may not be used on this machine ('' when it may): its decisions on
     the check clip differ from float32's, or its logit error on the unsaturated frames exceeds
     ``CHECK_LOGIT_ERROR``."""
