@@ -38,15 +38,17 @@ Opener = TypeVar("Opener")
 P = ParamSpec("P")
 S = TypeVar("S")
 
-SESSION_CPU_PER_VIDEO_S: dict[str, float] = {"transnetv2": 0.25, "scenedetect-adaptive": 0.21}
+SESSION_CPU_PER_VIDEO_S: dict[str, float] = {"transnetv2": 0.27, "scenedetect-adaptive": 0.21}
 """Evaluator CPU seconds one 16 fps session costs per second of video, by cut detector, with
 the other CPU defaults (DIS flow, the CPU descriptor, imaging statistics): the whole session
-— decode, perception, the cut detector's worker, the episode's scoring at its end — measured by
-bench/throughput.py ("16 fps sessions one evaluator keeps up with") on the 2-core development
-machine (docs/benchmarks.md#sessions-one-evaluator-keeps-up-with), the highest of the runs
-kept. TransNetV2's figure is for its bfloat16 pass (a CPU with AVX512-BF16 or AMX and the
-``openvino`` package); ``TRANSNETV2_FLOAT32_CPU_PER_VIDEO_S`` holds where it runs in float32.
-Another detector or none is counted as the dearest of these."""
+— decode, perception, the cut detector's worker, the episode's scoring at its end — on the
+2-core development machine (docs/benchmarks.md#sessions-one-evaluator-keeps-up-with), the
+highest figure kept. TransNetV2's is for its bfloat16 pass (a CPU with AVX512-BF16 or AMX and
+the ``openvino`` package): 0.222 replayed flat out (bench/throughput.py), 0.243–0.271 live over
+WebSocket with 2 to 5 sessions side by side (bench/live_sessions.py, JPEG decode included), so
+two cores keep up with 5 sessions, as 5 live ones did (0 dropped); PySceneDetect's 0.178–0.208.
+``TRANSNETV2_FLOAT32_CPU_PER_VIDEO_S`` holds where TransNetV2 runs in float32. Another detector
+or none is counted as the dearest of these."""
 
 TRANSNETV2_FLOAT32_CPU_PER_VIDEO_S = 0.42
 """The default stack's cost where TransNetV2 runs in float32 (no native bfloat16, eager torch,
