@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,15 @@ def tiny_qalign(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model.save_pretrained(path)
     processor.save_pretrained(path)
     return path
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """torch on one intra-op thread for the test: its second thread spins against the other
+    jobs of a 2-core machine (a tiny model's forward pass cost 15× the CPU on two threads);
+    results do not depend on it. Skips without torch."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -4,7 +4,6 @@ Depth-Anything."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,6 @@ from tests.engine.helpers import run
 # The fit is what is checked: the world at 320×216, memory and imaging perception off, and
 # torch on one thread (its second spins on two shared cores and adds CPU time, not speed).
 CONFIG = PipelineConfig(cuts=None, embedding=None, gram=None, imaging=False)
-
-
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 class ImageOnly:

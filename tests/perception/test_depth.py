@@ -4,7 +4,6 @@ disparity -> depth conversion, the reference input geometry, and the missing-wei
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,17 +19,6 @@ from streameval.perception.depth import (
     depth_anything_input_size,
     disparity_to_depth,
 )
-
-
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    """torch's second intra-op thread spins against the other jobs of a 2-core machine: a
-    tiny model's forward pass cost 15x the CPU on two threads. Results do not depend on it."""
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -132,17 +131,6 @@ def test_registry() -> None:
 
 
 # --- DINOv2 on a tiny random model, through the real loading path -------------------------
-
-
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    """torch's second intra-op thread spins against the other jobs of a 2-core machine: a
-    tiny model's forward pass cost 15x the CPU on two threads. Results do not depend on it."""
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,17 +17,6 @@ from streameval.perception.qalign import (
     qalign_prompt,
     rate_episode,
 )
-
-
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    """torch's second intra-op thread spins against the other jobs of a 2-core machine: a
-    tiny model's forward pass cost 15x the CPU on two threads. Results do not depend on it."""
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)
