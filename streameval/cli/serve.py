@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
 from streameval.cli.exit_codes import EXIT_OK
@@ -34,6 +35,14 @@ def add_parser(sub: Any) -> None:
         help="MQTT frame encoding (default raw: lossless, 3 bytes a pixel)",
     )
     serve.add_argument("--fps", type=float, default=None, help="model fps (default: model.fps)")
+    serve.add_argument(
+        "--image-root",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="WebRTC: a case's configure may name an image file (image_path) under DIR; "
+        "without it only inline images (image_base64) are taken",
+    )
 
 
 def _listen_address(text: str) -> tuple[str, int]:
@@ -52,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     fps = args.fps or float(getattr(model, "fps", DEFAULT_FPS))
     width = int(getattr(model, "width", 0) or 0)
     height = int(getattr(model, "height", 0) or 0)
+    if args.image_root is not None and not args.image_root.is_dir():
+        raise BadInputError("--image-root", f"{args.image_root} is not a folder")
     try:
         if args.webrtc:
             asyncio.run(_serve_webrtc(args, name, fps, width, height))
@@ -101,7 +112,9 @@ async def _serve_webrtc(args: argparse.Namespace, name: str, fps: float, w: int,
     def factory() -> Any:
         return load_python_model(args.model)[0]
 
-    server = WebRTCServer(factory, name=name, fps=fps, width=w, height=h)
+    server = WebRTCServer(
+        factory, name=name, fps=fps, width=w, height=h, image_root=args.image_root
+    )
     port = await server.start(host, port)
     print(f"serving {name} on http://{host}:{port}/offer", file=sys.stderr)
     try:

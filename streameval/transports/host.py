@@ -21,6 +21,7 @@ import binascii
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -75,9 +76,27 @@ class StartRefused(InvalidDataError):
     """A case start the served model cannot take; ``str()`` is the line the client reads."""
 
 
-def _start_image(body: Mapping[str, Any]) -> Any:
+def _image_under_root(path: str, root: Path | None) -> Path:
+    """``path`` as a file under ``root``, the only folder a client may name images in. A
+    network client naming any file the server can open would make the model start from (and
+    show) it, so without a root no path is taken, and a path that resolves outside the root
+    (``..``, a symbolic link) is refused."""
+    if root is None:
+        raise StartRefused(
+            "image_path is not taken by this server (send image_base64, or start the server "
+            "with --image-root DIR to allow files under DIR)"
+        )
+    base = root.resolve()
+    target = (base / path).resolve()
+    if not target.is_relative_to(base):
+        raise StartRefused(f"image_path {path!r} is outside the server's --image-root")
+    return target
+
+
+def _start_image(body: Mapping[str, Any], image_root: Path | None = None) -> Any:
     """The RGB image of a start message: ``image_base64`` (a ``data:`` URL too) or
-    ``image_path`` (a file on this machine); None when it carries neither."""
+    ``image_path`` (a file under ``image_root``, relative to it or absolute inside it); None
+    when it carries neither."""
     from streameval.cases.images import decode_image, read_image_bytes
 
     inline, path = body.get("image_base64"), body.get("image_path")
@@ -95,9 +114,12 @@ def _start_image(body: Mapping[str, Any]) -> Any:
                 ) from None
             return decode_image(data, "image_base64")
         if isinstance(path, str) and path:
-            from pathlib import Path
-
-            return decode_image(read_image_bytes(Path(path)), path)
+            target = _image_under_root(path, image_root)
+            try:
+                data = read_image_bytes(target)
+            except BadInputError as exc:  # in the client's words, not the server's folders
+                raise StartRefused(f"the case image: {path}: {exc.problem}") from None
+            return decode_image(data, path)
     except BadInputError as exc:
         raise StartRefused(f"the case image: {exc}") from None
     if inline is not None or path is not None:
@@ -138,11 +160,13 @@ def wire_start_body(start: CaseStart) -> dict[str, Any]:
     }
 
 
-def start_arguments(model: Any, body: Mapping[str, Any]) -> dict[str, Any]:
+def start_arguments(
+    model: Any, body: Mapping[str, Any], image_root: Path | None = None
+) -> dict[str, Any]:
     """What ``model.reset`` receives for a client's start message (``image_base64`` or
-    ``image_path``, ``prompt``, ``intrinsics``), by the names its ``reset`` accepts. An image
-    its ``reset`` cannot take is refused, never dropped: the case would run from wherever
-    the model starts. ``StartRefused``: one line for the client."""
+    ``image_path`` under ``image_root``, ``prompt``, ``intrinsics``), by the names its
+    ``reset`` accepts. An image its ``reset`` cannot take is refused, never dropped: the case
+    would run from wherever the model starts. ``StartRefused``: one line for the client."""
     from streameval.transports.inprocess.driver import ALL_KEYWORDS, reset_keywords
 
     prompt = body.get("prompt")
@@ -151,7 +175,7 @@ def start_arguments(model: Any, body: Mapping[str, Any]) -> dict[str, Any]:
     if prompt is not None and len(prompt) > MAX_PROMPT_CHARS:
         raise StartRefused(f"prompt of {len(prompt):,} characters (at most {MAX_PROMPT_CHARS:,})")
     given = {
-        "image": _start_image(body),
+        "image": _start_image(body, image_root),
         "prompt": prompt,
         "intrinsics": _start_intrinsics(body.get("intrinsics")),
     }

@@ -10,7 +10,8 @@ peer gets its own model from the factory and its own ``ModelHost``:
 
 A benchmark case starts on the text channel (the built-in ``serve`` profile): a JSON
 ``{"type": "configure" | "reset", "image_base64" | "image_path", "prompt", "intrinsics"}``
-resets the model with them (``host.start_arguments``: by the names its ``reset`` takes); one it
+(``image_path`` only under the folder the server was given, ``--image-root``) resets the
+model with them (``host.start_arguments``: by the names its ``reset`` takes); one it
 cannot take is answered ``{"type": "error", "message": ...}`` on the same channel. Our protocol
 (lossless mode) carries no image: ``attach --lossless`` refuses cases with images up front (over
 MQTT the start rides on the ``reset``: ``transports/mqtt/serve.py``).
@@ -26,6 +27,7 @@ import json
 import sys
 from collections.abc import Callable
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from streameval.errors import one_line
@@ -88,8 +90,10 @@ class WebRTCServer:
         width: int,
         height: int,
         key_names: dict[str, str] | None = None,
+        image_root: Path | None = None,
     ) -> None:
         self.factory = factory
+        self.image_root = image_root  # the folder a configure's image_path may name files in
         self.name = name
         self.fps = fps
         self.width = width
@@ -205,7 +209,7 @@ class WebRTCServer:
         """A case's start: the model reset with its image, caption and intrinsics, or the
         reason it cannot be, sent back in the client's words (``{"type": "error"}``)."""
         try:
-            await host.restart(start_arguments(host.model, body))
+            await host.restart(start_arguments(host.model, body, self.image_root))
         except StartRefused as exc:
             words = str(exc)
         except Exception as exc:  # the model's own reset failed: its words, the server goes on

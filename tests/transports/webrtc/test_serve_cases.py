@@ -89,9 +89,15 @@ def test_start_arguments_read_the_image_inline_or_as_a_path(arena: Path) -> None
     path = next((arena / "first_view" / "real").glob("000.*"))
     pixels = load_image(path)
     inline = base64.b64encode(path.read_bytes()).decode()
-    for body in ({"image_base64": inline}, {"image_base64": "data:image/jpeg;base64," + inline},
-                 {"image_path": str(path)}):  # fmt: skip
-        got = start_arguments(_Takes(), {**body, "prompt": "p", "intrinsics": [1, 2, 3, 4]})
+    bodies = [
+        {"image_base64": inline},
+        {"image_base64": "data:image/jpeg;base64," + inline},
+        {"image_path": str(path)},  # absolute, under the root
+        {"image_path": str(path.relative_to(arena))},  # relative to the root
+    ]
+    for body in bodies:
+        start = {**body, "prompt": "p", "intrinsics": [1, 2, 3, 4]}
+        got = start_arguments(_Takes(), start, image_root=arena)
         assert set(got) == {"image", "prompt"} and got["prompt"] == "p"  # no intrinsics taken
         assert np.array_equal(got["image"], pixels)
     assert start_arguments(_Takes(), {"type": "reset"}) == {}
@@ -102,7 +108,7 @@ def test_start_arguments_read_the_image_inline_or_as_a_path(arena: Path) -> None
     [
         ({"image_base64": "%%%"}, "is not base64"),
         ({"image_base64": base64.b64encode(b"\xff\xd8\xff junk").decode()}, "the case image: "),
-        ({"image_path": "/nonexistent/x.jpg"}, "the case image: /nonexistent/x.jpg"),
+        ({"image_path": "/nonexistent/x.jpg"}, "image_path is not taken by this server"),
         ({"image_base64": 3}, "not a non-empty string"),
         ({"prompt": ["x"]}, "prompt is a list"),
         ({"prompt": "x" * 200_000}, "prompt of 200,000 characters"),
@@ -114,3 +120,43 @@ def test_a_start_the_model_cannot_take_is_one_line(body: dict[str, Any], words: 
     with pytest.raises(StartRefused) as info:
         start_arguments(_Takes(), body)
     assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_an_image_path_is_read_only_under_the_servers_image_root(
+    arena: Path, tmp_path: Path
+) -> None:
+    """A network client may not make the server open any file it can read: ``image_path`` is
+    refused without ``--image-root``, and under one, a path that resolves outside it (``..``,
+    an absolute path elsewhere, a symbolic link out) is refused in one line."""
+    image = next((arena / "first_view" / "real").glob("000.*"))
+    outside = tmp_path / "secret.jpg"
+    outside.write_bytes(image.read_bytes())
+    root = tmp_path / "images"
+    root.mkdir()
+    (root / "link.jpg").symlink_to(outside)
+    (root / "ok.jpg").write_bytes(image.read_bytes())
+    assert start_arguments(_Takes(), {"image_path": "ok.jpg"}, image_root=root)["image"].size
+    for path, words in [
+        (str(outside), "is outside the server's --image-root"),
+        ("../secret.jpg", "is outside the server's --image-root"),
+        ("link.jpg", "is outside the server's --image-root"),
+        ("missing.jpg", "the case image: missing.jpg"),
+    ]:
+        with pytest.raises(StartRefused) as info:
+            start_arguments(_Takes(), {"image_path": path}, image_root=root)
+        assert words in str(info.value) and "\n" not in str(info.value), path
+    with pytest.raises(StartRefused, match="start the server with --image-root DIR"):
+        start_arguments(_Takes(), {"image_path": "ok.jpg"})
+
+
+def test_serve_refuses_an_image_root_that_is_not_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from streameval.cli.main import main
+
+    missing = tmp_path / "no-such-folder"
+    code = main(["serve", "python:tests.transports.worlds:world", "--webrtc", "0",
+                 "--image-root", str(missing)])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and "--image-root" in err[0] and "is not a folder" in err[0], err
