@@ -19,7 +19,7 @@ from streameval.cli.options import existing_policy, pipeline_config
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
-from streameval.inputs.paths import check_output_dir
+from streameval.inputs.paths import check_output_dir, missing_dirs, remove_if_empty
 from streameval.metrics.stop_rule import DEFAULT_MARGIN, OPTION
 from streameval.results.results_log import RESULTS_LOG, ResultsLog
 from streameval.runs.existing import apply_existing_policy
@@ -38,8 +38,19 @@ def run_episodes(
     args: argparse.Namespace, build: Callable[[argparse.Namespace, JobsReport], list[EpisodeJob]]
 ) -> int:
     """Build the command's jobs (``build``), apply the existing-results policy, run them, and
-    report. ``args.out`` is checked before a model is built or a video decoded."""
+    report. ``args.out`` is checked before a model is built or a video decoded; folders it
+    needed created are taken away again if the run wrote nothing into them (bad input)."""
+    created = missing_dirs(args.out)
     check_output_dir(args.out)
+    try:
+        return _run_episodes(args, build)
+    finally:
+        remove_if_empty(created)
+
+
+def _run_episodes(
+    args: argparse.Namespace, build: Callable[[argparse.Namespace, JobsReport], list[EpisodeJob]]
+) -> int:
     report = JobsReport()
     jobs = build(args, report)
     monitor = case_stop_monitor(args, jobs)

@@ -10,6 +10,7 @@ resolved and must still lie under the resolved root.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -86,6 +87,29 @@ def check_output_dir(root: Path, flag: str = "--out") -> Path:
     except (OSError, RuntimeError) as exc:  # a name too long, a symlink loop
         message = getattr(exc, "strerror", None) or str(exc)
         raise BadInputError(flag, f"{root}: {one_line(message)}") from None
+
+
+def missing_dirs(root: Path) -> list[Path]:
+    """The folders from ``root`` up that do not exist yet (deepest first): what
+    ``check_output_dir`` is about to create, so that a run which writes nothing into them can
+    take them away again (``remove_if_empty``)."""
+    missing: list[Path] = []
+    probe = root
+    with contextlib.suppress(OSError):
+        while not probe.exists() and not probe.is_symlink() and probe.parent != probe:
+            missing.append(probe)
+            probe = probe.parent
+    return missing
+
+
+def remove_if_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty: a run refused for bad input
+    leaves no empty ``--out`` behind, and one that wrote anything keeps all of it."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or gone): what is in it stays
+            return
 
 
 def _check_output_dir(root: Path, flag: str) -> Path:

@@ -1,5 +1,6 @@
 """Every argument has help text; Ctrl-C is a user stop (130, docs/cli.md#exit-status), not
-bad input, finalizes the episode in progress and says where the results are."""
+bad input, finalizes the episode in progress and says where the results are; a run refused
+for bad input leaves no empty ``--out`` behind."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli.main import build_parser
+from streameval.cli.main import build_parser, main
 
 
 def _actions(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, argparse.Action]]:
@@ -75,3 +76,25 @@ def test_verbose_logs_debug_through_logging(
     assert main(["demo", "-q", "--out", str(tmp_path / "q"), *short]) == 0
     captured = capsys.readouterr()
     assert captured.out == "" and "DEBUG" not in captured.err and "1 complete" in captured.err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["attach", "ws://127.0.0.1:9/x", "--cases", "{tmp}/no-such-cases", "--no-tui"],
+        ["replay", "{tmp}/no-such-rollout", "--no-tui"],
+    ],
+)
+def test_a_run_refused_for_bad_input_leaves_no_empty_out(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The folders ``--out`` needed created are taken away again when nothing was written
+    into them; a folder that was there before stays."""
+    args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main([*args, "--out", str(tmp_path / "new" / "out")]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert main([*args, "--out", str(kept)]) == 2
+    assert kept.is_dir()
