@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -100,6 +100,7 @@ class DashboardApp(App[JobsReport]):
         observers: list[EpisodeObserver] | None = None,
         options: DashboardOptions | None = None,
         stop: StopMonitor | None = None,
+        closing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__()
         self.options = options or DashboardOptions()
@@ -115,6 +116,7 @@ class DashboardApp(App[JobsReport]):
             list(observers or []),
             self.post_message,
             None if stop is None else stop.check,
+            closing,
         )
         self.live = LiveScreen(
             self.model,
@@ -284,6 +286,7 @@ def run_dashboard(
     *,
     headless: bool = False,
     stop: StopMonitor | None = None,
+    closing: Callable[[], Awaitable[None]] | None = None,
 ) -> JobsReport:
     """Run ``jobs`` under the dashboard; return the report when the user quits (or, with
     ``stay_open=False``, after the last episode).
@@ -293,8 +296,10 @@ def run_dashboard(
     re-raises its exception here, so the command fails as it would without the dashboard.
     ``stop``: the run's ``--stop-when`` rule, checked before each case (no new case starts
     once it is met) and shown on the case-set view beside each column it watches.
+    ``closing`` is awaited on the dashboard's loop once the jobs are over (the MQTT scores
+    publisher's last messages).
     """
-    app = DashboardApp(jobs, config, observers, options, stop)
+    app = DashboardApp(jobs, config, observers, options, stop, closing)
     result = app.run(headless=headless)
     if app.failure is not None:
         raise app.failure

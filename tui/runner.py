@@ -11,6 +11,7 @@ once met, no new job starts.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from streameval.tui.observer import DashboardObserver, Post
 
@@ -30,8 +31,13 @@ class JobRunner:
         observers: list[EpisodeObserver],
         post: Post,
         stop: StopCheck | None = None,
+        closing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.jobs = jobs
+        # awaited once the jobs are over (done, stopped or failed), on this loop: an observer
+        # with work of its own on it (the MQTT scores publisher's queue) finishes it here,
+        # before Textual closes the loop
+        self.closing = closing
         self.stop = stop  # --stop-when: asked before each job, as the headless path does
         self.rule_met = False
         self.config = config
@@ -45,7 +51,15 @@ class JobRunner:
         """Run every job; returns the report (also on ``self.report``).
 
         Raises ``CancelledError`` when stopped, after the running episode was finalized.
+        ``closing`` is awaited at the end in every case.
         """
+        try:
+            return await self._run_all()
+        finally:
+            if self.closing is not None:
+                await self.closing()
+
+    async def _run_all(self) -> JobsReport:
         for index, job in enumerate(self.jobs):
             if self.stopping:
                 break

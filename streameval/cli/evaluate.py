@@ -85,7 +85,13 @@ def _run_episodes(
     if servers == 1 and _use_dashboard(args):
         from streameval.tui import run_dashboard
 
-        run_report = run_dashboard(jobs, config, [results_log, *extra], stop=monitor)
+        run_report = run_dashboard(
+            jobs,
+            config,
+            [results_log, *extra],
+            stop=monitor,
+            closing=None if publisher is None else publisher.close,
+        )
     else:
         run_report = _run_plain(
             jobs,

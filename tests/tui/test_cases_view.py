@@ -428,8 +428,9 @@ def test_a_real_case_run_on_the_dashboard_and_its_resume(
     arena = write_arena(tmp_path / "arena_inputs")
     shown: list[DashboardApp] = []
 
-    def headless(jobs, config, observers, options=None, headless=False, stop=None):  # type: ignore[no-untyped-def]
-        app = DashboardApp(jobs, config, observers, DashboardOptions(stay_open=False), stop)
+    def headless(jobs, config, observers, options=None, headless=False, stop=None, closing=None):  # type: ignore[no-untyped-def]
+        options = DashboardOptions(stay_open=False)
+        app = DashboardApp(jobs, config, observers, options, stop, closing)
         shown.append(app)
         result = app.run(headless=True)
         return result if result is not None else app.report

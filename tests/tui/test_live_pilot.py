@@ -7,10 +7,12 @@ the current key, progress, the provisional cue, final values, switching episodes
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
 
+import pytest
 from streameval.tui import DashboardApp, DashboardOptions, run_dashboard
 from streameval.tui.format import metric_label, metric_value_text
 from streameval.tui.screens.episode_segments import EpisodeSegmentsScreen
@@ -271,6 +273,31 @@ def test_run_dashboard_headless_returns_the_report(tmp_path: Path) -> None:
     assert report.all_complete and len(report.outcomes) == 1
     assert extra.ended == report.outcomes
     assert (tmp_path / "ep" / "scores.json").is_file()
+
+
+def test_closing_runs_on_the_dashboards_loop_after_the_last_episode(tmp_path: Path) -> None:
+    """``closing`` (the MQTT scores publisher's ``close``) is awaited on the dashboard's own
+    loop once the jobs are over, after every episode ended, also when the pipeline crashed:
+    work an observer left on that loop is finished before Textual closes it."""
+    extra = Collect()
+    seen: list[tuple[int, bool]] = []
+
+    async def closing() -> None:
+        await asyncio.sleep(0)  # a coroutine on the running loop, as the publisher's is
+        seen.append((len(extra.ended), asyncio.get_running_loop().is_running()))
+
+    options = DashboardOptions(stay_open=False)
+    jobs = [shifting_job(tmp_path, "a", source()), shifting_job(tmp_path, "b", source())]
+    report = run_dashboard(jobs, FAST_CONFIG, [extra], options, headless=True, closing=closing)
+    assert report.all_complete and seen == [(2, True)]
+
+    def broken() -> Source:
+        raise RuntimeError("source factory exploded")
+
+    crashed = [EpisodeJob("broken", broken, tmp_path / "broken")]
+    with pytest.raises(RuntimeError, match="exploded"):
+        run_dashboard(crashed, FAST_CONFIG, [], options, headless=True, closing=closing)
+    assert len(seen) == 2
 
 
 def test_run_dashboard_reraises_a_pipeline_crash(tmp_path: Path) -> None:
