@@ -96,7 +96,9 @@ def test_server_killed_mid_episode(
     url, proc = served
     killer = threading.Timer(2.0, lambda: proc.send_signal(signal.SIGKILL))
     killer.start()
-    args = ["attach", url, "--out", str(tmp_path), "--actions", "3", "--seconds-per-key", "20"]
+    # 1920 frames of video clock: the 320×216 world steps flat out at ~230 frames/s here, so a
+    # 20 s key (320 frames) could end before the kill at 2 s; this one cannot (~8 s)
+    args = ["attach", url, "--out", str(tmp_path), "--actions", "3", "--seconds-per-key", "120"]
     started = time.perf_counter()
     status = main([*args, "--no-tui", "--cuts", "scenedetect-adaptive"])
     killer.cancel()
