@@ -264,12 +264,7 @@ class PoolEvaluator:
             return
         for claim in self.view.orphans():
             reason = f"evaluator {claim.evaluator} {self.view.evaluators[claim.evaluator]}"
-            await self._publish_claim(
-                Claim(claim.offer, claim.evaluator, "lost", time.time(), reason=reason)
-            )
-            again = claim.offer.again(reason)
-            await self._client.publish(offers_topic(self.group), encode(again.to_json()), qos=1)
-            self._say(f"{_label(claim.offer)}: {reason} while {claim.state}; offered again")
+            await self._offer_again(claim, reason)
 
     async def _release_former_claims(self) -> None:
         """Claims left open under this member's name by a former process of the same name
@@ -280,13 +275,16 @@ class PoolEvaluator:
                 continue
             if claim.key in self._held:
                 continue
-            reason = f"evaluator {self.name} restarted"
-            await self._publish_claim(
-                Claim(claim.offer, claim.evaluator, "lost", time.time(), reason=reason)
-            )
-            again = claim.offer.again(reason)
-            await self._client.publish(offers_topic(self.group), encode(again.to_json()), qos=1)
-            self._say(f"{_label(claim.offer)}: {reason} while {claim.state}; offered again")
+            await self._offer_again(claim, f"evaluator {self.name} restarted")
+
+    async def _offer_again(self, claim: Claim, reason: str) -> None:
+        """``claim`` marked lost for ``reason`` and its session offered again."""
+        await self._publish_claim(
+            Claim(claim.offer, claim.evaluator, "lost", time.time(), reason=reason)
+        )
+        again = claim.offer.again(reason)
+        await self._client.publish(offers_topic(self.group), encode(again.to_json()), qos=1)
+        self._say(f"{_label(claim.offer)}: {reason} while {claim.state}; offered again")
 
     async def _reconcile_periodically(self) -> None:
         await asyncio.sleep(SETTLE_S)
