@@ -191,18 +191,28 @@ CASE_MAPS = st.one_of(
 )
 
 
+def _scores_with(**extra: object) -> ScoresUpdate | None:
+    """A live-scores message with ``extra`` fields, packed and read back under the decoder's
+    bounds; None when msgpack cannot pack it (no message to read). Whatever ``extra`` holds,
+    the message must be read as a ``ScoresUpdate``."""
+    body = {"t": "scores", "episode": "e", "frame": 0, "fps": 0.0, "dropped": 0, "metrics": {}}
+    packed = _pack({**body, **extra})
+    if packed == b"\xc1":
+        return None
+    with bounded():
+        update = decode(packed)
+    assert isinstance(update, ScoresUpdate)
+    return update
+
+
 @FUZZ
 @given(case=CASE_MAPS)
 def test_any_case_map_of_a_scores_message_is_read_or_ignored(case: object) -> None:
     """The ``case`` of a live-scores message is extra information for the watcher's case-set
     view: whatever it holds, the message is read and its case is a well-formed one or none."""
-    body = {"t": "scores", "episode": "e", "frame": 0, "fps": 0.0, "dropped": 0, "metrics": {}}
-    packed = _pack({**body, "case": case})
-    if packed == b"\xc1":
+    update = _scores_with(case=case)
+    if update is None:
         return  # msgpack could not pack it: no message to read
-    with bounded():
-        update = decode(packed)
-    assert isinstance(update, ScoresUpdate)
     if update.case is not None:
         assert update.case.set and update.case.name
         assert all(isinstance(n, int) and n >= 0 for n in update.case.sets.values())
@@ -215,13 +225,9 @@ def test_any_scored_segments_of_a_result_are_read_or_ignored(seg: object) -> Non
     """A result's ``seg`` (its scored segment values, for the watcher's bands) is read as
     finite numbers or none; the message is read whatever it holds."""
     result = {"raw": 1.0, "n": 50.0, "status": "official", "reason": None, "d": {}, "seg": seg}
-    body = {"t": "scores", "episode": "e", "frame": 0, "fps": 0.0, "dropped": 0, "metrics": {}}
-    packed = _pack({**body, "results": {"m": result}})
-    if packed == b"\xc1":
+    update = _scores_with(results={"m": result})
+    if update is None:
         return  # msgpack could not pack it: no message to read
-    with bounded():
-        update = decode(packed)
-    assert isinstance(update, ScoresUpdate)
     scored = update.results["m"].scored
     assert scored is None or all(isinstance(v, float) and math.isfinite(v) for v in scored)
 
@@ -248,13 +254,9 @@ def test_any_stop_map_of_a_scores_message_is_read_or_ignored(stop: object) -> No
     """The ``stop`` of a live-scores message (a case run's ``--stop-when`` state, for the
     watcher's case-set view): whatever it holds, the message is read and its stop state is a
     well-formed one or none."""
-    body = {"t": "scores", "episode": "e", "frame": 0, "fps": 0.0, "dropped": 0, "metrics": {}}
-    packed = _pack({**body, "stop": stop})
-    if packed == b"\xc1":
+    update = _scores_with(stop=stop)
+    if update is None:
         return  # msgpack could not pack it: no message to read
-    with bounded():
-        update = decode(packed)
-    assert isinstance(update, ScoresUpdate)
     if update.stop is not None:
         assert update.stop.rule and isinstance(update.stop.met, bool)
         assert all(isinstance(k, str) and isinstance(v, str) for k, v in update.stop.states.items())
