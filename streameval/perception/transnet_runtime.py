@@ -28,6 +28,7 @@ fails instead.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -89,10 +90,11 @@ def requested_runtime(runtime: str) -> str:
     return runtime
 
 
+@functools.cache
 def cpu_has_native_bfloat16() -> bool:
-    """Whether the CPU advertises AVX512-BF16 or AMX-BF16 (Linux ``/proc/cpuinfo``; False
-    elsewhere): where OpenVINO can run the bfloat16 pass. OpenVINO itself is the final judge
-    when the worker compiles the model (``_is_bfloat16``); this cheap check only plans."""
+    """Whether the CPU advertises AVX512-BF16 or AMX-BF16 (Linux ``/proc/cpuinfo``, read once
+    a process; False elsewhere): where OpenVINO can run the bfloat16 pass. OpenVINO itself is
+    the final judge when the worker compiles the model (``_is_bfloat16``); this only plans."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
             for line in f:
