@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 from streameval.protocol.schedule import Schedule
 from streameval.replay.recorder import Recorder
@@ -74,3 +75,18 @@ def process_cpu_seconds(exclude: Collection[int] = ()) -> float:
         + reaped.children_system
         + _descendant_cpu_seconds(exclude)
     )
+
+
+async def serve_websocket(handler: Any) -> tuple[Any, int]:
+    """An aiohttp app answering ``GET /ws`` with ``handler`` on a free loopback port: its
+    runner (``await runner.cleanup()`` to stop it) and the port. The benches' model
+    servers."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_get("/ws", handler)
+    runner = web.AppRunner(app, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]

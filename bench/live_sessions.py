@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from streameval.replay import ReplaySource, read_rollout
 
-from bench.common import process_cpu_seconds, write_rollout
+from bench.common import process_cpu_seconds, serve_websocket, write_rollout
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
@@ -67,13 +67,8 @@ def _serve(frames_path: str, port_out: mp.Queue[int]) -> None:  # type: ignore[t
         return ws
 
     async def main() -> None:
-        app = web.Application()
-        app.router.add_get("/ws", socket)
-        runner = web.AppRunner(app, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port_out.put(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        _, port = await serve_websocket(socket)
+        port_out.put(port)
         await asyncio.Event().wait()
 
     asyncio.run(main())

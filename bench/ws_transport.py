@@ -12,6 +12,7 @@ process, so both see the same machine load.
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +21,9 @@ import cv2
 import numpy as np
 from aiohttp import WSMsgType, web
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import serve_websocket
 from streameval.core.events import FrameEvent
 from streameval.transports.base import LiveConfig
 from streameval.transports.profiles import load_profile
@@ -53,13 +57,7 @@ async def _server(frame: bytes) -> tuple[web.AppRunner, int]:
                 await ws.send_bytes(frame)
         return ws
 
-    app = web.Application()
-    app.router.add_get("/ws", socket)
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return await serve_websocket(socket)
 
 
 async def _bare(port: int, n: int) -> list[float]:
