@@ -32,6 +32,7 @@ from streameval.cli import (
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, exit_status
 from streameval.cli.options import OneLineParser, configure_logging
 from streameval.cli.ray import check_ray_usage, split_ray_flag
+from streameval.core import cpu
 from streameval.errors import BadInputError
 
 
@@ -78,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(split_ray_flag(sys.argv[1:] if argv is None else argv))
     configure_logging(args)
     try:
+        cpu.mode()  # a $STREAMEVAL_CPU_FEATURES it does not know: one line, before any work
         check_ray_usage(args)
         return COMMANDS[args.command].run(args)
     except BadInputError as exc:  # unknown names and unavailable backends included

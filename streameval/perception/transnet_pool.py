@@ -27,6 +27,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from streameval.core import cpu
+
 _WORKER_CODE = (
     "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
     "from streameval.perception.transnet import transnet_worker_main; transnet_worker_main()"
@@ -119,7 +121,7 @@ class WorkerPool:
 
     def acquire(self, config: dict[str, Any]) -> tuple[TransNetWorker, bool]:
         """A worker for ``config`` and whether it is reused (already loaded)."""
-        key = json.dumps(config, sort_keys=True)
+        key = _key(config)
         with self._lock:
             if os.getpid() != self._pid:  # a forked child: the parent's workers are not ours
                 self._idle, self._pid = {}, os.getpid()
@@ -133,7 +135,7 @@ class WorkerPool:
 
     def release(self, config: dict[str, Any], worker: TransNetWorker) -> None:
         """Back to the pool after a clean episode (else, or when the pool is full, stopped)."""
-        key = json.dumps(config, sort_keys=True)
+        key = _key(config)
         with self._lock:
             idle = self._idle.setdefault(key, [])
             if worker.alive() and os.getpid() == self._pid and len(idle) < MAX_IDLE:
@@ -161,6 +163,12 @@ class WorkerPool:
     def idle_count(self) -> int:
         with self._lock:
             return sum(len(ws) for ws in self._idle.values())
+
+
+def _key(config: dict[str, Any]) -> str:
+    """The pool's key: the worker's configuration and the CPU features it was started under
+    (``$STREAMEVAL_CPU_FEATURES``, which a worker reads once, when it starts)."""
+    return json.dumps([config, os.environ.get(cpu.CPU_FEATURES_ENV, "")], sort_keys=True)
 
 
 def _process_cpu_seconds(pid: int) -> float:

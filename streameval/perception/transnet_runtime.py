@@ -28,7 +28,6 @@ fails instead.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib.util
 import json
@@ -45,6 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core import cpu
 from streameval.errors import BackendUnavailableError
 from streameval.perception.transnet_guard import GuardedPredict, check_fast_precision
 
@@ -90,20 +90,12 @@ def requested_runtime(runtime: str) -> str:
     return runtime
 
 
-@functools.cache
 def cpu_has_native_bfloat16() -> bool:
-    """Whether the CPU advertises AVX512-BF16 or AMX-BF16 (Linux ``/proc/cpuinfo``, read once
-    a process; False elsewhere): where OpenVINO can run the bfloat16 pass. OpenVINO itself is
-    the final judge when the worker compiles the model (``_is_bfloat16``); this only plans."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool(flags & {"avx512_bf16", "amx_bf16"})
-    except OSError:
-        pass
-    return False
+    """Whether the CPU advertises AVX512-BF16 or AMX-BF16 as streameval sees it
+    (``core/cpu.py``: never under ``STREAMEVAL_CPU_FEATURES=baseline``): where OpenVINO can run
+    the bfloat16 pass. OpenVINO itself is the final judge when the worker compiles the model
+    (``_is_bfloat16``); this plans, and keeps a baseline CPU from asking for bfloat16."""
+    return cpu.has_native_bfloat16()
 
 
 def expects_bfloat16(runtime: str = "auto") -> bool:
@@ -367,7 +359,8 @@ def load_openvino(
         model_for("f32", False)
         return LoadedRuntime("openvino-f32", exact)
     threshold, kept = guard
-    why_not = _why_not_bfloat16(model_for("bf16", False), folder, threshold)
+    why_not = no_bfloat16_reason()
+    why_not = why_not or _why_not_bfloat16(model_for("bf16", False), folder, threshold)
     if why_not:
         compiled.clear()
         model_for("f32", False)
@@ -378,6 +371,16 @@ def load_openvino(
 
     guarded = GuardedPredict(fast, exact, threshold, kept)
     return LoadedRuntime("openvino", guarded, guard=guarded)
+
+
+def no_bfloat16_reason() -> str:
+    """Why this CPU runs no bfloat16 pass before OpenVINO is asked ('' where it may): a
+    baseline CPU (``STREAMEVAL_CPU_FEATURES=baseline``) or one without the flags."""
+    if cpu.has_native_bfloat16():
+        return ""
+    if cpu.is_baseline():
+        return f"this CPU has no native bfloat16 (${cpu.CPU_FEATURES_ENV}=baseline)"
+    return "this CPU has no native bfloat16"
 
 
 def _why_not_bfloat16(compiled: Any, folder: Path, threshold: float) -> str:

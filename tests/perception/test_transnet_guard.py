@@ -18,6 +18,8 @@ from streameval.perception.transnet_guard import (
     guard_band,
 )
 
+pytestmark = pytest.mark.cpu_features  # run again under STREAMEVAL_CPU_FEATURES=baseline
+
 KEPT = slice(25, 75)
 
 

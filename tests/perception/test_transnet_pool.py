@@ -14,6 +14,8 @@ import pytest
 from streameval.perception.transnet_pool import POOL
 from tests.perception.test_cuts import SPLICE, clip, run, spliced, transnet_or_skip
 
+pytestmark = pytest.mark.cpu_features  # run again under STREAMEVAL_CPU_FEATURES=baseline
+
 # Four to six TransNetV2 episodes each (25-56 s on two cores): `make test-long` runs them; the
 # normal suite keeps the cheap pool tests below and the default detector end to end
 # (tests/perception/test_cuts.py).

@@ -20,6 +20,7 @@ import pytest
 from streameval.protocol.schedule import Schedule
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
+from streameval.core.cpu import CPU_FEATURES_ENV
 from streameval.errors import BackendUnavailableError
 from streameval.perception.transnet import (
     TRANSNET_THRESHOLD,
@@ -30,11 +31,15 @@ from streameval.perception.transnet_pool import POOL
 from streameval.perception.transnet_runtime import (
     CACHE_ENV,
     RUNTIME_ENV,
+    expects_bfloat16,
+    no_bfloat16_reason,
     openvino_model_dir,
     requested_runtime,
     user_cache_dir,
 )
 from tests.perception.test_cuts import SPLICE, clip, spliced
+
+pytestmark = pytest.mark.cpu_features  # run again under STREAMEVAL_CPU_FEATURES=baseline
 
 Frame = npt.NDArray[np.uint8]
 Frames = Iterable[Frame]
@@ -90,13 +95,25 @@ def _detector(runtime: str) -> TransNetV2Detector:
         pytest.skip(str(err))
 
 
+def default_openvino_runtime() -> tuple[str, str]:
+    """What the ``openvino`` runtime runs as on this CPU (as streameval sees it: a baseline one
+    under ``STREAMEVAL_CPU_FEATURES=baseline``): bfloat16 with the band where the CPU computes
+    bfloat16 natively, else float32 throughout with the reason in the note."""
+    if expects_bfloat16("openvino"):
+        return "openvino", ""
+    return "openvino-f32", "float32 throughout: " + no_bfloat16_reason()
+
+
 def compare_runtimes(clips: dict[str, Frames]) -> dict[str, tuple[list[int], float, int]]:
     """Each clip through eager-torch, OpenVINO float32 and OpenVINO (bfloat16 with the float32
-    band) workers, side by side: per clip the cuts (asserted equal on all three), the smallest
-    distance of a probability to the threshold (how close a decision came to flipping) and the
-    windows the band sent to float32. Float32 probabilities are within float rounding of eager
-    torch; the banded ones within bfloat16's rounding."""
+    band where this CPU computes bfloat16 natively, else float32 throughout) workers, side by
+    side: per clip the cuts (asserted equal on all three), the smallest distance of a
+    probability to the threshold (how close a decision came to flipping) and the windows the
+    band sent to float32. Float32 probabilities are within float rounding of eager torch; the
+    banded ones within bfloat16's rounding."""
     needs_openvino()
+    expected = {"torch": ("torch", ""), "openvino-f32": ("openvino-f32", "")}
+    expected["openvino"] = default_openvino_runtime()
     out: dict[str, tuple[list[int], float, int]] = {}
     for name, frames in clips.items():
         dets = {rt: _detector(rt) for rt in ("torch", "openvino-f32", "openvino")}
@@ -106,7 +123,7 @@ def compare_runtimes(clips: dict[str, Frames]) -> dict[str, tuple[list[int], flo
         cuts = {rt: det.finish() for rt, det in dets.items()}
         for rt, det in dets.items():
             assert cuts[rt] is not None, det.failure
-            assert det.stats.runtime == rt, det.stats.runtime_note
+            assert (det.stats.runtime, det.stats.runtime_note) == expected[rt]
         assert cuts["openvino-f32"] == cuts["torch"] == cuts["openvino"], name
         p = {rt: np.asarray(det.probabilities) for rt, det in dets.items()}
         for rt in ("openvino-f32", "openvino"):
@@ -172,7 +189,24 @@ def test_openvino_gives_eager_torchs_cuts() -> None:
     assert result["teleport"][0] == [32]
     assert result["both after H.264"][0] == [SPLICE, len(cut_clip), len(cut_clip) + 32]
     assert result["fade through black"][1] < 0.1  # a probability near the threshold ...
-    assert result["fade through black"][2] >= 1  # ... and its window decided in float32
+    if default_openvino_runtime()[0] == "openvino":  # ... and its window decided in float32
+        assert result["fade through black"][2] >= 1
+    else:  # (float32 throughout: no window to send back)
+        assert result["fade through black"][2] == 0
+
+
+def test_a_baseline_cpu_runs_float32_throughout(
+    fresh_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under ``STREAMEVAL_CPU_FEATURES=baseline`` (a CPU without AVX-512 and bfloat16, an AMD
+    EPYC say) the default runtime never asks OpenVINO for bfloat16: float32 throughout, said so,
+    with eager torch's cuts. The worker reads the variable when it starts (a fresh pool)."""
+    monkeypatch.setenv(CPU_FEATURES_ENV, "baseline")
+    assert not expects_bfloat16("openvino")
+    cut_clip = clip("clean", "L" * 20 + "W" * 20) + spliced()[SPLICE:]
+    result = compare_runtimes({"stark cut": cut_clip})
+    assert result["stark cut"][0] == [SPLICE]
+    assert result["stark cut"][2] == 0
 
 
 @pytest.mark.long
@@ -189,6 +223,14 @@ def test_openvino_gives_eager_torchs_cuts_on_the_demo_episodes(defect: str) -> N
 
 
 # --- the export's cache and the fallback --------------------------------------------------
+
+
+@pytest.fixture
+def fresh_pool() -> Iterator[None]:
+    """No pooled worker from before (a worker reads the CPU features once, when it starts)."""
+    POOL.shutdown()
+    yield
+    POOL.shutdown()
 
 
 @pytest.fixture

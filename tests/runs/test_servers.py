@@ -37,6 +37,8 @@ from tests.transports.case_servers import Received, start_app, worldfoundry_case
 from tests.transports.watchdog import watchdog
 from tests.transports.worlds import CONFIG
 
+pytestmark = pytest.mark.cpu_features  # run again under STREAMEVAL_CPU_FEATURES=baseline
+
 
 def _run(jobs: list[float], openers: list[str], max_sessions: int | None = None) -> list[tuple]:
     """Jobs that sleep their value; what ran where and when."""
