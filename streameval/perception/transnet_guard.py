@@ -30,8 +30,12 @@ import numpy as np
 
 from streameval.core.arrays import F64, Image
 
-GUARD_LOGIT = 1.0  # half-width of the band, in logit, around the threshold
+GUARD_LOGIT = 1.0  # half-width of the band, in logit, around the threshold (bfloat16)
+# int8's (transnet_int8.py): it errs by up to ~0.33 logit near the threshold on the clips
+# measured (bfloat16: 0.048), so its band is twice as wide (0.119-0.881 around 0.5)
+INT8_GUARD_LOGIT = 2.0
 CHECK_LOGIT_ERROR = GUARD_LOGIT / 4  # the most the check clip's fast pass may miss by
+CHECK_SHARE = 0.25  # ... as a share of its band's half-width
 CHECK_RANGE = (0.01, 0.99)  # probabilities whose logit error the check reads (outside: saturated)
 
 Infer = Callable[[Image, bool], F64]  # (uint8 window, at the episode's tail) -> probabilities
@@ -56,7 +60,7 @@ def guard_band(threshold: float, guard_logit: float = GUARD_LOGIT) -> tuple[floa
 
 @dataclass
 class GuardedPredict:
-    """``fast`` (bfloat16) on every window; ``exact`` (float32) on a window whose kept
+    """``fast`` (bfloat16 or int8) on every window; ``exact`` (float32) on a window whose kept
     probabilities touch the band. ``exact_windows`` counts the latter (for the worker's
     stats); ``windows`` counts all."""
 
@@ -64,12 +68,13 @@ class GuardedPredict:
     exact: Infer
     threshold: float
     kept: slice
+    guard_logit: float = GUARD_LOGIT
     band: tuple[float, float] = field(init=False)
     windows: int = 0
     exact_windows: int = 0
 
     def __post_init__(self) -> None:
-        self.band = guard_band(self.threshold)
+        self.band = guard_band(self.threshold, self.guard_logit)
 
     def __call__(self, window: Image, at_tail: bool) -> F64:
         self.windows += 1
@@ -82,16 +87,24 @@ class GuardedPredict:
         return probs
 
 
-def check_fast_precision(fast: F64, exact: F64, threshold: float) -> str:
-    """Why the fast pass may not be used on this machine ('' when it may): its decisions on
-    the check clip differ from float32's, or its logit error on the unsaturated frames exceeds
-    ``CHECK_LOGIT_ERROR``."""
+def check_fast_precision(
+    fast: F64,
+    exact: F64,
+    threshold: float,
+    name: str = "bfloat16",
+    guard_logit: float = GUARD_LOGIT,
+) -> str:
+    """Why the fast pass (``name``: bfloat16 or int8) may not be used on this machine ('' when
+    it may): its decisions on the check clip differ from float32's, or its logit error on the
+    unsaturated frames exceeds a quarter of its band's half-width (``CHECK_LOGIT_ERROR`` for
+    bfloat16's)."""
+    allowed = guard_logit * CHECK_SHARE
     fast = np.asarray(fast, dtype=np.float64)
     exact = np.asarray(exact, dtype=np.float64)
     if fast.shape != exact.shape:
         return f"the check clip gave {fast.shape[0]} probabilities, not {exact.shape[0]}"
     if not np.array_equal(fast > threshold, exact > threshold):
-        return "bfloat16 decides the check clip differently from float32"
+        return f"{name} decides the check clip differently from float32"
     low, high = CHECK_RANGE
     inside = (exact > low) & (exact < high)
     if not inside.any():
@@ -99,9 +112,9 @@ def check_fast_precision(fast: F64, exact: F64, threshold: float) -> str:
     f = np.clip(fast[inside], 1e-12, 1 - 1e-12)
     e = exact[inside]
     error = float(np.abs(np.log(f / (1 - f)) - np.log(e / (1 - e))).max())
-    if error > CHECK_LOGIT_ERROR:
+    if error > allowed:
         return (
-            f"bfloat16 misses float32 by {error:.3f} in logit on the check clip "
-            f"(at most {CHECK_LOGIT_ERROR} allowed)"
+            f"{name} misses float32 by {error:.3f} in logit on the check clip "
+            f"(at most {allowed} allowed)"
         )
     return ""

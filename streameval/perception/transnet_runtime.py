@@ -46,13 +46,25 @@ import numpy.typing as npt
 
 from streameval.core import cpu
 from streameval.errors import BackendUnavailableError
-from streameval.perception.transnet_guard import GuardedPredict, check_fast_precision
+from streameval.perception.transnet_guard import (
+    GUARD_LOGIT,
+    INT8_GUARD_LOGIT,
+    GuardedPredict,
+    check_fast_precision,
+)
+from streameval.perception.transnet_int8 import (
+    ensure_int8_model,
+    int8_model_file,
+    nncf_available,
+)
 
-RUNTIMES = ("auto", "openvino", "openvino-f32", "torch")
+RUNTIMES = ("auto", "openvino", "openvino-int8", "openvino-f32", "torch")
 RUNTIME_ENV = "STREAMEVAL_TRANSNET_RUNTIME"  # what ``auto`` means on this machine, when set
 CACHE_ENV = "STREAMEVAL_CACHE_DIR"  # the user cache directory (default ~/.cache/streameval)
 # Bumped whenever the export below changes, so that no older cached model is reused (2: the
 # float32 probabilities of the check clip are kept beside the model, for the bfloat16 check).
+# The int8 model (transnet_int8.py) is added to the folder when first needed, named for the
+# nncf version that made it.
 EXPORT_FORMAT = 2
 # An export must reproduce eager torch on the check clip to this (float32 rounding is ~1e-7;
 # bfloat16 would be ~1e-2) and give the same decisions at the package's threshold.
@@ -109,6 +121,23 @@ def expects_bfloat16(runtime: str = "auto") -> bool:
     if runtime not in ("auto", "openvino"):
         return False
     return importlib.util.find_spec("openvino") is not None and cpu_has_native_bfloat16()
+
+
+def expected_fast_pass(runtime: str = "auto") -> str:
+    """The fast pass a CPU worker of ``runtime`` is expected to run here, without importing
+    OpenVINO (for planning): ``bf16`` (native bfloat16), ``int8`` (``nncf`` installed to make
+    the int8 model), or '' (float32 throughout, or eager torch)."""
+    if expects_bfloat16(runtime):
+        return "bf16"
+    try:
+        runtime = requested_runtime(runtime)
+    except ValueError:
+        return ""
+    if runtime not in ("auto", "openvino", "openvino-int8"):
+        return ""
+    if importlib.util.find_spec("openvino") is None or not nncf_available():
+        return ""
+    return "int8"
 
 
 def user_cache_dir() -> Path:
@@ -318,13 +347,15 @@ def load_openvino(
     tail_threads: int,
     *,
     guard: tuple[float, slice] | None = None,
+    fast_passes: tuple[str, ...] = ("bf16", "int8"),
 ) -> LoadedRuntime:
     """The cached OpenVINO model (exported first if missing), compiled on ``num_threads``
     threads, with a second copy on ``tail_threads`` for the windows after the episode's last
-    frame. ``guard`` = (threshold, kept frames of a window): bfloat16 with the float32 band
-    (``transnet_guard.py``) where this CPU computes bfloat16 and passes the check clip; None
-    (or a CPU without it): float32 throughout. A previous export that failed on this machine
-    (marker file) is not retried."""
+    frame. ``guard`` = (threshold, kept frames of a window): the first of ``fast_passes`` that
+    this machine may run with the float32 band (``transnet_guard.py``) — bfloat16 where the
+    CPU computes it natively, else the int8 model (``transnet_int8.py``) — each checked on the
+    check clip; None, or neither: float32 throughout, with why in the note. A previous export
+    that failed on this machine (marker file) is not retried."""
     ov = _import_openvino()
 
     folder = openvino_model_dir(weights)
@@ -341,15 +372,22 @@ def load_openvino(
                 failed.parent.mkdir(parents=True, exist_ok=True)
                 failed.write_text(f"{type(err).__name__}: {err}\n")
             raise
-    model = ov.Core().read_model(str(folder / _MODEL_FILE))
+    models = {"f32": folder / _MODEL_FILE, "bf16": folder / _MODEL_FILE}
+    models["int8"] = folder / int8_model_file()
+    read: dict[str, Any] = {}
     compiled: dict[tuple[str, bool], Any] = {}
 
     def model_for(precision: str, at_tail: bool) -> Any:
         threads = tail_threads if at_tail else num_threads
         if tail_threads == num_threads:
             at_tail = False  # one compiled copy serves both
-        if (precision, at_tail) not in compiled:  # float32 next to bfloat16: when first needed
-            compiled[(precision, at_tail)] = _compile(model, threads, precision)
+        if (precision, at_tail) not in compiled:  # float32 next to the fast pass: when needed
+            path = models[precision]
+            if path not in read:
+                read[path] = ov.Core().read_model(str(path))
+            # the int8 model's layers left in float run in float32, never in bfloat16
+            hint = "bf16" if precision == "bf16" else "f32"
+            compiled[(precision, at_tail)] = _compile(read[path], threads, hint)
         return compiled[(precision, at_tail)]
 
     def exact(window: npt.NDArray[np.uint8], at_tail: bool) -> npt.NDArray[np.float64]:
@@ -359,18 +397,26 @@ def load_openvino(
         model_for("f32", False)
         return LoadedRuntime("openvino-f32", exact)
     threshold, kept = guard
-    why_not = no_bfloat16_reason()
-    why_not = why_not or _why_not_bfloat16(model_for("bf16", False), folder, threshold)
-    if why_not:
-        compiled.clear()
-        model_for("f32", False)
-        return LoadedRuntime("openvino-f32", exact, f"float32 throughout: {why_not}")
+    why_not: list[str] = []
+    for precision in fast_passes:
+        why = _why_not_fast(precision, folder, lambda p=precision: model_for(p, False), threshold)
+        if why:
+            why_not.append(why)
+            for key in [k for k in compiled if k[0] == precision]:
+                del compiled[key]
+            continue
 
-    def fast(window: npt.NDArray[np.uint8], at_tail: bool) -> npt.NDArray[np.float64]:
-        return _infer(model_for("bf16", at_tail), window)
+        def fast(
+            window: npt.NDArray[np.uint8], at_tail: bool, p: str = precision
+        ) -> npt.NDArray[np.float64]:
+            return _infer(model_for(p, at_tail), window)
 
-    guarded = GuardedPredict(fast, exact, threshold, kept)
-    return LoadedRuntime("openvino", guarded, guard=guarded)
+        band = GUARD_LOGIT if precision == "bf16" else INT8_GUARD_LOGIT
+        guarded = GuardedPredict(fast, exact, threshold, kept, band)
+        name = "openvino" if precision == "bf16" else "openvino-int8"
+        return LoadedRuntime(name, guarded, "; ".join(why_not), guard=guarded)
+    model_for("f32", False)
+    return LoadedRuntime("openvino-f32", exact, f"float32 throughout: {'; '.join(why_not)}")
 
 
 def no_bfloat16_reason() -> str:
@@ -383,18 +429,32 @@ def no_bfloat16_reason() -> str:
     return "this CPU has no native bfloat16"
 
 
-def _why_not_bfloat16(compiled: Any, folder: Path, threshold: float) -> str:
-    """'' when the bfloat16 model may run with the band; else why not (this CPU infers in
-    float32 anyway, or the check clip's bfloat16 probabilities miss the float32 ones kept at
-    export)."""
-    if not _is_bfloat16(compiled):
-        return "this CPU has no native bfloat16"
+def _why_not_fast(
+    precision: str, folder: Path, compile_: Callable[[], Any], threshold: float
+) -> str:
+    """'' when the ``precision`` (``bf16`` or ``int8``) model may run as the fast pass with the
+    band; else why not: the CPU has no native bfloat16 (said before OpenVINO is asked, so a
+    baseline CPU never compiles it), OpenVINO would infer in float32 anyway, there is no int8
+    model, or its check-clip probabilities miss the float32 ones kept at export."""
+    name = "bfloat16" if precision == "bf16" else "int8"
+    if precision == "bf16":
+        why = no_bfloat16_reason()
+        if why:
+            return why
     try:
         kept = json.loads((folder / "key.json").read_text())["check_probabilities"]
     except (OSError, ValueError, KeyError, TypeError) as err:
         return f"the cached export has no check probabilities ({type(err).__name__})"
+    if precision == "int8":
+        why = ensure_int8_model(folder, _MODEL_FILE, _import_openvino)
+        if why:
+            return why
+    compiled = compile_()
+    if precision == "bf16" and not _is_bfloat16(compiled):
+        return "this CPU has no native bfloat16"
     fast = _infer(compiled, check_clip())
-    return check_fast_precision(fast, np.asarray(kept, dtype=np.float64), threshold)
+    band = GUARD_LOGIT if precision == "bf16" else INT8_GUARD_LOGIT
+    return check_fast_precision(fast, np.asarray(kept, dtype=np.float64), threshold, name, band)
 
 
 def load_runtime(
@@ -407,9 +467,11 @@ def load_runtime(
 ) -> LoadedRuntime:
     """The predictor for ``runtime``. ``auto``: OpenVINO on the CPU when the package is
     installed, else (or when its export fails) eager torch, with the reason in ``note``.
-    ``openvino`` and ``openvino-f32`` raise BackendUnavailableError when they cannot run;
-    ``torch`` is eager torch. ``guard`` (threshold, kept frames of a window) lets ``openvino``
-    and ``auto`` use bfloat16 with the float32 band; ``openvino-f32`` ignores it."""
+    ``openvino``, ``openvino-int8`` and ``openvino-f32`` raise BackendUnavailableError when
+    they cannot run; ``torch`` is eager torch. ``guard`` (threshold, kept frames of a window)
+    lets ``openvino`` and ``auto`` use a fast pass with the float32 band (bfloat16 where the CPU
+    computes it, else int8), ``openvino-int8`` the int8 one on any CPU; ``openvino-f32``
+    ignores it."""
     runtime = requested_runtime(runtime)
     cpu = device.lower() == "cpu"
     explicit = runtime.startswith("openvino")
@@ -424,10 +486,18 @@ def load_runtime(
         if explicit:
             raise BackendUnavailableError(f"{message}; pip install 'openvino>=2024.0'")
         return LoadedRuntime("torch", load_torch(device, num_threads, tail_threads), message)
+    fast_passes = ("int8",) if runtime == "openvino-int8" else ("bf16", "int8")
     try:
-        return load_openvino(
-            weights, num_threads, tail_threads, guard=None if runtime == "openvino-f32" else guard
+        loaded = load_openvino(
+            weights,
+            num_threads,
+            tail_threads,
+            guard=None if runtime == "openvino-f32" else guard,
+            fast_passes=fast_passes,
         )
+        if runtime == "openvino-int8" and guard is not None and loaded.guard is None:
+            raise RuntimeError(loaded.note)  # an explicit int8 runtime that cannot run
+        return loaded
     except Exception as err:
         if explicit:
             raise BackendUnavailableError(f"{runtime} TransNetV2 runtime: {err}") from err

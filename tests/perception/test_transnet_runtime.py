@@ -27,10 +27,12 @@ from streameval.perception.transnet import (
     TransNetV2Detector,
     transnet_weights_path,
 )
+from streameval.perception.transnet_int8 import nncf_available
 from streameval.perception.transnet_pool import POOL
 from streameval.perception.transnet_runtime import (
     CACHE_ENV,
     RUNTIME_ENV,
+    expected_fast_pass,
     expects_bfloat16,
     no_bfloat16_reason,
     openvino_model_dir,
@@ -58,7 +60,9 @@ def test_requested_runtime_follows_the_environment(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv(RUNTIME_ENV, "tensorrt")
     with pytest.raises(ValueError, match="STREAMEVAL_TRANSNET_RUNTIME"):
         requested_runtime("auto")
-    with pytest.raises(ValueError, match="known: auto, openvino, openvino-f32, torch"):
+    with pytest.raises(
+        ValueError, match="known: auto, openvino, openvino-int8, openvino-f32, torch"
+    ):
         requested_runtime("onnx")
 
 
@@ -99,8 +103,11 @@ def default_openvino_runtime() -> tuple[str, str]:
     """What the ``openvino`` runtime runs as on this CPU (as streameval sees it: a baseline one
     under ``STREAMEVAL_CPU_FEATURES=baseline``): bfloat16 with the band where the CPU computes
     bfloat16 natively, else float32 throughout with the reason in the note."""
-    if expects_bfloat16("openvino"):
+    fast = expected_fast_pass("openvino")
+    if fast == "bf16":
         return "openvino", ""
+    if fast == "int8":
+        return "openvino-int8", no_bfloat16_reason()
     return "openvino-f32", "float32 throughout: " + no_bfloat16_reason()
 
 
@@ -114,9 +121,11 @@ def compare_runtimes(clips: dict[str, Frames]) -> dict[str, tuple[list[int], flo
     needs_openvino()
     expected = {"torch": ("torch", ""), "openvino-f32": ("openvino-f32", "")}
     expected["openvino"] = default_openvino_runtime()
+    if nncf_available():  # the int8 pass with its band, asked for on any CPU
+        expected["openvino-int8"] = ("openvino-int8", "")
     out: dict[str, tuple[list[int], float, int]] = {}
     for name, frames in clips.items():
-        dets = {rt: _detector(rt) for rt in ("torch", "openvino-f32", "openvino")}
+        dets = {rt: _detector(rt) for rt in expected}
         for i, frame in enumerate(frames):
             for det in dets.values():
                 det.push(i, frame)
@@ -124,15 +133,20 @@ def compare_runtimes(clips: dict[str, Frames]) -> dict[str, tuple[list[int], flo
         for rt, det in dets.items():
             assert cuts[rt] is not None, det.failure
             assert (det.stats.runtime, det.stats.runtime_note) == expected[rt]
-        assert cuts["openvino-f32"] == cuts["torch"] == cuts["openvino"], name
+        assert all(cuts[rt] == cuts["torch"] for rt in dets), name
         p = {rt: np.asarray(det.probabilities) for rt, det in dets.items()}
-        for rt in ("openvino-f32", "openvino"):
+        for rt in dets:
             assert np.array_equal(p["torch"] > TRANSNET_THRESHOLD, p[rt] > TRANSNET_THRESHOLD)
         exact_delta = float(np.abs(p["torch"] - p["openvino-f32"]).max())
         banded_delta = float(np.abs(p["torch"] - p["openvino"]).max())
         margin = float(np.abs(p["torch"] - TRANSNET_THRESHOLD).min())
         exact_windows = dets["openvino"].stats.exact_windows
         out[name] = (cuts["torch"] or [], margin, exact_windows)
+        if "openvino-int8" in dets:
+            int8_delta = float(np.abs(p["torch"] - p["openvino-int8"]).max())
+            print(f"{name}: int8+band max |dp| {int8_delta:.2e} "
+                  f"({dets['openvino-int8'].stats.exact_windows} windows in float32)")  # fmt: skip
+            assert int8_delta < 0.1, name  # int8's rounding, far from the threshold only
         print(f"\n{name}: {len(p['torch'])} frames, cuts {cuts['torch']}, max |dp| float32 "
               f"{exact_delta:.2e}, bfloat16+band {banded_delta:.2e} ({exact_windows} of "
               f"{dets['openvino'].stats.windows} windows in float32), closest to the "
@@ -189,24 +203,27 @@ def test_openvino_gives_eager_torchs_cuts() -> None:
     assert result["teleport"][0] == [32]
     assert result["both after H.264"][0] == [SPLICE, len(cut_clip), len(cut_clip) + 32]
     assert result["fade through black"][1] < 0.1  # a probability near the threshold ...
-    if default_openvino_runtime()[0] == "openvino":  # ... and its window decided in float32
+    if default_openvino_runtime()[0] != "openvino-f32":  # ... its window decided in float32
         assert result["fade through black"][2] >= 1
     else:  # (float32 throughout: no window to send back)
         assert result["fade through black"][2] == 0
 
 
-def test_a_baseline_cpu_runs_float32_throughout(
+def test_a_baseline_cpu_never_asks_for_bfloat16(
     fresh_pool: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Under ``STREAMEVAL_CPU_FEATURES=baseline`` (a CPU without AVX-512 and bfloat16, an AMD
-    EPYC say) the default runtime never asks OpenVINO for bfloat16: float32 throughout, said so,
-    with eager torch's cuts. The worker reads the variable when it starts (a fresh pool)."""
+    EPYC say) the default runtime never asks OpenVINO for bfloat16: the int8 pass with its
+    band where nncf is installed, else float32 throughout, said so, with eager torch's cuts.
+    The worker reads the variable when it starts (a fresh pool)."""
     monkeypatch.setenv(CPU_FEATURES_ENV, "baseline")
     assert not expects_bfloat16("openvino")
+    assert default_openvino_runtime()[0] == (
+        "openvino-int8" if nncf_available() else "openvino-f32"
+    )
     cut_clip = clip("clean", "L" * 20 + "W" * 20) + spliced()[SPLICE:]
     result = compare_runtimes({"stark cut": cut_clip})
     assert result["stark cut"][0] == [SPLICE]
-    assert result["stark cut"][2] == 0
 
 
 @pytest.mark.long
