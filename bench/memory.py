@@ -10,7 +10,11 @@ Prints, for one 120 s 640×432 rollout replayed as fast as possible, in one run:
     (TransNetV2's backlog included) and paced at 2× real time, and how much of it is the
     memory kernels themselves (rescore of the cache) — target ≤ 3 s.
 
-Usage: python bench/memory.py [--keep DIR] [--only RUN]
+Usage: python bench/memory.py [--keep DIR] [--only RUN] [--skip-eager]
+
+On a CPU without native bfloat16, or as one (``STREAMEVAL_CPU_FEATURES=baseline``), the default
+runtime is TransNetV2's int8 pass with its float32 band; the ``float32`` run is what such a CPU
+ran before it.
 
 ``--only "cpu embedding + transnetv2"`` replays that one run and stops (for a profiler:
 ``py-spy record --subprocesses -o flame.svg -- python bench/memory.py --only ...``).
@@ -73,6 +77,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, default=None, help="keep the rollout in this dir")
     parser.add_argument("--only", default=None, help="replay only this run (its name) and stop")
+    parser.add_argument(
+        "--skip-eager", action="store_true", help="leave out the eager-torch runs (the slowest)"
+    )
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="streameval-bench-"))
     r120 = base / "r120"
@@ -83,22 +90,27 @@ def main() -> None:
         "cpu embedding + scenedetect": PipelineConfig(cuts="scenedetect-adaptive"),
         # TransNetV2 in eager torch (its runtime before OpenVINO), then on its default runtime
         "cpu embedding + transnetv2 eager": PipelineConfig(cuts="transnetv2"),
+        # OpenVINO in float32 throughout (a CPU without native bfloat16 before the int8 pass)
+        "cpu embedding + transnetv2 float32": PipelineConfig(cuts="transnetv2"),
         "cpu embedding + transnetv2": PipelineConfig(cuts="transnetv2"),
     }
+    if args.skip_eager:
+        del runs["cpu embedding + transnetv2 eager"]
     if args.only is not None:
         if args.only not in runs:
             parser.error(f"--only {args.only!r}: the runs are {', '.join(map(repr, runs))}")
         runs = {args.only: runs[args.only]}
     print("120 s rollout, 640x432, replayed as fast as possible")
     base_fps = None
+    forced = {" eager": "torch", " float32": "openvino-f32"}
     for name, config in runs.items():
-        eager = name.endswith(" eager")
-        if eager:
-            os.environ[RUNTIME_ENV] = "torch"
+        runtime = next((rt for tail, rt in forced.items() if name.endswith(tail)), None)
+        if runtime:
+            os.environ[RUNTIME_ENV] = runtime
         try:
             fps, final_s = replay(r120, base / name.replace(" ", "_"), config)
         finally:
-            if eager:
+            if runtime:
                 os.environ.pop(RUNTIME_ENV, None)
         base_fps = base_fps or fps
         print(
@@ -108,12 +120,15 @@ def main() -> None:
     if args.only is not None:
         return
     frames, _ = decode(r120 / "video.mp4")
-    eager_fps, _, _, _ = detector_alone(frames, "torch")
+    base_name, base_runtime = (
+        ("openvino-f32", "openvino-f32") if args.skip_eager else ("eager torch", "torch")
+    )
+    base_alone, _, _, _ = detector_alone(frames, base_runtime)
     default_fps, _, default_runtime, _ = detector_alone(frames, "auto")
     print(
-        f"  transnetv2 alone (worker, pipe, windows, model): eager torch {eager_fps:.1f}"
+        f"  transnetv2 alone (worker, pipe, windows, model): {base_name} {base_alone:.1f}"
         f" frames/s, {default_runtime} (default) {default_fps:.1f} frames/s"
-        f" ({default_fps / eager_fps:.2f}x)"
+        f" ({default_fps / base_alone:.2f}x)"
     )
     # A live model streams at its fps: TransNetV2's worker (~65 frames/s on one thread) keeps
     # up, and only its last, padded windows remain at episode end. Paced at 2x real time:

@@ -1,5 +1,6 @@
 """Whole-file writes that a reader never sees half done: write a temporary file beside the
-target, then ``os.replace`` it over the target (atomic on one filesystem).
+target, then ``os.replace`` it over the target (atomic on one filesystem). Folders the same
+way (``replace_folder_atomically``): built beside, then moved in place.
 
 A failure while writing (a full disk, a value ``json`` refuses, Ctrl-C) removes the temporary
 file and leaves the old target as it was. Only a process killed outright (SIGKILL, power cut)
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,40 @@ def replace_atomically(
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+
+
+def replace_folder_atomically(
+    path: Path,
+    build: Callable[[Path], object],
+    *,
+    tmp: Path | None = None,
+    keep_existing: bool = False,
+) -> None:
+    """Call ``build(tmp)`` on an empty folder ``tmp`` (default ``name.tmp`` beside ``path``),
+    then put it in place of ``path``; on any failure remove ``tmp`` and re-raise. A folder
+    moves only over an empty one or none, so an existing ``path`` is removed first: a reader
+    may find no folder for an instant, never a half-built one. ``keep_existing``: a ``path``
+    that is there already (another process's, in a shared cache) is kept and ``tmp`` dropped."""
+    tmp = path.with_name(path.name + TMP_SUFFIX) if tmp is None else tmp
+    try:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        build(tmp)
+        if path.exists():
+            if keep_existing:
+                shutil.rmtree(tmp)
+                return
+            shutil.rmtree(path)
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            if not (keep_existing and path.exists()):  # not another process's, just in place
+                raise
+            shutil.rmtree(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

@@ -32,9 +32,7 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -45,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.core import cpu
+from streameval.core.atomic import replace_folder_atomically
 from streameval.errors import BackendUnavailableError
 from streameval.perception.transnet_guard import (
     GUARD_LOGIT,
@@ -314,19 +313,16 @@ def export_openvino(target: Path, threshold: float = 0.5) -> float:
             f"the OpenVINO export of TransNetV2 disagrees with eager torch on the check clip "
             f"(max |dp| {delta:.3g}, same decisions: {same})"
         )
+    check = {"max_abs_delta": delta, "check_probabilities": [float(p) for p in got]}
+
+    def write(folder: Path) -> None:
+        ov.save_model(converted, str(folder / _MODEL_FILE), compress_to_fp16=False)
+        (folder / "key.json").write_text(json.dumps(check, indent=1) + "\n")
+
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
-    try:
-        ov.save_model(converted, str(tmp / _MODEL_FILE), compress_to_fp16=False)
-        check = {"max_abs_delta": delta, "check_probabilities": [float(p) for p in got]}
-        (tmp / "key.json").write_text(json.dumps(check, indent=1) + "\n")
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not (target / _MODEL_FILE).is_file():  # not another worker's finished export
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    # several workers may export at once: each in its own folder, the first one in place wins
+    tmp = target.parent / f".tmp-{target.name}-{os.getpid()}"
+    replace_folder_atomically(target, write, tmp=tmp, keep_existing=True)
     return delta
 
 

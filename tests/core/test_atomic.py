@@ -12,6 +12,7 @@ import pytest
 
 from streameval.core.atomic import (
     replace_atomically,
+    replace_folder_atomically,
     savez_atomic,
     temp_path,
     write_bytes_atomic,
@@ -97,3 +98,48 @@ def test_a_named_temp_file_is_used_and_removed(tmp_path: Path) -> None:
 def test_an_npz_name_must_end_in_npz(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"\.npz"):
         savez_atomic(tmp_path / "signals", {"v": np.zeros(1)})
+
+
+def test_a_folder_is_built_beside_and_moved_in_place(tmp_path: Path) -> None:
+    target = tmp_path / "frames"
+    target.mkdir()
+    (target / "old.png").write_bytes(b"old")
+
+    def build(folder: Path) -> None:
+        assert list(folder.iterdir()) == []  # empty, beside the target
+        assert folder.parent == tmp_path
+        (folder / "new.png").write_bytes(b"new")
+
+    replace_folder_atomically(target, build)
+    assert [p.name for p in target.iterdir()] == ["new.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frames"]
+
+
+def test_a_failed_folder_build_leaves_the_old_folder_and_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "frames"
+    target.mkdir()
+    (target / "old.png").write_bytes(b"old")
+
+    def build(folder: Path) -> None:
+        (folder / "half.png").write_bytes(b"half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        replace_folder_atomically(target, build)
+    assert [p.name for p in target.iterdir()] == ["old.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frames"]
+
+
+def test_keep_existing_keeps_another_processs_folder(tmp_path: Path) -> None:
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "model.xml").write_text("theirs")
+    tmp = tmp_path / ".tmp-model-1"
+    replace_folder_atomically(
+        target, lambda f: (f / "model.xml").write_text("mine"), tmp=tmp, keep_existing=True
+    )
+    assert (target / "model.xml").read_text() == "theirs"
+    assert not tmp.exists()
+    fresh = tmp_path / "fresh"
+    replace_folder_atomically(fresh, lambda f: (f / "a").write_text("a"), keep_existing=True)
+    assert (fresh / "a").read_text() == "a"

@@ -15,13 +15,12 @@ kernel (``metrics/worldatlas/closed_loop_scores.py``) judges the rest.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from streameval.core.atomic import replace_folder_atomically
 from streameval.errors import BadInputError
 from streameval.inputs.npz import load_npz, member
 from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
@@ -41,12 +40,14 @@ _TEXT_FIELDS = (
 
 def save_closed_loop(kept: ClosedLoopFrames, directory: Path) -> None:
     """Write ``directory`` (replaced as a whole, so a rescore never sees half of it)."""
+    replace_folder_atomically(directory, lambda tmp: _write_closed_loop(kept, tmp))
+
+
+def _write_closed_loop(kept: ClosedLoopFrames, tmp: Path) -> None:
+    """The revisit frames (PNG), their arrays and their text fields, into the empty ``tmp``."""
     import cv2  # on use: the results layer loads without OpenCV
 
-    tmp = directory.with_name(directory.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    (tmp / _FRAMES).mkdir(parents=True)
+    (tmp / _FRAMES).mkdir()
     for index, frame in sorted(kept.frames.items()):
         ok, png = cv2.imencode(".png", cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
         if not ok:
@@ -65,9 +66,6 @@ def save_closed_loop(kept: ClosedLoopFrames, directory: Path) -> None:
     np.savez(tmp / _ARRAYS, **arrays)
     meta = {"frame_side": kept.frame_side, **{k: getattr(kept, k) for k in _TEXT_FIELDS}}
     (tmp / _META).write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n")
-    if directory.exists():
-        shutil.rmtree(directory)
-    os.replace(tmp, directory)
 
 
 def load_closed_loop(directory: Path) -> ClosedLoopFrames | None:

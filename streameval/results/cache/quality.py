@@ -14,8 +14,6 @@ the model on the cached frames.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.core.arrays import Image
+from streameval.core.atomic import replace_folder_atomically, savez_atomic, write_json_atomic
 from streameval.errors import BadInputError
 
 QUALITY_FRAME_SIDE = 448  # Q-Align's input side (its CLIP image processor)
@@ -133,30 +132,28 @@ class QualityCache:
     def save(self, directory: Path) -> None:
         import cv2  # on use: the results layer and the kernels load without OpenCV
 
-        frames_dir = directory / FRAMES_DIR
-        tmp_dir = directory / (FRAMES_DIR + ".tmp")
-        if tmp_dir.exists():
-            shutil.rmtree(tmp_dir)
-        tmp_dir.mkdir(parents=True)
-        for index, frame in sorted(self.frames.items()):
-            ok, png = cv2.imencode(".png", cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-            if not ok:
-                raise OSError(f"cannot encode quality frame {index} as PNG")
-            (tmp_dir / f"{index:06d}.png").write_bytes(png.tobytes())
-        if frames_dir.exists():
-            shutil.rmtree(frames_dir)
-        os.replace(tmp_dir, frames_dir)
+        def write_frames(folder: Path) -> None:
+            for index, frame in sorted(self.frames.items()):
+                ok, png = cv2.imencode(".png", cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+                if not ok:
+                    raise OSError(f"cannot encode quality frame {index} as PNG")
+                (folder / f"{index:06d}.png").write_bytes(png.tobytes())
+
+        directory.mkdir(parents=True, exist_ok=True)
+        replace_folder_atomically(
+            directory / FRAMES_DIR, write_frames, tmp=directory / (FRAMES_DIR + ".tmp")
+        )
         stats = self.statistics if self.statistics is not None else np.zeros((0, 0))
-        tmp = directory / ("imaging.tmp.npz")
-        np.savez(tmp, statistics=stats, has_statistics=np.array(self.statistics is not None))
-        os.replace(tmp, directory / STATS_FILE)
+        savez_atomic(
+            directory / STATS_FILE,
+            {"statistics": stats, "has_statistics": np.array(self.statistics is not None)},
+            tmp=directory / "imaging.tmp.npz",
+        )
         payload = {
             "ratings": self.ratings.to_json() if self.ratings is not None else None,
             "failure": self.failure,
         }
-        tmp_json = directory / (QUALITY_FILE + ".tmp")
-        tmp_json.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-        os.replace(tmp_json, directory / QUALITY_FILE)
+        write_json_atomic(directory / QUALITY_FILE, payload)
 
     @classmethod
     def load(cls, directory: Path) -> QualityCache | None:
