@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from streameval.errors import UnknownNameError
+from streameval.errors import UnknownKeyError
 
 Family = Literal["fwd", "lat", "yaw"]
 Channel = Literal["sx", "srad"]
@@ -27,10 +27,6 @@ _CHANNEL: dict[str, Channel] = {
     "R": "sx",
 }
 _SIGN: dict[str, float] = {"W": 1.0, "S": -1.0, "A": 1.0, "D": -1.0, "L": 1.0, "R": -1.0}
-
-
-class UnknownKeyError(UnknownNameError, ValueError):
-    """A key outside W S A D L R and '-' (no key)."""
 
 
 def parse_key(value: object) -> str:

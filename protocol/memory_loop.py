@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 from streameval.protocol.schedule import Schedule
 
-from streameval.errors import UnknownNameError
+from streameval.errors import UnknownTrajectoryError
 
 MEMORY_LOOP_SUITE = "memory_loop"  # the suite name in meta.json, episode caches, scores.json
 MEMORY_LOOP_SECONDS = 60.0
@@ -43,10 +43,6 @@ TRAJECTORIES: dict[str, tuple[str, ...]] = {
     "double_yaw_loop": tuple((["pan_right"] * 6 + ["pan_left"] * 6) * 2),
     "square_loop": tuple((["push_in"] * 3 + ["pan_right"] * 3) * 4),
 }
-
-
-class UnknownTrajectoryError(UnknownNameError, ValueError):
-    """A memory_loop trajectory name that does not exist."""
 
 
 @dataclass(frozen=True, slots=True)

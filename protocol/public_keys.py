@@ -12,7 +12,8 @@ import json
 from typing import Literal
 
 from streameval.protocol.keys import KEYS
-from streameval.protocol.wire import WireError
+
+from streameval.errors import WireError
 
 BROWSER_KEYS: dict[str, str] = {
     "W": "w",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streameval.errors import UnknownNameError
+from streameval.errors import UnknownActionError
 
 WORLDMARK_SUITE = "worldmark"  # the suite name in meta.json, scores.json and case manifests
 # worldmark: 15 action sequences, each key held 20 s at a nominal 16 FPS.
@@ -26,10 +26,6 @@ WORLDMARK: dict[int, str] = {
 WORLDMARK_SECONDS_PER_KEY = 20.0
 # A delivery is valid when its duration is 20 s x keys within ±10 % (docs/methods.md#suites).
 WORLDMARK_DURATION_TOLERANCE = 0.10
-
-
-class UnknownActionError(UnknownNameError, ValueError):
-    """An action id outside the worldmark suite."""
 
 
 def worldmark_keys(action_id: int) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from streameval.protocol.case_start import (
 from streameval.protocol.keys import KEYS, NO_KEY
 from streameval.protocol.stop_state import WireStop, parse_stop, stop_body
 
-from streameval.errors import InvalidDataError
+from streameval.errors import WireError
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -39,10 +39,6 @@ MAX_FRAME_SIDE = 4096
 IMAGE_ENCODINGS = ("raw", "jpeg", "png")
 
 ImageEncoding = Literal["raw", "jpeg", "png"]
-
-
-class WireError(InvalidDataError):
-    """A message that cannot be accepted; ``str()`` is one line naming the problem."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from streameval.protocol.keys import KEYS, NO_KEY, UnknownKeyError, parse_key
+from streameval.protocol.keys import KEYS, NO_KEY, parse_key
 from streameval.replay.layout import read_json
 
 from streameval.core.events import ChunkDone, KeySent
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, UnknownKeyError
 from streameval.inputs.arrays import load_npy
 from streameval.inputs.jsonfile import parse_json_text, read_text_bounded
 

@@ -28,7 +28,6 @@ from streameval.protocol.schedule import Schedule
 from streameval.protocol.suites import (
     WORLDMARK_DURATION_TOLERANCE,
     WORLDMARK_SECONDS_PER_KEY,
-    UnknownActionError,
     worldmark_keys,
 )
 from streameval.replay.frames import VideoFrames, probe_video
@@ -36,7 +35,7 @@ from streameval.replay.rollout import Rollout
 from streameval.replay.sidecars import load_sidecars
 
 from streameval.constants import EQUAL_SPLIT_KEYS
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, UnknownActionError
 from streameval.inputs.numbers import FPS
 
 SUITE = "worldmark"

@@ -21,18 +21,9 @@ import numpy.typing as npt
 from streameval.replay.layout import FRAME_NAME_DIGITS
 
 from streameval.core.arrays import Image
-from streameval.errors import BadInputError, InvalidDataError, one_line
+from streameval.errors import BadInputError, FrameReadError, one_line
 
 _FRAME_NAME = re.compile(rf"^(\d{{{FRAME_NAME_DIGITS}}})\.png$")
-
-
-class FrameReadError(InvalidDataError):
-    """A frame that cannot be read; the message names the file and the frame index."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        self.path = path
-        self.problem = problem
-        super().__init__(f"{path}: {problem}")
 
 
 class FrameStore(Protocol):

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
-from streameval.protocol.keys import UnknownKeyError, parse_key
+from streameval.protocol.keys import parse_key
 from streameval.replay.encoder import LosslessVideoWriter
 from streameval.replay.layout import (
     ACTIONS,
@@ -44,7 +44,7 @@ from streameval.replay.npyappend import NpyAppender
 from streameval.core.arrays import F64
 from streameval.core.atomic import write_json_atomic
 from streameval.core.events import ChunkDone, EpisodeInfo, FrameEvent, KeySent
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, UnknownKeyError
 
 
 def _remove_previous_recording(out_dir: Path) -> None:

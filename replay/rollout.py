@@ -29,7 +29,6 @@ from streameval.replay.actionlog import (
     read_keys_jsonl,
 )
 from streameval.replay.frames import (
-    FrameReadError,
     FrameStore,
     PngFrames,
     VideoFrames,
@@ -52,7 +51,7 @@ from streameval.replay.layout import (
 from streameval.replay.sidecars import Sidecars, load_sidecars
 
 from streameval.core.events import ChunkDone, EpisodeInfo, KeySent
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, FrameReadError
 from streameval.inputs.numbers import FPS, check_frame_count
 from streameval.inputs.schema import META_SCHEMA, validate
 

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from streameval.replay.layout import DEPTH, DEPTH_MASK, INTRINSICS, POSES, present
 
 from streameval.core.arrays import F64
-from streameval.errors import BadInputError, InvalidDataError, one_line
+from streameval.errors import BadInputError, DepthFrameError, one_line
 from streameval.inputs.arrays import (
     check_real_dtype,
     first_bad,
@@ -35,10 +35,6 @@ from streameval.inputs.arrays import (
 
 # Member names a ViPE-style mask archive may use, in order of preference.
 _MASK_MEMBERS = ("mask", "valid_mask", "depth_valid_mask", "valid")
-
-
-class DepthFrameError(InvalidDataError):
-    """A depth frame that cannot be read (its mask ends early); names the file and frame."""
 
 
 @dataclass(frozen=True, slots=True)

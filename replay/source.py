@@ -18,11 +18,9 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from streameval.replay.frames import FrameReadError
 from streameval.replay.pacer import Pacer
 from streameval.replay.pump import DEFAULT_CAPACITY, ThreadPump
 from streameval.replay.rollout import Rollout
-from streameval.replay.sidecars import DepthFrameError
 
 from streameval.core.events import (
     ChunkDone,
@@ -34,7 +32,7 @@ from streameval.core.events import (
     KeySent,
     SourceError,
 )
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, DepthFrameError, FrameReadError
 from streameval.inputs.frames import frame_problem
 
 

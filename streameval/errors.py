@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def one_line(text: str) -> str:
@@ -93,3 +97,236 @@ def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:
 
     close = difflib.get_close_matches(name, list(known), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# --- raised by one part each (named for it), kept here so that the tree is one file ---
+
+
+# streameval.core.events
+
+
+class EpisodeNotStarted(StreamevalError, RuntimeError):
+    """The source ended (or failed) before ``EpisodeStart``: there is no episode to finalize.
+
+    Its own type, so that a caller that stopped the source itself (the dashboard's ``q``) can
+    tell this case from a crash without reading meaning into any ``RuntimeError``.
+    """
+
+
+# streameval.core.registry
+
+
+class UnknownBackendError(UnknownNameError, ValueError):
+    """A backend name that is not registered for that job."""
+
+
+# streameval.metrics.memory.global_memory
+
+
+class BadViewError(InvalidDataError):
+    """A view whose pose, intrinsics or confident depth is not finite."""
+
+
+# streameval.metrics.registry
+
+
+class UnknownMetricError(UnknownNameError, KeyError):
+    """A metric name that is not registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+# streameval.metrics.worldatlas.closed_loop_pairs
+
+
+class HalfLifeUnavailable(InvalidDataError):
+    """Why no half-life can be reported; ``code`` is a stable machine-readable category."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# streameval.metrics.worldatlas.keystroke
+
+
+class KeystrokeInputError(InvalidDataError):
+    """Poses and commanded keys that cannot be compared (lengths, shapes)."""
+
+
+# streameval.metrics.worldatlas.point_cloud
+
+
+class CloudError(InvalidDataError):
+    """A point cloud too small to align or score."""
+
+
+class IntrinsicsError(InvalidDataError):
+    """Intrinsics that cannot project: an unsupported layout, or a zero/non-finite value."""
+
+
+# streameval.metrics.worldatlas.pose_distance
+
+
+class PoseTrackError(InvalidDataError):
+    """A pose track that cannot be measured (wrong shape, too short, non-finite)."""
+
+
+# streameval.metrics.worldatlas.scene_f1
+
+
+class DepthInputError(InvalidDataError):
+    """Depth, mask or intrinsics that cannot give a cloud for this track."""
+
+
+# streameval.perception.perceiver
+
+
+class FrameRejectedError(InvalidDataError):
+    """A frame that cannot be analysed (wrong shape or dtype)."""
+
+
+# streameval.scale.pool_messages
+
+
+class PoolMessageError(InvalidDataError):
+    """A pool message that fails validation (one line saying what is wrong)."""
+
+
+# streameval.transports.clips
+
+
+class ClipError(InvalidDataError):
+    """A clip whose frames cannot be used; ``str()`` is one line naming the clip."""
+
+
+# streameval.transports.exec.process
+
+
+class ProgramExited(StreamevalError):
+    """The program ended while we waited for it; ``returncode`` says how."""
+
+    def __init__(self, returncode: int | None) -> None:
+        self.returncode = returncode
+        super().__init__(f"exited with code {returncode}")
+
+
+# streameval.transports.host
+
+
+class StartRefused(InvalidDataError):
+    """A case start the served model cannot take; ``str()`` is the line the client reads."""
+
+
+# streameval.transports.inprocess.driver
+
+
+class BadFrameError(InvalidDataError):
+    """A frame (or its pose, intrinsics, depth) breaks the input rules; ends the episode."""
+
+
+# streameval.transports.inprocess.model_thread
+
+
+class ModelCallTimeoutError(ModelCallError):
+    """The model did not return in time; the call is abandoned, the thread with it."""
+
+
+class ModelRaisedError(ModelCallError):
+    """The model raised something that is not an ``Exception`` (``SystemExit(3)``)."""
+
+
+# streameval.transports.ondemand
+
+
+class GenerationFault(StreamevalError):
+    """A chunk that cannot be had (the server's or program's failure, not the user's input,
+    not a bug); ``str()`` is the episode's one-line reason."""
+
+
+# streameval.transports.profiles
+
+
+class UnknownProfileError(UnknownNameError):
+    """A ``--profile`` name that is neither a built-in nor a ``.toml`` file."""
+
+
+# streameval.transports.profiles.conditioning
+
+
+class CaseRefused(StreamevalError, ConnectionError):
+    """The server would not start this case; ``str()`` is its own words, one line."""
+
+
+# streameval.transports.profiles.templates
+
+
+class TemplateError(InvalidDataError):
+    """A template that does not render; ``str()`` names the placeholder or value at fault."""
+
+
+# streameval.transports.websocket.messages
+
+
+class MessageProblem(InvalidDataError):
+    """A message that cannot be used; ``str()`` is one line naming what is wrong."""
+
+
+# streameval.protocol.keys
+
+
+class UnknownKeyError(UnknownNameError, ValueError):
+    """A key outside W S A D L R and '-' (no key)."""
+
+
+# streameval.protocol.memory_loop
+
+
+class UnknownTrajectoryError(UnknownNameError, ValueError):
+    """A memory_loop trajectory name that does not exist."""
+
+
+# streameval.protocol.suites
+
+
+class UnknownActionError(UnknownNameError, ValueError):
+    """An action id outside the worldmark suite."""
+
+
+# streameval.protocol.wire
+
+
+class WireError(InvalidDataError):
+    """A message that cannot be accepted; ``str()`` is one line naming the problem."""
+
+
+# streameval.replay.frames
+
+
+class FrameReadError(InvalidDataError):
+    """A frame that cannot be read; the message names the file and the frame index."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+# streameval.replay.sidecars
+
+
+class DepthFrameError(InvalidDataError):
+    """A depth frame that cannot be read (its mask ends early); names the file and frame."""
+
+
+# streameval.worlds.procedural_world.config
+
+
+class UnknownDefectError(UnknownNameError, ValueError):
+    """A defect preset that does not exist; the message lists the known ones."""
+
+
+class WorldConfigError(BadInputError, ValueError):
+    """A ``WorldConfig`` field outside its range (``demo --seed -1``, say). A ``ValueError``
+    too, as a dataclass's own checks are, for callers that catch that."""

@@ -13,8 +13,9 @@ from rich.text import Text
 from streameval.protocol.keys import FAMILY, NO_KEY, channel_of, expected_sign
 
 from streameval.core.metric_result import MetricResult
+from streameval.errors import UnknownMetricError
 from streameval.leaderboard import format_value
-from streameval.metrics.registry import UnknownMetricError, metric_spec
+from streameval.metrics.registry import metric_spec
 
 KEY_NAMES: dict[str, str] = {
     "W": "forward",

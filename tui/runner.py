@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable
 
 from streameval.tui.observer import DashboardObserver, Post
 
-from streameval.core.events import EpisodeNotStarted
 from streameval.core.observers import EpisodeObserver
 from streameval.engine.config import PipelineConfig
+from streameval.errors import EpisodeNotStarted
 from streameval.runs.jobs import EpisodeJob, JobsReport, StopCheck, run_job, should_stop
 
 

@@ -28,16 +28,7 @@ from typing import Any
 from streameval.protocol.keys import KEYS, NO_KEY, OPPOSITE
 
 from streameval.constants import DEFAULT_FPS
-from streameval.errors import BadInputError, UnknownNameError
-
-
-class WorldConfigError(BadInputError, ValueError):
-    """A ``WorldConfig`` field outside its range (``demo --seed -1``, say). A ``ValueError``
-    too, as a dataclass's own checks are, for callers that catch that."""
-
-
-class UnknownDefectError(UnknownNameError, ValueError):
-    """A defect preset that does not exist; the message lists the known ones."""
+from streameval.errors import UnknownDefectError, WorldConfigError
 
 
 @dataclass(frozen=True)

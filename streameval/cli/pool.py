@@ -29,7 +29,8 @@ from streameval.cli.options import (
     parse_actions,
     pipeline_config,
 )
-from streameval.scale.pool_messages import PoolMessageError, SessionOffer, check_name
+from streameval.errors import PoolMessageError
+from streameval.scale.pool_messages import SessionOffer, check_name
 
 DEFAULT_GROUP = "evaluators"
 

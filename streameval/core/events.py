@@ -13,7 +13,6 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.core.arrays import F64, Image
-from streameval.errors import StreamevalError
 from streameval.protocol.schedule import Schedule
 
 
@@ -22,14 +21,6 @@ class EndOfStream(Exception):
 
     Outside the ``StreamevalError`` tree on purpose: it is the normal end of a stream, as
     ``StopAsyncIteration`` is, never a failure; a handler of the error tree must not catch it.
-    """
-
-
-class EpisodeNotStarted(StreamevalError, RuntimeError):
-    """The source ended (or failed) before ``EpisodeStart``: there is no episode to finalize.
-
-    Its own type, so that a caller that stopped the source itself (the dashboard's ``q``) can
-    tell this case from a crash without reading meaning into any ``RuntimeError``.
     """
 
 

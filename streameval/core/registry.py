@@ -15,13 +15,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-from streameval.errors import UnknownNameError, did_you_mean
+from streameval.errors import UnknownBackendError, UnknownNameError, did_you_mean
 
 T = TypeVar("T")
-
-
-class UnknownBackendError(UnknownNameError, ValueError):
-    """A backend name that is not registered for that job."""
 
 
 def load_target(target: str) -> Any:

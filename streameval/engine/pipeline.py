@@ -26,14 +26,7 @@ import numpy as np
 from streameval import __version__
 from streameval.cases.episode import FirstFrameCheck, case_record_of
 from streameval.constants import EQUAL_SPLIT_KEYS
-from streameval.core.events import (
-    EpisodeEnd,
-    EpisodeInfo,
-    EpisodeNotStarted,
-    EpisodeStart,
-    ErrorEvent,
-    FrameEvent,
-)
+from streameval.core.events import EpisodeEnd, EpisodeInfo, EpisodeStart, ErrorEvent, FrameEvent
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.core.registry import split_spec
 from streameval.core.source import Source
@@ -55,7 +48,7 @@ from streameval.engine.provisional import LiveScores
 from streameval.engine.scoring import episode_document, score_episode
 from streameval.engine.source_reader import read_source
 from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
-from streameval.errors import StreamevalError
+from streameval.errors import EpisodeNotStarted, StreamevalError
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
 from streameval.metrics.segments import equal_split_keys
 from streameval.perception.depth import DepthBackend, create_depth_backend

@@ -12,14 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from streameval.errors import UnknownMetricError
 from streameval.leaderboard.aggregators import Aggregator, episode_mean
-from streameval.metrics.registry import (
-    MetricSpec,
-    UnknownMetricError,
-    metric_spec,
-    metric_specs,
-    resolve_target,
-)
+from streameval.metrics.registry import MetricSpec, metric_spec, metric_specs, resolve_target
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, UnknownMetricError
 from streameval.leaderboard.aggregators import _scored_segment_values
 from streameval.leaderboard.cells import CellInterval, effective_result, model_cell
 from streameval.leaderboard.columns import (
@@ -45,7 +45,7 @@ from streameval.leaderboard.columns import (
 )
 from streameval.leaderboard.table import MasterTable, ModelRow
 from streameval.metrics.anytime import DEFAULT_CONFIDENCE, ratio_confidence_sequence
-from streameval.metrics.registry import UnknownMetricError, metric_spec
+from streameval.metrics.registry import metric_spec
 from streameval.replay.layout import CASE_RUN
 from streameval.results.layout import path_component
 from streameval.results.scores_file import SCORES_FILE, EpisodeRecord, finite_float, load_episode

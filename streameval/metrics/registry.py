@@ -84,7 +84,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streameval.core.registry import Registry, load_target
-from streameval.errors import UnknownNameError
+from streameval.errors import UnknownMetricError
 
 if TYPE_CHECKING:  # the cache sits above metrics in the import layers; only its type is named
     from streameval.metrics.fits.motion_type import MotionFit
@@ -156,13 +156,6 @@ class ScoringInput:
     cache: EpisodeCache
     motion_fits: Mapping[int, MotionFit | None]
     final: bool
-
-
-class UnknownMetricError(UnknownNameError, KeyError):
-    """A metric name that is not registered."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0])
 
 
 # The metrics, in registration order: one ``Registry`` like the backends', holding specs.

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from streameval.constants import EQUAL_SPLIT_KEYS, STABLE_SKIP_HEAD_S, STABLE_SKIP_TAIL_S
-from streameval.protocol.keys import FAMILY, NO_KEY, Family, UnknownKeyError, parse_key
+from streameval.errors import UnknownKeyError
+from streameval.protocol.keys import FAMILY, NO_KEY, Family, parse_key
 from streameval.protocol.schedule import segments_from_keys
 
 

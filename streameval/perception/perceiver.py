@@ -18,7 +18,7 @@ import numpy.typing as npt
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, DEFAULT_FPS, FLOW_STRIDE
 from streameval.core.arrays import Image
 from streameval.core.events import FrameEvent
-from streameval.errors import InvalidDataError
+from streameval.errors import FrameRejectedError
 from streameval.metrics.fits.motion_type import FitSample
 from streameval.metrics.quality.imaging import detail_stride, frame_statistics
 from streameval.metrics.quality.kernels import is_one_fps_frame
@@ -37,11 +37,6 @@ from streameval.perception.motion_samples import (
 from streameval.perception.signals import flow_signals
 from streameval.protocol.keys import FAMILY
 from streameval.results.cache.quality import shrink_for_quality
-
-
-class FrameRejectedError(InvalidDataError):
-    """A frame that cannot be analysed (wrong shape or dtype)."""
-
 
 MAX_PENDING_TURNS = 480
 """Depth-free fit frames of a wall-clock episode whose turn is warped out only once the fit

@@ -26,6 +26,7 @@ so.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import logging
 import os
@@ -86,7 +87,7 @@ def ensure_int8_model(folder: Path, float_model: str, import_openvino: Callable[
         ov.save_model(quantized, str(work / target.name), compress_to_fp16=False)
         for name in (target.with_suffix(".bin").name, target.name):
             tmp = folder / f"{name}.{os.getpid()}.tmp"  # several workers may make it at once
-            replace_atomically(folder / name, lambda t, n=name: shutil.move(work / n, t), tmp)
+            replace_atomically(folder / name, functools.partial(shutil.move, work / name), tmp)
     except Exception as err:
         why = " ".join(f"{type(err).__name__}: {err}".split())
         with contextlib.suppress(OSError):

@@ -28,6 +28,7 @@ fails instead.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -370,7 +371,7 @@ def load_openvino(
             raise
     models = {"f32": folder / _MODEL_FILE, "bf16": folder / _MODEL_FILE}
     models["int8"] = folder / int8_model_file()
-    read: dict[str, Any] = {}
+    read: dict[Path, Any] = {}
     compiled: dict[tuple[str, bool], Any] = {}
 
     def model_for(precision: str, at_tail: bool) -> Any:
@@ -395,7 +396,9 @@ def load_openvino(
     threshold, kept = guard
     why_not: list[str] = []
     for precision in fast_passes:
-        why = _why_not_fast(precision, folder, lambda p=precision: model_for(p, False), threshold)
+        why = _why_not_fast(
+            precision, folder, functools.partial(model_for, precision, False), threshold
+        )
         if why:
             why_not.append(why)
             for key in [k for k in compiled if k[0] == precision]:

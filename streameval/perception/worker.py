@@ -32,12 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from streameval.core.events import EpisodeStart, Event, FrameEvent
-from streameval.perception.perceiver import (
-    FlowStep,
-    FrameRejectedError,
-    Perceiver,
-    PerceptionOutput,
-)
+from streameval.errors import FrameRejectedError
+from streameval.perception.perceiver import FlowStep, Perceiver, PerceptionOutput
 
 # frames between the flow thread and the finishing thread: room for a depth-free fit frame's
 # extra flows (one or two, on the finishing thread) without holding the flow thread up

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from streameval.errors import BadInputError
-from streameval.protocol.wire import Hello, WireError
+from streameval.errors import BadInputError, PoolMessageError, WireError
+from streameval.protocol.wire import Hello
 from streameval.protocol.wire import decode as decode_wire
 from streameval.runs.cases import CaseSelection, case_drive, case_jobs
 from streameval.runs.jobs import EpisodeJob
@@ -39,7 +39,6 @@ from streameval.scale.pool_messages import (
     OPEN_STATES,
     POOL_ROOT,
     CaseRef,
-    PoolMessageError,
     SessionOffer,
     check_name,
     decode,

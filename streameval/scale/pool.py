@@ -30,7 +30,7 @@ from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.core.source import Source
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, PoolMessageError
 from streameval.results.episode_state import clear_episode, episode_finished
 from streameval.results.results_log import RESULTS_LOG, ResultsLog
 from streameval.scale.pool_messages import (
@@ -39,7 +39,6 @@ from streameval.scale.pool_messages import (
     Claim,
     ClaimState,
     EvaluatorState,
-    PoolMessageError,
     SessionOffer,
     check_name,
     claim_topic,

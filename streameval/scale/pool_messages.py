@@ -25,7 +25,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, cast, get_args
 
-from streameval.errors import InvalidDataError
+from streameval.errors import PoolMessageError
 
 POOL_ROOT = "streameval/pool"
 MAX_POOL_MESSAGE_BYTES = 64 * 1024
@@ -35,10 +35,6 @@ EvaluatorState = Literal["alive", "stopped", "lost"]
 OPEN_STATES: tuple[ClaimState, ...] = ("queued", "evaluating")
 """A session in one of these states is held by its evaluator: if that one is gone, it is
 orphaned and must be offered again."""
-
-
-class PoolMessageError(InvalidDataError):
-    """A pool message that fails validation (one line saying what is wrong)."""
 
 
 def offers_topic(group: str) -> str:

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streameval.core.observers import EpisodeOutcome
-from streameval.core.registry import UnknownBackendError
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.engine.rescore import RescoreOutcome, rescore_dir
-from streameval.errors import BackendUnavailableError, BadInputError
+from streameval.errors import BackendUnavailableError, BadInputError, UnknownBackendError
 from streameval.results.episode_state import clear_episode, episode_finished
 
 

@@ -17,17 +17,13 @@ import cv2
 import numpy as np
 
 from streameval.core.arrays import Image
-from streameval.errors import InvalidDataError, one_line
+from streameval.errors import ClipError, one_line
 from streameval.protocol.wire import MAX_FRAME_SIDE
 from streameval.transports.profiles.ondemand import IMAGE_SUFFIXES
 
 MAX_CLIP_FRAMES = 100_000
 """More frames than any chunk or segment of an episode: the rest of a clip is refused."""
 _IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"BM")
-
-
-class ClipError(InvalidDataError):
-    """A clip whose frames cannot be used; ``str()`` is one line naming the clip."""
 
 
 def is_image_bytes(data: bytes) -> bool:

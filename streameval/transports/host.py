@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from streameval.core.tasks import cancel_and_wait
-from streameval.errors import BadInputError, InvalidDataError
+from streameval.errors import BadInputError, StartRefused
 from streameval.protocol.case_start import START_NAMES, CaseStart
 from streameval.protocol.keys import NO_KEY
 from streameval.protocol.wire import (
@@ -70,10 +70,6 @@ def wire_frame(index: int, key: str, out: Any, *, t_server: float | None = None)
 
 MAX_PROMPT_CHARS = 100_000
 """Of a client's caption, at most this many characters (a published caption is a paragraph)."""
-
-
-class StartRefused(InvalidDataError):
-    """A case start the served model cannot take; ``str()`` is the line the client reads."""
 
 
 def _image_under_root(path: str, root: Path | None) -> Path:

@@ -30,19 +30,14 @@ from typing import Any
 
 from streameval.constants import DEFAULT_FPS
 from streameval.core.arrays import Image
-from streameval.errors import StreamevalError
+from streameval.errors import GenerationFault, TemplateError
 from streameval.protocol.keys import FAMILY, NO_KEY
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveConfig, LiveSource
 from streameval.transports.profiles import ServerProfile
-from streameval.transports.profiles.templates import TemplateError, render
+from streameval.transports.profiles.templates import render
 
 ROOM_POLL_S = 0.01
-
-
-class GenerationFault(StreamevalError):
-    """A chunk that cannot be had (the server's or program's failure, not the user's input,
-    not a bug); ``str()`` is the episode's one-line reason."""
 
 
 class OnDemandSource(LiveSource):

@@ -6,9 +6,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, WireError
 from streameval.protocol.public_keys import parse_key_map
-from streameval.protocol.wire import WireError
 from streameval.transports.base import Clock, LiveConfig, LiveSource
 
 if TYPE_CHECKING:

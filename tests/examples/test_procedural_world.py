@@ -12,7 +12,6 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 import pytest
-from streameval.protocol.keys import UnknownKeyError
 from streameval.protocol.suites import WORLDMARK, WORLDMARK_SECONDS_PER_KEY
 from streameval.worlds.procedural_world import (
     DEFECT_PRESETS,
@@ -44,7 +43,7 @@ from streameval.worlds.procedural_world.scene import (
 )
 
 from streameval.core.arrays import F64
-from streameval.errors import BadInputError, UnknownNameError
+from streameval.errors import BadInputError, UnknownKeyError, UnknownNameError
 from streameval.metrics.fits.geometry import FrameGeometry, views_from_frames
 from streameval.metrics.memory.global_memory import covisibility_errors
 

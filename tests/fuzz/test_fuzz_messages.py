@@ -285,7 +285,9 @@ def test_any_case_start_of_a_reset_or_hello_is_read_or_refused(
 ) -> None:
     """A ``reset``'s case start and a ``hello``'s ``start`` list, whatever they hold: the
     message is read (with a well-formed start, or none) or refused as one ``WireError``."""
-    from streameval.protocol.wire import Hello, Reset, WireError
+    from streameval.protocol.wire import Hello, Reset
+
+    from streameval.errors import WireError
 
     for body in (
         {"t": "reset", "episode": "e", "start": start},

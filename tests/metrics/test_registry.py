@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from streameval.errors import UnknownMetricError
 from streameval.metrics.registry import (
     MetricSpec,
-    UnknownMetricError,
     metric_names,
     metric_spec,
     metric_specs,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from streameval.protocol.keys import UnknownKeyError
 
+from streameval.errors import UnknownKeyError
 from streameval.metrics.segments import equal_split_spans, segment_spans
 
 SpanTuple = tuple[int, str, int, int, list[int], list[int]]

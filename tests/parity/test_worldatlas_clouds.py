@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from streameval.errors import CloudError, IntrinsicsError
 from streameval.metrics.worldatlas.point_cloud import (
-    CloudError,
-    IntrinsicsError,
     backproject_frame,
     overlap_f1,
     score_clouds,

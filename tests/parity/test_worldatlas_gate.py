@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streameval.metrics.worldatlas.pose_distance import PoseTrackError
+from streameval.errors import PoseTrackError
 from streameval.metrics.worldatlas.revisit import min_gap_frames, return_gate, select_diverse_pairs
 from tests.parity.worldatlas_golden import ABSENT, absent_skips, arrays, case_names, cases
 

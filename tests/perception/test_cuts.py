@@ -15,8 +15,7 @@ import numpy.typing as npt
 import pytest
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 
-from streameval.core.registry import UnknownBackendError
-from streameval.errors import BackendUnavailableError
+from streameval.errors import BackendUnavailableError, UnknownBackendError
 from streameval.perception.cuts import (
     CUT_DETECTORS,
     CutDetector,

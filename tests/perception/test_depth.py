@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from streameval.worlds.procedural_world import ProceduralWorld
 
-from streameval.core.registry import UnknownBackendError
-from streameval.errors import BackendUnavailableError
+from streameval.errors import BackendUnavailableError, UnknownBackendError
 from streameval.perception.depth import (
     DEPTH_BACKENDS,
     DepthAnything,

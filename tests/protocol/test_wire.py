@@ -20,11 +20,12 @@ from streameval.protocol.wire import (
     Reset,
     ScoresUpdate,
     Step,
-    WireError,
     WireMetric,
     decode,
     encode,
 )
+
+from streameval.errors import WireError
 
 
 def _image(h: int = 24, w: int = 32) -> np.ndarray:

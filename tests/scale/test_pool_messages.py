@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from streameval.errors import PoolMessageError
 from streameval.scale.pool import PoolView
 from streameval.scale.pool_messages import (
     CaseRef,
     Claim,
-    PoolMessageError,
     SessionOffer,
     case_claim_key,
     check_name,

@@ -46,7 +46,7 @@ from streameval.constants import (
 )
 from streameval.core.arrays import F64
 from streameval.core.metric_result import MetricResult
-from streameval.errors import InvalidDataError
+from streameval.errors import BadViewError
 from streameval.metrics.arc import json_float
 
 PERCENT = 100.0
@@ -65,10 +65,6 @@ class GlobalView:
     depth: ArrayLike
     intrinsics: ArrayLike
     confidence: ArrayLike | None = None
-
-
-class BadViewError(InvalidDataError):
-    """A view whose pose, intrinsics or confident depth is not finite."""
 
 
 @dataclass(frozen=True, slots=True)

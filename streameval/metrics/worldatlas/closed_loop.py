@@ -30,12 +30,12 @@ from numpy.typing import NDArray
 
 from streameval.core.arrays import F64, Image
 from streameval.core.parallel import thread_map
+from streameval.errors import HalfLifeUnavailable
 from streameval.metrics.worldatlas.closed_loop_pairs import (
     HALF_LIFE_MIN_POINTS,
     HALF_LIFE_MIN_R_SQUARED,
     MIN_SIFT_MATCHES,
     FloatSequence,
-    HalfLifeUnavailable,
     SiftFeatures,
     fit_exponential_decay,
     fundamental_from_poses,

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streameval.core.arrays import F64
-from streameval.errors import InvalidDataError
+from streameval.errors import HalfLifeUnavailable
 
 SIFT_RATIO = 0.75  # ref _sift_correspondences(ratio=0.75): Lowe's ratio test
 SIFT_MAX_MATCHES = 400  # ref _sift_correspondences(max_matches=400), best distances first
@@ -196,14 +196,6 @@ def reprojection_error(
 
 
 # ---------------------------------------------------------------- decay over pair gaps
-
-
-class HalfLifeUnavailable(InvalidDataError):
-    """Why no half-life can be reported; ``code`` is a stable machine-readable category."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from streameval.core.arrays import F64, Image
 from streameval.core.metric_result import MetricResult
+from streameval.errors import PoseTrackError
 from streameval.metrics.registry import ScoringInput
 from streameval.metrics.worldatlas.closed_loop import (
     ClosedLoopResult,
@@ -31,7 +32,7 @@ from streameval.metrics.worldatlas.closed_loop import (
 )
 from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
 from streameval.metrics.worldatlas.constants import MAX_SCORED_PAIRS
-from streameval.metrics.worldatlas.pose_distance import PoseTrackError, as_pose_track
+from streameval.metrics.worldatlas.pose_distance import as_pose_track
 from streameval.metrics.worldatlas.revisit import (
     PairSource,
     ReturnGate,

@@ -17,10 +17,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streameval.core.metric_result import MetricResult
+from streameval.errors import (
+    CloudError,
+    DepthInputError,
+    IntrinsicsError,
+    KeystrokeInputError,
+    PoseTrackError,
+)
 from streameval.metrics.worldatlas.constants import MAX_SCORED_PAIRS
-from streameval.metrics.worldatlas.keystroke import KeystrokeInputError, keystroke_errors
-from streameval.metrics.worldatlas.point_cloud import CloudError, IntrinsicsError
-from streameval.metrics.worldatlas.pose_distance import PoseTrackError, as_pose_track
+from streameval.metrics.worldatlas.keystroke import keystroke_errors
+from streameval.metrics.worldatlas.pose_distance import as_pose_track
 from streameval.metrics.worldatlas.publication import MEMORY_LOOP_NORMALIZATION
 from streameval.metrics.worldatlas.revisit import (
     ReturnGate,
@@ -29,7 +35,7 @@ from streameval.metrics.worldatlas.revisit import (
     scoring_pairs,
     select_diverse_pairs,
 )
-from streameval.metrics.worldatlas.scene_f1 import DepthInputError, DepthSidecar, scene_f1_on_split
+from streameval.metrics.worldatlas.scene_f1 import DepthSidecar, scene_f1_on_split
 
 WORLDATLAS_METRICS = ("memory_return_gate", "keystroke_natet", "keystroke_nater", "memory_scene_f1")
 

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streameval.core.arrays import F64
-from streameval.errors import InvalidDataError
+from streameval.errors import KeystrokeInputError
 from streameval.metrics.worldatlas.constants import (
     MIN_PATH_LENGTH,
     MIN_ROTATION_DEGREES,
@@ -35,10 +35,6 @@ TRANSLATION_AXIS: dict[str, tuple[float, float, float]] = {
 # WorldAtlas's pan_right does; the reference's target turns the other way
 # (docs/methods.md#other-documented-differences).
 YAW_SIGN: dict[str, float] = {"R": 1.0, "L": -1.0}
-
-
-class KeystrokeInputError(InvalidDataError):
-    """Poses and commanded keys that cannot be compared (lengths, shapes)."""
 
 
 def _yaw(degrees: float) -> F64:

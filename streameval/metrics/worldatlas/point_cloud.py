@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 
 from streameval.core.arrays import F32, F64
-from streameval.errors import InvalidDataError
+from streameval.errors import CloudError, IntrinsicsError
 from streameval.metrics.worldatlas.constants import (
     DISTANCE_THRESHOLD_FLOOR,
     DISTANCE_THRESHOLD_RATIO,
@@ -29,14 +29,6 @@ from streameval.metrics.worldatlas.constants import (
 )
 
 Alignment = Literal["trimmed_icp", "centroid", "identity"]
-
-
-class IntrinsicsError(InvalidDataError):
-    """Intrinsics that cannot project: an unsupported layout, or a zero/non-finite value."""
-
-
-class CloudError(InvalidDataError):
-    """A point cloud too small to align or score."""
 
 
 def frame_intrinsics(

@@ -15,12 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streameval.core.arrays import F64
-from streameval.errors import InvalidDataError
+from streameval.errors import PoseTrackError
 from streameval.metrics.worldatlas.constants import DEGENERATE_TRANSLATION_EXTENT, ROTATION_WEIGHT
-
-
-class PoseTrackError(InvalidDataError):
-    """A pose track that cannot be measured (wrong shape, too short, non-finite)."""
 
 
 def as_pose_track(poses_c2w: NDArray[np.generic], *, min_poses: int = 2) -> F64:

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streameval.core.arrays import F32
-from streameval.errors import InvalidDataError
+from streameval.errors import DepthInputError
 from streameval.metrics.worldatlas.constants import MAX_FRAMES_PER_SEGMENT, MAX_POINTS_PER_FRAME
 from streameval.metrics.worldatlas.point_cloud import (
     Alignment,
@@ -24,10 +24,6 @@ from streameval.metrics.worldatlas.point_cloud import (
     score_clouds,
     segment_frame_indices,
 )
-
-
-class DepthInputError(InvalidDataError):
-    """Depth, mask or intrinsics that cannot give a cloud for this track."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 
 from streameval.core.tasks import cancel_and_wait
-from streameval.errors import StreamevalError, one_line
+from streameval.errors import ProgramExited, one_line
 
 READ_BLOCK = 64 * 1024
 TAIL_LINES = 5
@@ -34,14 +34,6 @@ TAIL_LINE_CHARS = 200
 MAX_PROMPT_TEXT = 1024 * 1024
 """Text kept for prompt matching past the last answered prompt (older text is let go)."""
 STOP_GRACE_S = 3.0
-
-
-class ProgramExited(StreamevalError):
-    """The program ended while we waited for it; ``returncode`` says how."""
-
-    def __init__(self, returncode: int | None) -> None:
-        self.returncode = returncode
-        super().__init__(f"exited with code {returncode}")
 
 
 class Program:

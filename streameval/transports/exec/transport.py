@@ -28,14 +28,21 @@ from typing import Any
 
 from streameval.constants import DEFAULT_FPS
 from streameval.core.arrays import Image
-from streameval.errors import BadInputError, one_line
+from streameval.errors import (
+    BadInputError,
+    ClipError,
+    GenerationFault,
+    ProgramExited,
+    TemplateError,
+    one_line,
+)
 from streameval.transports.base import ServerInfo
-from streameval.transports.clips import ClipError, decode_clip
+from streameval.transports.clips import decode_clip
 from streameval.transports.exec.frames import FolderFrames, StdoutImages
-from streameval.transports.exec.process import Program, ProgramExited
-from streameval.transports.ondemand import GenerationFault, OnDemandSource
+from streameval.transports.exec.process import Program
+from streameval.transports.ondemand import OnDemandSource
 from streameval.transports.profiles.ondemand import ProcessSpec
-from streameval.transports.profiles.templates import TemplateError, render
+from streameval.transports.profiles.templates import render
 
 PREFIX = "exec:"
 POLL_S = 0.05

@@ -25,13 +25,12 @@ from streameval.core.events import (
     KeySent,
     SourceError,
 )
-from streameval.errors import InvalidDataError, one_line
+from streameval.errors import BadFrameError, ModelCallTimeoutError, one_line
 from streameval.inputs.arrays import depth_problem, intrinsics_problem, pose_problem
 from streameval.inputs.frames import frame_problem
 from streameval.protocol.schedule import Schedule
 from streameval.transports.inprocess.model_thread import (
     DEFAULT_STEP_TIMEOUT_S,
-    ModelCallTimeoutError,
     ModelHealth,
     ModelThread,
 )
@@ -88,11 +87,7 @@ def _optional_array(frame: Any, name: str, dtype: type) -> Any:
     try:
         return np.asarray(value, dtype=dtype)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise _BadFrameError(f"{name} is not a numeric array ({one_line(str(exc))})") from None
-
-
-class _BadFrameError(InvalidDataError):
-    """A frame (or its pose, intrinsics, depth) breaks the input rules; ends the episode."""
+        raise BadFrameError(f"{name} is not a numeric array ({one_line(str(exc))})") from None
 
 
 def _geometry_problem(event: FrameEvent) -> str | None:
@@ -225,7 +220,7 @@ class InProcessSource:
             return self._fail(i, f"step({key!r}) at frame {i} failed: {one_line(str(exc))}")
         try:
             event = self._frame_event(i, key, frame)
-        except _BadFrameError as exc:
+        except BadFrameError as exc:
             return self._fail(i, f"frame {i} {exc}")
         self._next = i + 1
         self._pending.append(event)
@@ -235,7 +230,7 @@ class InProcessSource:
         image = frame if isinstance(frame, np.ndarray) else getattr(frame, "image", frame)
         problem = frame_problem(image, self._size)
         if problem is not None:
-            raise _BadFrameError(problem)
+            raise BadFrameError(problem)
         self._size = (int(image.shape[0]), int(image.shape[1]))
         event = FrameEvent(
             index=i,
@@ -249,7 +244,7 @@ class InProcessSource:
         )
         why = _geometry_problem(event)
         if why is not None:
-            raise _BadFrameError(why)
+            raise BadFrameError(why)
         return event
 
     async def close(self) -> None:

@@ -16,18 +16,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from streameval.errors import ModelCallError
+from streameval.errors import ModelCallTimeoutError, ModelRaisedError
 
 # Seconds one model call may take by default: generous for a big model on a slow GPU.
 DEFAULT_STEP_TIMEOUT_S = 300.0
-
-
-class ModelCallTimeoutError(ModelCallError):
-    """The model did not return in time; the call is abandoned, the thread with it."""
-
-
-class ModelRaisedError(ModelCallError):
-    """The model raised something that is not an ``Exception`` (``SystemExit(3)``)."""
 
 
 _Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]

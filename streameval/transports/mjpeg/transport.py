@@ -83,9 +83,9 @@ class MjpegSource(LiveSource):
         return ServerInfo(host, fps)
 
     async def _start_profile(self, fps: float) -> None:
+        from streameval.errors import TemplateError
         from streameval.transports.profiles.conditioning import prepare_case
         from streameval.transports.profiles.keychannel import KeyChannel
-        from streameval.transports.profiles.templates import TemplateError
         from streameval.transports.websocket.transport import open_keys_url
 
         assert self.profile is not None

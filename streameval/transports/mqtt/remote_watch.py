@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import cast
 
 from streameval.core.metric_result import MetricResult, Status
-from streameval.protocol.wire import ScoresUpdate, WireError, decode
+from streameval.errors import WireError
+from streameval.protocol.wire import ScoresUpdate, decode
 from streameval.transports.mqtt.url import TOPIC_ROOT, client_kwargs, parse_mqtt_url
 
 OnUpdate = Callable[[str, ScoresUpdate], None]

@@ -15,13 +15,13 @@ import contextlib
 import sys
 from typing import Any
 
+from streameval.errors import WireError
 from streameval.protocol.wire import (
     MAX_MESSAGE_BYTES,
     Bye,
     Frame,
     Hello,
     ImageEncoding,
-    WireError,
     decode,
     encode,
 )

@@ -15,7 +15,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, WireError
 from streameval.protocol.case_start import MAX_START_TEXT, CaseStart
 from streameval.protocol.wire import (
     MAX_MESSAGE_BYTES,
@@ -28,7 +28,6 @@ from streameval.protocol.wire import (
     Message,
     Reset,
     Step,
-    WireError,
     decode,
     encode,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from streameval.core.registry import Registry
-from streameval.errors import UnknownNameError
+from streameval.errors import UnknownProfileError
 from streameval.transports.profiles.model import (
     ServerProfile,
     parse_profile,
@@ -31,10 +31,6 @@ BUILT_INS = (
     "matrix-game-3-interactive",
     "serve",
 )
-
-
-class UnknownProfileError(UnknownNameError):
-    """A ``--profile`` name that is neither a built-in nor a ``.toml`` file."""
 
 
 PROFILES: Registry[str] = Registry("server profile", error=UnknownProfileError, lazy=False)

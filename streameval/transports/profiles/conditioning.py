@@ -24,14 +24,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from streameval.errors import BadInputError, StreamevalError, one_line
+from streameval.errors import BadInputError, CaseRefused, TemplateError, one_line
 from streameval.transports.profiles.model import (
     CASE_IMAGE_PLACEHOLDERS,
     SAMPLE_VALUES,
     ServerProfile,
     lookup,
 )
-from streameval.transports.profiles.templates import TemplateError, encode, render
+from streameval.transports.profiles.templates import encode, render
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
@@ -40,10 +40,6 @@ if TYPE_CHECKING:
 
 MAX_ANSWER_CHARS = 300
 """Of a server's answer, this much goes into a reason (its words, not a page of HTML)."""
-
-
-class CaseRefused(StreamevalError, ConnectionError):
-    """The server would not start this case; ``str()`` is its own words, one line."""
 
 
 def case_check_values(case: Case) -> dict[str, Any]:

@@ -32,8 +32,9 @@ import numpy as np
 from streameval.cases.conditioning import PLACEHOLDERS as _CASE_PLACEHOLDERS
 from streameval.constants import DEFAULT_FPS
 from streameval.core.tasks import cancel_and_wait
+from streameval.errors import TemplateError
 from streameval.transports.profiles import ServerProfile
-from streameval.transports.profiles.templates import TemplateError, encode, render
+from streameval.transports.profiles.templates import encode, render
 
 if TYPE_CHECKING:
     from streameval.cases.model import Case

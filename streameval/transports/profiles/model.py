@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, TemplateError
 from streameval.protocol.keys import KEYS
 from streameval.transports.profiles.ondemand import (
     AnswerSpec,
@@ -28,7 +28,6 @@ from streameval.transports.profiles.ondemand import (
 )
 from streameval.transports.profiles.templates import (
     PLACEHOLDERS,
-    TemplateError,
     encode,
     keycode_of,
     placeholders_in,

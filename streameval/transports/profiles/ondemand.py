@@ -21,13 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from streameval.transports.profiles.templates import (
-    PLACEHOLDERS,
-    TemplateError,
-    encode,
-    placeholders_in,
-    render,
-)
+from streameval.errors import TemplateError
+from streameval.transports.profiles.templates import PLACEHOLDERS, encode, placeholders_in, render
 
 if TYPE_CHECKING:
     from streameval.transports.profiles.model import _Fields

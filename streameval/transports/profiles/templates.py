@@ -22,7 +22,7 @@ from typing import Any
 import msgpack
 
 from streameval.cases.conditioning import PLACEHOLDERS as CASE_PLACEHOLDERS
-from streameval.errors import InvalidDataError
+from streameval.errors import TemplateError
 
 KEY_PLACEHOLDERS = (
     "key",
@@ -45,10 +45,6 @@ MAX_TEMPLATE_DEPTH = 8
 
 BROWSER_KEYCODES = {"ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39, "ArrowDown": 40, " ": 32}
 """The browser's legacy ``KeyboardEvent.keyCode`` of the names that are not one letter."""
-
-
-class TemplateError(InvalidDataError):
-    """A template that does not render; ``str()`` names the placeholder or value at fault."""
 
 
 def keycode_of(name: str) -> int | None:

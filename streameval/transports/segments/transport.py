@@ -26,13 +26,12 @@ from urllib.parse import urljoin, urlsplit
 
 from streameval.constants import DEFAULT_FPS
 from streameval.core.arrays import Image
-from streameval.errors import BadInputError, one_line
+from streameval.errors import BadInputError, ClipError, GenerationFault, TemplateError, one_line
 from streameval.transports.base import ServerInfo
-from streameval.transports.clips import ClipError, decode_clip
-from streameval.transports.ondemand import GenerationFault, OnDemandSource
+from streameval.transports.clips import decode_clip
+from streameval.transports.ondemand import OnDemandSource
 from streameval.transports.profiles.model import lookup
 from streameval.transports.profiles.ondemand import AnswerSpec, RequestSpec
-from streameval.transports.profiles.templates import TemplateError
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 READ_BLOCK = 1024 * 1024

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct
 
-from streameval.protocol.wire import WireError
+from streameval.errors import WireError
 
 MAGIC = b"SEC1"
 HEADER = struct.Struct("<4sIHH")

@@ -30,7 +30,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from streameval.errors import one_line
+from streameval.errors import StartRefused, WireError, one_line
 from streameval.protocol.public_keys import BROWSER_KEYS
 from streameval.protocol.wire import (
     MAX_MESSAGE_BYTES,
@@ -39,11 +39,10 @@ from streameval.protocol.wire import (
     Hello,
     KeyDown,
     KeyUp,
-    WireError,
     decode,
     encode,
 )
-from streameval.transports.host import ModelHost, StartRefused, start_arguments
+from streameval.transports.host import ModelHost, start_arguments
 from streameval.transports.webrtc.chunks import split
 from streameval.transports.webrtc.loopback import (
     LOOPBACK_HOSTS,

@@ -28,18 +28,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from streameval.constants import DEFAULT_FPS
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, WireError
 from streameval.protocol.public_keys import BROWSER_KEYS, public_key_message
-from streameval.protocol.wire import (
-    MAX_MESSAGE_BYTES,
-    Frame,
-    Hello,
-    Reset,
-    Step,
-    WireError,
-    decode,
-    encode,
-)
+from streameval.protocol.wire import MAX_MESSAGE_BYTES, Frame, Hello, Reset, Step, decode, encode
 from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.webrtc.chunks import Reassembler
 from streameval.transports.webrtc.loopback import (
@@ -148,9 +139,9 @@ class WebRTCSource(LiveSource):
         return ServerInfo(host, (self.profile.fps if self.profile else None) or DEFAULT_FPS)
 
     async def _start_profile(self, label: str) -> None:
+        from streameval.errors import TemplateError
         from streameval.transports.profiles.conditioning import prepare_case
         from streameval.transports.profiles.keychannel import ChannelOut, KeyChannel
-        from streameval.transports.profiles.templates import TemplateError
 
         assert self.profile is not None
         fps = self.fps_hint or self.profile.fps or DEFAULT_FPS

@@ -20,7 +20,7 @@ import msgpack
 import numpy as np
 import numpy.typing as npt
 
-from streameval.errors import InvalidDataError
+from streameval.errors import MessageProblem
 from streameval.protocol.wire import MAX_FRAME_SIDE
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.model import lookup
@@ -29,10 +29,6 @@ JPEG_SOI, JPEG_EOI = b"\xff\xd8\xff", b"\xff\xd9"
 PNG_SIGNATURE, PNG_IEND = b"\x89PNG\r\n\x1a\n", b"IEND\xaeB`\x82"
 MAX_CONTROL_BYTES = 1024 * 1024
 """A control message (JSON or msgpack, not a frame) larger than this is refused unread."""
-
-
-class MessageProblem(InvalidDataError):
-    """A message that cannot be used; ``str()`` is one line naming what is wrong."""
 
 
 @dataclass(frozen=True, slots=True)

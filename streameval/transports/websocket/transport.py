@@ -31,20 +31,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from streameval.constants import DEFAULT_FPS
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, MessageProblem, TemplateError
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.conditioning import prepare_case, send_start, sends_case
 from streameval.transports.profiles.keychannel import HttpPostOut, KeyChannel, KeyOut, WsOut
-from streameval.transports.profiles.templates import TemplateError
-from streameval.transports.websocket.messages import (
-    Incoming,
-    MessageProblem,
-    MessageTally,
-    read_binary,
-    read_text,
-)
+from streameval.transports.websocket.messages import Incoming, MessageTally, read_binary, read_text
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning

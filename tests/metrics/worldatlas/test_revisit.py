@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from streameval.protocol.memory_loop import ideal_poses, memory_loop
 
-from streameval.metrics.worldatlas.pose_distance import PoseTrackError, pose_distances
+from streameval.errors import PoseTrackError
+from streameval.metrics.worldatlas.pose_distance import pose_distances
 from streameval.metrics.worldatlas.revisit import (
     choose_split,
     episode_split,

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from streameval.cli.main import main
-from streameval.errors import BadInputError, UnknownNameError
+from streameval.errors import BadInputError, TemplateError, UnknownNameError
 from streameval.transports.profiles import BUILT_INS, PROFILES, load_profile, parse_profile
 from streameval.transports.profiles.keychannel import PosePath
-from streameval.transports.profiles.templates import TemplateError, keycode_of, render
+from streameval.transports.profiles.templates import keycode_of, render
 
 GOOD = """
 name = "x"

@@ -18,8 +18,8 @@ import pytest
 
 from streameval.cases import HONOURED_SIMILARITY, load_cases
 from streameval.cases.images import load_image
-from streameval.errors import BadInputError
-from streameval.transports.host import StartRefused, start_arguments
+from streameval.errors import BadInputError, StartRefused
+from streameval.transports.host import start_arguments
 from streameval.transports.urls import AttachOptions, check_attach_conditioning
 from streameval.transports.webrtc.serve import WebRTCServer
 from tests.cases.arena_synth import write_arena
