@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streameval.protocol.schedule import Schedule, segments_from_keys
 from streameval.replay.actionlog import (
@@ -54,9 +54,6 @@ from streameval.core.events import ChunkDone, EpisodeInfo, KeySent
 from streameval.errors import BadInputError, FrameReadError
 from streameval.inputs.numbers import FPS, check_frame_count
 from streameval.inputs.schema import META_SCHEMA, validate
-
-if TYPE_CHECKING:
-    from streameval.replay.source import ReplaySource
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -108,12 +105,6 @@ class Rollout:
                 "sidecar_problems": self.sidecars.problems_by_kind() if self.sidecars else {},
             },
         )
-
-    def open(self, pace: float | None = None) -> ReplaySource:
-        """Stream this rollout as a ``Source`` (``pace``: frames/s, None = as fast as possible)."""
-        from streameval.replay.source import ReplaySource
-
-        return ReplaySource(self, pace=pace)
 
 
 def schedule_from_keys(frame_keys: tuple[str, ...], fps: float) -> Schedule:

@@ -9,14 +9,13 @@ full-set value after each case. Importing stays cheap
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 # First: ``STREAMEVAL_CPU_FEATURES=baseline`` caps the libraries as this module is imported,
 # before any of them is (streameval/core/cpu.py); worker processes started later inherit it.
 from streameval.core import cpu as _cpu  # noqa: F401
 
 # isort: split
 from streameval.api import Evaluation, aevaluate, evaluate
+from streameval.core.version import __version__
 from streameval.metrics.anytime import confidence_sequence
 
 __all__ = ["Evaluation", "__version__", "aevaluate", "confidence_sequence", "evaluate"]

@@ -15,7 +15,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from streameval import __version__
 from streameval.cli import (
     attach,
     dashboard,
@@ -33,6 +32,7 @@ from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, exit_statu
 from streameval.cli.options import OneLineParser, configure_logging
 from streameval.cli.ray import check_ray_usage, split_ray_flag
 from streameval.core import cpu
+from streameval.core.version import __version__
 from streameval.errors import BadInputError
 
 

@@ -42,7 +42,8 @@ from streameval.leaderboard import (
     load_results,
 )
 from streameval.leaderboard.diagnostics import Diagnostics, diagnostics
-from streameval.leaderboard.display import MARKDOWN_MARKS, RICH_STYLES, format_interval
+from streameval.leaderboard.display import format_interval
+from streameval.leaderboard.rounding import MARKDOWN_MARKS, RICH_STYLES
 from streameval.leaderboard.sets import ALL_SETS, set_tables
 
 _LEGEND = (

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streameval.core.events import ErrorEvent
+from streameval.core.events import EpisodeInfo, ErrorEvent
+from streameval.engine.track import EpisodeTrack
 from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.perception.qalign import rate_episode
 from streameval.results.cache.episode import MemoryCache
 from streameval.results.cache.quality import QualityCache, QualityRatings
 
 if TYPE_CHECKING:
-    from streameval.engine.pipeline import _Episode as Episode
+    from streameval.perception.memory import MemoryPerception
+    from streameval.perception.qalign import QAlign
+
+ReportError = Callable[[ErrorEvent], None]  # the episode's error channel
 
 INTERRUPTED_CUT_WAIT_S = 2.0
 """How long an interrupted episode waits for a cut detector that can bound its wait."""
@@ -34,15 +39,18 @@ def _parameters(fn: Any) -> set[str]:
 
 
 async def memory_cache_of(
-    episode: Episode, *, interrupted: bool = False
+    memory: MemoryPerception | None,
+    track: EpisodeTrack,
+    info: EpisodeInfo,
+    error: ReportError,
+    *,
+    interrupted: bool = False,
 ) -> tuple[MemoryCache | None, dict[str, Any]]:
     """Wait for the cut detector (off the loop: TransNetV2 finishes its last windows) and
     gather what the memory metrics need. ``interrupted``: a detector that can bound its wait
     (``finish(timeout_s=)``, TransNetV2's worker process) gets ``INTERRUPTED_CUT_WAIT_S``: a
     worker still loading its model on a busy machine took 10–40 s, and an interrupted run
     must end within seconds; its episode's Local Memory then says it was interrupted."""
-    memory, track, info = episode.memory, episode.track, episode.info
-    assert track is not None and info is not None
     if memory is None:
         return None, {}
     cuts: list[int] | None = None
@@ -64,7 +72,7 @@ async def memory_cache_of(
                 if cuts is None:
                     failure = getattr(detector, "failure", None) or f"{detector.name} failed"
                     # the metric says why it is missing; the error channel says it happened
-                    episode.error(
+                    error(
                         ErrorEvent(
                             f"cut detector {detector.name}: {failure}", source="cut_detector"
                         )
@@ -92,16 +100,15 @@ async def memory_cache_of(
     return MemoryCache(embeddings, cuts, views), meta
 
 
-async def quality_cache_of(episode: Episode) -> QualityCache:
+async def quality_cache_of(
+    track: EpisodeTrack, info: EpisodeInfo, backend: QAlign | None, error: ReportError
+) -> QualityCache:
     """The 1-fps frames (trimmed as Q-Align samples them), the imaging statistics, and, with
     a quality backend, its answers (off the loop: a model forward pass per task and segment)."""
-    track, info = episode.track, episode.info
-    assert track is not None and info is not None
     n_frames = len(track.frame_keys)
     wanted = one_fps_frames(n_frames, info.fps)
     frames = {i: track.quality_frames[i] for i in wanted if i in track.quality_frames}
     quality = QualityCache(frames, track.statistics.view(n_frames))
-    backend = episode.quality_backend
     if backend is None:
         return quality
     if len(frames) < len(wanted) or not frames:
@@ -112,7 +119,7 @@ async def quality_cache_of(episode: Episode) -> QualityCache:
         logits, segments = await asyncio.to_thread(rate_episode, backend, ordered)
     except Exception as exc:  # the quality columns become `missing`, with this reason
         quality.failure = f"{backend.name}: {type(exc).__name__}: {exc}"
-        episode.error(ErrorEvent(f"quality backend failed: {quality.failure}", source="quality"))
+        error(ErrorEvent(f"quality backend failed: {quality.failure}", source="quality"))
         return quality
     quality.ratings = QualityRatings(backend.name, logits, segments)
     return quality

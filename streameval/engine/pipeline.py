@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from streameval import __version__
 from streameval.cases.episode import FirstFrameCheck, case_record_of
 from streameval.constants import EQUAL_SPLIT_KEYS
 from streameval.core.events import EpisodeEnd, EpisodeInfo, EpisodeStart, ErrorEvent, FrameEvent
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.core.registry import split_spec
 from streameval.core.source import Source
+from streameval.core.version import __version__
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.end_caches import memory_cache_of, quality_cache_of
@@ -439,8 +439,11 @@ async def finalize(
     assert episode.track is not None and episode.info is not None
     track = episode.track
     episode.pad_dropped_tail()
-    memory_cache, memory_meta = await memory_cache_of(episode, interrupted=interrupted)
-    quality_cache = await quality_cache_of(episode)
+    info = episode.info
+    memory_cache, memory_meta = await memory_cache_of(
+        episode.memory, track, info, episode.error, interrupted=interrupted
+    )
+    quality_cache = await quality_cache_of(track, info, episode.quality_backend, episode.error)
     atlas = track.worldatlas
     if atlas is not None:  # memory_loop: the revisit pairs' frames, features, Gram distances
         atlas.closed_loop = await asyncio.to_thread(

@@ -30,21 +30,14 @@ from streameval.leaderboard.columns import (
     column_names,
     table_columns,
 )
-from streameval.leaderboard.display import (
-    RANK_COLOURS,
-    Rank,
-    cell_text,
-    format_bounds,
-    format_coverage,
-    format_value,
-    round_display,
-)
+from streameval.leaderboard.display import cell_text, format_bounds, format_coverage
 from streameval.leaderboard.drilldown import (
     EpisodeRow,
     SegmentRow,
     episode_segments,
     model_episodes,
 )
+from streameval.leaderboard.rounding import RANK_COLOURS, Rank, format_value, round_display
 from streameval.leaderboard.table import (
     DEFAULT_MIN_EPISODES,
     INCLUDE_ALL,

@@ -45,7 +45,7 @@ from streameval.leaderboard.columns import (
     metric_suites,
     unmeasured_is_missing,
 )
-from streameval.leaderboard.display import Rank, round_display
+from streameval.leaderboard.rounding import Rank, round_display
 from streameval.results.scores_file import EpisodeRecord
 
 CellStatus = Literal["official", "partial", "not_applicable", "missing"]

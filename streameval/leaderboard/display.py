@@ -1,32 +1,15 @@
-"""Display helpers shared by the CLI, the dashboard and the report, so they print alike:
-two decimals on WorldMark's 0–100 columns, four on WorldAtlas's [0, 1] metrics
-(docs/methods.md#scales-and-rounding), coverage ``k/N``, bounds ``[lower, upper]``, rank colours."""
+"""Display helpers shared by the CLI, the dashboard and the report, so they print a cell
+alike: coverage ``k/N``, bounds ``[lower, upper]``, a case run's interval; the numbers inside
+are rounded by ``leaderboard/rounding.py`` (docs/methods.md#scales-and-rounding)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from streameval.leaderboard.rounding import format_value
 
 if TYPE_CHECKING:
     from streameval.leaderboard.cells import Cell
-
-Rank = Literal["best", "second", "worst"]
-# WorldMark's colours for each rank, for the views that draw them.
-RANK_COLOURS: dict[Rank, str] = {"best": "green", "second": "yellow", "worst": "red"}
-
-
-# How a rank is marked: Markdown (``table --markdown``) and Rich styles (terminal, dashboard)
-MARKDOWN_MARKS: dict[Rank, str] = {"best": "🟢", "second": "🟡", "worst": "🔴"}
-RICH_STYLES: dict[Rank, str] = {"best": "bold green", "second": "yellow", "worst": "red"}
-
-
-def round_display(value: float, decimals: int = 2) -> float:
-    """The value exactly as displayed with ``decimals`` decimals (``-0.00`` shown as ``0.00``)."""
-    return float(f"{value:.{decimals}f}") + 0.0
-
-
-def format_value(value: float | None, decimals: int = 2) -> str:
-    """``decimals`` decimals (``-0.00`` shown as ``0.00``); ``""`` for None."""
-    return "" if value is None else f"{round_display(value, decimals):.{decimals}f}"
 
 
 def format_coverage(cell: Cell) -> str | None:

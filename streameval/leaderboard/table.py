@@ -34,7 +34,7 @@ from streameval.leaderboard.columns import (
     metric_scale,
     table_columns,
 )
-from streameval.leaderboard.display import Rank, format_value, round_display
+from streameval.leaderboard.rounding import Rank, format_value, round_display
 from streameval.results.scores_file import EpisodeRecord, load_results
 
 DEFAULT_MIN_EPISODES = 10  # WorldMark excluded Genie3 with 5 videos; full-suite models have more

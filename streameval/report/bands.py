@@ -10,7 +10,6 @@ from html import escape
 from pathlib import Path
 
 from streameval.errors import BadInputError
-from streameval.leaderboard.display import format_value
 from streameval.leaderboard.intervals import (
     CASES_FILE,
     CaseRun,
@@ -18,6 +17,7 @@ from streameval.leaderboard.intervals import (
     case_run_intervals,
     read_case_run,
 )
+from streameval.leaderboard.rounding import format_value
 from streameval.report.html import png_img, table
 from streameval.report.plots import _figure, to_png
 

@@ -29,7 +29,6 @@ from pathlib import Path
 from streameval.core.atomic import write_json_atomic
 from streameval.errors import BadInputError
 from streameval.leaderboard.columns import table_columns
-from streameval.leaderboard.display import format_value
 from streameval.leaderboard.intervals import (
     CASES_FILE,
     CaseRun,
@@ -40,6 +39,7 @@ from streameval.leaderboard.intervals import (
     find_case_runs,
     read_case_run,
 )
+from streameval.leaderboard.rounding import format_value
 from streameval.metrics.anytime import decide, width_met
 from streameval.metrics.stop_rule import (
     OPTION,

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from streameval.protocol.schedule import Schedule
+from streameval.replay import ReplaySource
 from streameval.replay.rollout import read_rollout_dir
 
 from streameval.core.events import EpisodeStart, FrameEvent
@@ -68,14 +69,14 @@ def test_replay_of_a_recording_with_drops_is_bit_identical(tmp_path: Path) -> No
     own = plan_for(replace(rollout.info(), extra={}))
     assert own.fit_frames != plan.fit_frames
 
-    replayed = run(rollout.open(), tmp_path / "replay", config=CONFIG)
+    replayed = run(ReplaySource(rollout), tmp_path / "replay", config=CONFIG)
     assert replayed.interactivity["frames_dropped"] == dropped
     assert _metrics(tmp_path / "replay") == _metrics(tmp_path / "live")
 
     # the same recording without its plan: perceived afresh, it scores differently
     del meta[PLAN_KEY]
     (recording / "meta.json").write_text(json.dumps(meta))
-    run(read_rollout_dir(recording).open(), tmp_path / "fresh", config=CONFIG)
+    run(ReplaySource(read_rollout_dir(recording)), tmp_path / "fresh", config=CONFIG)
     assert _metrics(tmp_path / "fresh") != _metrics(tmp_path / "live")
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from streameval.protocol.schedule import Schedule
+from streameval.replay import ReplaySource
 from streameval.replay.rollout import read_rollout_dir
 
 from streameval.core.events import EpisodeEnd, EpisodeInfo, EpisodeStart, FrameEvent
@@ -104,7 +105,7 @@ def test_the_recording_keeps_the_picks_and_replays_bit_identically(tmp_path: Pat
     assert plan.fit_frames == {s.frame for s in live.fit_samples}
     rollout = read_rollout_dir(recording)
     assert plan_for(rollout.info()).fit_frames == plan.fit_frames
-    run(rollout.open(), tmp_path / "replay", config=CONFIG)
+    run(ReplaySource(rollout), tmp_path / "replay", config=CONFIG)
     assert _scores(tmp_path / "replay") == _scores(tmp_path / "live")
     replayed = EpisodeCache.load(tmp_path / "replay" / "cache")
     assert [s.frame for s in replayed.fit_samples] == [s.frame for s in live.fit_samples]

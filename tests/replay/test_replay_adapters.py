@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from streameval.replay import open_rollouts, read_rollout
+from streameval.replay import ReplaySource, open_rollouts, read_rollout
 
 from streameval.core.events import EpisodeEnd, FrameEvent
 from streameval.errors import BadInputError
@@ -27,7 +27,7 @@ def test_actions_json_beside_a_video(tmp_path: Path) -> None:
     )
     assert rollout.frame_keys == ("W", "W", "L", "L", "-", "R")
     assert rollout.schedule.keys == ("W", "L", "-", "R")
-    events = collect(rollout.open())
+    events = collect(ReplaySource(rollout))
     assert [e.key for e in events if isinstance(e, FrameEvent)] == list(rollout.frame_keys)
     assert events[-1] == EpisodeEnd(frames=6, complete=True)
 

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 import pytest
-from streameval.replay import Recorder, open_rollouts, read_rollout_dir
+from streameval.replay import Recorder, ReplaySource, open_rollouts, read_rollout_dir
 
 from streameval.core.events import EpisodeEnd, FrameEvent, KeySent, SourceError
 from streameval.errors import BadInputError
@@ -50,7 +50,7 @@ def test_truncated_recording_ends_with_a_fatal_error_naming_file_and_frame(tmp_p
     video = tmp_path / "rec" / "video.mp4"
     data = video.read_bytes()
     video.write_bytes(data[: len(data) // 2])  # fragmented: the first half still decodes
-    events = collect(read_rollout_dir(tmp_path / "rec").open())
+    events = collect(ReplaySource(read_rollout_dir(tmp_path / "rec")))
     frames = [e for e in events if isinstance(e, FrameEvent)]
     error, end = _fatal_end(events)
     assert 0 < len(frames) < 64 and end.frames == len(frames)
@@ -61,7 +61,7 @@ def test_truncated_recording_ends_with_a_fatal_error_naming_file_and_frame(tmp_p
 
 def test_action_log_longer_than_video_ends_incomplete(tmp_path: Path) -> None:
     d = make_rollout_dir(tmp_path / "ep", ["W"] * 12, video_frames=9)
-    events = collect(read_rollout_dir(d).open())
+    events = collect(ReplaySource(read_rollout_dir(d)))
     error, end = _fatal_end(events)
     assert end.frames == 9
     video = d / "video.mp4"
@@ -134,7 +134,7 @@ def test_vipe_depth_mask_marks_invalid_pixels_nan(tmp_path: Path) -> None:
     valid[3, 1, 2] = False
     np.save(d / "depth_metric.npy", depth)
     np.savez_compressed(d / "depth_valid_mask.npz", mask=valid)
-    frames = [e for e in collect(read_rollout_dir(d).open()) if isinstance(e, FrameEvent)]
+    frames = [e for e in collect(ReplaySource(read_rollout_dir(d))) if isinstance(e, FrameEvent)]
     got = np.stack([f.depth for f in frames if f.depth is not None])
     assert got.dtype == np.float32 and got.shape == (5, 4, 6)
     assert np.isnan(got[3, 1, 2]) and np.isnan(got).sum() == 1
@@ -151,7 +151,7 @@ def test_png_frames_of_mixed_size(tmp_path: Path) -> None:
         h, w = (24, 32) if i != 2 else (20, 32)
         img = np.full((h, w, 3), 10 * i, np.uint8)
         cv2.imwrite(str(d / "frames" / f"{i:06d}.png"), img)
-    events = collect(read_rollout_dir(d).open())
+    events = collect(ReplaySource(read_rollout_dir(d)))
     error, end = _fatal_end(events)
     assert end.frames == 2
     assert error.message == (
@@ -168,7 +168,7 @@ def test_png_frames_read_as_rgb_and_bad_names_refused(tmp_path: Path) -> None:
     bgr[..., 0] = 255  # blue in OpenCV's order
     for i in range(2):
         cv2.imwrite(str(d / "frames" / f"{i:06d}.png"), bgr)
-    frames = [e for e in collect(read_rollout_dir(d).open()) if isinstance(e, FrameEvent)]
+    frames = [e for e in collect(ReplaySource(read_rollout_dir(d))) if isinstance(e, FrameEvent)]
     assert frames[0].image[0, 0].tolist() == [0, 0, 255]
     (d / "frames" / "frame_2.png").write_bytes(b"")
     with pytest.raises(BadInputError, match=r"frame_2\.png: not a frame file"):
@@ -235,7 +235,7 @@ def test_unexpected_failure_becomes_a_fatal_event(tmp_path: Path) -> None:
         frames=_Exploding(tmp_path / "ep" / "video.mp4"),
         keys_sent=(KeySent("W", 0, 1.0), KeySent("S", 4, 2.0)),
     )
-    events = collect(rollout.open())
+    events = collect(ReplaySource(rollout))
     error, end = _fatal_end(events)
     assert end.frames == 2 and "frame 2: RuntimeError: disk on fire" in error.message
     # the keystroke meant for a frame that never came is still delivered, before the end

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from streameval.replay import open_rollouts, parse_delivery_name, read_delivery
+from streameval.replay import ReplaySource, open_rollouts, parse_delivery_name, read_delivery
 
 from streameval.core.events import EpisodeEnd, EpisodeStart, FrameEvent
 from streameval.errors import BadInputError
@@ -29,7 +29,7 @@ def test_delivery_keys_split_equally_at_native_fps(tmp_path: Path) -> None:
     assert rollout.frame_count == 960
     assert rollout.frame_keys[319:321] == ("A", "D")
 
-    events = collect(rollout.open())
+    events = collect(ReplaySource(rollout))
     start = events[0]
     assert isinstance(start, EpisodeStart) and start.info.fps == 16.0
     frames = [e for e in events if isinstance(e, FrameEvent)]
@@ -54,7 +54,7 @@ def test_duration_within_ten_percent_is_accepted(tmp_path: Path, frames: int) ->
     assert (rollout.episode, rollout.fps, rollout.frame_count) == ("M/001_001", 16.0, frames)
     assert rollout.schedule.keys == ("W",)
     assert rollout.schedule.boundaries == (0, frames)
-    events = collect(rollout.open())
+    events = collect(ReplaySource(rollout))
     assert sum(isinstance(e, FrameEvent) for e in events) == frames
     assert events[-1] == EpisodeEnd(frames=frames, complete=True)
 
@@ -97,7 +97,7 @@ def test_model_directory_is_read_in_name_order_with_sidecars(tmp_path: Path) -> 
     assert len(errors) == 1 and errors[0].source == str(model / "foo.mp4")
     assert rollouts[0].sidecars is not None and rollouts[0].sidecars.poses is not None
     assert rollouts[1].sidecars is None
-    frames = [e for e in collect(rollouts[0].open()) if isinstance(e, FrameEvent)]
+    frames = [e for e in collect(ReplaySource(rollouts[0])) if isinstance(e, FrameEvent)]
     assert frames[5].pose is not None and frames[5].pose[0, 3] == 5.0
 
     # the root of a delivery (several model directories) expands two levels down

@@ -146,7 +146,9 @@ def test_varying_intrinsics_are_kept_per_frame(tmp_path: Path) -> None:
     assert np.load(tmp_path / "rec" / "intrinsics.npy").shape == (12, 3, 3)
     assert not (tmp_path / "rec" / "depth_valid_mask.npz").exists()
     frames = [
-        e for e in collect(read_rollout_dir(tmp_path / "rec").open()) if isinstance(e, FrameEvent)
+        e
+        for e in collect(ReplaySource(read_rollout_dir(tmp_path / "rec")))
+        if isinstance(e, FrameEvent)
     ]
     for want, got in zip(recorded, frames, strict=True):
         assert want.intrinsics is not None and want.depth is not None
@@ -157,7 +159,7 @@ def test_varying_intrinsics_are_kept_per_frame(tmp_path: Path) -> None:
 def test_incomplete_recording_replays_as_incomplete(tmp_path: Path) -> None:
     recorder, _, _ = _record(tmp_path / "rec", n=10, close=False)
     recorder.close(complete=False, reason="model stopped answering")
-    events = collect(read_rollout_dir(tmp_path / "rec").open())
+    events = collect(ReplaySource(read_rollout_dir(tmp_path / "rec")))
     assert events[-1] == EpisodeEnd(frames=10, complete=False, reason="model stopped answering")
 
 
@@ -170,7 +172,7 @@ def test_crash_mid_recording_leaves_a_replayable_prefix(tmp_path: Path) -> None:
 
     meta = json.loads((tmp_path / "crashed" / "meta.json").read_text())
     assert meta["complete"] is False
-    events = collect(read_rollout_dir(tmp_path / "crashed").open())
+    events = collect(ReplaySource(read_rollout_dir(tmp_path / "crashed")))
     frames = [e for e in events if isinstance(e, FrameEvent)]
     end = events[-1]
     assert isinstance(end, EpisodeEnd) and not end.complete
@@ -212,7 +214,9 @@ def test_partial_sidecars_are_dropped_and_said_so(tmp_path: Path) -> None:
     assert meta["sidecars_dropped"] == {"poses.npy": "frame 2 had no pose"}
     assert not (tmp_path / "rec" / "poses.npy").exists()
     frames = [
-        e for e in collect(read_rollout_dir(tmp_path / "rec").open()) if isinstance(e, FrameEvent)
+        e
+        for e in collect(ReplaySource(read_rollout_dir(tmp_path / "rec")))
+        if isinstance(e, FrameEvent)
     ]
     assert [f.pose for f in frames] == [None] * 4
     assert all(f.depth is not None and f.depth.shape == (6, 8) for f in frames)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
+from streameval.replay import ReplaySource
 from streameval.replay.rollout import read_rollout_dir
 
 from streameval.core.observers import EpisodeOutcome
@@ -130,7 +131,7 @@ def test_a_websocket_recording_replays_bit_identically(tmp_path: Path) -> None:
     assert live.complete, live.errors
     lines = (rec / "chunks.jsonl").read_text().splitlines()
     assert len(lines) == live.interactivity["chunks"] >= 3
-    replayed = asyncio.run(run_episode(read_rollout_dir(rec).open(), config=CONFIG))
+    replayed = asyncio.run(run_episode(ReplaySource(read_rollout_dir(rec)), config=CONFIG))
     assert {k: m.normalized for k, m in replayed.scores.metrics.items()} == {
         k: m.normalized for k, m in live.scores.metrics.items()
     }

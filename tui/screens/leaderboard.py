@@ -35,7 +35,7 @@ from streameval.leaderboard import (
     sort_rows,
     tabulate,
 )
-from streameval.leaderboard.display import RICH_STYLES
+from streameval.leaderboard.rounding import RICH_STYLES
 
 MODEL_KEY, EPISODES_KEY = "model", "episodes"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from streameval.leaderboard import Cell, cell_text, format_bounds, format_coverage
-from streameval.leaderboard.display import RICH_STYLES
+from streameval.leaderboard.rounding import RICH_STYLES
 
 
 def cell_renderable(cell: Cell, *, bounds: bool = True) -> Text:

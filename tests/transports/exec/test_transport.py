@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from streameval.replay import ReplaySource
 from streameval.replay.rollout import read_rollout_dir
 
 from streameval.cli.main import main
@@ -110,7 +111,7 @@ def test_mg3_style_clean_high_reversed_low_and_the_recording_replays_bit_identic
     assert not _running(str(tmp_path / "a")), "the program outlived its episode"
     keys = [json.loads(line)["key"] for line in (rec / "actions.jsonl").read_text().splitlines()]
     assert keys == ["W"] * 52 + ["S"] * 48  # 24 fps: 48 frames a key, whole chunks
-    replayed = asyncio.run(run_episode(read_rollout_dir(rec).open(), config=CONFIG))
+    replayed = asyncio.run(run_episode(ReplaySource(read_rollout_dir(rec)), config=CONFIG))
     assert {k: m.normalized for k, m in replayed.scores.metrics.items()} == {
         k: m.normalized for k, m in clean.scores.metrics.items()
     }

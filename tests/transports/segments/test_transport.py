@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from streameval.replay import ReplaySource
 from streameval.replay.rollout import read_rollout_dir
 
 from streameval.cli.main import main
@@ -97,7 +98,7 @@ def test_yume_style_clean_high_reversed_low_and_the_recording_replays_bit_identi
     assert inter["server_generation_ms"] > 0
     keys = [json.loads(line)["key"] for line in (rec / "actions.jsonl").read_text().splitlines()]
     assert keys == ["W"] * 58 + ["S"] * 29  # each frame with the key that asked for it
-    replayed = asyncio.run(run_episode(read_rollout_dir(rec).open(), config=CONFIG))
+    replayed = asyncio.run(run_episode(ReplaySource(read_rollout_dir(rec)), config=CONFIG))
     assert {k: m.normalized for k, m in replayed.scores.metrics.items()} == {
         k: m.normalized for k, m in clean.scores.metrics.items()
     }
