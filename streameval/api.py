@@ -132,6 +132,7 @@ async def aevaluate(
     ``BadInputError`` for a model that cannot be loaded; unreadable rollouts are listed in
     ``bad_input`` and the others still scored.
     """
+    locals_at_start = dict(locals())  # the arguments as given, for the run's ledger
     out = Path(out)
     result = Evaluation(out)
     loops = LoopPlan(tuple(trajectories) if trajectories else None, loop_seconds)
@@ -190,12 +191,43 @@ async def aevaluate(
     )
     result.outcomes = report.outcomes
     result.bad_input += report.bad_input
-    if reports and result.outcomes:
+    dirs = [o.results_dir for o in result.outcomes if o.results_dir is not None]
+    if reports and dirs:
         from streameval.report.writer import write_reports
 
-        dirs = [o.results_dir for o in result.outcomes if o.results_dir is not None]
         await asyncio.to_thread(write_reports, dirs, out)
+    if dirs:
+        from streameval.runs.evidence import run_inputs, write_run_ledger
+
+        inputs = run_inputs(
+            "api",
+            jobs,
+            options=_api_options(locals_at_start),
+            profile=None if attach is None else attach.profile,
+        )
+        await asyncio.to_thread(write_run_ledger, out, inputs, result.outcomes)
     return result
+
+
+def _api_options(given: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of ``aevaluate`` as the ledger keeps them: an in-process model by its
+    type, observers by their types, everything else as given (paths as text)."""
+    options = dict(given)
+    model = options.get("model")
+    if model is not None and not isinstance(model, str):
+        options["model"] = f"{type(model).__module__}.{type(model).__qualname__}"
+    options["observers"] = [type(o).__qualname__ for o in options.get("observers", ())]
+    config = options.get("config")
+    if config is not None:
+        from dataclasses import asdict, is_dataclass
+
+        options["config"] = asdict(config) if is_dataclass(config) else str(config)
+    attach = options.get("attach")
+    if attach is not None:
+        from dataclasses import asdict, is_dataclass
+
+        options["attach"] = asdict(attach) if is_dataclass(attach) else str(attach)
+    return options
 
 
 def _case_jobs(

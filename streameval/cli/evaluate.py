@@ -21,6 +21,7 @@ from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
 from streameval.inputs.paths import check_output_dir, missing_dirs, remove_if_empty
 from streameval.metrics.stop_rule import DEFAULT_MARGIN, OPTION
+from streameval.results.ledger import RunInputs
 from streameval.results.results_log import RESULTS_LOG, ResultsLog
 from streameval.runs.existing import apply_existing_policy
 from streameval.runs.interrupts import cancel_on_sigterm
@@ -28,6 +29,8 @@ from streameval.runs.jobs import EpisodeJob, JobsReport, StopCheck, run_jobs
 
 if TYPE_CHECKING:
     from streameval.runs.stop_when import StopMonitor
+
+ARGV = "typed_argv"  # the namespace attribute main() keeps the command line in (the ledger's)
 
 
 def _use_dashboard(args: argparse.Namespace) -> bool:
@@ -56,6 +59,7 @@ def _run_episodes(
     monitor = case_stop_monitor(args, jobs)
     jobs, skipped, kept = apply_existing_policy(jobs, existing_policy(args))
     report.bad_input.extend(kept)
+    inputs = command_inputs(args, jobs)
     for message in [*report.bad_input, *report.input_problems]:
         print(f"error: {message}", file=sys.stderr)
     for message in skipped:
@@ -106,7 +110,22 @@ def _run_episodes(
     if monitor is not None:
         for line in monitor.finish():
             print(line, file=sys.stderr)
-    return _finish(args, report, run_report, len(skipped))
+    return _finish(args, report, run_report, len(skipped), inputs)
+
+
+def command_inputs(args: argparse.Namespace, jobs: list[EpisodeJob]) -> RunInputs:
+    """What the ledger says this command was given: its argv as typed, its options, and the
+    inputs its jobs name (``runs.evidence``)."""
+    from streameval.runs.evidence import run_inputs
+
+    options = {k: v for k, v in vars(args).items() if k != ARGV}
+    return run_inputs(
+        str(getattr(args, "command", "")),
+        jobs,
+        argv=getattr(args, ARGV, None),
+        options=options,
+        profile=getattr(args, "profile", None),
+    )
 
 
 def case_stop_monitor(args: argparse.Namespace, jobs: list[EpisodeJob]) -> StopMonitor | None:
@@ -178,8 +197,15 @@ def _run_plain(
         return asyncio.run(cancel_on_sigterm(run_all([bars])))
 
 
-def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
-    """Report what went wrong, a one-line summary with the results path, and the exit code."""
+def _finish(
+    args: argparse.Namespace,
+    report: JobsReport,
+    run: JobsReport,
+    skipped: int,
+    inputs: RunInputs,
+) -> int:
+    """Report what went wrong, write the ledger, a one-line summary with the results path, and
+    the exit code."""
     from streameval.engine.keys_contradicted import summary_lines as contradiction_lines
     from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
     from streameval.report.writer import write_reports
@@ -189,6 +215,10 @@ def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipp
     if written and reports:
         for warning in write_reports(written, args.out):
             print(f"warning: {warning}", file=sys.stderr)
+    if written:
+        from streameval.runs.evidence import write_run_ledger
+
+        write_run_ledger(args.out, inputs, run.outcomes)
     for message in run.bad_input:
         print(f"error: {message}", file=sys.stderr)
     for outcome in run.outcomes:

@@ -1,5 +1,5 @@
 """The command line: ``streameval demo | attach | replay | rescore | table | report |
-dashboard | serve | pool | profiles | probe`` (docs/cli.md).
+dashboard | serve | pool | profiles | probe | verify | compare`` (docs/cli.md).
 
 One module per command (``cli/<command>.py``: ``add_parser`` and ``run``), one table of them
 here, and one place that turns the error tree into an exit status (docs/cli.md#exit-status:
@@ -28,6 +28,7 @@ from streameval.cli import (
     rescore,
     serve,
     table,
+    verify,
 )
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, exit_status
 from streameval.cli.options import OneLineParser, configure_logging
@@ -58,6 +59,7 @@ COMMANDS: dict[str, Command] = {
     "pool": pool,
     "profiles": profiles,
     "probe": probe,
+    "verify": verify,
 }
 
 
@@ -75,7 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, dispatch, and turn the error tree into an exit status — here and only here."""
-    args = build_parser().parse_args(split_ray_flag(sys.argv[1:] if argv is None else argv))
+    typed = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(split_ray_flag(typed))
+    args.typed_argv = typed  # for the run's ledger (cli.evaluate.ARGV)
     configure_logging(args)
     try:
         check_ray_usage(args)

@@ -1,0 +1,98 @@
+"""The evidence a run leaves: what it was given, gathered from its jobs, and the ledger
+written once its reports are (``results.ledger``), on the command line and the Python API alike.
+
+Inputs are named by what the jobs carry (each case's image, each rollout's files), by the
+profile the options name, and by the suites the episodes drove; the command line's argv and
+options are kept as typed, so ``streameval compare`` can put two runs' configurations side by
+side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from streameval.core.observers import EpisodeOutcome
+from streameval.results.ledger import RunInputs, build_ledger, write_ledger
+from streameval.runs.jobs import EpisodeJob
+
+
+def profile_file(spec: str | None) -> Path | None:
+    """The TOML file behind a ``--profile`` value (a built-in's own file, or the path)."""
+    if not spec:
+        return None
+    if spec.endswith(".toml") or "/" in spec or "\\" in spec:
+        return Path(spec)
+    from streameval.transports.profiles import PROFILES
+
+    try:
+        return Path(PROFILES.get(spec))
+    except Exception:  # an unknown name was refused before any job ran; nothing to hash
+        return None
+
+
+def suite_definitions(suites: Iterable[str]) -> dict[str, Any]:
+    """Each suite driven, by what defines it: WorldMark's action rows, memory_loop's
+    trajectories (a change of either is a change of input)."""
+    from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE, TRAJECTORIES
+    from streameval.protocol.suites import WORLDMARK, WORLDMARK_SUITE
+
+    known: dict[str, Any] = {
+        WORLDMARK_SUITE: {str(k): v for k, v in WORLDMARK.items()},
+        MEMORY_LOOP_SUITE: {k: list(v) for k, v in TRAJECTORIES.items()},
+    }
+    return {name: known.get(name, name) for name in sorted(set(suites))}
+
+
+def run_inputs(
+    command: str,
+    jobs: Sequence[EpisodeJob],
+    *,
+    argv: list[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    profile: str | None = None,
+    suites: Iterable[str] = (),
+) -> RunInputs:
+    """A run's inputs from its jobs: case images (their sha256 was taken when the case was
+    read), rollouts' files (replay), the profile file and the suites."""
+    from streameval.results.ledger import plain_options
+
+    inputs = RunInputs(command, argv, plain_options(options or {}))
+    for job in jobs:
+        case = job.case
+        if case is not None:
+            label = f"case image {case.key}"
+            if case.image_path is not None:
+                inputs.files[label] = Path(case.image_path)
+            if case.image_sha256 is not None:
+                inputs.digests[label] = case.image_sha256
+        task = job.task
+        if task is not None:
+            rollout = Path(task.rollout)
+            files = (
+                sorted(p for p in rollout.rglob("*") if p.is_file())
+                if rollout.is_dir()
+                else [rollout]
+            )
+            for path in files:
+                inputs.files[f"rollout {path}"] = path
+    path = profile_file(profile)
+    if path is not None:
+        inputs.files["profile"] = path
+    inputs.suites = suite_definitions(suites)
+    return inputs
+
+
+def write_run_ledger(
+    out: Path,
+    inputs: RunInputs,
+    outcomes: Sequence[EpisodeOutcome],
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write ``out/ledger.json`` for a run that produced ``outcomes`` (after its reports:
+    they are outputs too). The suites of the episodes run are added to the inputs."""
+    if not inputs.suites:
+        inputs.suites = suite_definitions(o.info.suite for o in outcomes)
+    episodes = [o.results_dir for o in outcomes if o.results_dir is not None]
+    return write_ledger(out, build_ledger(out, inputs, episodes, extra))
