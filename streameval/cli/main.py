@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from streameval import __version__
 from streameval.cli import (
     attach,
+    compare,
     dashboard,
     demo,
     pool,
@@ -60,6 +61,7 @@ COMMANDS: dict[str, Command] = {
     "profiles": profiles,
     "probe": probe,
     "verify": verify,
+    "compare": compare,
 }
 
 

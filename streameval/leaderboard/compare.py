@@ -1,0 +1,215 @@
+"""``streameval compare A B``: two runs side by side — first how they were configured
+differently (transport, fps, resolution, backends, host, options, versions), then every
+column of the master table with its bounds and, for a case run, its anytime-valid interval.
+
+The configuration comes first because a difference in a column means little until one knows
+the runs were set up alike: a model at 720p on an H100 and the same model at 480p on a laptop
+are two different measurements, not a regression. Each run's configuration is read from its
+ledger (``results.ledger``) where it has one, and from its episodes' ``scores.json`` and caches
+otherwise, so results written before the ledger existed still compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streameval.errors import BadInputError
+from streameval.inputs.jsonfile import read_json_file
+from streameval.leaderboard.cells import Cell
+from streameval.leaderboard.display import cell_text
+from streameval.leaderboard.table import MasterTable
+from streameval.results.ledger import LEDGER_FILE
+from streameval.results.scores_file import find_scores_files
+
+# the order the differences are listed in: what changes a measurement most first
+SECTIONS = ("transport", "fps", "resolution", "backends", "host", "options", "versions")
+# options that name where a run was written, not how it was run
+_NOT_CONFIGURATION = frozenset({"out", "command", "quiet", "verbose", "no_tui", "typed_argv"})
+
+
+def _values(found: set[str]) -> str:
+    return ", ".join(sorted(found)) if found else "not recorded"
+
+
+def _episode_facts(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(scores.json, cache/episode.json) of one episode; an unreadable one is empty."""
+    try:
+        scores = read_json_file(path)
+    except BadInputError:
+        return {}, {}
+    cache_meta: Any = {}
+    meta_path = path.parent / "cache" / "episode.json"
+    if meta_path.is_file():
+        try:
+            cache_meta = read_json_file(meta_path)
+        except BadInputError:
+            cache_meta = {}
+    return (scores if isinstance(scores, dict) else {}), (
+        cache_meta if isinstance(cache_meta, dict) else {}
+    )
+
+
+def _transport(source: object, session: object) -> str:
+    text = str(source or "")
+    if text.startswith("python:"):
+        kind = "in process"
+    elif "://" in text:
+        kind = text.split("://", 1)[0]
+    elif text:
+        kind = "replay"
+    else:
+        kind = "unknown"
+    return f"{kind} ({session})" if session else kind
+
+
+def run_configuration(run: Path) -> dict[str, str]:
+    """A run's configuration as flat ``section.name → text``, from its ledger and episodes."""
+    config: dict[str, set[str]] = {}
+
+    def put(key: str, value: object) -> None:
+        if value is not None:
+            config.setdefault(key, set()).add(str(value))
+
+    for path in find_scores_files(run):
+        if ".repeats" in path.relative_to(run).parts:
+            continue
+        scores, cache = _episode_facts(path)
+        provenance = scores.get("provenance") if isinstance(scores.get("provenance"), dict) else {}
+        put("transport", _transport(provenance.get("source"), cache.get("session")))
+        put("fps.announced", scores.get("fps"))
+        runtime = scores.get("runtime")
+        if isinstance(runtime, dict):
+            put("fps.native", runtime.get("native_fps"))
+        if cache.get("width") and cache.get("height"):
+            put("resolution", f"{cache['width']}×{cache['height']}")
+        for job, name in (provenance.get("backends") or {}).items():
+            put(f"backends.{job}", name)
+        for lib, version in (provenance.get("versions") or {}).items():
+            put(f"versions.{lib}", version)
+    ledger_path = run / LEDGER_FILE
+    ledger: Any = read_json_file(ledger_path) if ledger_path.is_file() else {}
+    if isinstance(ledger, dict):
+        for key, value in (ledger.get("host") or {}).items():
+            put(f"host.{key}", value)
+        for key, value in (ledger.get("versions") or {}).items():
+            put(f"versions.{key}", value)
+        inputs = ledger.get("inputs") if isinstance(ledger.get("inputs"), dict) else {}
+        for key, value in (inputs.get("options") or {}).items():
+            if key not in _NOT_CONFIGURATION:
+                put(f"options.{key}", value)
+        hardware = ledger.get("hardware") if isinstance(ledger.get("hardware"), dict) else {}
+        gpu = hardware.get("gpu") if isinstance(hardware.get("gpu"), dict) else {}
+        if gpu.get("devices"):
+            put("host.gpu", ", ".join(str(d.get("name")) for d in gpu["devices"]))
+    return {key: _values(values) for key, values in config.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDifference:
+    key: str
+    a: str
+    b: str
+
+
+def _section_rank(key: str) -> tuple[int, str]:
+    section = key.split(".", 1)[0]
+    return (SECTIONS.index(section) if section in SECTIONS else len(SECTIONS), key)
+
+
+def configuration_differences(a: Mapping[str, str], b: Mapping[str, str]) -> list[ConfigDifference]:
+    """Every configuration entry the two runs do not share, in ``SECTIONS`` order (a key
+    only one run recorded differs too: ``not recorded`` on the other side)."""
+    keys = sorted(set(a) | set(b), key=_section_rank)
+    return [
+        ConfigDifference(k, a.get(k, "not recorded"), b.get(k, "not recorded"))
+        for k in keys
+        if a.get(k, "not recorded") != b.get(k, "not recorded")
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRow:
+    """One column of the two runs: each model's cell as the table prints it (value, coverage,
+    bounds, the case run's interval), ``""`` where the run has no such model."""
+
+    column: str
+    label: str
+    cells: tuple[tuple[str, str, str], ...]  # (model, cell text in A, cell text in B)
+
+
+def _cells(table: MasterTable) -> dict[str, dict[str, Cell]]:
+    rows = (*table.rows, *(e.row for e in table.excluded))
+    return {row.model: dict(row.cells) for row in rows}
+
+
+def column_rows(a: MasterTable, b: MasterTable) -> list[ColumnRow]:
+    """The columns of both tables, models paired by name (a model in one run only is shown
+    against an empty cell)."""
+    cells_a, cells_b = _cells(a), _cells(b)
+    models = sorted(set(cells_a) | set(cells_b), key=lambda m: (m.casefold(), m))
+    columns = {c.name: c for c in (*a.columns, *b.columns)}
+    rows: list[ColumnRow] = []
+    for name, column in columns.items():
+        paired = []
+        for model in models:
+            left = cells_a.get(model, {}).get(name)
+            right = cells_b.get(model, {}).get(name)
+            paired.append(
+                (
+                    model,
+                    "" if left is None else cell_text(left),
+                    "" if right is None else cell_text(right),
+                )
+            )
+        rows.append(ColumnRow(name, column.label, tuple(paired)))
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    a: Path
+    b: Path
+    differences: list[ConfigDifference]
+    shared: int  # configuration entries both runs share
+    columns: list[ColumnRow]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": str(self.a),
+            "b": str(self.b),
+            "configuration_differences": [
+                {"key": d.key, "a": d.a, "b": d.b} for d in self.differences
+            ],
+            "configuration_shared": self.shared,
+            "columns": [
+                {
+                    "column": r.column,
+                    "label": r.label,
+                    "models": [{"model": m, "a": x, "b": y} for m, x, y in r.cells],
+                }
+                for r in self.columns
+            ],
+        }
+
+
+def _table(run: Path) -> MasterTable:
+    from streameval.leaderboard import INCLUDE_ALL, tabulate
+    from streameval.leaderboard.intervals import find_case_runs, with_intervals
+
+    table = tabulate([run], rule=INCLUDE_ALL)
+    runs = find_case_runs([run])
+    return with_intervals(table, runs) if runs else table
+
+
+def compare_runs(a: Path, b: Path) -> Comparison:
+    """The configuration differences and the columns of runs ``a`` and ``b`` (results
+    folders; ``BadInputError`` naming one that holds no results)."""
+    config_a, config_b = run_configuration(a), run_configuration(b)
+    differences = configuration_differences(config_a, config_b)
+    shared = len(set(config_a) & set(config_b)) - sum(
+        1 for d in differences if d.key in config_a and d.key in config_b
+    )
+    return Comparison(a, b, differences, shared, column_rows(_table(a), _table(b)))
