@@ -28,6 +28,7 @@ from streameval.runs.interrupts import cancel_on_sigterm
 from streameval.runs.jobs import EpisodeJob, JobsReport, StopCheck, run_jobs
 
 if TYPE_CHECKING:
+    from streameval.runs.evidence import RunEvidence
     from streameval.runs.stop_when import StopMonitor
 
 ARGV = "typed_argv"  # the namespace attribute main() keeps the command line in (the ledger's)
@@ -55,8 +56,13 @@ def _run_episodes(
     args: argparse.Namespace, build: Callable[[argparse.Namespace, JobsReport], list[EpisodeJob]]
 ) -> int:
     report = JobsReport()
+    evidence = run_evidence(args)  # a bad --claim or --repeat: before any model is built
     jobs = build(args, report)
     monitor = case_stop_monitor(args, jobs)
+    if evidence.repeat > 1:
+        from streameval.runs.repeats import repeat_jobs
+
+        jobs = repeat_jobs(jobs, args.out, evidence.repeat, args.record)
     jobs, skipped, kept = apply_existing_policy(jobs, existing_policy(args))
     report.bad_input.extend(kept)
     inputs = command_inputs(args, jobs)
@@ -73,7 +79,7 @@ def _run_episodes(
             raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
         bad = len(report.bad_input) + len(report.input_problems)
         return run_ray_replay(args, jobs, config, [results_log], bad)
-    extra: list[EpisodeObserver] = []
+    extra: list[EpisodeObserver] = [*evidence.start().observers]
     publisher = None
     if args.publish_mqtt:
         from streameval.transports.mqtt.scores_publisher import MqttScoresPublisher
@@ -86,31 +92,72 @@ def _run_episodes(
     if servers > 1 and _use_dashboard(args):
         # the dashboard follows one episode at a time; several at once run headless
         print(f"{servers} servers: running without the dashboard", file=sys.stderr)
+    try:
+        run_report = _run(args, jobs, config, results_log, extra, publisher, monitor, servers)
+    except BaseException:
+        evidence.finish([])  # the GPU sampler stops with the run, however it ends
+        raise
+    if monitor is not None:
+        for line in monitor.finish():
+            print(line, file=sys.stderr)
+    return _finish(args, report, run_report, len(skipped), inputs, evidence)
+
+
+def _run(
+    args: argparse.Namespace,
+    jobs: list[EpisodeJob],
+    config: PipelineConfig,
+    results_log: ResultsLog,
+    extra: list[EpisodeObserver],
+    publisher: Any,
+    monitor: StopMonitor | None,
+    servers: int,
+) -> JobsReport:
+    """The jobs, in the dashboard or with plain progress."""
     if servers == 1 and _use_dashboard(args):
         from streameval.tui import run_dashboard
 
-        run_report = run_dashboard(
+        return run_dashboard(
             jobs,
             config,
             [results_log, *extra],
             stop=monitor,
             closing=None if publisher is None else publisher.close,
         )
-    else:
-        run_report = _run_plain(
-            jobs,
-            config,
-            [results_log, *extra],
-            args.quiet,
-            publisher,
-            servers=servers,
-            max_sessions=getattr(args, "max_sessions", None),
-            stop=None if monitor is None else monitor.check,
+    return _run_plain(
+        jobs,
+        config,
+        [results_log, *extra],
+        args.quiet,
+        publisher,
+        servers=servers,
+        max_sessions=getattr(args, "max_sessions", None),
+        stop=None if monitor is None else monitor.check,
+    )
+
+
+def run_evidence(args: argparse.Namespace) -> RunEvidence:
+    """The run's evidence gatherer: ``--repeat`` (checked: repeats are compared by their
+    recordings) and the claim, from ``--claim`` or else the ``--profile``'s ``[claim]``."""
+    from streameval.inputs.claims import OPTION as CLAIM
+    from streameval.inputs.claims import parse_claim
+    from streameval.runs.evidence import RunEvidence
+
+    repeat = getattr(args, "repeat", None) or 1
+    if repeat > 1 and getattr(args, "record", "off") == "off":
+        raise BadInputError(
+            "--repeat", "rollouts are compared by their recordings: not with --record off"
         )
-    if monitor is not None:
-        for line in monitor.finish():
-            print(line, file=sys.stderr)
-    return _finish(args, report, run_report, len(skipped), inputs)
+    claim = None
+    if getattr(args, "claim", None):
+        claim = parse_claim(args.claim, CLAIM)
+    elif getattr(args, "profile", None):
+        from streameval.transports.profiles import load_profile
+
+        profile = load_profile(args.profile)
+        if profile.claim is not None:
+            claim = parse_claim(profile.claim, f"{profile.path}: claim")
+    return RunEvidence(args.out, claim, repeat)
 
 
 def command_inputs(args: argparse.Namespace, jobs: list[EpisodeJob]) -> RunInputs:
@@ -203,6 +250,7 @@ def _finish(
     run: JobsReport,
     skipped: int,
     inputs: RunInputs,
+    evidence: RunEvidence,
 ) -> int:
     """Report what went wrong, write the ledger, a one-line summary with the results path, and
     the exit code."""
@@ -211,6 +259,7 @@ def _finish(
     from streameval.report.writer import write_reports
 
     written = [o.results_dir for o in run.outcomes if o.results_dir is not None]
+    evidence_lines = evidence.finish(run.outcomes)
     reports = not getattr(args, "no_report", False)
     if written and reports:
         for warning in write_reports(written, args.out):
@@ -218,7 +267,9 @@ def _finish(
     if written:
         from streameval.runs.evidence import write_run_ledger
 
-        write_run_ledger(args.out, inputs, run.outcomes)
+        write_run_ledger(args.out, inputs, run.outcomes, evidence.sections)
+    for line in evidence_lines:
+        print(line, file=sys.stderr)
     for message in run.bad_input:
         print(f"error: {message}", file=sys.stderr)
     for outcome in run.outcomes:

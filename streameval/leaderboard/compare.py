@@ -74,8 +74,6 @@ def run_configuration(run: Path) -> dict[str, str]:
             config.setdefault(key, set()).add(str(value))
 
     for path in find_scores_files(run):
-        if ".repeats" in path.relative_to(run).parts:
-            continue
         scores, cache = _episode_facts(path)
         provenance = scores.get("provenance") if isinstance(scores.get("provenance"), dict) else {}
         put("transport", _transport(provenance.get("source"), cache.get("session")))

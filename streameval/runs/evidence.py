@@ -10,11 +10,15 @@ side.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streameval.core.observers import EpisodeOutcome
+from streameval.core.observers import EpisodeObserver, EpisodeOutcome
+from streameval.inputs.claims import Claim
 from streameval.results.ledger import RunInputs, build_ledger, write_ledger
+from streameval.results.scores_file import REPEATS_DIR
+from streameval.runs.hardware import GpuMonitor, ServerFigures, summary_lines
 from streameval.runs.jobs import EpisodeJob
 
 
@@ -96,3 +100,54 @@ def write_run_ledger(
         inputs.suites = suite_definitions(o.info.suite for o in outcomes)
     episodes = [o.results_dir for o in outcomes if o.results_dir is not None]
     return write_ledger(out, build_ledger(out, inputs, episodes, extra))
+
+
+@dataclass
+class RunEvidence:
+    """What a run gathers beside its scores, from before its first job to after its last:
+    the GPUs (NVML) and a server's own figures while it runs, then the claim's verdict and
+    the repeats' identity. ``start`` before the jobs, ``observers`` to the jobs, ``finish``
+    after them (before the reports: its lines go with the run's summary)."""
+
+    out: Path
+    claim: Claim | None = None
+    repeat: int = 1
+    nvml: Any = None  # a pynvml stand-in (the tests); None: the real one where installed
+    monitor: GpuMonitor | None = None
+    server: ServerFigures = field(default_factory=ServerFigures)
+    sections: dict[str, Any] = field(default_factory=dict)
+
+    def start(self) -> RunEvidence:
+        self.monitor = GpuMonitor(nvml=self.nvml).start()
+        return self
+
+    @property
+    def observers(self) -> list[EpisodeObserver]:
+        return [self.server]
+
+    def finish(self, outcomes: Sequence[EpisodeOutcome]) -> list[str]:
+        """Stop measuring; the ledger's sections (``hardware``, ``claim``, ``repeats``) and
+        the lines the run's summary prints for them."""
+        gpu = self.monitor.stop() if self.monitor is not None else {"measured": False}
+        hardware = {"gpu": gpu, "server": self.server.summary()}
+        self.sections["hardware"] = hardware
+        lines = summary_lines(hardware) if gpu.get("measured") or self.server.values else []
+        if self.repeat > 1:
+            from streameval.runs.repeats import identities, repeats_block
+
+            found = identities(self.out, outcomes, self.repeat)
+            self.sections["repeats"] = repeats_block(found, self.repeat)
+            lines += [f"same-seed identity: {i.line()}" for i in found]
+        if self.claim is not None:
+            from streameval.results.claims import claim_verdict, measured_from_run, verdict_line
+
+            firsts = [
+                o.results_dir
+                for o in outcomes
+                if o.results_dir is not None
+                and REPEATS_DIR not in o.results_dir.relative_to(self.out).parts
+            ]
+            block = claim_verdict(self.claim, measured_from_run(firsts, hardware))
+            self.sections["claim"] = block
+            lines.append(verdict_line(block))
+        return lines
