@@ -153,9 +153,8 @@ class GpuMonitor:
         if self._reason is not None:
             return {"measured": False, "reason": self._reason}
         if self._nvml is not None:
-            with contextlib.suppress(
-                Exception
-            ):  # the figures are taken; a failed shutdown loses none
+            # the figures are taken: a failed shutdown loses none of them
+            with contextlib.suppress(Exception):
                 self._nvml.nvmlShutdown()
         return {
             "measured": True,
