@@ -137,8 +137,9 @@ def document_differences(stored: dict[str, Any], recomputed: dict[str, Any]) -> 
     """What differs between a stored scores document and the one its cache gives: each metric
     by name, then each other top-level field."""
     found: list[str] = []
-    old_metrics = stored.get("metrics") if isinstance(stored.get("metrics"), dict) else {}
-    new_metrics = recomputed.get("metrics") or {}
+    old = stored.get("metrics")
+    old_metrics: dict[str, Any] = old if isinstance(old, dict) else {}
+    new_metrics: dict[str, Any] = recomputed.get("metrics") or {}
     names = [*new_metrics, *(k for k in old_metrics if k not in new_metrics)]
     changed = [k for k in names if old_metrics.get(k) != new_metrics.get(k)]
     if changed:

@@ -30,6 +30,11 @@ SECTIONS = ("transport", "fps", "resolution", "backends", "host", "options", "ve
 _NOT_CONFIGURATION = frozenset({"out", "command", "quiet", "verbose", "no_tui", "typed_argv"})
 
 
+def _table_of(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a field a run did not write)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _values(found: set[str]) -> str:
     return ", ".join(sorted(found)) if found else "not recorded"
 
@@ -75,7 +80,7 @@ def run_configuration(run: Path) -> dict[str, str]:
 
     for path in find_scores_files(run):
         scores, cache = _episode_facts(path)
-        provenance = scores.get("provenance") if isinstance(scores.get("provenance"), dict) else {}
+        provenance = _table_of(scores.get("provenance"))
         put("transport", _transport(provenance.get("source"), cache.get("session")))
         put("fps.announced", scores.get("fps"))
         runtime = scores.get("runtime")
@@ -83,25 +88,23 @@ def run_configuration(run: Path) -> dict[str, str]:
             put("fps.native", runtime.get("native_fps"))
         if cache.get("width") and cache.get("height"):
             put("resolution", f"{cache['width']}×{cache['height']}")
-        for job, name in (provenance.get("backends") or {}).items():
+        for job, name in _table_of(provenance.get("backends")).items():
             put(f"backends.{job}", name)
-        for lib, version in (provenance.get("versions") or {}).items():
+        for lib, version in _table_of(provenance.get("versions")).items():
             put(f"versions.{lib}", version)
     ledger_path = run / LEDGER_FILE
-    ledger: Any = read_json_file(ledger_path) if ledger_path.is_file() else {}
-    if isinstance(ledger, dict):
-        for key, value in (ledger.get("host") or {}).items():
-            put(f"host.{key}", value)
-        for key, value in (ledger.get("versions") or {}).items():
-            put(f"versions.{key}", value)
-        inputs = ledger.get("inputs") if isinstance(ledger.get("inputs"), dict) else {}
-        for key, value in (inputs.get("options") or {}).items():
-            if key not in _NOT_CONFIGURATION:
-                put(f"options.{key}", value)
-        hardware = ledger.get("hardware") if isinstance(ledger.get("hardware"), dict) else {}
-        gpu = hardware.get("gpu") if isinstance(hardware.get("gpu"), dict) else {}
-        if gpu.get("devices"):
-            put("host.gpu", ", ".join(str(d.get("name")) for d in gpu["devices"]))
+    ledger = _table_of(read_json_file(ledger_path) if ledger_path.is_file() else {})
+    for key, value in _table_of(ledger.get("host")).items():
+        put(f"host.{key}", value)
+    for key, value in _table_of(ledger.get("versions")).items():
+        put(f"versions.{key}", value)
+    for key, value in _table_of(_table_of(ledger.get("inputs")).get("options")).items():
+        if key not in _NOT_CONFIGURATION:
+            put(f"options.{key}", value)
+    gpu = _table_of(_table_of(ledger.get("hardware")).get("gpu"))
+    devices = gpu.get("devices")
+    if isinstance(devices, list) and devices:
+        put("host.gpu", ", ".join(str(_table_of(d).get("name")) for d in devices))
     return {key: _values(values) for key, values in config.items()}
 
 

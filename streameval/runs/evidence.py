@@ -81,9 +81,9 @@ def run_inputs(
             )
             for path in files:
                 inputs.files[f"rollout {path}"] = path
-    path = profile_file(profile)
-    if path is not None:
-        inputs.files["profile"] = path
+    profile_path = profile_file(profile)
+    if profile_path is not None:
+        inputs.files["profile"] = profile_path
     inputs.suites = suite_definitions(suites)
     return inputs
 
