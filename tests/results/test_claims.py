@@ -1,4 +1,4 @@
-"""Claims against measurements (issue 37): what a claim text states, and the neutral verdicts —
+"""Claims against measurements: what a claim text states, and the neutral verdicts —
 table-tested, never "reproduced"."""
 
 from __future__ import annotations

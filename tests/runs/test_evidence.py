@@ -1,4 +1,4 @@
-"""The evidence a run leaves (issue 37): its ledger, ``verify`` against it (a one-byte change in
+"""The evidence a run leaves: its ledger, ``verify`` against it (a one-byte change in
 any scores.json, cache file or recording of a case run is named; an untouched run passes),
 ``compare`` of two runs (the configuration differences first), and ``--repeat`` (the
 deterministic demo world's rollouts identical; a nondeterministic stand-in's not, with a finite

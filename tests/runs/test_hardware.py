@@ -1,4 +1,4 @@
-"""What the hardware did (issue 37): NVML's figures through a fake ``pynvml`` (no GPU here),
+"""What the hardware did: NVML's figures through a fake ``pynvml`` (no GPU here),
 the no-GPU path, a served model's own statistics, and a claim judged on the GPUs NVML saw."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A server profile's ``[claim]`` (issue 37): what the vendor states, checked as ``--claim`` is,
+"""A server profile's ``[claim]``: what the vendor states, checked as ``--claim`` is,
 and used by a run when no ``--claim`` is given."""
 
 from __future__ import annotations
