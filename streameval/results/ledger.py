@@ -27,6 +27,9 @@ from streameval.errors import BadInputError
 from streameval.inputs.jsonfile import read_json_file
 
 LEDGER_FILE = "ledger.json"
+# what a run gathered beside its scores (hardware, repeats, claim), written before its reports
+# (``index.html`` shows it) and hashed by the ledger like every other output
+EVIDENCE_FILE = "evidence.json"
 LEDGER_FORMAT = "streameval.ledger/1"
 _CHUNK = 1 << 20
 # files of a results folder that are no artifact of a run: the ledger itself, the results

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streameval.core.atomic import write_json_atomic
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.inputs.claims import Claim
-from streameval.results.ledger import RunInputs, build_ledger, write_ledger
+from streameval.results.ledger import EVIDENCE_FILE, RunInputs, build_ledger, write_ledger
 from streameval.results.scores_file import REPEATS_DIR
 from streameval.runs.hardware import GpuMonitor, ServerFigures, summary_lines
 from streameval.runs.jobs import EpisodeJob
@@ -150,4 +151,6 @@ class RunEvidence:
             block = claim_verdict(self.claim, measured_from_run(firsts, hardware))
             self.sections["claim"] = block
             lines.append(verdict_line(block))
+        if outcomes:  # the reports show it; a run that ran nothing writes nothing
+            write_json_atomic(self.out / EVIDENCE_FILE, self.sections)
         return lines

@@ -256,6 +256,8 @@ def test_repeat_on_the_demo_world_says_identical(
     )
     ledger = json.loads((out / LEDGER_FILE).read_text())
     assert ledger["repeats"]["identical"] is True
+    assert json.loads((out / "evidence.json").read_text())["repeats"] == ledger["repeats"]
+    assert "evidence.json" in ledger["outputs"]
     assert (out / ".repeats" / "r2" / "procedural-world-clean" / "003_A" / "scores.json").is_file()
     assert main(["table", str(out), "--include-all", "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
@@ -287,8 +289,8 @@ def test_a_claim_is_judged_and_kept_in_the_ledger(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    argv = ["demo", "--actions", "3", "--claim", "25 fps, 1x H100, 720p", "--out", str(out), *FAST]
-    assert main(argv) == 0
+    argv = ["demo", "--actions", "3", "--claim", "25 fps, 1x H100, 720p", "--out", str(out)]
+    assert main([*argv, *(a for a in FAST if a != "--no-report")]) == 0
     err = capsys.readouterr().err
     assert "claim '25 fps, 1x H100, 720p': different configuration" in err
     block = json.loads((out / LEDGER_FILE).read_text())["claim"]
@@ -296,6 +298,9 @@ def test_a_claim_is_judged_and_kept_in_the_ledger(
     assert fields["resolution"]["measured"] == "640×432"
     assert fields["resolution"]["verdict"] == "different configuration"
     assert fields["gpu"]["verdict"] == "not measured"
+    index = (out / "index.html").read_text()  # the report says it too, with the hardware
+    assert "<h2>Claim “25 fps, 1x H100, 720p”: different configuration</h2>" in index
+    assert "<h2>Hardware</h2>\n<p>GPU: not measured: no GPU" in index
     assert main(["demo", "--claim", "fast", "--out", str(tmp_path / "bad"), *FAST]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: --claim: cannot read 'fast': expected parts like '25 fps', '1x H100' and "
