@@ -49,6 +49,9 @@ def render(comparison: Any) -> str:
         for model, a, b in row.cells:
             rows.append([row.label, *([model] if len(models) > 1 else []), a or "—", b or "—"])
     lines += ["  " + line for line in _aligned(rows)]
+    lines += ["", "Runtime (scores.json runtime object, median over episodes):"]
+    rows = [["field", "A", "B"], *([f, a, b] for f, a, b in comparison.runtime)]
+    lines += ["  " + line for line in _aligned(rows)]
     return "\n".join(lines)
 
 

@@ -151,9 +151,17 @@ def document_differences(stored: dict[str, Any], recomputed: dict[str, Any]) -> 
 
 
 def check_scores(run: Path, ledger: dict[str, Any], result: Verification) -> None:
-    """Each episode the ledger names, scored again from its cache and compared with its
+    """Each episode the ledger names, and every other one found below the run (kept from an
+    earlier run into the same folder), scored again from its cache and compared with its
     ``scores.json``."""
-    for rel in ledger.get("episodes") or []:
+    from streameval.engine.rescore import find_results_dirs
+
+    named = [str(rel) for rel in ledger.get("episodes") or []]
+    try:
+        found = [d.relative_to(run).as_posix() for d in find_results_dirs(run)]
+    except BadInputError:
+        found = []
+    for rel in [*named, *(d for d in found if d not in named and d != ".")]:
         episode = run / str(rel)
         scores_rel = f"{rel}/{SCORES_FILE}"
         try:

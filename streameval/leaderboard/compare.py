@@ -1,6 +1,7 @@
 """``streameval compare A B``: two runs side by side — first how they were configured
 differently (transport, fps, resolution, backends, host, options, versions), then every
-column of the master table with its bounds and, for a case run, its anytime-valid interval.
+column of the master table with its bounds and, for a case run, its anytime-valid interval,
+and the runtime figures of ``scores.json``'s ``runtime`` object (``not measured`` without one).
 
 The configuration comes first because a difference in a column means little until one knows
 the runs were set up alike: a model at 720p on an H100 and the same model at 480p on a laptop
@@ -12,7 +13,7 @@ otherwise, so results written before the ledger existed still compare.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,46 @@ def column_rows(a: MasterTable, b: MasterTable) -> list[ColumnRow]:
     return rows
 
 
+# the runtime figures of scores.json's ``runtime`` object shown beside the columns
+RUNTIME_FIELDS = (
+    "native_fps",
+    "worst_window_fps",
+    "realtime",
+    "time_to_first_frame_s",
+    "cold_start_s",
+    "native_frames",
+    "repeat_frames",
+    "interpolated_frames",
+)
+NOT_MEASURED = "not measured"
+
+
+def runtime_figures(run: Path) -> dict[str, str]:
+    """Each runtime field over the run's episodes: the median of a number, the values of a
+    verdict (``pass``, ``fail``, ``too short``), ``not measured`` without a runtime object."""
+    import statistics
+
+    numbers: dict[str, list[float]] = {}
+    words: dict[str, set[str]] = {}
+    for path in find_scores_files(run):
+        runtime = _table_of(_episode_facts(path)[0].get("runtime"))
+        for name in RUNTIME_FIELDS:
+            value = runtime.get(name)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                numbers.setdefault(name, []).append(float(value))
+            elif isinstance(value, str):
+                words.setdefault(name, set()).add(value)
+    shown: dict[str, str] = {}
+    for name in RUNTIME_FIELDS:
+        if name in numbers:
+            shown[name] = f"{statistics.median(numbers[name]):.2f}"
+        elif name in words:
+            shown[name] = ", ".join(sorted(words[name]))
+        else:
+            shown[name] = NOT_MEASURED
+    return shown
+
+
 @dataclass(frozen=True, slots=True)
 class Comparison:
     a: Path
@@ -176,6 +217,7 @@ class Comparison:
     differences: list[ConfigDifference]
     shared: int  # configuration entries both runs share
     columns: list[ColumnRow]
+    runtime: list[tuple[str, str, str]] = field(default_factory=list)  # (field, A, B)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -193,6 +235,7 @@ class Comparison:
                 }
                 for r in self.columns
             ],
+            "runtime": [{"field": f, "a": x, "b": y} for f, x, y in self.runtime],
         }
 
 
@@ -213,4 +256,6 @@ def compare_runs(a: Path, b: Path) -> Comparison:
     shared = len(set(config_a) & set(config_b)) - sum(
         1 for d in differences if d.key in config_a and d.key in config_b
     )
-    return Comparison(a, b, differences, shared, column_rows(_table(a), _table(b)))
+    runtime_a, runtime_b = runtime_figures(a), runtime_figures(b)
+    runtime = [(name, runtime_a[name], runtime_b[name]) for name in RUNTIME_FIELDS]
+    return Comparison(a, b, differences, shared, column_rows(_table(a), _table(b)), runtime)
