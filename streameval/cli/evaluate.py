@@ -78,7 +78,7 @@ def _run_episodes(
         if getattr(args, "publish_mqtt", None):
             raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
         bad = len(report.bad_input) + len(report.input_problems)
-        return run_ray_replay(args, jobs, config, [results_log], bad)
+        return run_ray_replay(args, jobs, config, [results_log], bad, inputs)
     extra: list[EpisodeObserver] = [*evidence.start().observers]
     publisher = None
     if args.publish_mqtt:
