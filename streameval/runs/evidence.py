@@ -18,7 +18,6 @@ from streameval.core.atomic import write_json_atomic
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.inputs.claims import Claim
 from streameval.results.ledger import EVIDENCE_FILE, RunInputs, build_ledger, write_ledger
-from streameval.results.scores_file import REPEATS_DIR
 from streameval.runs.hardware import GpuMonitor, ServerFigures, summary_lines
 from streameval.runs.jobs import EpisodeJob
 
@@ -141,12 +140,12 @@ class RunEvidence:
             lines += [f"same-seed identity: {i.line()}" for i in found]
         if self.claim is not None:
             from streameval.results.claims import claim_verdict, measured_from_run, verdict_line
+            from streameval.runs.repeats import is_repeat
 
             firsts = [
                 o.results_dir
                 for o in outcomes
-                if o.results_dir is not None
-                and REPEATS_DIR not in o.results_dir.relative_to(self.out).parts
+                if o.results_dir is not None and not is_repeat(self.out, o.results_dir)
             ]
             block = claim_verdict(self.claim, measured_from_run(firsts, hardware))
             self.sections["claim"] = block

@@ -24,6 +24,22 @@ from streameval.runs.jobs import EpisodeJob
 RECORDING = "recording"
 
 
+def parts_under(out: Path, path: Path) -> tuple[str, ...]:
+    """``path``'s parts below ``out`` (links resolved when the plain paths do not nest)."""
+    try:
+        return path.relative_to(out).parts
+    except ValueError:
+        try:
+            return path.resolve().relative_to(out.resolve()).parts
+        except (ValueError, OSError):
+            return ()
+
+
+def is_repeat(out: Path, results_dir: Path) -> bool:
+    """Whether ``results_dir`` is a repeat 2..K (under ``OUT/.repeats/``)."""
+    return REPEATS_DIR in parts_under(out, results_dir)
+
+
 def repeat_dir(out: Path, results_dir: Path, k: int) -> Path:
     """Where repeat ``k`` (2..K) of the episode at ``results_dir`` goes."""
     return out / REPEATS_DIR / f"r{k}" / results_dir.relative_to(out)
@@ -59,12 +75,12 @@ def identities(out: Path, outcomes: Sequence[EpisodeOutcome], repeat: int) -> li
     found: list[RolloutIdentity] = []
     for outcome in outcomes:
         first = outcome.results_dir
-        if first is None or REPEATS_DIR in first.relative_to(out).parts:
+        if first is None or is_repeat(out, first):
             continue
         runs = [first, *(repeat_dir(out, first, k) for k in range(2, repeat + 1))]
         if not all(r in folders for r in runs):
             continue
-        name = first.relative_to(out).as_posix()
+        name = "/".join(parts_under(out, first)) or str(first)
         found.append(compare_rollouts(name, [r / RECORDING for r in runs]))
     return found
 
