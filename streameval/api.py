@@ -224,6 +224,7 @@ async def aevaluate(
             jobs,
             options=_api_options(locals_at_start),
             profile=None if attach is None else attach.profile,
+            model=model,
         )
         await asyncio.to_thread(write_run_ledger, out, inputs, result.outcomes, evidence.sections)
     return result

@@ -172,6 +172,7 @@ def command_inputs(args: argparse.Namespace, jobs: list[EpisodeJob]) -> RunInput
         argv=getattr(args, ARGV, None),
         options=options,
         profile=getattr(args, "profile", None),
+        model=getattr(args, "url", None),
     )
 
 

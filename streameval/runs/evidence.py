@@ -36,6 +36,23 @@ def profile_file(spec: str | None) -> Path | None:
         return None
 
 
+def model_code_file(model: Any) -> tuple[str, Path] | None:
+    """``(module, file)`` of an in-process model's code: the ``MODULE`` of a
+    ``python:MODULE:FACTORY`` string, or the module of a model object's class (as loaded: the
+    file that ran). None for a network URL or a module with no file."""
+    import sys
+
+    if isinstance(model, str):
+        if not model.startswith("python:"):
+            return None
+        module = model.split(":")[1] if model.count(":") >= 2 else ""
+    else:
+        module = type(model).__module__
+    loaded = sys.modules.get(module)
+    path = getattr(loaded, "__file__", None)
+    return (module, Path(path)) if isinstance(path, str) else None
+
+
 def suite_definitions(suites: Iterable[str]) -> dict[str, Any]:
     """Each suite driven, by what defines it: WorldMark's action rows, memory_loop's
     trajectories (a change of either is a change of input)."""
@@ -57,12 +74,17 @@ def run_inputs(
     options: Mapping[str, Any] | None = None,
     profile: str | None = None,
     suites: Iterable[str] = (),
+    model: Any = None,
 ) -> RunInputs:
     """A run's inputs from its jobs: case images (their sha256 was taken when the case was
-    read), rollouts' files (replay), the profile file and the suites."""
+    read), rollouts' files (replay), the profile file, an in-process model's code file and
+    the suites."""
     from streameval.results.ledger import plain_options
 
     inputs = RunInputs(command, argv, plain_options(options or {}))
+    code = model_code_file(model) if model is not None else None
+    if code is not None:
+        inputs.files[f"model code {code[0]}"] = code[1]
     for job in jobs:
         case = job.case
         if case is not None:

@@ -229,9 +229,12 @@ def test_compare_lists_the_fps_difference_first(
 ) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     assert _evaluate(a, Slider(16.0)).complete and _evaluate(b, Slider(8.0)).complete
-    assert (a / LEDGER_FILE).is_file() and json.loads((a / LEDGER_FILE).read_text())["inputs"][
-        "command"
-    ] == "api"
+    inputs = json.loads((a / LEDGER_FILE).read_text())["inputs"]
+    assert inputs["command"] == "api" and inputs["options"]["model"].endswith(
+        "test_evidence.Slider"
+    )
+    code = inputs["files"]["model code tests.runs.test_evidence"]  # the model's own code
+    assert code["sha256"] == sha256_file(Path(__file__))
     assert main(["compare", str(a), str(b)]) == 0
     out = capsys.readouterr().out.splitlines()
     start = out.index("Configuration differences (1):")
