@@ -86,7 +86,7 @@ class GpuMonitor:
     def start(self) -> GpuMonitor:
         nvml = self._nvml if self._nvml is not None else _nvml_module()
         if nvml is None:
-            self._reason = f"{NO_GPU} (pynvml is not installed: pip install nvidia-ml-py)"
+            self._reason = f"{NO_GPU} (pynvml is not installed: pip install streameval[gpu])"
             return self
         self._nvml = nvml
         try:

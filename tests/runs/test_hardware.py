@@ -97,7 +97,7 @@ def test_no_gpu_without_pynvml(monkeypatch: pytest.MonkeyPatch) -> None:
     gpu = _run(GpuMonitor(), 0.0)
     assert gpu == {
         "measured": False,
-        "reason": f"{NO_GPU} (pynvml is not installed: pip install nvidia-ml-py)",
+        "reason": f"{NO_GPU} (pynvml is not installed: pip install streameval[gpu])",
     }
     assert summary_lines({"gpu": gpu}) == [f"GPU: {gpu['reason']}"]
 
