@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from streameval.cases.model import CaseSet
     from streameval.leaderboard import MasterTable
     from streameval.runs.cases import CaseSelection
+    from streameval.runs.evidence import RunEvidence
     from streameval.transports.urls import AttachOptions
 
 DEFAULT_ACTIONS = ALL_ACTIONS
@@ -61,6 +62,9 @@ class Evaluation:
     bad_input: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     input_problems: list[str] = field(default_factory=list)
+    # the ledger's hardware, repeats and claim blocks, and one line each (``runs.evidence``)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def scores(self) -> dict[str, dict[str, MetricResult]]:
@@ -101,6 +105,8 @@ async def aevaluate(
     step_timeout: float | None = None,
     attach: AttachOptions | None = None,
     cases: Path | str | CaseSelection | None = None,
+    repeat: int = 1,
+    claim: str | None = None,
 ) -> Evaluation:
     """Evaluate ``model`` and/or replay ``rollouts``; results go to
     ``out/<model>/<episode>/`` as with the command line.
@@ -132,8 +138,10 @@ async def aevaluate(
     ``BadInputError`` for a model that cannot be loaded; unreadable rollouts are listed in
     ``bad_input`` and the others still scored.
     """
+    locals_at_start = dict(locals())  # the arguments as given, for the run's ledger
     out = Path(out)
     result = Evaluation(out)
+    evidence = _evidence(out, repeat, claim, record, attach)
     loops = LoopPlan(tuple(trajectories) if trajectories else None, loop_seconds)
     jobs: list[EpisodeJob] = []
     if cases is not None:
@@ -183,19 +191,88 @@ async def aevaluate(
         jobs += rollout_jobs([Path(p) for p in rollouts], out, found, fps=fps, realtime=realtime)
         result.bad_input += found.bad_input
         result.input_problems += found.input_problems
+    if evidence.repeat > 1:
+        from streameval.runs.repeats import repeat_jobs
+
+        jobs = repeat_jobs(jobs, out, evidence.repeat, record)
     jobs, result.skipped, kept = apply_existing_policy(jobs, existing)
     result.bad_input += kept
-    report: JobsReport = await run_jobs(
-        jobs, config or PipelineConfig(), [*observers, ResultsLog(out / RESULTS_LOG)]
-    )
+    evidence.start()
+    try:
+        report: JobsReport = await run_jobs(
+            jobs,
+            config or PipelineConfig(),
+            [*observers, ResultsLog(out / RESULTS_LOG), *evidence.observers],
+        )
+    except BaseException:
+        evidence.finish([])  # the GPU sampler stops with the run, however it ends
+        raise
     result.outcomes = report.outcomes
     result.bad_input += report.bad_input
-    if reports and result.outcomes:
+    result.notes = await asyncio.to_thread(evidence.finish, result.outcomes)
+    result.evidence = dict(evidence.sections)
+    dirs = [o.results_dir for o in result.outcomes if o.results_dir is not None]
+    if reports and dirs:
         from streameval.report.writer import write_reports
 
-        dirs = [o.results_dir for o in result.outcomes if o.results_dir is not None]
         await asyncio.to_thread(write_reports, dirs, out)
+    if dirs:
+        from streameval.runs.evidence import run_inputs, write_run_ledger
+
+        inputs = run_inputs(
+            "api",
+            jobs,
+            options=_api_options(locals_at_start),
+            profile=None if attach is None else attach.profile,
+            model=model,
+        )
+        await asyncio.to_thread(write_run_ledger, out, inputs, result.outcomes, evidence.sections)
     return result
+
+
+def _evidence(
+    out: Path, repeat: int, claim: str | None, record: RecordMode, attach: AttachOptions | None
+) -> RunEvidence:
+    """``repeat`` and ``claim`` checked as the command line checks ``--repeat``/``--claim``
+    (a profile's ``[claim]`` when no claim is given), before any model is built."""
+    from streameval.errors import BadInputError
+    from streameval.inputs.claims import parse_claim
+    from streameval.runs.evidence import RunEvidence
+
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= 100:
+        raise BadInputError("repeat", f"a whole number in 1..100, got {repeat!r}")
+    if repeat > 1 and record == "off":
+        raise BadInputError(
+            "repeat", "rollouts are compared by their recordings: not with record='off'"
+        )
+    parsed = None
+    if claim is not None:
+        parsed = parse_claim(claim, "claim")
+    elif attach is not None and attach.profile:
+        from streameval.transports.profiles import load_profile
+
+        profile = load_profile(attach.profile)
+        if profile.claim is not None:
+            parsed = parse_claim(profile.claim, f"{profile.path}: claim")
+    return RunEvidence(out, parsed, repeat)
+
+
+def _api_options(given: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of ``aevaluate`` as the ledger keeps them: an in-process model by its
+    type, observers by their types, everything else as given (paths as text)."""
+    options = dict(given)
+    model = options.get("model")
+    if model is not None and not isinstance(model, str):
+        options["model"] = f"{type(model).__module__}.{type(model).__qualname__}"
+    options["observers"] = [type(o).__qualname__ for o in options.get("observers", ())]
+    from dataclasses import asdict, is_dataclass
+
+    for key in ("config", "attach"):  # PipelineConfig, AttachOptions: dataclasses
+        value = options.get(key)
+        if value is not None:
+            plain = is_dataclass(value) and not isinstance(value, type)
+            options[key] = asdict(value) if plain else str(value)
+    return options
 
 
 def _case_jobs(
@@ -377,6 +454,8 @@ def evaluate(
     step_timeout: float | None = None,
     attach: AttachOptions | None = None,
     cases: Path | str | CaseSelection | None = None,
+    repeat: int = 1,
+    claim: str | None = None,
 ) -> Evaluation:
     """``aevaluate`` for code without ``await`` (same arguments); safe inside a running event
     loop (Jupyter): the evaluation then gets its own loop in a helper thread and this call
@@ -401,6 +480,8 @@ def evaluate(
         step_timeout=step_timeout,
         attach=attach,
         cases=cases,
+        repeat=repeat,
+        claim=claim,
     )
     try:
         asyncio.get_running_loop()

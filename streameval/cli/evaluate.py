@@ -21,13 +21,17 @@ from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
 from streameval.inputs.paths import check_output_dir, missing_dirs, remove_if_empty
 from streameval.metrics.stop_rule import DEFAULT_MARGIN, OPTION
+from streameval.results.ledger import RunInputs
 from streameval.results.results_log import RESULTS_LOG, ResultsLog
 from streameval.runs.existing import apply_existing_policy
 from streameval.runs.interrupts import cancel_on_sigterm
 from streameval.runs.jobs import EpisodeJob, JobsReport, StopCheck, run_jobs
 
 if TYPE_CHECKING:
+    from streameval.runs.evidence import RunEvidence
     from streameval.runs.stop_when import StopMonitor
+
+ARGV = "typed_argv"  # the namespace attribute main() keeps the command line in (the ledger's)
 
 
 def _use_dashboard(args: argparse.Namespace) -> bool:
@@ -52,10 +56,16 @@ def _run_episodes(
     args: argparse.Namespace, build: Callable[[argparse.Namespace, JobsReport], list[EpisodeJob]]
 ) -> int:
     report = JobsReport()
+    evidence = run_evidence(args)  # a bad --claim or --repeat: before any model is built
     jobs = build(args, report)
     monitor = case_stop_monitor(args, jobs)
+    if evidence.repeat > 1:
+        from streameval.runs.repeats import repeat_jobs
+
+        jobs = repeat_jobs(jobs, args.out, evidence.repeat, args.record)
     jobs, skipped, kept = apply_existing_policy(jobs, existing_policy(args))
     report.bad_input.extend(kept)
+    inputs = command_inputs(args, jobs)
     for message in [*report.bad_input, *report.input_problems]:
         print(f"error: {message}", file=sys.stderr)
     for message in skipped:
@@ -68,8 +78,8 @@ def _run_episodes(
         if getattr(args, "publish_mqtt", None):
             raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
         bad = len(report.bad_input) + len(report.input_problems)
-        return run_ray_replay(args, jobs, config, [results_log], bad)
-    extra: list[EpisodeObserver] = []
+        return run_ray_replay(args, jobs, config, [results_log], bad, inputs)
+    extra: list[EpisodeObserver] = [*evidence.start().observers]
     publisher = None
     if args.publish_mqtt:
         from streameval.transports.mqtt.scores_publisher import MqttScoresPublisher
@@ -82,31 +92,88 @@ def _run_episodes(
     if servers > 1 and _use_dashboard(args):
         # the dashboard follows one episode at a time; several at once run headless
         print(f"{servers} servers: running without the dashboard", file=sys.stderr)
+    try:
+        run_report = _run(args, jobs, config, results_log, extra, publisher, monitor, servers)
+    except BaseException:
+        evidence.finish([])  # the GPU sampler stops with the run, however it ends
+        raise
+    if monitor is not None:
+        for line in monitor.finish():
+            print(line, file=sys.stderr)
+    return _finish(args, report, run_report, len(skipped), inputs, evidence)
+
+
+def _run(
+    args: argparse.Namespace,
+    jobs: list[EpisodeJob],
+    config: PipelineConfig,
+    results_log: ResultsLog,
+    extra: list[EpisodeObserver],
+    publisher: Any,
+    monitor: StopMonitor | None,
+    servers: int,
+) -> JobsReport:
+    """The jobs, in the dashboard or with plain progress."""
     if servers == 1 and _use_dashboard(args):
         from streameval.tui import run_dashboard
 
-        run_report = run_dashboard(
+        return run_dashboard(
             jobs,
             config,
             [results_log, *extra],
             stop=monitor,
             closing=None if publisher is None else publisher.close,
         )
-    else:
-        run_report = _run_plain(
-            jobs,
-            config,
-            [results_log, *extra],
-            args.quiet,
-            publisher,
-            servers=servers,
-            max_sessions=getattr(args, "max_sessions", None),
-            stop=None if monitor is None else monitor.check,
+    return _run_plain(
+        jobs,
+        config,
+        [results_log, *extra],
+        args.quiet,
+        publisher,
+        servers=servers,
+        max_sessions=getattr(args, "max_sessions", None),
+        stop=None if monitor is None else monitor.check,
+    )
+
+
+def run_evidence(args: argparse.Namespace) -> RunEvidence:
+    """The run's evidence gatherer: ``--repeat`` (checked: repeats are compared by their
+    recordings) and the claim, from ``--claim`` or else the ``--profile``'s ``[claim]``."""
+    from streameval.inputs.claims import OPTION as CLAIM
+    from streameval.inputs.claims import parse_claim
+    from streameval.runs.evidence import RunEvidence
+
+    repeat = getattr(args, "repeat", None) or 1
+    if repeat > 1 and getattr(args, "record", "off") == "off":
+        raise BadInputError(
+            "--repeat", "rollouts are compared by their recordings: not with --record off"
         )
-    if monitor is not None:
-        for line in monitor.finish():
-            print(line, file=sys.stderr)
-    return _finish(args, report, run_report, len(skipped))
+    claim = None
+    if getattr(args, "claim", None):
+        claim = parse_claim(args.claim, CLAIM)
+    elif getattr(args, "profile", None):
+        from streameval.transports.profiles import load_profile
+
+        profile = load_profile(args.profile)
+        if profile.claim is not None:
+            claim = parse_claim(profile.claim, f"{profile.path}: claim")
+    return RunEvidence(args.out, claim, repeat)
+
+
+def command_inputs(args: argparse.Namespace, jobs: list[EpisodeJob]) -> RunInputs:
+    """What the ledger says this command was given: its argv as typed, its options, and the
+    inputs its jobs name (``runs.evidence``)."""
+    from streameval.runs.evidence import run_inputs
+
+    options = {k: v for k, v in vars(args).items() if k != ARGV}
+    return run_inputs(
+        str(getattr(args, "command", "")),
+        jobs,
+        argv=getattr(args, ARGV, None),
+        options=options,
+        profile=getattr(args, "profile", None),
+        model=getattr(args, "url", None),
+    )
 
 
 def case_stop_monitor(args: argparse.Namespace, jobs: list[EpisodeJob]) -> StopMonitor | None:
@@ -178,17 +245,32 @@ def _run_plain(
         return asyncio.run(cancel_on_sigterm(run_all([bars])))
 
 
-def _finish(args: argparse.Namespace, report: JobsReport, run: JobsReport, skipped: int) -> int:
-    """Report what went wrong, a one-line summary with the results path, and the exit code."""
+def _finish(
+    args: argparse.Namespace,
+    report: JobsReport,
+    run: JobsReport,
+    skipped: int,
+    inputs: RunInputs,
+    evidence: RunEvidence,
+) -> int:
+    """Report what went wrong, write the ledger, a one-line summary with the results path, and
+    the exit code."""
     from streameval.engine.keys_contradicted import summary_lines as contradiction_lines
     from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
     from streameval.report.writer import write_reports
 
     written = [o.results_dir for o in run.outcomes if o.results_dir is not None]
+    evidence_lines = evidence.finish(run.outcomes)
     reports = not getattr(args, "no_report", False)
     if written and reports:
         for warning in write_reports(written, args.out):
             print(f"warning: {warning}", file=sys.stderr)
+    if written:
+        from streameval.runs.evidence import write_run_ledger
+
+        write_run_ledger(args.out, inputs, run.outcomes, evidence.sections)
+    for line in evidence_lines:
+        print(line, file=sys.stderr)
     for message in run.bad_input:
         print(f"error: {message}", file=sys.stderr)
     for outcome in run.outcomes:

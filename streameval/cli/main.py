@@ -1,5 +1,5 @@
 """The command line: ``streameval demo | attach | replay | rescore | table | report |
-dashboard | serve | pool | profiles | probe`` (docs/cli.md).
+dashboard | serve | pool | profiles | probe | verify | compare`` (docs/cli.md).
 
 One module per command (``cli/<command>.py``: ``add_parser`` and ``run``), one table of them
 here, and one place that turns the error tree into an exit status (docs/cli.md#exit-status:
@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from streameval.cli import (
     attach,
+    compare,
     dashboard,
     demo,
     pool,
@@ -27,6 +28,7 @@ from streameval.cli import (
     rescore,
     serve,
     table,
+    verify,
 )
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, exit_status
 from streameval.cli.options import OneLineParser, configure_logging
@@ -59,6 +61,8 @@ COMMANDS: dict[str, Command] = {
     "pool": pool,
     "profiles": profiles,
     "probe": probe,
+    "verify": verify,
+    "compare": compare,
 }
 
 
@@ -76,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, dispatch, and turn the error tree into an exit status — here and only here."""
-    args = build_parser().parse_args(split_ray_flag(sys.argv[1:] if argv is None else argv))
+    typed = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(split_ray_flag(typed))
+    args.typed_argv = typed  # for the run's ledger (cli.evaluate.ARGV)
     configure_logging(args)
     try:
         cpu.mode()  # a $STREAMEVAL_CPU_FEATURES it does not know: one line, before any work

@@ -46,6 +46,35 @@ def add_output_options(p: argparse.ArgumentParser, *, record: bool) -> None:
             "CRF 18, ~30× smaller; a replay scores close to, not exactly as, the live run) or off; "
             "depth the model sends is kept exactly in both (640×432: 17.7 MB per second)",
         )
+        p.add_argument(
+            "--repeat",
+            type=_repeat_count,
+            default=1,
+            metavar="K",
+            help="run each episode K times (repeats 2..K in OUT/.repeats/rK/) and say whether "
+            "the rollouts are identical, or how far apart (per-frame PSNR); default 1",
+        )
+        p.add_argument(
+            "--claim",
+            default=None,
+            metavar="TEXT",
+            help="a stated performance to compare with what is measured, e.g. "
+            "'25 fps, 1x H100, 720p': verdict consistent / below claim / different "
+            "configuration / config not stated (default: the --profile's [claim], if any)",
+        )
+
+
+MAX_REPEAT = 100
+
+
+def _repeat_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"{value} is outside 1..{MAX_REPEAT}")
+    return value
 
 
 def add_verbosity_options(p: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ from streameval.errors import BadInputError
 from streameval.runs.jobs import EpisodeJob
 
 if TYPE_CHECKING:
+    from streameval.results.ledger import RunInputs
     from streameval.scale.ray_batch import BatchReport, RayOptions
 
 
@@ -110,13 +111,21 @@ def run_ray_replay(
     config: PipelineConfig,
     observers: Sequence[EpisodeObserver],
     earlier_bad_input: int,
+    inputs: RunInputs | None = None,
 ) -> int:
-    """Replay ``jobs`` on Ray; the exit status follows the local run's rules."""
+    """Replay ``jobs`` on Ray; the exit status follows the local run's rules. The run's
+    ledger (``inputs``) is written here, on the driver, with where each episode ran."""
     from streameval.scale.ray_batch import run_replay_batch
 
     tasks = [job.task for job in jobs if job.task is not None]
     options = _ray_options(args)
     batch = run_replay_batch(tasks, config, options, observers)
+    outcomes = [r.outcome for r in batch.reports if r.outcome is not None]
+    if inputs is not None and any(o.results_dir is not None for o in outcomes):
+        from streameval.runs.evidence import write_run_ledger
+
+        workers = sorted({str(r.worker) for r in batch.reports if r.worker})
+        write_run_ledger(args.out, inputs, outcomes, {"ray": {"workers": workers}})
     done = sum(1 for r in batch.reports if r.outcome is not None and r.outcome.complete)
     print(
         f"{done} complete, {len(batch.incomplete)} incomplete, {len(batch.skipped)} skipped, "

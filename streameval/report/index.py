@@ -13,6 +13,7 @@ from streameval.leaderboard import INCLUDE_ALL, ExclusionRule, build_table, load
 from streameval.leaderboard.intervals import find_case_runs, with_intervals
 from streameval.report.bands import run_bands_fragment
 from streameval.report.episode import REPORT_NAME
+from streameval.report.evidence import evidence_fragment
 from streameval.report.html import page
 from streameval.report.master import master_table_fragment
 from streameval.results.scores_file import EpisodeRecord
@@ -28,6 +29,7 @@ def render_index(root: Path) -> str:
     if runs:
         table = with_intervals(table, runs)
     body = [f"<h1>streameval results: {escape(str(root))}</h1>", *master_table_fragment(table)]
+    body += evidence_fragment(root)
     for model, model_dir in sorted(runs.items()):
         body += run_bands_fragment(model, model_dir)
     if default.excluded:

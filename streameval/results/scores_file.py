@@ -143,6 +143,12 @@ class LoadedResults:
     errors: tuple[BadInputError, ...]
 
 
+# ``--repeat K``: repeats 2..K of a run's episodes (``runs.repeats``), under ``OUT/.repeats/``:
+# hidden, so no model's folder can be named so (``layout.path_component`` never starts a name
+# with a dot)
+REPEATS_DIR = ".repeats"
+
+
 def find_scores_files(path: Path) -> list[Path]:
     """``path`` itself if it is a scores.json, else every ``scores.json`` below it, sorted.
 
@@ -155,7 +161,12 @@ def find_scores_files(path: Path) -> list[Path]:
         raise BadInputError(path, "not a results directory or a scores.json file")
     if not path.is_dir():
         raise BadInputError(path, "no such results directory")
-    found = sorted(p for p in path.rglob(SCORES_FILE) if p.is_file())
+    # repeats of a run (``--repeat``) are kept apart: a model's row counts each episode once
+    found = sorted(
+        p
+        for p in path.rglob(SCORES_FILE)
+        if p.is_file() and REPEATS_DIR not in p.relative_to(path).parts
+    )
     if not found:
         raise BadInputError(path, "no scores.json found below it")
     return found

@@ -88,6 +88,10 @@ def test_batch_equals_local_and_resume_skips_finished(
         assert _scored_parts(_episode(out, name)) == _scored_parts(_episode(local_results, name))
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(line["episode"] for line in lines) == list(EPISODES)
+    # the driver writes the run's ledger, with where each episode ran; verify reads it back
+    ledger = json.loads((out / "ledger.json").read_text())
+    assert len(ledger["episodes"]) == len(EPISODES) and ledger["ray"]["workers"]
+    assert main(["verify", str(out)]) == 0
 
     # a batch stopped half-way: ep1 has no scores.json, ep2's run was incomplete
     (_episode(out, "ep1") / "scores.json").unlink()

@@ -198,6 +198,7 @@ class ServerProfile:
     answer: AnswerSpec | None = None
     process: ProcessSpec | None = None
     conditioning: ConditioningSpec = ConditioningSpec()
+    claim: str | None = None  # ``[claim]``: what the vendor states (``inputs.claims``)
 
     @property
     def takes_images(self) -> bool:
@@ -523,6 +524,7 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         request=read_request(top),
         answer=read_answer(top),
         process=read_process(top),
+        claim=_claim(top),
     )
     top.done()
     _check_on_demand(top, profile)
@@ -534,6 +536,29 @@ def parse_profile(text: str, path: str) -> ServerProfile:
     if keys.channel == "datachannel" and "webrtc" not in transports:
         raise top.fail("keys.channel", "a data channel needs transport = 'webrtc'")
     return profile
+
+
+def _claim(top: _Fields) -> str | None:
+    """``[claim]``: ``text = "25 fps, 1x H100, 720p"``, or its parts as ``fps``, ``gpu`` and
+    ``resolution``; checked as ``--claim`` is (``inputs.claims.parse_claim``)."""
+    from streameval.inputs.claims import parse_claim
+
+    if "claim" not in top.table:
+        return None
+    table = top.sub("claim")
+    text = table.take("text", str)
+    fps = table.number("fps", None, 0, 1000)
+    gpu = table.take("gpu", str)
+    resolution = table.take("resolution", str)
+    table.done()
+    parts = [p for p in (None if fps is None else f"{fps:g} fps", gpu, resolution) if p]
+    if text is not None and parts:
+        raise top.fail("claim", "give text or its parts (fps, gpu, resolution), not both")
+    text = text if text is not None else ", ".join(parts)
+    if not text:
+        raise top.fail("claim", "empty: give text, or fps, gpu and resolution")
+    parse_claim(text, f"{top.path}: claim")
+    return text
 
 
 def _check_on_demand(top: _Fields, profile: ServerProfile) -> None:
