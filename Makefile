@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # multi-GB CUDA build. Only the heavy (optional) backends need it.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-baseline test-ray fuzz lint bench bench-ray clean
+.PHONY: demo test test-baseline imports test-ray fuzz lint bench bench-ray clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ fuzz: $(STAMP)
 # `ray`), so they are their own command like the long suites, run before resolving.
 test-ray: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ray $(ARGS)
+
+# The import layers, as import-linter contracts (pyproject.toml [tool.importlinter]); run on the
+# tree laid out as the installed namespace (tools/typecheck_tree.sh), as mypy is.
+imports: $(STAMP)
+	tools/typecheck_tree.sh >/dev/null
+	cd build/typecheck && ../../$(VENV)/bin/lint-imports --config ../../pyproject.toml
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -175,57 +175,8 @@ def test_wheel_installs_exactly_one_top_level_package(tmp_path: Path) -> None:
     assert any(n.startswith("streameval/tui/") and n.endswith(".tcss") for n in names)
 
 
-# Import directions: a part may import parts of its own layer or below, never above. The spine
-# is core < metrics < results < perception < engine < runs < cli; the other parts sit where what
-# they import and who imports them puts them (transports reach only core and inputs, so that
-# the engine and the runners can use them; the dashboard runs jobs, so it sits above runs).
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "constants", "protocol", "schemas"),
-    ("core", "inputs"),
-    ("metrics", "replay", "transports", "worlds", "cases"),
-    ("results",),
-    ("perception", "leaderboard"),
-    ("engine", "report", "probe"),
-    ("scale",),
-    ("runs",),
-    ("tui", "api"),
-    ("cli", "__main__"),
-)
-
-
-def _layer_of(node: str) -> int:
-    part = node.removeprefix("streameval.")
-    for depth, parts in enumerate(LAYERS):
-        if part in parts:
-            return depth
-    raise AssertionError(f"{node} has no layer in LAYERS: place it there")
-
-
-def upward_imports(graph: dict[str, dict[str, str]]) -> list[str]:
-    """Every edge that goes to a higher layer, as "a -> b (file)"."""
-    return [
-        f"{a} -> {b} ({where})"
-        for a, targets in sorted(graph.items())
-        if a != "streameval"
-        for b, where in sorted(targets.items())
-        if _layer_of(b) > _layer_of(a)
-    ]
-
-
-def test_imports_go_down_the_layers() -> None:
-    graph = import_graph()
-    assert {"streameval.core", "streameval.engine", "streameval.runs"} <= set(graph)
-    problems = upward_imports(graph)
-    assert not problems, "imports against the layering:\n  " + "\n  ".join(problems)
-
-
-def test_core_imports_only_the_protocol_and_the_error_tree() -> None:
-    assert set(import_graph()["streameval.core"]) <= {"streameval.protocol", "streameval.errors"}
-
-
-def test_layer_check_finds_a_planted_upward_import() -> None:
-    graph = {"streameval.core": {"streameval.engine": "x.py"}, "streameval.cli": {}}
-    assert upward_imports(graph) == ["streameval.core -> streameval.engine (x.py)"]
+# The import layers are import-linter contracts (pyproject.toml [tool.importlinter], `make
+# imports`, run by .ci/run); the module-level cycles are tests/test_imports.py's.
 
 
 def test_streameval_holds_few_modules_directly() -> None:

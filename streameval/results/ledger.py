@@ -106,7 +106,7 @@ def software_versions() -> dict[str, str]:
     pynvml where installed (the GPU figures come through it)."""
     from importlib import metadata
 
-    from streameval import __version__
+    from streameval.core.version import __version__
     from streameval.results.provenance import library_versions
 
     versions = {"streameval": __version__, **library_versions()}

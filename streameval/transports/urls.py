@@ -204,7 +204,7 @@ class _Request:
         except WireError as exc:
             raise BadInputError("--key-map", str(exc)) from None
         if profile is not None:
-            from streameval.transports.profiles.keychannel import check_templates
+            from streameval.transports.profiles.conditioning import check_templates
 
             names = profile.key_names(_key_map_entries(self.options.key_map))
             case = self.conditioning.case if self.conditioning is not None else None
@@ -275,19 +275,60 @@ def _open_mjpeg(r: _Request) -> LiveSource:
 
 
 def _open_on_demand(r: _Request) -> LiveSource:
-    """http(s):// (a request per chunk) and exec: (a process on stdin): ``ondemand.py``."""
-    from streameval.transports.ondemand import open_on_demand
+    """http(s):// (a request per chunk: ``segments/``) and exec: (a process on stdin:
+    ``exec/``), both on-demand sources (``ondemand.py``). The clock is the video's (a server
+    that generates when asked has no wall clock to keep); the stall guard and the connect
+    timeout make room for the style's own, longer timeouts (a request's answer, a model
+    loading before its first prompt)."""
+    from streameval.transports.ondemand import TIMEOUT_MARGIN_S
 
     profile = _profile_for(r.url, r.options)
     names = r.key_names(profile)
     assert profile is not None  # _profile_for insists on one for these
-    return open_on_demand(
+    if r.options.clock == "wall":
+        raise BadInputError(
+            "--clock", f"{r.url}: generates when asked, so its clock is the video's, not wall"
+        )
+    config = r.live
+    if profile.process is not None:
+        from streameval.transports.exec.transport import ExecSource
+
+        spec = profile.process
+        live = replace(
+            config,
+            clock="video",
+            connect_timeout_s=spec.start_timeout_s + TIMEOUT_MARGIN_S,
+            no_frame_timeout_s=max(
+                config.no_frame_timeout_s, spec.frame_timeout_s + TIMEOUT_MARGIN_S
+            ),
+        )
+        return ExecSource(
+            r.url,
+            r.keys,
+            config=live,
+            fps=r.options.fps,
+            profile=profile,
+            key_names=names,
+            episode=r.episode,
+            suite=r.suite,
+        )
+    from streameval.transports.segments.transport import SegmentSource
+
+    timeout = profile.request.timeout_s if profile.request is not None else 0.0
+    live = replace(
+        config,
+        clock="video",
+        no_frame_timeout_s=max(config.no_frame_timeout_s, timeout + TIMEOUT_MARGIN_S),
+    )
+    return SegmentSource(
         r.url,
         r.keys,
+        config=live,
+        fps=r.options.fps,
         profile=profile,
         key_names=names,
-        clock=r.options.clock,
-        **r.common(),  # type: ignore[arg-type]
+        episode=r.episode,
+        suite=r.suite,
     )
 
 

@@ -24,7 +24,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
+from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError, CaseRefused, TemplateError, one_line
+from streameval.transports.profiles.keychannel import KeyChannel
 from streameval.transports.profiles.model import (
     CASE_IMAGE_PLACEHOLDERS,
     SAMPLE_VALUES,
@@ -36,7 +38,6 @@ from streameval.transports.profiles.templates import encode, render
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
     from streameval.cases.model import Case
-    from streameval.transports.profiles.keychannel import KeyChannel
 
 MAX_ANSWER_CHARS = 300
 """Of a server's answer, this much goes into a reason (its words, not a page of HTML)."""
@@ -221,3 +222,28 @@ def sends_case(profile: ServerProfile | None, conditioning: Conditioning | None)
     if conditioning is None or profile is None:
         return False
     return profile.conditioning.template in profile.templates
+
+
+class _Nowhere:
+    async def send(self, payload: str | bytes) -> None:
+        raise ConnectionError("not connected")
+
+
+def check_templates(
+    profile: ServerProfile,
+    names: dict[str, str],
+    keys: tuple[str, ...],
+    case: Case | None = None,
+) -> None:
+    """Every template for every key of the episode (and ``case``'s start), rendered before
+    anything connects: a key whose name has no keyCode (say) is one ``BadInputError`` naming
+    the profile's file."""
+    channel = KeyChannel(
+        profile, names, _Nowhere(), fps=DEFAULT_FPS, episode="check", on_lost=print
+    )
+    if case is not None:
+        channel.case_values = case_check_values(case)
+    try:
+        channel.check(keys)
+    except TemplateError as exc:
+        raise BadInputError(profile.path, str(exc)) from None

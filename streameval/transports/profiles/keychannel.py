@@ -30,14 +30,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from streameval.cases.conditioning import PLACEHOLDERS as _CASE_PLACEHOLDERS
-from streameval.constants import DEFAULT_FPS
 from streameval.core.tasks import cancel_and_wait
 from streameval.errors import TemplateError
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.templates import encode, render
 
 if TYPE_CHECKING:
-    from streameval.cases.model import Case
+    pass
 
 KeyKind = Literal["keydown", "keyup", "heartbeat"]
 KEY_TEMPLATES = ("keydown", "keyup", "press", "heartbeat")
@@ -129,34 +128,6 @@ class PosePath:
             self.pose = self.pose @ delta
             out.append([[round(float(v), 9) for v in row] for row in self.pose])
         return out
-
-
-class _Nowhere:
-    async def send(self, payload: str | bytes) -> None:
-        raise ConnectionError("not connected")
-
-
-def check_templates(
-    profile: ServerProfile,
-    names: dict[str, str],
-    keys: tuple[str, ...],
-    case: Case | None = None,
-) -> None:
-    """Every template for every key of the episode (and ``case``'s start), rendered before
-    anything connects: a key whose name has no keyCode (say) is one ``BadInputError`` naming
-    the profile's file."""
-    from streameval.errors import BadInputError
-    from streameval.transports.profiles.conditioning import case_check_values
-
-    channel = KeyChannel(
-        profile, names, _Nowhere(), fps=DEFAULT_FPS, episode="check", on_lost=print
-    )
-    if case is not None:
-        channel.case_values = case_check_values(case)
-    try:
-        channel.check(keys)
-    except TemplateError as exc:
-        raise BadInputError(profile.path, str(exc)) from None
 
 
 class KeyChannel:

@@ -8,7 +8,6 @@ wrong — never a surprise in the middle of an episode.
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any, Literal
 
 from streameval.errors import BadInputError, TemplateError
 from streameval.protocol.keys import KEYS
+from streameval.transports.profiles.fields import TomlFields, kind_name
 from streameval.transports.profiles.ondemand import (
     AnswerSpec,
     ProcessSpec,
@@ -249,60 +249,7 @@ def lookup(message: Mapping[str, Any], path: str) -> Any:
 # ---------------------------------------------------------------- reading
 
 
-class _Fields:
-    """A TOML table being read: each value taken is checked, leftovers are unknown fields."""
-
-    def __init__(self, path: str, table: Any, where: str) -> None:
-        if not isinstance(table, dict):
-            raise BadInputError(path, f"{where or 'profile'}: must be a table")
-        self.path, self.table, self.where = path, dict(table), where
-
-    def _name(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def fail(self, key: str, problem: str) -> BadInputError:
-        return BadInputError(self.path, f"{self._name(key)}: {problem}")
-
-    def take(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
-        if key not in self.table:
-            return default
-        value = self.table.pop(key)
-        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-            raise self.fail(key, f"must be {_kind_name(kind)}, got true/false")
-        if not isinstance(value, kind):
-            raise self.fail(key, f"must be {_kind_name(kind)}, got {type(value).__name__}")
-        return value
-
-    def choice(self, key: str, options: tuple[str, ...], default: str) -> Any:
-        value = self.take(key, str, default)
-        if value not in options:
-            raise self.fail(key, f"{value!r} is not one of {', '.join(options)}")
-        return value
-
-    def number(self, key: str, default: float | None, lo: float, hi: float) -> float | None:
-        value = self.take(key, (int, float), default)
-        if value is None:
-            return None
-        if not (math.isfinite(value) and lo < value <= hi):
-            raise self.fail(key, f"{value} is outside ({lo:g}, {hi:g}]")
-        return float(value)
-
-    def sub(self, key: str) -> _Fields:
-        return _Fields(self.path, self.take(key, dict, {}), self._name(key))
-
-    def done(self) -> None:
-        if self.table:
-            unknown = ", ".join(sorted(self.table))
-            raise BadInputError(self.path, f"{self.where or 'profile'}: unknown field {unknown}")
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {int: "a number", float: "a number", str: "a string", dict: "a table", list: "a list"}
-    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
-
-
-def _string_table(section: _Fields, key: str) -> dict[str, str]:
+def _string_table(section: TomlFields, key: str) -> dict[str, str]:
     table = section.take(key, dict, {})
     for k, v in table.items():
         if not isinstance(v, str | int | float) or isinstance(v, bool):
@@ -310,26 +257,26 @@ def _string_table(section: _Fields, key: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in table.items()}
 
 
-def _match(section: _Fields, key: str) -> Match:
+def _match(section: TomlFields, key: str) -> Match:
     fields = _string_table(section, key)
     if not fields:
         raise section.fail(key, 'needs at least one field = value (e.g. { type = "ready" })')
     return Match(fields)
 
 
-def _key_table(section: _Fields, key: str, kind: type) -> dict[str, Any]:
+def _key_table(section: TomlFields, key: str, kind: type) -> dict[str, Any]:
     table = section.take(key, dict, {})
     out: dict[str, Any] = {}
     for ours, theirs in table.items():
         if ours not in KEYS:
             raise section.fail(f"{key}.{ours}", f"not a key (expected one of {' '.join(KEYS)})")
         if not isinstance(theirs, kind) or isinstance(theirs, bool) or theirs == "":
-            raise section.fail(f"{key}.{ours}", f"must be {_kind_name(kind)}")
+            raise section.fail(f"{key}.{ours}", f"must be {kind_name(kind)}")
         out[ours] = theirs
     return out
 
 
-def _frames(top: _Fields) -> FrameSpec:
+def _frames(top: TomlFields) -> FrameSpec:
     s = top.sub("frames")
     spec = FrameSpec(
         encoding=s.choice("encoding", ("binary", "base64", "video-track", "multipart"), "binary"),
@@ -344,7 +291,7 @@ def _frames(top: _Fields) -> FrameSpec:
     return spec
 
 
-def _keys(top: _Fields) -> KeySpec:
+def _keys(top: TomlFields) -> KeySpec:
     s = top.sub("keys")
     spec = KeySpec(
         channel=s.choice("channel", ("same", "keys-url", "datachannel"), "same"),
@@ -364,7 +311,7 @@ def _keys(top: _Fields) -> KeySpec:
     return spec
 
 
-def _pose(top: _Fields) -> PoseSpec:
+def _pose(top: TomlFields) -> PoseSpec:
     s = top.sub("pose")
     spec = PoseSpec(
         speed_m_s=float(s.number("speed_m_s", 1.0, 0, 100) or 1.0),
@@ -377,7 +324,7 @@ def _pose(top: _Fields) -> PoseSpec:
     return spec
 
 
-def _stats(top: _Fields) -> StatsSpec | None:
+def _stats(top: TomlFields) -> StatsSpec | None:
     if "stats" not in top.table:
         return None
     s = top.sub("stats")
@@ -392,7 +339,7 @@ def _stats(top: _Fields) -> StatsSpec | None:
     return spec
 
 
-def _ready(top: _Fields) -> ReadySpec | None:
+def _ready(top: TomlFields) -> ReadySpec | None:
     if "ready" not in top.table:
         return None
     s = top.sub("ready")
@@ -401,7 +348,7 @@ def _ready(top: _Fields) -> ReadySpec | None:
     return spec
 
 
-def _error(top: _Fields) -> dict[str, Any]:
+def _error(top: TomlFields) -> dict[str, Any]:
     """``[error]``: which server messages are errors, and the field holding their words."""
     if "error" not in top.table:
         return {}
@@ -411,7 +358,7 @@ def _error(top: _Fields) -> dict[str, Any]:
     return out
 
 
-def _conditioning(top: _Fields) -> ConditioningSpec:
+def _conditioning(top: TomlFields) -> ConditioningSpec:
     s = top.sub("conditioning")
     spec = ConditioningSpec(
         image=s.choice("image", ("none", "inline", "path", "upload"), "none"),
@@ -434,7 +381,7 @@ def _conditioning(top: _Fields) -> ConditioningSpec:
     return spec
 
 
-def _check_conditioning(top: _Fields, spec: ConditioningSpec, templates: dict[str, Any]) -> None:
+def _check_conditioning(top: TomlFields, spec: ConditioningSpec, templates: dict[str, Any]) -> None:
     """The case start is sendable: its template exists and carries the image the way
     ``image`` says; an image placeholder with ``image = "none"`` is a profile that would
     never be sent one (a field left out, not a choice)."""
@@ -463,7 +410,7 @@ def _check_conditioning(top: _Fields, spec: ConditioningSpec, templates: dict[st
             )
 
 
-def _templates(top: _Fields, keys: KeySpec, on_demand: bool = False) -> dict[str, Any]:
+def _templates(top: TomlFields, keys: KeySpec, on_demand: bool = False) -> dict[str, Any]:
     s = top.sub("templates")
     out = {name: s.take(name, (dict, list, str)) for name in TEMPLATE_NAMES}
     s.done()
@@ -493,7 +440,7 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInputError(path, f"not TOML: {exc}") from None
-    top = _Fields(path, doc, "")
+    top = TomlFields(path, doc, "")
     name = top.take("name", str)
     if not name:
         raise top.fail("name", "missing")
@@ -538,7 +485,7 @@ def parse_profile(text: str, path: str) -> ServerProfile:
     return profile
 
 
-def _claim(top: _Fields) -> str | None:
+def _claim(top: TomlFields) -> str | None:
     """``[claim]``: ``text = "25 fps, 1x H100, 720p"``, or its parts as ``fps``, ``gpu`` and
     ``resolution``; checked as ``--claim`` is (``inputs.claims.parse_claim``)."""
     from streameval.inputs.claims import parse_claim
@@ -561,7 +508,7 @@ def _claim(top: _Fields) -> str | None:
     return text
 
 
-def _check_on_demand(top: _Fields, profile: ServerProfile) -> None:
+def _check_on_demand(top: TomlFields, profile: ServerProfile) -> None:
     """Each on-demand table belongs to its transport, and that transport needs it."""
     http, process = "http" in profile.transport, "exec" in profile.transport
     if http and (profile.request is None or profile.answer is None):

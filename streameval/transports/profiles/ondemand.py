@@ -25,7 +25,7 @@ from streameval.errors import TemplateError
 from streameval.transports.profiles.templates import PLACEHOLDERS, encode, placeholders_in, render
 
 if TYPE_CHECKING:
-    from streameval.transports.profiles.model import _Fields
+    from streameval.transports.profiles.fields import TomlFields
 
 ON_DEMAND_VALUES = ("move", "turn", "seconds")
 """Placeholders the on-demand styles fill beyond ``templates.PLACEHOLDERS``."""
@@ -126,7 +126,7 @@ class ProcessSpec:
 # ---------------------------------------------------------------- reading
 
 
-def check_template(section: _Fields, name: str, template: Any, codec: str = "json") -> None:
+def check_template(section: TomlFields, name: str, template: Any, codec: str = "json") -> None:
     """A template's placeholders are known and it renders with sample values."""
     known = (*PLACEHOLDERS, *ON_DEMAND_VALUES)
     try:
@@ -140,7 +140,7 @@ def check_template(section: _Fields, name: str, template: Any, codec: str = "jso
         raise section.fail(name, f"does not render: {exc}") from None
 
 
-def read_request(top: _Fields) -> RequestSpec | None:
+def read_request(top: TomlFields) -> RequestSpec | None:
     if "request" not in top.table:
         return None
     s = top.sub("request")
@@ -159,7 +159,7 @@ def read_request(top: _Fields) -> RequestSpec | None:
     return spec
 
 
-def read_answer(top: _Fields) -> AnswerSpec | None:
+def read_answer(top: TomlFields) -> AnswerSpec | None:
     if "answer" not in top.table:
         return None
     s = top.sub("answer")
@@ -185,7 +185,7 @@ def read_answer(top: _Fields) -> AnswerSpec | None:
     return spec
 
 
-def read_process(top: _Fields) -> ProcessSpec | None:
+def read_process(top: TomlFields) -> ProcessSpec | None:
     if "process" not in top.table:
         return None
     s = top.sub("process")
