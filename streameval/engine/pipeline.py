@@ -58,6 +58,7 @@ from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
 from streameval.errors import StreamevalError
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
 from streameval.metrics.segments import equal_split_keys
+from streameval.metrics.short_keys import schedule_short_keys
 from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
 from streameval.perception.flow import FlowBackend, create_flow_backend, flow_provenance
@@ -176,6 +177,12 @@ class _Episode:
             self.first_frames = FirstFrameCheck.for_episode(info.extra)
         except StreamevalError as exc:  # the case image went unreadable since the run began
             self.error(ErrorEvent(f"first-frame check: {exc}", source="conditioning"))
+        # docs/methods.md#shortest-keys: said before the first frame, not found in the scores
+        short = (
+            None if info.suite == MEMORY_LOOP_SUITE or split else schedule_short_keys(info.schedule)
+        )
+        if short is not None:
+            self.warn(short.line())
 
     def _motion_type_seen(self, key: str, segment: int, p_yaw: float, amplitude: float) -> None:
         if (warning := self.type_watch.segment(key, segment, p_yaw, amplitude)) is not None:
