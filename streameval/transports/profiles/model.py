@@ -164,10 +164,13 @@ class ConditioningSpec:
     ``upload_url``, relative to the server's URL or absolute, and the JSON answer's
     ``upload_answer`` field, a dotted path, becomes ``{image_path}``), or ``none`` (the
     server takes no image). ``start``: ``connect`` (a case is one session: a new connection
-    and its ``configure``) or ``reset`` (the ``reset`` template on the same connection)."""
+    and its ``configure``) or ``reset`` (the ``reset`` template on the same connection).
+    ``required``: the server generates nothing without a start image (an attach with neither
+    ``--image`` nor ``--cases`` is refused before connecting)."""
 
     image: ImageMode = "none"
     start: CaseStart = "connect"
+    required: bool = False
     upload_url: str = ""
     upload_field: str = "file"
     upload_answer: str = "path"
@@ -420,7 +423,10 @@ def _conditioning(top: _Fields) -> ConditioningSpec:
         upload_field=s.take("upload_field", str, "file"),
         upload_answer=s.take("upload_answer", str, "path"),
         upload_timeout_s=float(s.number("upload_timeout_s", 60.0, 0, 3600) or 60.0),
+        required=bool(s.take("required", bool, False)),
     )
+    if spec.required and spec.image == "none":
+        raise s.fail("required", "true needs a way to send the image (image = 'none')")
     if spec.image == "upload" and not spec.upload_url:
         raise s.fail("upload_url", "missing: image = 'upload' POSTs the image there")
     if spec.upload_url and spec.image != "upload":
