@@ -308,11 +308,7 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         getattr(args, "intrinsics", None),
         parse_server_paths(getattr(args, "server_path", [])),
     )
-    if start is None or not start.has_image:
-        refuse_without_start(urls, options)
-    if start is not None:
-        check_attach_conditioning(urls, options, [start.case])
-    return network_jobs(
+    jobs = network_jobs(
         args.url,
         args.out,
         options,
@@ -324,6 +320,11 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         record=getattr(args, "record", "lossless"),
         start=start,
     )
+    if start is None or not start.has_image:  # after the profile's own checks
+        refuse_without_start(urls, options)
+    if start is not None:
+        check_attach_conditioning(urls, options, [start.case])
+    return jobs
 
 
 def run(args: argparse.Namespace) -> int:

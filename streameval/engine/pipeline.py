@@ -40,7 +40,7 @@ from streameval.core.source import Source
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.end_caches import memory_cache_of, quality_cache_of
-from streameval.engine.episode_stats import EpisodeStats, session_kind
+from streameval.engine.episode_stats import EpisodeStats, fps_mismatch, session_kind
 from streameval.engine.keys_contradicted import KeyTypeWatch
 from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
 from streameval.engine.keys_ignored import KeysIgnoredWatch
@@ -438,6 +438,8 @@ async def run_episode(
         not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
     )
     outcome = await finalize(episode, complete, results_dir, interrupted=cancelled)
+    if (mismatch := fps_mismatch(outcome.interactivity)) is not None:
+        episode.warn(mismatch)
     for o in observers:
         o.on_end(outcome)
     if cancelled:

@@ -148,10 +148,13 @@ class StatsSpec:
 
 @dataclass(frozen=True, slots=True)
 class ReadySpec:
-    """The answer to ``configure`` to wait for before the first key."""
+    """The answer to ``configure`` to wait for before the first key; ``fps``: the field
+    (dotted path) where it announces the model's frame rate, which the session then runs at
+    (docs/serve-formats.md#frame-rate)."""
 
     match: Match
     timeout_s: float = 30.0
+    fps: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +402,11 @@ def _ready(top: _Fields) -> ReadySpec | None:
     if "ready" not in top.table:
         return None
     s = top.sub("ready")
-    spec = ReadySpec(_match(s, "match"), float(s.number("timeout_s", 30.0, 0, 3600) or 30.0))
+    spec = ReadySpec(
+        _match(s, "match"),
+        float(s.number("timeout_s", 30.0, 0, 3600) or 30.0),
+        s.take("fps", str),
+    )
     s.done()
     return spec
 

@@ -1,0 +1,106 @@
+"""Against a server that behaves as WorldFoundry Studio's realtime socket does (``studio_server``,
+written from its public code): silent at rest, ``ready`` with the model's fps, Matrix-Game 3.0's
+cadence (57 frames, then 40, at 17 fps), no frame without a start image. The session runs at
+the announced fps; announced and delivered fps are both in scores.json, and a mismatch is one
+warning line; frames sent before ``ready`` are kept and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streameval.cli.main import main
+from tests.cases.arena_synth import scene, write_image
+from tests.transports.case_servers import start_app
+from tests.transports.studio_server import Studio, studio_app
+
+pytestmark = pytest.mark.xdist_group("case-servers")
+
+
+class Served:
+    """One studio server on a loop of its own thread (the command line runs its own loop)."""
+
+    def __init__(self, uploads: Path, studio: Studio) -> None:
+        self.studio = studio
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        app = studio_app(uploads, studio)
+        self.runner, port = asyncio.run_coroutine_threadsafe(start_app(app), self.loop).result(30)
+        self.url = f"ws://127.0.0.1:{port}/api/realtime/ws"
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def _run(tmp_path: Path, studio: Studio, *args: str) -> tuple[int, dict[str, Any], str]:
+    image = write_image(tmp_path / "start.jpg", scene(3, 160, 120))
+    served = Served(tmp_path / "uploads", studio)
+    out = tmp_path / "out"
+    try:
+        code = main([
+            "attach", served.url, "--profile", "worldfoundry", "--image", str(image),
+            "--prompt", "A street.", "--model-name", "wf", "--out", str(out), "--no-tui",
+            "--no-report", "--record", "off", "--no-frame-timeout", "8", *args,
+        ])  # fmt: skip
+    finally:
+        served.close()
+    (path,) = out.rglob("scores.json")
+    return code, json.loads(path.read_text()), path.parent.name
+
+
+@pytest.mark.timeout(120)
+def test_the_session_runs_at_the_fps_the_server_announces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    studio = Studio()  # Matrix-Game 3.0: 17 fps, 57 then 40 frames a chunk
+    code, doc, _ = _run(tmp_path, studio, "--actions", "6", "--seconds-per-key", "4.5")
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert doc["complete"], doc["errors"]
+    assert doc["fps"] == 17.0  # the profile says 16: the server's own rate wins
+    block = doc["interactivity"]
+    assert (block["fps_source"], block["fps_announced"]) == ("server", 17.0)
+    # delivered: measured over the arrivals (this loaded CPU may pace the server late); a
+    # warning exactly when it is more than 5 % off
+    off = abs(block["delivered_fps"] / 17.0 - 1) > 0.05
+    assert captured.out.count("the server announced 17 fps but delivered") == int(off)
+    assert block["chunk_origin"] == "server"
+    assert [c["frames"] for c in block["chunk_log"][:2]] == [57, 40]
+    assert doc["conditioning"]["honoured"] is True
+    # silent at rest: every frame the server sent came while a key was held
+    (session,) = studio.sessions
+    assert block["frames_received"] + block["frames_preroll"] <= session["frames"]
+
+
+@pytest.mark.timeout(120)
+def test_a_mismatch_beyond_5_percent_is_one_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    studio = Studio(fps=17.0, first_chunk=9, chunk=9, pace_fps=13.0)
+    code, doc, _ = _run(tmp_path, studio, "--actions", "6", "--seconds-per-key", "1.5")
+    out = capsys.readouterr().out
+    assert code == 0 and doc["fps"] == 17.0
+    lines = [line for line in out.splitlines() if "the server announced" in line]
+    assert len(lines) == 1, out
+    assert "announced 17 fps but delivered 13." in lines[0]
+
+
+@pytest.mark.timeout(120)
+def test_frames_sent_before_ready_are_kept_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    studio = Studio(fps=16.0, first_chunk=9, chunk=9, before_ready=12)
+    code, doc, _ = _run(tmp_path, studio, "--actions", "6", "--seconds-per-key", "1.5")
+    assert code == 0, capsys.readouterr().err
+    block = doc["interactivity"]
+    assert block["frames_before_ready"] == 12
+    assert block["frames_received"] >= 12 + 2 * 16  # the 12 and both keys' frames
+    assert doc["frames"] == block["frames_received"]
