@@ -37,6 +37,7 @@ from streameval.core.events import (
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.core.registry import split_spec
 from streameval.core.source import Source
+from streameval.engine.cadence_watch import cadence_warning
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.end_caches import memory_cache_of, quality_cache_of
@@ -108,6 +109,7 @@ class _Episode:
         self.gram_backend: GramBackend | None = None  # memory_loop rendering recovery
         self.keys_watch = KeysIgnoredWatch()
         self.type_watch = KeyTypeWatch()
+        self.cadence_said = False  # engine/cadence_watch.py: said at most once
         # a benchmark case's episode: did the first frames start from its image?
         self.first_frames: FirstFrameCheck | None = None
 
@@ -246,6 +248,12 @@ class _Episode:
             self.warn(KEYS_IGNORED)
         if self.plan.adaptive and len(keys) > 1 and keys[-1] != keys[-2]:
             self._prune_fit_samples(final=False)  # a segment closed: keep its picks
+        if not self.cadence_said and len(self.stats.key_changes) > 1:
+            self.cadence_said = True  # the first switch: the first response is known
+            live = self.info.extra.get("interactivity", {}) if self.info.extra.get("live") else {}
+            warning = cadence_warning(self.stats.key_changes, self.stats.arrivals, live)
+            if warning is not None:
+                self.warn(warning)
         if out.depth_used:
             source = (
                 self.info.extra.get("depth_source", "model") if event.depth is not None else None

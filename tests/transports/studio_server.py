@@ -15,8 +15,8 @@ What it keeps of the real server:
   Without an image the model is never configured: ``ready`` still comes, and the first chunk
   fails with ``{"type": "error", "message": "RuntimeError: <model> realtime stream has not
   been configured."}``, then the socket closes (execution.py's ``stream`` action).
-- Silent at rest: a chunk is generated only while a key is held (``if not interactions:
-  first_action.clear(); continue``); the keys are w a s d, j l (turn), i k, with the arrow
+- Silent at rest: a chunk is generated only while a key is held (the generation worker
+  skips a chunk without interactions and waits for the next action); the keys are w a s d, j l (turn), i k, with the arrow
   aliases; unknown keys are ignored without a word. The effective key of an axis is the last
   one pressed.
 - Chunks of ``first_chunk`` frames, then ``chunk`` (Matrix-Game 3.0: 57, then 40 at 17 fps),

@@ -104,3 +104,21 @@ def test_frames_sent_before_ready_are_kept_and_counted(
     assert block["frames_before_ready"] == 12
     assert block["frames_received"] >= 12 + 2 * 16  # the 12 and both keys' frames
     assert doc["frames"] == block["frames_received"]
+
+
+@pytest.mark.timeout(120)
+def test_keys_shorter_than_a_few_first_chunk_latencies_are_said_to_measure_the_cadence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Matrix-Game 3.0's cadence with its generation time: the first chunk (57 frames at 17
+    # fps) comes ~3.4 s after the first key
+    studio = Studio(gen_s_per_frame=1 / 17)
+    code, doc, _ = _run(tmp_path, studio, "--actions", "6", "--seconds-per-key", "5")
+    out = capsys.readouterr().out
+    assert code == 0, doc["errors"]
+    (line,) = [x for x in out.splitlines() if "measure the cadence" in x]
+    latency = float(line.split("answered the first key ")[1].split(" s")[0])
+    assert 3.0 <= latency <= 5.0, line
+    assert "keys of 5 s are shorter than 3 such latencies" in line
+    need = float(line.split("keys of at least ")[1].split(" s")[0])
+    assert need == pytest.approx(3 * latency, abs=0.06)
