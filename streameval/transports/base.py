@@ -182,6 +182,11 @@ class LiveSource:
         """Stream mode: wait for the server's answer to the session setup before the first
         key; raise ``ConnectionError`` with the reason when it does not come."""
 
+    @property
+    def session_open(self) -> bool:
+        """The session was started in ``connect`` (``announces_fps``)."""
+        return self._session_open
+
     def announces_fps(self) -> bool:
         """Whether the server's answer to the session setup names its frame rate (a profile's
         ``[ready] fps``): then ``connect`` starts the session and runs the episode at it."""

@@ -16,9 +16,9 @@ What it keeps of the real server:
   fails with ``{"type": "error", "message": "RuntimeError: <model> realtime stream has not
   been configured."}``, then the socket closes (execution.py's ``stream`` action).
 - Silent at rest: a chunk is generated only while a key is held (the generation worker
-  skips a chunk without interactions and waits for the next action); the keys are w a s d, j l (turn), i k, with the arrow
-  aliases; unknown keys are ignored without a word. The effective key of an axis is the last
-  one pressed.
+  skips a chunk without interactions and waits for the next action); the keys are w a s d,
+  j l (turn), i k, with the arrow aliases; unknown keys are ignored without a word. The
+  effective key of an axis is the last one pressed.
 - Chunks of ``first_chunk`` frames, then ``chunk`` (Matrix-Game 3.0: 57, then 40 at 17 fps),
   each encoded to JPEG, queued, and announced at once in ``chunk_done`` (``frames``,
   ``generation_ms``, ``control_latency_ms``, ``queue_depth``, ``dropped_frames``); the sender
@@ -34,6 +34,7 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,8 @@ from tests.transports.case_servers import View, _decode, _jpeg
 ALIASES = {"arrowup": "i", "arrowdown": "k", "arrowleft": "j", "arrowright": "l"}
 SUPPORTED = frozenset("wasdijkl")
 MOVE = {"w": "W", "s": "S", "a": "A", "d": "D", "j": "L", "l": "R"}
+MOTION = {"w": (1.0, 0.0, 0.0), "s": (-1.0, 0.0, 0.0), "a": (0.0, -1.0, 0.0),
+          "d": (0.0, 1.0, 0.0), "j": (0.0, 0.0, -1.0), "l": (0.0, 0.0, 1.0)}  # fmt: skip
 AXES = (("w", "s"), ("a", "d"), ("i", "k"), ("j", "l"))
 
 
@@ -59,6 +62,9 @@ class Studio:
     before_ready: int = 0
     pace_fps: float | None = None
     gen_s_per_frame: float = 0.0
+    # a stand-in with real turns and strafes (the probe's tests hand in ``EasedWorld.render``:
+    # (forward, right, yaw) shares of full speed → the next frame); None: the start image's View
+    render: Callable[[tuple[float, float, float]], Any] | None = None
     sessions: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -164,8 +170,11 @@ def studio_app(uploads: Path, studio: Studio) -> web.Application:
                 n = studio.first_chunk if state["chunks"] == 0 else studio.chunk
                 arrival = state["arrivals"][0] if state["arrivals"] else None
                 started = time.monotonic()
-                key = MOVE.get(held[-1], "-")
-                frames = [view.step(key) for _ in range(n)]
+                if studio.render is not None:
+                    motion = MOTION.get(held[-1], (0.0, 0.0, 0.0))
+                    frames = [studio.render(motion) for _ in range(n)]
+                else:
+                    frames = [view.step(MOVE.get(held[-1], "-")) for _ in range(n)]
                 await asyncio.sleep(studio.gen_s_per_frame * n)
                 gen_ms = 1000 * (time.monotonic() - started)
                 for image in frames:

@@ -122,3 +122,33 @@ def test_keys_shorter_than_a_few_first_chunk_latencies_are_said_to_measure_the_c
     assert "keys of 5 s are shorter than 3 such latencies" in line
     need = float(line.split("keys of at least ")[1].split(" s")[0])
     assert need == pytest.approx(3 * latency, abs=0.06)
+
+
+@pytest.mark.timeout(180)
+def test_probe_on_a_server_silent_at_rest_writes_the_names_and_the_announced_fps(
+    tmp_path: Path,
+) -> None:
+    from tests.probe.eased_world import EasedWorld
+
+    studio = Studio(fps=17.0, first_chunk=12, chunk=9, render=EasedWorld().render)
+    image = write_image(tmp_path / "start.jpg", scene(4, 160, 120))
+    served = Served(tmp_path / "uploads", studio)
+    written = tmp_path / "probed.toml"
+    try:
+        code = main([
+            "probe", served.url, "--profile", "worldfoundry", "--image", str(image),
+            "--prompt", "A street.", "--seconds", "1.5", "--rest", "1.0", "--json",
+            "--write-profile", str(written),
+        ])  # fmt: skip
+    finally:
+        served.close()
+    assert code == 0
+    text = written.read_text()
+    from streameval.transports.profiles.model import parse_profile
+
+    profile = parse_profile(text, str(written))
+    assert profile.key_names() == {"W": "w", "S": "s", "A": "a", "D": "d", "L": "j", "R": "l"}
+    assert profile.fps is not None and abs(profile.fps - 17.0) <= 0.5
+    assert "fps as the server announced it" in text
+    # nothing of the base file's own comments (they described its names and its fps)
+    assert "paced at the server's fps" not in text and "j / l turn" not in text
