@@ -104,6 +104,10 @@ def server_facts(
     )
 
 
+MAX_SAID = 5
+"""Distinct server error messages the report quotes."""
+
+
 @dataclass
 class ProbeReport:
     url: str
@@ -129,7 +133,13 @@ class ProbeReport:
             "aliases": self.mapping.aliases,
             "ended_early": self.end_reason,
             "written": self.written,
+            "server_said": self.server_said(),
         }
+
+    def server_said(self) -> list[str]:
+        """The server's own error words, each once, in order (a server that refuses a key
+        name it does not know says so: quoted, not only counted)."""
+        return list(dict.fromkeys(e for e in self.errors if "server says: " in e))[:MAX_SAID]
 
     def table(self) -> str:
         s = self.server
@@ -150,6 +160,8 @@ class ProbeReport:
         lines.append(f"resolution  {res}, {s.frames} frames")
         msgs = ", ".join(f"{n} {k}" for k, n in sorted(s.messages.items(), key=lambda i: -i[1]))
         lines.append(f"messages    {msgs or 'not listed for this transport'}")
+        for words in self.server_said():
+            lines.append(f"server said {words.split('server says: ', 1)[1]}")
         if s.case_similarity is not None:
             verdict = "started from it" if s.case_honoured else "did NOT start from it"
             lines.append(f"case image  {verdict} (similarity {s.case_similarity:.2f})")

@@ -24,8 +24,11 @@ What it keeps of the real server:
   ``generation_ms``, ``control_latency_ms``, ``queue_depth``, ``dropped_frames``); the sender
   paces the queue at ``fps`` (its deadline catches up after a gap longer than one frame).
 
-``before_ready`` makes it send that many frames of the start image before ``ready`` (a server
-that starts playing while it prepares); ``pace_fps`` paces at another rate than it announces.
+``refuse_unknown`` makes it answer a key name it does not know with ``{"type": "error",
+"message": "ValueError: unsupported control key '<name>'"}`` instead of ignoring it (as servers
+that validate their input do); ``before_ready`` makes it send that many frames of the start
+image before ``ready`` (a server that starts playing while it prepares); ``pace_fps`` paces
+at another rate than it announces.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class Studio:
     # a stand-in with real turns and strafes (the probe's tests hand in ``EasedWorld.render``:
     # (forward, right, yaw) shares of full speed → the next frame); None: the start image's View
     render: Callable[[tuple[float, float, float]], Any] | None = None
+    refuse_unknown: bool = False
     sessions: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -205,7 +209,15 @@ def studio_app(uploads: Path, studio: Studio) -> web.Application:
                 if payload.get("type") != "action":
                     continue
                 action = payload.get("action") or {}
-                if keys.apply(str(action.get("event") or ""), str(action.get("key") or "")):
+                name = str(action.get("key") or "")
+                if (
+                    studio.refuse_unknown
+                    and ALIASES.get(name.lower(), name.lower()) not in SUPPORTED
+                ):
+                    said = f"ValueError: unsupported control key {name!r}"
+                    await send_json({"type": "error", "message": said})
+                    continue
+                if keys.apply(str(action.get("event") or ""), name):
                     record["keys"].append((action.get("event"), action.get("key")))
                     state["arrivals"].append(time.monotonic())
                     wake.set()

@@ -90,7 +90,8 @@ def test_a_mismatch_beyond_5_percent_is_one_warning(
     assert code == 0 and doc["fps"] == 17.0
     lines = [line for line in out.splitlines() if "the server announced" in line]
     assert len(lines) == 1, out
-    assert "announced 17 fps but delivered 13." in lines[0]
+    delivered = float(lines[0].split("delivered ")[1].split(" fps")[0])
+    assert "announced 17 fps" in lines[0] and delivered < 17 * 0.95  # paced at 13 (or later)
 
 
 @pytest.mark.timeout(120)
@@ -121,7 +122,7 @@ def test_keys_shorter_than_a_few_first_chunk_latencies_are_said_to_measure_the_c
     assert 3.0 <= latency <= 5.0, line
     assert "keys of 5 s are shorter than 3 such latencies" in line
     need = float(line.split("keys of at least ")[1].split(" s")[0])
-    assert need == pytest.approx(3 * latency, abs=0.06)
+    assert need == pytest.approx(3 * latency, abs=0.2)  # each printed to 0.1 s
 
 
 @pytest.mark.timeout(180)
@@ -152,3 +153,25 @@ def test_probe_on_a_server_silent_at_rest_writes_the_names_and_the_announced_fps
     assert "fps as the server announced it" in text
     # nothing of the base file's own comments (they described its names and its fps)
     assert "paced at the server's fps" not in text and "j / l turn" not in text
+
+
+@pytest.mark.timeout(240)
+def test_probe_quotes_a_server_that_refuses_unknown_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.probe.eased_world import EasedWorld
+
+    studio = Studio(fps=16.0, first_chunk=9, chunk=9, render=EasedWorld().render,
+                    refuse_unknown=True)  # fmt: skip
+    image = write_image(tmp_path / "start.jpg", scene(4, 160, 120))
+    served = Served(tmp_path / "uploads", studio)
+    try:
+        code = main([
+            "probe", served.url, "--profile", "worldfoundry", "--image", str(image),
+            "--seconds", "0.8", "--rest", "0.5", "--try", "q", "--all", "--json",
+        ])  # fmt: skip
+    finally:
+        served.close()
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["mapping"] is not None
+    assert any("unsupported control key 'q'" in said for said in report["server_said"])
