@@ -87,8 +87,9 @@ async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeRepo
     presses = [w.t_down for w in session.windows]
     fps = announced_fps(session.last_messages) or delivered_fps(session.times, presses) or fps_hint
     rest: KeyMotion | None = None
+    silent = any(w.name == REST_NAME and w.t.size == 0 for w in session.windows)
     for window in session.windows:
-        motion = classify(window, fps)
+        motion = classify(window, fps, silent_at_rest=silent and window.name != REST_NAME)
         if window.name == REST_NAME:
             rest = motion
         else:

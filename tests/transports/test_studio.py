@@ -127,7 +127,7 @@ def test_keys_shorter_than_a_few_first_chunk_latencies_are_said_to_measure_the_c
 
 @pytest.mark.timeout(180)
 def test_probe_on_a_server_silent_at_rest_writes_the_names_and_the_announced_fps(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tests.probe.eased_world import EasedWorld
 
@@ -144,6 +144,10 @@ def test_probe_on_a_server_silent_at_rest_writes_the_names_and_the_announced_fps
     finally:
         served.close()
     assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["no_key"]["motion"] == "nothing"  # silent at rest: no stall, no motion
+    # the motion stops with a press's last frame: an ease-out, not "-"
+    assert all(key["ease_out_s"] is not None for key in report["keys"]), report["keys"]
     text = written.read_text()
     from streameval.transports.profiles.model import parse_profile
 
