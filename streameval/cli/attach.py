@@ -135,6 +135,24 @@ def add_network_options(attach: argparse.ArgumentParser) -> None:
         "another machine sees our files (repeatable; the longest LOCAL wins)",
     )
     attach.add_argument(
+        "--image",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="without --cases: the start image every episode is given, sent as a case's start "
+        "(uploaded, inline or as a path, as the profile says; docs/serve-formats.md"
+        "#conditioning-a-case)",
+    )
+    attach.add_argument(
+        "--prompt", default=None, metavar="TEXT", help="with --image: the caption sent with it"
+    )
+    attach.add_argument(
+        "--intrinsics",
+        default=None,
+        metavar="fx,fy,cx,cy",
+        help="with --image: its camera intrinsics, in its pixels",
+    )
+    attach.add_argument(
         "--max-sessions",
         type=int,
         default=None,
@@ -153,10 +171,17 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     from streameval.transports.urls import is_network_url
 
     cases = case_selection(args)
+    start = _start_options(args)
     if cases is not None:
+        if start:
+            raise BadInputError(start[0], "not with --cases (each case has its own start)")
         return case_attach_jobs(args, cases)
     if is_network_url(args.url):
         return network_attach_jobs(args)
+    if start:
+        raise BadInputError(
+            start[0], "is for network servers; give an in-process model a start with --cases"
+        )
     model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
     return model_jobs(
         model,
@@ -261,11 +286,29 @@ def attach_options(args: argparse.Namespace) -> AttachOptions:
     )
 
 
+def _start_options(args: argparse.Namespace) -> list[str]:
+    """The ``--image/--prompt/--intrinsics`` options given (a command without them has none)."""
+    names = ("image", "prompt", "intrinsics")
+    return [f"--{n}" for n in names if getattr(args, n, None) is not None]
+
+
 def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
-    """``attach URL`` for a network URL: the command line's options, to the one builder."""
-    server_urls(args)
+    """``attach URL`` for a network URL: the command line's options, to the one builder; the
+    start (``--image``) read and checked, and a server that needs one refused without it,
+    before anything connects."""
+    from streameval.cases.conditioning import parse_server_paths
+    from streameval.runs.attach_start import attach_start
+    from streameval.transports.urls import check_attach_conditioning, refuse_without_start
+
+    urls = server_urls(args)
     options = attach_options(args)
-    return network_jobs(
+    start = attach_start(
+        getattr(args, "image", None),
+        getattr(args, "prompt", None),
+        getattr(args, "intrinsics", None),
+        parse_server_paths(getattr(args, "server_path", [])),
+    )
+    jobs = network_jobs(
         args.url,
         args.out,
         options,
@@ -275,7 +318,13 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         fps=args.fps,
         model_name=getattr(args, "model_name", None),
         record=getattr(args, "record", "lossless"),
+        start=start,
     )
+    if start is None or not start.has_image:  # after the profile's own checks
+        refuse_without_start(urls, options)
+    if start is not None:
+        check_attach_conditioning(urls, options, [start.case])
+    return jobs
 
 
 def run(args: argparse.Namespace) -> int:

@@ -101,15 +101,21 @@ def run(args: argparse.Namespace) -> int:
     report = asyncio.run(probe(args.url, args.profile, options))
     if args.write_profile is not None and report.mapping.complete:
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        fps = report.server.fps_measured
+        announced = report.server.fps_announced
+        fps = announced or report.server.fps_measured
+        how = "as the server announced it" if announced else "as delivered while generating"
+        aliases = "".join(
+            f"\n{key}: {', '.join(others)} does it too ({report.mapping.names[key]} chosen)"
+            for key, others in report.mapping.aliases.items()
+        )
         comment = (
             f"Written by streameval probe {stamp} from profile {report.profile!r} against\n"
-            f"{report.url}: keys as measured; fps as delivered."
+            f"{report.url}: keys as measured; fps {how}.{aliases}"
         )
         text = profile_text(
             load_profile(args.profile),
             report.mapping.names,
-            fps=round(fps * 2) / 2 if fps else None,
+            fps=(fps if announced else round(fps * 2) / 2) if fps else None,
             comment=comment,
         )
         write_profile(args.write_profile, text)

@@ -122,6 +122,25 @@ def session_kind(extra: dict[str, Any]) -> str | None:
     return "served" if isinstance(block, dict) and block.get("transport") else "in-process"
 
 
+FPS_MISMATCH = 0.05
+"""Delivered fps further than this share from the announced one is worth a warning."""
+
+
+def fps_mismatch(interactivity: dict[str, Any]) -> str | None:
+    """One line when the frames came at a rate more than 5 % off the fps the server announced
+    (docs/serve-formats.md#frame-rate): the session's time axis is the announced one."""
+    announced = interactivity.get("fps_announced")
+    delivered = interactivity.get("delivered_fps")
+    if not isinstance(announced, int | float) or not isinstance(delivered, int | float):
+        return None
+    if announced <= 0 or abs(delivered / announced - 1.0) <= FPS_MISMATCH:
+        return None
+    return (
+        f"the server announced {announced:g} fps but delivered {delivered:.1f} fps "
+        f"({100 * (delivered / announced - 1):+.0f} %): scored at the announced rate"
+    )
+
+
 SERVER_FIGURES = {
     "server_generation_ms": ("generation_ms", "median"),
     "server_control_latency_ms": ("control_latency_ms", "median"),

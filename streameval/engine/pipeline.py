@@ -30,10 +30,11 @@ from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.core.registry import split_spec
 from streameval.core.source import Source
 from streameval.core.version import __version__
+from streameval.engine.cadence_watch import cadence_warning
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.end_caches import memory_cache_of, quality_cache_of
-from streameval.engine.episode_stats import EpisodeStats, session_kind
+from streameval.engine.episode_stats import EpisodeStats, fps_mismatch, session_kind
 from streameval.engine.keys_contradicted import KeyTypeWatch
 from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
 from streameval.engine.keys_ignored import KeysIgnoredWatch
@@ -51,6 +52,7 @@ from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
 from streameval.errors import EpisodeNotStarted, StreamevalError
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
 from streameval.metrics.segments import equal_split_keys
+from streameval.metrics.short_keys import schedule_short_keys
 from streameval.perception.depth import DepthBackend, create_depth_backend
 from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
 from streameval.perception.flow import FlowBackend, create_flow_backend, flow_provenance
@@ -100,6 +102,7 @@ class _Episode:
         self.gram_backend: GramBackend | None = None  # memory_loop rendering recovery
         self.keys_watch = KeysIgnoredWatch()
         self.type_watch = KeyTypeWatch()
+        self.cadence_said = False  # engine/cadence_watch.py: said at most once
         # a benchmark case's episode: did the first frames start from its image?
         self.first_frames: FirstFrameCheck | None = None
 
@@ -169,6 +172,12 @@ class _Episode:
             self.first_frames = FirstFrameCheck.for_episode(info.extra)
         except StreamevalError as exc:  # the case image went unreadable since the run began
             self.error(ErrorEvent(f"first-frame check: {exc}", source="conditioning"))
+        # docs/methods.md#shortest-keys: said before the first frame, not found in the scores
+        short = (
+            None if info.suite == MEMORY_LOOP_SUITE or split else schedule_short_keys(info.schedule)
+        )
+        if short is not None:
+            self.warn(short.line())
 
     def _motion_type_seen(self, key: str, segment: int, p_yaw: float, amplitude: float) -> None:
         if (warning := self.type_watch.segment(key, segment, p_yaw, amplitude)) is not None:
@@ -232,6 +241,12 @@ class _Episode:
             self.warn(KEYS_IGNORED)
         if self.plan.adaptive and len(keys) > 1 and keys[-1] != keys[-2]:
             self._prune_fit_samples(final=False)  # a segment closed: keep its picks
+        if not self.cadence_said and len(self.stats.key_changes) > 1:
+            self.cadence_said = True  # the first switch: the first response is known
+            live = self.info.extra.get("interactivity", {}) if self.info.extra.get("live") else {}
+            warning = cadence_warning(self.stats.key_changes, self.stats.arrivals, live)
+            if warning is not None:
+                self.warn(warning)
         if out.depth_used:
             source = (
                 self.info.extra.get("depth_source", "model") if event.depth is not None else None
@@ -424,6 +439,8 @@ async def run_episode(
         not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
     )
     outcome = await finalize(episode, complete, results_dir, interrupted=cancelled)
+    if (mismatch := fps_mismatch(outcome.interactivity)) is not None:
+        episode.warn(mismatch)
     for o in observers:
         o.on_end(outcome)
     if cancelled:

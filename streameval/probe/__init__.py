@@ -26,7 +26,7 @@ from streameval.probe.candidates import candidates, check_probeable, profile_nam
 from streameval.probe.classify import KeyMotion, classify
 from streameval.probe.mapping import Mapping, choose, moves_alone
 from streameval.probe.measure import PressSignals
-from streameval.probe.report import ProbeReport, delivered_fps, server_facts
+from streameval.probe.report import ProbeReport, announced_fps, delivered_fps, server_facts
 from streameval.probe.session import REST_NAME, run_probe
 from streameval.transports.profiles import load_profile
 
@@ -84,10 +84,12 @@ async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeRepo
         no_frame_timeout_s=options.no_frame_timeout_s,
         keys_url=options.keys_url,
     )
-    fps = delivered_fps(session.times) or fps_hint
+    presses = [w.t_down for w in session.windows]
+    fps = announced_fps(session.last_messages) or delivered_fps(session.times, presses) or fps_hint
     rest: KeyMotion | None = None
+    silent = any(w.name == REST_NAME and w.t.size == 0 for w in session.windows)
     for window in session.windows:
-        motion = classify(window, fps)
+        motion = classify(window, fps, silent_at_rest=silent and window.name != REST_NAME)
         if window.name == REST_NAME:
             rest = motion
         else:

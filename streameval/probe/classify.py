@@ -110,8 +110,10 @@ def turn_rate(sx: float, width: int) -> float:
     return sx / (focal + width * width / (12.0 * focal))
 
 
-def classify(signals: PressSignals, fps: float) -> KeyMotion:
-    """The motion of one press (``fps``: the video's rate, for speeds and ease times)."""
+def classify(signals: PressSignals, fps: float, *, silent_at_rest: bool = False) -> KeyMotion:
+    """The motion of one press (``fps``: the video's rate, for speeds and ease times).
+    ``silent_at_rest``: the server sends no frame while no key is held, so a press's motion
+    ends with its last frame (the picture stops there): its ease-out is measured to it."""
     channels = {"srad": signals.srad, "sy": signals.sy, "sx": signals.sx}
     motion = np.sqrt(signals.sx**2 + signals.srad**2 + signals.sy**2)
     held_s = signals.t_up - signals.t_down
@@ -146,12 +148,16 @@ def classify(signals: PressSignals, fps: float) -> KeyMotion:
             name = "strafe left" if side == "left" else "strafe right"
         else:
             name = "sideways left" if side == "left" else "sideways right"
-    timing = _timing(signals, channels[channel] * np.sign(level), abs(level), fps)
+    timing = _timing(signals, channels[channel] * np.sign(level), abs(level), fps, silent_at_rest)
     return KeyMotion(signals.name, name, speed, unit, p_yaw, *timing, mixed=mixed)
 
 
 def _timing(
-    signals: PressSignals, along: npt.NDArray[np.float64], level: float, fps: float
+    signals: PressSignals,
+    along: npt.NDArray[np.float64],
+    level: float,
+    fps: float,
+    silent_at_rest: bool = False,
 ) -> tuple[float | None, float | None, float | None]:
     """(response, ease-in, ease-out) of a press whose key channel, signed so that its
     direction is positive, is ``along`` with plateau ``level``."""
@@ -165,4 +171,6 @@ def _timing(
     last = first + int(settled[-1]) if settled.size else first
     faded = np.flatnonzero(along[last + 1 :] < ONSET * level)
     ease_out = float(faded[0] + 1) / fps if faded.size else None
+    if ease_out is None and silent_at_rest:  # no fade to see: the motion stops with the frames
+        ease_out = float(along.size - 1 - last) / fps
     return response, ease_in, ease_out

@@ -3,8 +3,10 @@ the reasons there is none (never a guess).
 
 A key's name is the one candidate whose motion is the key's command (W forward, S back, A/D
 strafe, L/R yaw). The profile's own names are preferred over the alternatives (a server that
-also takes the arrows keeps its letters). It refuses, naming the key, when no candidate does
-the command, when two names of equal standing do it, or when the only candidates that move
+also takes the arrows keeps its letters); when two names of equal standing do it (world-arcade:
+``a`` and ``ArrowLeft`` both strafe left), the profile's name for that key is chosen, else the
+first pressed, and the other recorded as an alias. It refuses, naming the key, when no candidate
+does the command, or when the only candidates that move
 that way are ambiguous (sideways but neither clearly a strafe nor a turn, or two motions at
 once); and it refuses everything when the server moves with no key held.
 """
@@ -24,6 +26,8 @@ class Mapping:
 
     names: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # our key → the other names that do the same (the server takes both; one is chosen)
+    aliases: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -53,6 +57,7 @@ def choose(
     own = set(profile_names.values())
     names: dict[str, str] = {}
     problems: list[str] = []
+    aliases: dict[str, list[str]] = {}
     tried = ", ".join(m.name for m in motions) or "nothing"
     for key in KEYS:
         want = MOTION_OF_KEY[key]
@@ -61,11 +66,10 @@ def choose(
         if len(pool) == 1:
             names[key] = pool[0].name
             continue
-        if len(pool) > 1:
-            problems.append(
-                f"{key} ({want}): {len(pool)} names do it ({', '.join(m.name for m in pool)}); "
-                "give the one to use with --key-map or in the profile"
-            )
+        if len(pool) > 1:  # one action, two names: the profile's for this key, else the first
+            pick = next((m for m in pool if m.name == profile_names.get(key)), pool[0])
+            names[key] = pick.name
+            aliases[key] = [m.name for m in pool if m is not pick]
             continue
         unclear = [
             m
@@ -81,7 +85,7 @@ def choose(
         did = next((m.motion for m in motions if m.name == own_name), None)
         hint = f"; the profile's {own_name!r} does {did}" if did else ""
         problems.append(f"{key} ({want}): no candidate does it (tried {tried}){hint}")
-    return Mapping(names, problems)
+    return Mapping(names, problems, aliases)
 
 
 def _unclear(m: KeyMotion) -> str:

@@ -5,8 +5,11 @@ then the mapping or why there is none."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from streameval.probe.classify import KeyMotion
 from streameval.probe.mapping import Mapping
@@ -49,12 +52,20 @@ class ServerFacts:
         }
 
 
-def delivered_fps(times: list[float]) -> float | None:
-    """Frames per second of wall time from the first frame to the last (what the server
-    really delivers, whatever it announces)."""
-    if len(times) < 2 or times[-1] <= times[0]:
+def delivered_fps(times: list[float], presses: Sequence[float] = ()) -> float | None:
+    """Frames per second of wall time over the spans the server generates (what it really
+    delivers, whatever it announces): an interval across a keydown in ``presses`` is left
+    out, so a server silent at rest is not charged for the rests nor for the wait for its
+    first chunk; a pause inside a press (a slow chunk) counts."""
+    t = np.asarray(times, dtype=np.float64)
+    if t.size < 2 or t[-1] <= t[0]:
         return None
-    return (len(times) - 1) / (times[-1] - times[0])
+    dt = np.diff(t)
+    keep = np.ones(dt.size, dtype=bool)
+    for down in presses:
+        keep &= ~((t[:-1] < down) & (t[1:] >= down))
+    span = float(dt[keep].sum())
+    return int(keep.sum()) / span if span > 0 else None
 
 
 def announced_fps(last_messages: dict[str, dict[str, Any]]) -> float | None:
@@ -79,7 +90,7 @@ def server_facts(
     if origin == "bursts" and len(later) > MAX_BURST_LENGTHS:
         chunks, later, origin = [], [], "irregular"  # jitter, not chunks: no length to say
     return ServerFacts(
-        fps_measured=delivered_fps(session.times),
+        fps_measured=delivered_fps(session.times, [w.t_down for w in session.windows]),
         fps_announced=announced_fps(session.last_messages),
         fps_profile=profile_fps,
         chunk_first=chunks[0] if chunks else None,
@@ -91,6 +102,10 @@ def server_facts(
         case_similarity=similarity,
         case_honoured=honoured,
     )
+
+
+MAX_SAID = 5
+"""Distinct server error messages the report quotes."""
 
 
 @dataclass
@@ -115,9 +130,16 @@ class ProbeReport:
             "mapping": self.mapping.names if self.mapping.complete else None,
             "found": self.mapping.names,
             "problems": self.mapping.problems,
+            "aliases": self.mapping.aliases,
             "ended_early": self.end_reason,
             "written": self.written,
+            "server_said": self.server_said(),
         }
+
+    def server_said(self) -> list[str]:
+        """The server's own error words, each once, in order (a server that refuses a key
+        name it does not know says so: quoted, not only counted)."""
+        return list(dict.fromkeys(e for e in self.errors if "server says: " in e))[:MAX_SAID]
 
     def table(self) -> str:
         s = self.server
@@ -138,6 +160,8 @@ class ProbeReport:
         lines.append(f"resolution  {res}, {s.frames} frames")
         msgs = ", ".join(f"{n} {k}" for k, n in sorted(s.messages.items(), key=lambda i: -i[1]))
         lines.append(f"messages    {msgs or 'not listed for this transport'}")
+        for words in self.server_said():
+            lines.append(f"server said {words.split('server says: ', 1)[1]}")
         if s.case_similarity is not None:
             verdict = "started from it" if s.case_honoured else "did NOT start from it"
             lines.append(f"case image  {verdict} (similarity {s.case_similarity:.2f})")
@@ -153,6 +177,9 @@ class ProbeReport:
         if self.mapping.complete:
             names = " ".join(f"{k}={v}" for k, v in self.mapping.names.items())
             lines.append(f"mapping     {names}")
+        for key, others in self.mapping.aliases.items():
+            chosen = self.mapping.names[key]
+            lines.append(f"alias       {key}: {', '.join(others)} does it too ({chosen} chosen)")
         for problem in self.mapping.problems:
             lines.append(f"no mapping: {problem}")
         if self.end_reason:

@@ -184,15 +184,21 @@ async def run_probe(
             "probe holds keys on a server that plays at its own rate (ws, webrtc, mjpeg); "
             "this transport is driven frame by frame or request by request",
         )
-    # a server that never answers the handshake is named after the same wait as no frame
-    source.config = replace(source.config, connect_timeout_s=no_frame_timeout_s)
+    # a server that never answers the handshake is named after the same wait as no frame;
+    # a server silent at rest sends nothing between presses: its rests are not stalls
+    source.config = replace(
+        source.config,
+        connect_timeout_s=no_frame_timeout_s,
+        no_frame_timeout_s=no_frame_timeout_s + rest_s + MAX_EXTRA_REST_S,
+    )
     plan = _Plan()
     out = ProbeSession()
 
     async def drive() -> None:
         try:
-            await source.start_session()
-            await source.wait_ready()
+            if not source.session_open:  # else started in connect, for its announced fps
+                await source.start_session()
+                await source.wait_ready()
         except ConnectionError as exc:
             source.lost(str(exc))
             return

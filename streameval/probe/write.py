@@ -28,7 +28,8 @@ def profile_text(
     """The base profile's file with ``names`` (every key of ``KEYS``) and ``fps`` replaced;
     ``comment`` heads the file. Checked by reading it back: what is written attaches."""
     text = Path(base.path).read_text(encoding="utf-8")
-    lines = text.splitlines()
+    # the base profile's comments described its own names and fps, not what was found
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
     lines = _set_top(lines, "name", json.dumps(f"{base.name}-probed"))
     lines = _set_top(lines, "description", json.dumps(f"{base.description} (keys probed)"))
     if fps is not None:

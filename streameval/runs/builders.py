@@ -21,6 +21,7 @@ from streameval.runs.memory_loop import LoopPlan, demo_loop_jobs, model_loop_job
 
 if TYPE_CHECKING:
     from streameval.replay.rollout import Rollout
+    from streameval.runs.attach_start import AttachStart
     from streameval.transports.urls import AttachOptions
 
 RecordMode = Literal["lossless", "lossy", "off"]
@@ -218,9 +219,11 @@ def network_jobs(
     fps: float | None = None,
     model_name: str | None = None,
     record: RecordMode = "lossless",
+    start: AttachStart | None = None,
 ) -> list[EpisodeJob]:
     """One job per episode for a model behind a network URL (webrtc, mjpeg, mqtt). The URL
-    and options are checked once, before any episode starts."""
+    and options are checked once, before any episode starts. ``start``: every episode begins
+    from it, sent as a case's start (``runs.attach_start``)."""
     from streameval.transports.urls import open_network_source
 
     open_network_source(url, ("W",), episode="check", suite=suite, options=options)
@@ -234,7 +237,10 @@ def network_jobs(
             episode: str = episode,
             opts: AttachOptions = episode_options,
         ) -> Any:
-            return open_network_source(url, keys, episode=episode, suite=suite, options=opts)
+            given = None if start is None else start.conditioning(episode, keys, suite)
+            return open_network_source(
+                url, keys, episode=episode, suite=suite, options=opts, conditioning=given
+            )
 
         results_dir = episode_dir(out, model, episode)
         jobs.append(EpisodeJob(episode, open_source, results_dir, recorders(results_dir, record)))

@@ -58,6 +58,7 @@ class ArrivalLog:
             "malformed",
             "dropped_transport",
             "preroll",
+            "before_ready",
             "reconnects",
         ):
             out[f"frames_{name}" if name not in ("malformed", "reconnects") else name] = (

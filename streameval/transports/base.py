@@ -47,6 +47,7 @@ from streameval.core.events import (
 from streameval.core.tasks import cancel_and_wait
 from streameval.errors import BadInputError
 from streameval.inputs.arrays import depth_problem
+from streameval.protocol.keys import NO_KEY
 from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import Alignment, ArrivalLog
@@ -133,6 +134,14 @@ class LiveSource:
         self.last_refused: str | None = None
         self._server_seen = -1  # the last server frame index seen, before admission
         self._deadline: float | None = None  # wall clock: when the key plan must be done
+        # the session was started (and its ready awaited) in ``connect``, for its fps
+        self._session_open = False
+        # frames the server sent before its ready: kept, under no key (docs/serve-formats.md
+        # #frame-rate); before the episode exists they wait here
+        self._before_ready: list[tuple[Frame, float, bool]] = []
+        self._early_indices: set[int] = set()
+        self.ready_seen = False  # the transport saw the server's ready
+        self.fps_origin = "transport"  # where the transport's fps came from (scores.json)
         self._early_end: str | None = None  # lost before the episode started: ends it at once
         self.ended_complete = False  # the key plan ran to its end (not lost, not stopped)
         self.conditioning: Conditioning | None = None
@@ -174,6 +183,20 @@ class LiveSource:
         key; raise ``ConnectionError`` with the reason when it does not come."""
 
     @property
+    def session_open(self) -> bool:
+        """The session was started in ``connect`` (``announces_fps``)."""
+        return self._session_open
+
+    def announces_fps(self) -> bool:
+        """Whether the server's answer to the session setup names its frame rate (a profile's
+        ``[ready] fps``): then ``connect`` starts the session and runs the episode at it."""
+        return False
+
+    def announced_fps(self) -> float | None:
+        """The frame rate the server announced (after ``wait_ready``), or None."""
+        return None
+
+    @property
     def sends_conditioning(self) -> bool:
         """Whether this session sends its case's start (a profile whose start template
         takes it); False without a case."""
@@ -198,11 +221,16 @@ class LiveSource:
 
     def deliver(self, frame: Frame, t_arrival: float | None = None) -> None:
         """A decoded frame arrived (call from the transport's reader, on the event loop)."""
+        now = time.perf_counter() if t_arrival is None else t_arrival
+        if self.info is None and self._session_open and not self._ended:
+            # the session was started for its fps: these frames wait for the episode
+            self._before_ready.append((frame, now, not self.ready_seen))
+            return
         if self._ended or self.info is None:
             return
-        now = time.perf_counter() if t_arrival is None else t_arrival
         self._server_seen = max(self._server_seen, frame.index)
-        if self.mode == "stream" and not self.log.keys_sent:
+        early = frame.index in self._early_indices
+        if self.mode == "stream" and not self.log.keys_sent and not early:
             self.log.count("preroll")  # played before our first key: not part of the episode
             return
         if self._last_index is not None and frame.index <= self._last_index:
@@ -233,7 +261,10 @@ class LiveSource:
             self.log.count("dropped_transport")
             return
         i = self.log.n_frames
-        if frame.key is not None:
+        if early:
+            key = NO_KEY  # before the server's ready: no key was held
+            self.log.count("before_ready")
+        elif frame.key is not None:
             key, self.log.alignment = frame.key, "reported"
         else:
             key = self.log.key_at(now)
@@ -299,7 +330,13 @@ class LiveSource:
             raise BadInputError(
                 self.url, f"no answer within {self.config.connect_timeout_s:g} s"
             ) from None
-        fps = self.fps_hint or server.fps
+        fps, fps_source = self.fps_hint or server.fps, "asked" if self.fps_hint else self.fps_origin
+        announced = None
+        if self.mode == "stream" and self.fps_hint is None and self.announces_fps():
+            await self._open_session()
+            announced = self.announced_fps()
+            if announced is not None:
+                fps, fps_source = announced, "server"
         schedule = Schedule.per_key(self.keys, self.config.seconds_per_key, fps)
         spk = self.config.seconds_per_key
         alignments: dict[str, Alignment] = {"step": "scheduled", "request": "reported"}
@@ -321,6 +358,8 @@ class LiveSource:
                     "clock": "video" if self.mode != "stream" else self.config.clock,
                     "seconds_per_key": spk,
                     "smoke": spk < SMOKE_BELOW_S,
+                    "fps_source": fps_source,
+                    "fps_announced": announced,
                 },
             },
         )
@@ -331,12 +370,40 @@ class LiveSource:
         self.chunks = ChunkLog(fps, from_server=self.chunks_from_server)
         self._events.put_nowait(EpisodeStart(self.info))
         self._started = True
+        early, self._before_ready = self._before_ready, []
+        if self._early_end is not None:  # no ready ever came: counted, not an episode
+            self.log.count("before_ready", sum(before for _, _, before in early))
+            early = []
+        self._early_indices = {frame.index for frame, _, before in early if before}
+        for frame, t_arrival, _ in early:
+            self.deliver(frame, t_arrival)
         if self._early_end is not None:
             self._finish(complete=False, reason=self._early_end)
             return
         drivers = {"step": self._drive_steps, "stream": self._drive_stream}
         driver = self.driver or drivers.get(self.mode, self.drive_requests)
         self._tasks.append(asyncio.create_task(driver()))
+
+    async def _open_session(self) -> None:
+        """Start the session and wait for its ready before the episode exists, so that it
+        runs at the fps the server announces; a refusal ends the episode as soon as it
+        starts, with the server's words (as in ``_drive_stream``)."""
+        self._session_open = True
+        try:
+            await self.start_session()
+            # as ``recv`` would: no event for the no-frame timeout is a stall, named
+            async with asyncio.timeout(self.config.no_frame_timeout_s):
+                await self.wait_ready()
+        except TimeoutError:
+            refused = f" (last message refused: {self.last_refused})" if self.last_refused else ""
+            self.lost(
+                self.stall_reason()
+                or f"stalled: no frame for {self.config.no_frame_timeout_s:g} s{refused}"
+            )
+        except ConnectionError as exc:
+            self.lost(str(exc))
+        except Exception as exc:
+            self.lost(f"sending keys failed: {exc}")
 
     async def recv(self) -> Event:
         if not self._started:
@@ -451,12 +518,13 @@ class LiveSource:
         schedule = self.info.schedule
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
-            try:
-                await self.start_session()
-                await self.wait_ready()
-            except ConnectionError as exc:
-                self.lost(str(exc))
-                return
+            if not self._session_open:
+                try:
+                    await self.start_session()
+                    await self.wait_ready()
+                except ConnectionError as exc:
+                    self.lost(str(exc))
+                    return
             t0 = time.perf_counter()
             if self.config.clock == "wall":
                 plan_s = len(self.keys) * self.config.seconds_per_key

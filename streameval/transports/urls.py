@@ -174,6 +174,27 @@ def check_attach_conditioning(
                 )
             continue
         check_profile_conditioning(profile, cases)
+        if profile.conditioning.required and images < len(cases):
+            raise BadInputError(
+                url,
+                f"profile {profile.name!r} needs a start image, but {len(cases) - images} of "
+                f"the {len(cases)} cases have none",
+            )
+
+
+def refuse_without_start(urls: Sequence[str], options: AttachOptions) -> None:
+    """Before anything connects: a profile whose server needs a start image (``[conditioning]
+    required = true``) and an attach with neither ``--image`` nor ``--cases`` is one line."""
+    for url in urls:
+        if url_scheme(url) not in SCHEMES or url_scheme(url).startswith("mqtt"):
+            continue
+        profile = None if options.lossless else _profile_for(url, options)
+        if profile is not None and profile.conditioning.required:
+            raise BadInputError(
+                f"--profile {options.profile}",
+                "the server generates nothing without a start image: give --image PATH "
+                "(one start for every episode) or --cases PATH (a benchmark's cases)",
+            )
 
 
 @dataclass(frozen=True, slots=True)

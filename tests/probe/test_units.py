@@ -66,9 +66,15 @@ def test_the_mapping_prefers_the_profile_names_and_refuses_rather_than_guess() -
     assert choose(_motions(**USUAL), OWN).names == OWN
     arrows = _motions(**USUAL, ArrowUp="forward")
     assert choose(arrows, OWN).names["W"] == "w"  # the profile's own name wins
-    two = _motions(**{**USUAL, "w": "nothing"}, ArrowUp="forward", i="forward")
-    (problem,) = choose(two, OWN).problems
-    assert problem.startswith("W (forward): 2 names do it (ArrowUp, i)")
+    # two names of equal standing for one action (world-arcade's a and ArrowLeft): the first
+    # pressed is chosen, the other recorded as an alias; the profile's own name when it is one
+    two = choose(_motions(**{**USUAL, "w": "nothing"}, ArrowUp="forward", i="forward"), OWN)
+    assert two.complete and two.names["W"] == "ArrowUp" and two.aliases == {"W": ["i"]}
+    # the keycode profile's L is ArrowLeft, which world-arcade takes as a strafe like a
+    keycode = {**OWN, "L": "ArrowLeft"}
+    own_two = choose(_motions(**USUAL, ArrowLeft="strafe left"), keycode)
+    assert own_two.names["A"] == "a" and own_two.aliases == {"A": ["ArrowLeft"]}
+    assert own_two.names["L"] == "j"
     unclear = _motions(**{**USUAL, "a": "sideways left"})
     (problem,) = choose(unclear, OWN).problems
     assert problem.startswith("A (strafe left): motion type ambiguous: a moves left")

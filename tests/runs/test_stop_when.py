@@ -26,8 +26,9 @@ from tests.cases.arena_synth import write_arena
 pytestmark = pytest.mark.xdist_group("stop-when")
 
 # no recording: nothing here replays, and encoding every frame losslessly was a sixth of the
-# module's CPU time
-FAST = ["--no-tui", "--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5",
+# module's CPU time. Keys of 4.5 s: every control column is scored (docs/methods.md#shortest-keys;
+# at 0.5 s response latency was a false 0 in every case, which the width rule then "measured")
+FAST = ["--no-tui", "--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "4.5",
         "--record", "off"]  # fmt: skip
 ONE_SET = ["--sets", "first_view/real"]  # 7 cases
 CLEAN = "procedural-world-clean"

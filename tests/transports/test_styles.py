@@ -97,10 +97,18 @@ def test_a_late_server_scores_lower_response_latency(name: str) -> None:
         )
     )
     fast = _accuracy(on_time, "response_latency_trans")
+    assert late.interactivity["key_to_response_ms_median"] > 1500
+    slow_result = late.scores.metrics["response_latency_trans"]
+    if slow_result.status == "not_applicable":
+        # a style that answers a request per chunk (camera-pose) delivers 1.5 s late too few
+        # frames for the switch's segment to have a stable zone: not a score of 0
+        # (docs/methods.md#shortest-keys)
+        assert slow_result.reason is not None and "keys too short" in slow_result.reason
+        print(f"{name}: response_latency_trans on time {fast:.1f}, 1.5 s late: too few frames")
+        return
     slow = _accuracy(late, "response_latency_trans")
     print(f"{name}: response_latency_trans on time {fast:.1f}, 1.5 s late {slow:.1f}")
     assert fast - slow > 5
-    assert late.interactivity["key_to_response_ms_median"] > 1500
 
 
 def test_chunk_statistics_reach_the_episode() -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from streameval.constants import (
+    LATENCY_MIN_SS_SAMPLES,
     LATENCY_THRESHOLD,
     MIN_WINDOW_SAMPLES,
     MOTION_FLOOR_PX,
@@ -39,6 +40,7 @@ from streameval.metrics.control.segment import (  # re-exported (``__all__``)
     response_latency_switch,
 )
 from streameval.metrics.segments import SegmentSpan, check_fps, segment_spans
+from streameval.metrics.short_keys import key_length_text, seconds_up, shortest_key_s
 from streameval.protocol.keys import Family, channel_of, expected_sign
 
 # Not in constants.py (only the control kernels read them):
@@ -128,8 +130,22 @@ def _window(r: range, valid: NDArray[np.bool_]) -> _Window:
     return _Window(r, idx[valid[r.start : r.stop]])
 
 
-def _entry(span: SegmentSpan, w: _Window) -> dict[str, Any]:
+def _too_short(w: _Window, fps: float | None) -> dict[str, Any]:
+    """``{"reason_tail", "shortest_key_s"}`` when the key's length (not missing samples) keeps
+    the window below ``MIN_WINDOW_SAMPLES`` (docs/methods.md#shortest-keys), else ``{}``."""
+    if fps is None or len(w.window) >= MIN_WINDOW_SAMPLES:
+        return {}
     return {
+        "reason_tail": f" (the key is too short: {key_length_text(fps)})",
+        "shortest_key_s": shortest_key_s(fps),
+    }
+
+
+def _entry(span: SegmentSpan, w: _Window, fps: float | None = None) -> dict[str, Any]:
+    """A segment's entry, not_applicable until scored. With ``fps``, a window too short for the
+    key's length says so and names the shortest key that would be scored."""
+    short = _too_short(w, fps)
+    entry = {
         "index": span.index,
         "key": span.key,
         "family": span.family,
@@ -140,8 +156,11 @@ def _entry(span: SegmentSpan, w: _Window) -> dict[str, Any]:
         "n_samples": w.n,
         "n_missing": len(w.window) - w.n,
         "status": "not_applicable",
-        "reason": f"fewer than {MIN_WINDOW_SAMPLES} samples",
+        "reason": f"fewer than {MIN_WINDOW_SAMPLES} samples" + short.get("reason_tail", ""),
     }
+    if short:
+        entry["shortest_key_s"] = short["shortest_key_s"]
+    return entry
 
 
 def _scored(entry: dict[str, Any], value: float, parts: dict[str, Any]) -> dict[str, Any]:
@@ -230,6 +249,9 @@ def _result(
             if n_dropped == 0
             else f"no scorable {what}: {n_na} with {few}, {n_dropped} with a score outside [0, 1]"
         )
+        need = [e["shortest_key_s"] for e in col.entries if "shortest_key_s" in e]
+        if need:  # docs/methods.md#shortest-keys: say how long a key would be scored
+            reason += f" (keys too short: keys of at least {seconds_up(max(need))})"
         return MetricResult.not_applicable(reason, details)
     raw = float(np.mean(np.asarray(kept, dtype=np.float64)))
     return MetricResult.official(raw, normalize(raw), details)
@@ -290,7 +312,7 @@ def _score_segment(
 ) -> None:
     """Accuracy, purity and stability of one segment over its stable zone, into ``cols``."""
     w = ep.stable[span.index]
-    entries = [_entry(span, w) for _ in cols]
+    entries = [_entry(span, w, ep.fps) for _ in cols]
     if w.n < MIN_WINDOW_SAMPLES:  # the segment is not_applicable (docs/methods.md#control-segments)
         for col, entry in zip(cols, entries, strict=True):
             col.add(entry, math.nan)
@@ -383,10 +405,25 @@ def _latency_switch(
     entry = _entry(s, w)
     if w.n == 0:
         return entry, math.nan
+    sw = ep.stable[s.index]
+    if sw.n <= LATENCY_MIN_SS_SAMPLES:
+        # docs/methods.md#short-keys-are-not-applicable: a segment with no steady state to reach
+        # is not a switch the model failed (the reference scores it 0, no_response)
+        short = _too_short(sw, ep.fps)
+        entry.update(
+            reason=f"{sw.n} stable samples, {MIN_WINDOW_SAMPLES} needed for a steady state"
+            + short.get("reason_tail", f" ({len(sw.window) - sw.n} missing)"),
+            n_stable=sw.n,
+            t0_s=s.lo_s,
+            length_s=s.length_s,
+            previous_key=previous_key,
+        )
+        if short:
+            entry["shortest_key_s"] = short["shortest_key_s"]
+        return entry, math.nan
     v_all, t_all = ep.v_episode(s.key) if around is None else around
     if v_ref is None:
         v_ref = reference_speed(np.abs(v_all))
-    sw = ep.stable[s.index]
     lat = response_latency_switch(v_all, t_all, ep.v(s, sw), v_ref, s.lo_s, s.length_s, ep.fps)
     parts = {"latency_s": lat.latency_s, "response": lat.reason, "reached": lat.reached}
     parts.update(steady_state=lat.steady_state, v_ref=v_ref, threshold=LATENCY_THRESHOLD * v_ref)

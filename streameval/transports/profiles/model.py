@@ -147,10 +147,13 @@ class StatsSpec:
 
 @dataclass(frozen=True, slots=True)
 class ReadySpec:
-    """The answer to ``configure`` to wait for before the first key."""
+    """The answer to ``configure`` to wait for before the first key; ``fps``: the field
+    (dotted path) where it announces the model's frame rate, which the session then runs at
+    (docs/serve-formats.md#frame-rate)."""
 
     match: Match
     timeout_s: float = 30.0
+    fps: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,10 +166,13 @@ class ConditioningSpec:
     ``upload_url``, relative to the server's URL or absolute, and the JSON answer's
     ``upload_answer`` field, a dotted path, becomes ``{image_path}``), or ``none`` (the
     server takes no image). ``start``: ``connect`` (a case is one session: a new connection
-    and its ``configure``) or ``reset`` (the ``reset`` template on the same connection)."""
+    and its ``configure``) or ``reset`` (the ``reset`` template on the same connection).
+    ``required``: the server generates nothing without a start image (an attach with neither
+    ``--image`` nor ``--cases`` is refused before connecting)."""
 
     image: ImageMode = "none"
     start: CaseStart = "connect"
+    required: bool = False
     upload_url: str = ""
     upload_field: str = "file"
     upload_answer: str = "path"
@@ -343,7 +349,11 @@ def _ready(top: TomlFields) -> ReadySpec | None:
     if "ready" not in top.table:
         return None
     s = top.sub("ready")
-    spec = ReadySpec(_match(s, "match"), float(s.number("timeout_s", 30.0, 0, 3600) or 30.0))
+    spec = ReadySpec(
+        _match(s, "match"),
+        float(s.number("timeout_s", 30.0, 0, 3600) or 30.0),
+        s.take("fps", str),
+    )
     s.done()
     return spec
 
@@ -367,7 +377,10 @@ def _conditioning(top: TomlFields) -> ConditioningSpec:
         upload_field=s.take("upload_field", str, "file"),
         upload_answer=s.take("upload_answer", str, "path"),
         upload_timeout_s=float(s.number("upload_timeout_s", 60.0, 0, 3600) or 60.0),
+        required=bool(s.take("required", bool, False)),
     )
+    if spec.required and spec.image == "none":
+        raise s.fail("required", "true needs a way to send the image (image = 'none')")
     if spec.image == "upload" and not spec.upload_url:
         raise s.fail("upload_url", "missing: image = 'upload' POSTs the image there")
     if spec.upload_url and spec.image != "upload":

@@ -86,7 +86,9 @@ def _control(body: Any, profile: ServerProfile, raw: Any) -> Incoming:
         count = int(frames) if frames is not None and 0 <= frames <= 1_000_000 else None
         return Incoming("stats", frames=count, stats=values)
     if profile.ready is not None and profile.ready.match.matches(body):
-        return Incoming("ready")
+        fps = _number(lookup(body, profile.ready.fps)) if profile.ready.fps else None
+        announced = {"fps": fps} if fps is not None and 0 < fps <= 1000 else {}
+        return Incoming("ready", stats=announced)
     if profile.error is not None and profile.error.matches(body):
         text = lookup(body, profile.error_field)
         return Incoming(

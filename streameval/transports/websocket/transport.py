@@ -112,6 +112,7 @@ class WebSocketSource(LiveSource):
         self._keys_ws: Any = None
         self.channel: KeyChannel | None = None
         self._ready = asyncio.Event()
+        self._announced: float | None = None
         self._n = 0
         self.t_open: float | None = None
         self.tally = MessageTally()
@@ -138,6 +139,7 @@ class WebSocketSource(LiveSource):
                     self._session, self.keys_url, self.profile.frames.max_message_bytes
                 )
         fps = self.fps_hint or self.profile.fps or DEFAULT_FPS
+        self.fps_origin = "profile" if self.profile.fps else "default"
         self.channel = KeyChannel(
             self.profile, self.key_names, out, fps=fps, episode=self.episode, on_lost=self.lost
         )
@@ -260,6 +262,8 @@ class WebSocketSource(LiveSource):
         elif incoming.kind == "stats":
             self.server_chunk(incoming.frames, incoming.stats)
         elif incoming.kind == "ready":
+            self.ready_seen = True
+            self._announced = incoming.stats.get("fps")
             self._ready.set()
         elif incoming.kind == "error":
             if not self._session_started():
@@ -280,6 +284,12 @@ class WebSocketSource(LiveSource):
         return self._n > 0
 
     # ------------------------------------------------------------ LiveSource hooks
+
+    def announces_fps(self) -> bool:
+        return self.profile.ready is not None and self.profile.ready.fps is not None
+
+    def announced_fps(self) -> float | None:
+        return self._announced
 
     async def wait_ready(self) -> None:
         if self.profile.ready is None:

@@ -176,7 +176,9 @@ def n_episode(
             on = {"fwd": msr, "lat": lat, "yaw": yaw}[fam]
             cols[f"direction_purity_{pool}"].append(on / (lat + yaw + msr + 1e-9))
             cols[f"motion_stability_{pool}"].append(n_stability(v, fps)["score"])
-        if j >= 1 and full:
+        # docs/methods.md#short-keys-are-not-applicable: no steady state (< 3 stable samples)
+        # makes the switch not_applicable (the reference scores it 0)
+        if j >= 1 and full and len(stable) >= 3:
             # v_ref from the new key's channel alone, over the whole episode (reference).
             v_ref = n_percentile([abs(ch(k, i)) for i in valid], 75) + 1e-9
             score, _, _ = n_latency(
@@ -495,24 +497,51 @@ def test_fewer_than_three_stable_samples() -> None:
     r = control_metrics(sx, srad, keys, fps)
     for name in ("direction_accuracy_rot", "direction_purity_rot", "motion_stability_rot"):
         assert r[name].status == "not_applicable"
-        assert r[name].reason == "all yaw segments have fewer than 3 stable samples"
+        assert r[name].reason == (
+            "all yaw segments have fewer than 3 stable samples "
+            "(keys too short: keys of at least 4.13 s)"
+        )
         seg = r[name].details["segments"][0]
         assert (seg["status"], seg["n_samples"]) == ("not_applicable", 2)
         assert "value" not in seg
-    # latency's window is the whole new segment (50 samples): scored, steady state 0
-    # (docs/methods.md#response-latency).
+    # latency: no steady state to reach (2 stable samples) is not_applicable, never a 0
+    # (docs/methods.md#short-keys-are-not-applicable; the reference scores it 0, no_response).
     lat = r["response_latency_rot"]
-    assert lat.status == "official"
-    assert lat.details["segments"][0]["response"] == "no_response"
-    assert lat.details["segments"][0]["n_stable"] == 2
+    assert lat.status == "not_applicable"
+    seg = lat.details["segments"][0]
+    assert (seg["status"], seg["n_stable"]) == ("not_applicable", 2)
+    assert seg["reason"] == (
+        "2 stable samples, 3 needed for a steady state "
+        "(the key is too short: keys of at least 4.13 s at 16 fps)"
+    )
+    assert seg["shortest_key_s"] == 4.125
+    assert lat.reason == (
+        "all switches into a yaw segment have fewer than 3 samples "
+        "(keys too short: keys of at least 4.13 s)"
+    )
 
 
-def test_switch_without_a_steady_state_scores_zero() -> None:
-    # The reference scores such a switch 0 (steady state 0: no_response), it is not dropped.
+def test_switch_without_a_steady_state_is_not_applicable() -> None:
+    # The reference scores such a switch 0 (steady state 0: no_response); streameval says the
+    # segment is too short to have a steady state, and with how long a key must be.
     sx, srad, keys = episode([("W", 20, 1.0, 0), ("L", 4 / 16, 1.0, 0)], 16)  # 2 signals
     lat = control_metrics(sx, srad, keys, 16)["response_latency_rot"]
-    assert (lat.status, lat.raw) == ("official", 0.0)
-    assert lat.details["segments"][0]["response"] == "no_response"
+    assert (lat.status, lat.raw) == ("not_applicable", None)
+    assert "response" not in lat.details["segments"][0]
+    assert "keys of at least 4.13 s" in lat.reason
+
+
+def test_missing_stable_samples_are_not_applicable_without_a_key_length() -> None:
+    # A long key whose stable samples were lost (dropped frames) is not too short: its reason
+    # counts the missing samples and names no key length.
+    fps = 16.0
+    sx, srad, keys = episode([("W", 10, 1.0, 0), ("S", 10, -1.0, 0), ("W", 10, 1.0, 0)], fps)
+    sx[160 + 48 : 320 - 16 + 1] = np.nan  # the whole stable zone of S (13 s to 19 s)
+    lat = control_metrics(sx, srad, keys, fps)["response_latency_trans"]
+    first = lat.details["segments"][0]
+    assert first["status"] == "not_applicable" and "shortest_key_s" not in first
+    assert first["reason"] == "0 stable samples, 3 needed for a steady state (97 missing)"
+    assert lat.details["segments"][1]["status"] == "scored"
 
 
 def test_switch_after_the_last_signal_is_not_applicable() -> None:

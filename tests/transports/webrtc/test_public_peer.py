@@ -68,13 +68,14 @@ LATENCY_SECONDS_PER_KEY = 4.0
 """Long enough for WorldMark's metric to see a response. Response Latency
 (docs/methods.md#response-latency) is scored only at a switch and only when the new segment's
 stable zone (its span minus the first 3 s, and minus the last 1 s unless it is the last segment)
-holds more than 2 samples with a steady state over 0.1·v_ref; otherwise the score is 0
-(``no_response``/``weak_response``). At the 2.5 s smoke length every stable zone is empty, so
-both servers score 0 there. With two keys of 4 s the switch's segment is the last one: its stable
-zone is the last 1 s (16 samples), and latency = first time the smoothed signal reaches
-0.5·v_ref, score 1 − latency/4 s: about 0.9 for a server on time and about 0.5 for one 1.5 s late
-(a delay past the 4 s segment would score 0). A pan, not a zoom: 1.5 s of extra pan leaves the
-view inside the texture."""
+holds more than 2 samples with a steady state over 0.1·v_ref (a weaker one scores 0,
+``weak_response``; fewer samples make the switch not_applicable,
+docs/methods.md#short-keys-are-not-applicable). At the 2.5 s smoke length every stable zone is
+empty, so both servers are not_applicable there. With two keys of 4 s the switch's segment is
+the last one: its stable zone is the last 1 s (16 samples), and latency = first time the
+smoothed signal reaches 0.5·v_ref, score 1 − latency/4 s: about 0.9 for a server on time and
+about 0.5 for one 1.5 s late (a delay past the 4 s segment would score 0). A pan, not a zoom:
+1.5 s of extra pan leaves the view inside the texture."""
 
 
 def test_late_server_scores_lower_response_latency() -> None:

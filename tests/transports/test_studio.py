@@ -1,0 +1,181 @@
+"""Against a server that behaves as WorldFoundry Studio's realtime socket does (``studio_server``,
+written from its public code): silent at rest, ``ready`` with the model's fps, Matrix-Game 3.0's
+cadence (57 frames, then 40, at 17 fps), no frame without a start image. The session runs at
+the announced fps; announced and delivered fps are both in scores.json, and a mismatch is one
+warning line; frames sent before ``ready`` are kept and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streameval.cli.main import main
+from tests.cases.arena_synth import scene, write_image
+from tests.transports.case_servers import start_app
+from tests.transports.studio_server import Studio, studio_app
+
+pytestmark = pytest.mark.xdist_group("case-servers")
+
+
+class Served:
+    """One studio server on a loop of its own thread (the command line runs its own loop)."""
+
+    def __init__(self, uploads: Path, studio: Studio) -> None:
+        self.studio = studio
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        app = studio_app(uploads, studio)
+        self.runner, port = asyncio.run_coroutine_threadsafe(start_app(app), self.loop).result(30)
+        self.url = f"ws://127.0.0.1:{port}/api/realtime/ws"
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def _run(tmp_path: Path, studio: Studio, *args: str) -> tuple[int, dict[str, Any], str]:
+    image = write_image(tmp_path / "start.jpg", scene(3, 160, 120))
+    served = Served(tmp_path / "uploads", studio)
+    out = tmp_path / "out"
+    try:
+        code = main([
+            "attach", served.url, "--profile", "worldfoundry", "--image", str(image),
+            "--prompt", "A street.", "--model-name", "wf", "--out", str(out), "--no-tui",
+            "--no-report", "--record", "off", "--no-frame-timeout", "8", *args,
+        ])  # fmt: skip
+    finally:
+        served.close()
+    (path,) = out.rglob("scores.json")
+    return code, json.loads(path.read_text()), path.parent.name
+
+
+@pytest.mark.timeout(120)
+def test_the_session_runs_at_the_fps_the_server_announces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    studio = Studio()  # Matrix-Game 3.0: 17 fps, 57 then 40 frames a chunk
+    code, doc, _ = _run(tmp_path, studio, "--actions", "6", "--seconds-per-key", "4.5")
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert doc["complete"], doc["errors"]
+    assert doc["fps"] == 17.0  # the profile says 16: the server's own rate wins
+    block = doc["interactivity"]
+    assert (block["fps_source"], block["fps_announced"]) == ("server", 17.0)
+    # delivered: measured over the arrivals (this loaded CPU may pace the server late); a
+    # warning exactly when it is more than 5 % off
+    off = abs(block["delivered_fps"] / 17.0 - 1) > 0.05
+    assert captured.out.count("the server announced 17 fps but delivered") == int(off)
+    assert block["chunk_origin"] == "server"
+    assert [c["frames"] for c in block["chunk_log"][:2]] == [57, 40]
+    assert doc["conditioning"]["honoured"] is True
+    # silent at rest: every frame the server sent came while a key was held
+    (session,) = studio.sessions
+    assert block["frames_received"] + block["frames_preroll"] <= session["frames"]
+
+
+@pytest.mark.timeout(120)
+def test_a_mismatch_beyond_5_percent_is_one_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    studio = Studio(fps=17.0, first_chunk=9, chunk=9, pace_fps=13.0)
+    code, doc, _ = _run(tmp_path, studio, "--actions", "6", "--seconds-per-key", "1.5")
+    out = capsys.readouterr().out
+    assert code == 0 and doc["fps"] == 17.0
+    lines = [line for line in out.splitlines() if "the server announced" in line]
+    assert len(lines) == 1, out
+    delivered = float(lines[0].split("delivered ")[1].split(" fps")[0])
+    assert "announced 17 fps" in lines[0] and delivered < 17 * 0.95  # paced at 13 (or later)
+
+
+@pytest.mark.timeout(120)
+def test_frames_sent_before_ready_are_kept_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    studio = Studio(fps=16.0, first_chunk=9, chunk=9, before_ready=12)
+    code, doc, _ = _run(tmp_path, studio, "--actions", "6", "--seconds-per-key", "1.5")
+    assert code == 0, capsys.readouterr().err
+    block = doc["interactivity"]
+    assert block["frames_before_ready"] == 12
+    assert block["frames_received"] >= 12 + 2 * 16  # the 12 and both keys' frames
+    assert doc["frames"] == block["frames_received"]
+
+
+@pytest.mark.timeout(120)
+def test_keys_shorter_than_a_few_first_chunk_latencies_are_said_to_measure_the_cadence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Matrix-Game 3.0's cadence with its generation time: the first chunk (57 frames at 17
+    # fps) comes ~3.4 s after the first key
+    studio = Studio(gen_s_per_frame=1 / 17)
+    code, doc, _ = _run(tmp_path, studio, "--actions", "6", "--seconds-per-key", "5")
+    out = capsys.readouterr().out
+    assert code == 0, doc["errors"]
+    (line,) = [x for x in out.splitlines() if "measure the cadence" in x]
+    latency = float(line.split("answered the first key ")[1].split(" s")[0])
+    assert 3.0 <= latency <= 5.0, line
+    assert "keys of 5 s are shorter than 3 such latencies" in line
+    need = float(line.split("keys of at least ")[1].split(" s")[0])
+    assert need == pytest.approx(3 * latency, abs=0.2)  # each printed to 0.1 s
+
+
+@pytest.mark.timeout(180)
+def test_probe_on_a_server_silent_at_rest_writes_the_names_and_the_announced_fps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.probe.eased_world import EasedWorld
+
+    studio = Studio(fps=17.0, first_chunk=12, chunk=9, render=EasedWorld().render)
+    image = write_image(tmp_path / "start.jpg", scene(4, 160, 120))
+    served = Served(tmp_path / "uploads", studio)
+    written = tmp_path / "probed.toml"
+    try:
+        code = main([
+            "probe", served.url, "--profile", "worldfoundry", "--image", str(image),
+            "--prompt", "A street.", "--seconds", "1.5", "--rest", "1.0", "--json",
+            "--write-profile", str(written),
+        ])  # fmt: skip
+    finally:
+        served.close()
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["no_key"]["motion"] == "nothing"  # silent at rest: no stall, no motion
+    # the motion stops with a press's last frame: an ease-out, not "-"
+    assert all(key["ease_out_s"] is not None for key in report["keys"]), report["keys"]
+    text = written.read_text()
+    from streameval.transports.profiles.model import parse_profile
+
+    profile = parse_profile(text, str(written))
+    assert profile.key_names() == {"W": "w", "S": "s", "A": "a", "D": "d", "L": "j", "R": "l"}
+    assert profile.fps is not None and abs(profile.fps - 17.0) <= 0.5
+    assert "fps as the server announced it" in text
+    # nothing of the base file's own comments (they described its names and its fps)
+    assert "paced at the server's fps" not in text and "j / l turn" not in text
+
+
+@pytest.mark.timeout(240)
+def test_probe_quotes_a_server_that_refuses_unknown_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.probe.eased_world import EasedWorld
+
+    studio = Studio(fps=16.0, first_chunk=9, chunk=9, render=EasedWorld().render,
+                    refuse_unknown=True)  # fmt: skip
+    image = write_image(tmp_path / "start.jpg", scene(4, 160, 120))
+    served = Served(tmp_path / "uploads", studio)
+    try:
+        code = main([
+            "probe", served.url, "--profile", "worldfoundry", "--image", str(image),
+            "--seconds", "0.8", "--rest", "0.5", "--try", "q", "--all", "--json",
+        ])  # fmt: skip
+    finally:
+        served.close()
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["mapping"] is not None
+    assert any("unsupported control key 'q'" in said for said in report["server_said"])
