@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from streameval.core.atomic import TMP_SUFFIX, write_json_atomic
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, redact_url
 from streameval.inputs.jsonfile import read_json_file
 
 LEDGER_FILE = "ledger.json"
@@ -134,13 +134,25 @@ class RunInputs:
 
 def plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """``options`` as JSON values: paths and other objects as their text, callables left out
-    (argparse keeps the command's runner in its namespace)."""
+    (argparse keeps the command's runner in its namespace), a URL's password taken out (a
+    ledger is shared with the results)."""
     out: dict[str, Any] = {}
     for key, value in sorted(options.items()):
         if callable(value) and not isinstance(value, type):
             continue
-        out[key] = json.loads(json.dumps(value, default=str))
+        out[key] = _redacted(json.loads(json.dumps(value, default=str)))
     return out
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with every string that is a URL with a password redacted (``redact_url``)."""
+    if isinstance(value, str):
+        return redact_url(value)
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    return value
 
 
 def _input_entries(inputs: RunInputs) -> dict[str, Any]:
@@ -156,11 +168,13 @@ def _input_entries(inputs: RunInputs) -> dict[str, Any]:
         files[label] = entry
     for label, digest in sorted(inputs.digests.items()):
         files.setdefault(label, {"sha256": digest})
+    argv = None if inputs.argv is None else [_redacted_arg(a) for a in inputs.argv]
+    options = _redacted(inputs.options)
     return {
         "command": inputs.command,
-        "argv": inputs.argv,
-        "options": inputs.options,
-        "options_sha256": sha256_json({"argv": inputs.argv, "options": inputs.options}),
+        "argv": argv,
+        "options": options,
+        "options_sha256": sha256_json({"argv": argv, "options": options}),
         "suites": {
             name: {"definition": spec, "sha256": sha256_json(spec)}
             for name, spec in sorted(inputs.suites.items())
@@ -242,4 +256,13 @@ def read_ledger(run: Path) -> dict[str, Any]:
 
 def run_argv() -> list[str]:
     """The command line as typed (for a run started from ``streameval``)."""
-    return list(sys.argv[1:])
+    return [_redacted_arg(arg) for arg in sys.argv[1:]]
+
+
+def _redacted_arg(arg: str) -> str:
+    """A command-line word with a URL's password taken out, ``--opt=URL`` included: a ledger
+    is shared with the results, a broker's password is not."""
+    name, eq, value = arg.partition("=")
+    if eq and name.startswith("-"):
+        return f"{name}={redact_url(value)}"
+    return redact_url(arg)
