@@ -64,6 +64,7 @@ def scores_document(
     errors: Sequence[Any] = (),
     case: Mapping[str, Any] | None = None,
     conditioning: Mapping[str, Any] | None = None,
+    runtime: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``scores.json`` payload (docs/cli.md#results-directory), keys in the order every writer
     uses. A benchmark case's episode adds ``case`` (``cases.Case.record()``) and
@@ -86,6 +87,8 @@ def scores_document(
     if case is not None:
         doc["case"] = dict(case)
         doc["conditioning"] = dict(conditioning) if conditioning is not None else None
+    if runtime is not None:  # a served stream's runtime truth (docs/methods.md#runtime)
+        doc["runtime"] = dict(runtime)
     return doc
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
+from streameval.transports.native_gate import RECORD_KEY, NativeGate
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
@@ -137,6 +139,11 @@ class LiveSource:
         self.ended_complete = False  # the key plan ran to its end (not lost, not stopped)
         self.conditioning: Conditioning | None = None
         """The benchmark case this session starts from (sources whose profile sends it)."""
+        self.gate = NativeGate(DEFAULT_FPS, classify=False)  # set up by ``connect``
+        self._rate_known = asyncio.Event()
+        self.session_times: dict[str, float | None] = dict.fromkeys(
+            ("connect", "configure", "ready", "first_key")
+        )
         self.driver: Callable[[], Coroutine[Any, Any, None]] | None = None
         """Drives the keys instead of the mode's own plan (``streameval probe`` presses key
         names of its own choosing through ``send_key``); it ends with ``plan_done``."""
@@ -232,6 +239,26 @@ class LiveSource:
         if self._pending_frames >= self.config.max_pending_frames:
             self.log.count("dropped_transport")
             return
+        self._admit_all(self.gate.push(frame, now))
+
+    def _admit_all(self, frames: list[tuple[Frame, float]]) -> None:
+        """Native frames the gate let through (``native_gate.py``): into the episode."""
+        if self.gate.decided and not self._rate_known.is_set():
+            self._rate_decided()
+        for frame, t in frames:
+            self._admit(frame, t)
+
+    def _rate_decided(self) -> None:
+        """The native rate is known: the episode's clock and key plan run on it."""
+        assert self.info is not None
+        fps = self.gate.native_fps
+        if fps != self.info.fps:
+            schedule = Schedule.per_key(self.keys, self.config.seconds_per_key, fps)
+            self.info = dataclasses.replace(self.info, fps=fps, schedule=schedule)
+            self.chunks.fps = fps
+        self._rate_known.set()
+
+    def _admit(self, frame: Frame, now: float) -> None:
         i = self.log.n_frames
         if frame.key is not None:
             key, self.log.alignment = frame.key, "reported"
@@ -278,6 +305,13 @@ class LiveSource:
         self.log.count("malformed")
         self._report("malformed", f"{self.url}: {problem}")
 
+    def _session_record(self) -> None:
+        """The gate's last frames, and what it kept, into the episode (``RECORD_KEY``)."""
+        if self.info is None:
+            return
+        self._admit_all(self.gate.flush())
+        self.info.extra[RECORD_KEY] = self.gate.record(self.session_times)
+
     def lost(self, reason: str) -> None:
         """The session cannot go on: end the episode now, incomplete, keeping what came
         (before it started: as soon as it starts, so its end follows its start)."""
@@ -291,6 +325,7 @@ class LiveSource:
     async def connect(self) -> None:
         """Open the transport and start driving keys (``run_job`` awaits this first, so an
         unreachable server is bad input with the URL, never a half-started episode)."""
+        self.session_times["connect"] = time.perf_counter()
         try:
             server = await asyncio.wait_for(self.open_transport(), self.config.connect_timeout_s)
         except TimeoutError:
@@ -329,6 +364,9 @@ class LiveSource:
 
             self.info.extra.update(case_extra(self.conditioning, sent=self.sends_conditioning))
         self.chunks = ChunkLog(fps, from_server=self.chunks_from_server)
+        self.gate = NativeGate(fps, classify=self.mode == "stream")
+        if self.mode != "stream":
+            self.session_times["ready"] = time.perf_counter()
         self._events.put_nowait(EpisodeStart(self.info))
         self._started = True
         if self._early_end is not None:
@@ -364,6 +402,11 @@ class LiveSource:
                 )
                 self._finish(complete=False, reason=reason)
                 continue
+            if isinstance(event, EpisodeStart):
+                # the episode's clock is the model's native rate: known after its first frames
+                await self._wait_for_rate()
+                assert self.info is not None
+                event = EpisodeStart(self.info)
             if isinstance(event, FrameEvent):
                 self._pending_frames -= 1
                 if self._deadline is not None and time.perf_counter() > self._deadline:
@@ -371,6 +414,18 @@ class LiveSource:
                     # returned must not keep the episode open for ever
                     self._finish(complete=False, reason="the key plan did not finish in time")
             return event
+
+    async def _wait_for_rate(self) -> None:
+        """Until the gate knows the native rate; past the no-frame timeout it is fixed with
+        what came (the announced rate without frames)."""
+        if self._rate_known.is_set():
+            return
+        try:
+            async with asyncio.timeout(self.config.no_frame_timeout_s):
+                await self._rate_known.wait()
+        except TimeoutError:
+            self.gate.decide()
+            self._admit_all([])
 
     async def close(self) -> None:
         self._ended = True
@@ -391,6 +446,7 @@ class LiveSource:
     def _finish(self, *, complete: bool, reason: str | None) -> None:
         if self._ended:
             return
+        self._session_record()
         self._ended = True
         self.ended_complete = complete
         if self.info is not None:
@@ -427,6 +483,8 @@ class LiveSource:
                         await self.send_step(i, schedule.key_for_frame(i))
                 while requested < min(total, done + 1 + STEP_WINDOW):
                     key = schedule.key_for_frame(requested)
+                    if self.session_times["first_key"] is None:
+                        self.session_times["first_key"] = time.perf_counter()
                     self.log.key_down(key, time.perf_counter())
                     self._key_sent(key, requested)
                     await self.send_step(requested, key)
@@ -448,12 +506,13 @@ class LiveSource:
     async def _drive_stream(self) -> None:
         """A server playing at its own rate: keydown/keyup by wall time or frame count."""
         assert self.info is not None
-        schedule = self.info.schedule
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
             try:
+                self.session_times["configure"] = time.perf_counter()
                 await self.start_session()
                 await self.wait_ready()
+                self.session_times["ready"] = time.perf_counter()
             except ConnectionError as exc:
                 self.lost(str(exc))
                 return
@@ -466,6 +525,8 @@ class LiveSource:
                     return
                 if self._held is not None:
                     await self.send_key("keyup", self._held)
+                if self.session_times["first_key"] is None:
+                    self.session_times["first_key"] = time.perf_counter()
                 self.log.key_down(key, time.perf_counter())
                 self._key_sent(key, self.log.n_frames)
                 await self.send_key("keydown", key)
@@ -473,8 +534,8 @@ class LiveSource:
                 if self.config.clock == "wall":
                     until = t0 + (j + 1) * self.config.seconds_per_key
                     await asyncio.sleep(max(0.0, until - time.perf_counter()))
-                else:
-                    boundary = schedule.boundaries[j + 1]
+                else:  # the native schedule, once the gate knows the native rate
+                    boundary = self.info.schedule.boundaries[j + 1]
                     while not self._ended and self.log.n_frames < boundary:
                         self._frame_arrived.clear()
                         await self._frame_arrived.wait()

@@ -3,6 +3,8 @@ synthetic streams whose truth is known: honest, doubled, tripled, interpolated, 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -32,7 +34,7 @@ def _scene(n: int, seed: int = 0, speed: float = 3.0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     wide = rng.integers(0, 256, size=(144, 256 + int(speed * n) + 8, 3), dtype=np.uint8)
     wide = ((wide.astype(np.float32) + np.roll(wide, 1, axis=1)) / 2).astype(np.uint8)
-    return [wide[:, int(round(i * speed)) : int(round(i * speed)) + 256] for i in range(n)]
+    return [wide[:, round(i * speed) : round(i * speed) + 256] for i in range(n)]
 
 
 def _noisy(img: np.ndarray, rng: np.random.Generator, sigma: float = 1.0) -> np.ndarray:
@@ -66,7 +68,10 @@ def _naive_contexts(thumbs: np.ndarray) -> list[tuple[float, float, float]]:
         a = thumbs[i].astype(np.float64)
 
         def mad(x: np.ndarray, y: np.ndarray) -> float:
-            return float(sum(abs(float(p) - float(q)) for p, q in zip(x.ravel(), y.ravel())) / x.size)
+            return float(
+                sum(abs(float(p) - float(q)) for p, q in zip(x.ravel(), y.ravel(), strict=False))
+                / x.size
+            )
 
         diff = mad(a, thumbs[i - 1]) if i > 0 else np.inf
         if 0 < i < t - 1:
@@ -92,7 +97,7 @@ def _naive_cadence(positions: list[int], alike: list[bool]) -> Cadence | None:
             native = [p % period == phase for p in positions]
             if sum(native) < MIN_SLOT_EVIDENCE or len(native) - sum(native) < MIN_SLOT_EVIDENCE:
                 continue
-            misfit = sum(1 for n, a in zip(native, alike) if n == a)
+            misfit = sum(1 for n, a in zip(native, alike, strict=False) if n == a)
             if misfit <= MAX_MISFIT * len(positions):
                 return Cadence(period, phase)
     return None
@@ -166,7 +171,7 @@ def test_an_interpolating_stream_counts_its_blends() -> None:
     rng = np.random.default_rng(8)
     natives = _scene(50, speed=4.0)
     frames: list[np.ndarray] = []
-    for a, b in zip(natives, natives[1:], strict=False):
+    for a, b in itertools.pairwise(natives):
         blend = ((a.astype(np.float32) + b) / 2).round().astype(np.uint8)
         frames += [_noisy(a, rng, 0.5), _noisy(blend, rng, 0.5)]
     thumbs = _thumbs(frames)
