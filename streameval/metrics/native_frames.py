@@ -194,27 +194,35 @@ class _Evidence:
         return self.cadence
 
 
-def classify_frames(thumbs: F32) -> np.ndarray:
+def classify_frames(thumbs: F32, settle: int = 0) -> np.ndarray:
     """Every frame's class (uint8: ``NATIVE``, ``REPEAT``, ``INTERPOLATED``) from the (T, h, w)
     thumbnails of a whole stream, in order: each frame is judged on the cadence of the
-    evidence up to and including itself."""
-    out = np.zeros(thumbs.shape[0], dtype=np.uint8)
+    evidence up to and including itself, except the first ``settle`` frames, judged on the
+    cadence in force once the ``settle``-th is in (a cadence needs a few frames to show: the
+    stream's first frames would be native by default)."""
+    ctxs = contexts(thumbs)
     evidence = _Evidence()
-    for i, ctx in enumerate(contexts(thumbs)):
-        out[i] = decide(ctx, i, evidence.add(ctx, i))
+    cadences = [evidence.add(ctx, i) for i, ctx in enumerate(ctxs)]
+    out = np.zeros(len(ctxs), dtype=np.uint8)
+    early = min(settle, len(ctxs)) - 1
+    for i, ctx in enumerate(ctxs):
+        out[i] = decide(ctx, i, cadences[early] if i < settle else cadences[i])
     return out
 
 
 class FrameClassifier:
     """The streaming form of ``classify_frames``: ``push`` a frame's thumbnail, get the
-    classes of the frames that became final (the previous one: its next neighbour is known);
-    ``flush`` at the end. Positions count every frame pushed since the start."""
+    classes of the frames that became final (the previous one: its next neighbour is known;
+    the first ``settle`` all at once, when the last of them is); ``flush`` at the end.
+    Positions count every frame pushed since the start."""
 
-    def __init__(self) -> None:
+    def __init__(self, settle: int = 0) -> None:
+        self.settle = settle
         self._before: F32 | None = None  # the frame before the pending one
         self._pending: F32 | None = None
         self._position = 0  # of the pending frame
         self._evidence = _Evidence()
+        self._early: list[FrameContext] = []  # the first ``settle`` frames, not yet judged
         self.counts = [0, 0, 0]
 
     @property
@@ -226,24 +234,36 @@ class FrameClassifier:
             self._pending = thumb
             return []
         ctx = context_of(self._before, self._pending, thumb, self._before)
-        out = [self._decide(ctx)]
+        out = self._decide(ctx)
         self._before, self._pending = self._pending, thumb
         return out
 
     def flush(self) -> list[int]:
-        """The last frame's class (it has no next neighbour); nothing when none is pending."""
-        if self._pending is None:
-            return []
-        ctx = context_of(None, self._pending, None, self._before)
-        out = [self._decide(ctx)]
-        self._before, self._pending = self._pending, None
-        return out
+        """The last frames' classes (the last has no next neighbour)."""
+        out: list[int] = []
+        if self._pending is not None:
+            ctx = context_of(None, self._pending, None, self._before)
+            out = self._decide(ctx)
+            self._before, self._pending = self._pending, None
+        return out + self._judge_early()
 
-    def _decide(self, ctx: FrameContext) -> int:
-        cls = decide(ctx, self._position, self._evidence.add(ctx, self._position))
+    def _decide(self, ctx: FrameContext) -> list[int]:
+        position = self._position
         self._position += 1
+        cadence = self._evidence.add(ctx, position)
+        if position < self.settle:
+            self._early.append(ctx)
+            return self._judge_early() if position == self.settle - 1 else []
+        cls = decide(ctx, position, cadence)
         self.counts[cls] += 1
-        return cls
+        return [cls]
+
+    def _judge_early(self) -> list[int]:
+        out = [decide(ctx, i, self.cadence) for i, ctx in enumerate(self._early)]
+        self._early = []
+        for cls in out:
+            self.counts[cls] += 1
+        return out
 
 
 def class_string(classes: np.ndarray) -> str:

@@ -6,9 +6,10 @@ look-ahead), and only native frames are admitted to the episode, numbered withou
 perception, the key alignment, the recording and every score see the frames the model
 generated, and a doubling server is scored as its honest twin.
 
-The episode's video clock is the model's native rate: the announced fps over the cadence
-period found in the first frames (``DECIDE_AFTER``; a server that announces 32 and sends
-every frame twice runs at 16). The episode starts once that rate is known (``decided``): its
+The episode's video clock is the model's native rate, fixed after the first frames
+(``DECIDE_AFTER``): the announced fps, or the announced fps over the cadence period when the
+native frames came at that rate (a server that announces 32 and sends every frame twice runs
+at 16; one whose profile says 16 and sends 32 a second, every frame twice, at 16 too). The episode starts once that rate is known (``decided``): its
 first native frames wait for it. Step and request modes ask for every frame by index (a
 repeated index is already dropped as a duplicate), so all their frames are native and the
 rate is the announced one from the start.
@@ -19,6 +20,7 @@ Every received frame's class and arrival time is kept (``record``): ``scores.jso
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Any
 
@@ -26,8 +28,8 @@ from streameval.metrics.native_frames import NATIVE, FrameClassifier, class_stri
 from streameval.protocol.wire import Frame
 
 DECIDE_AFTER = 24
-"""Received frames after which the native rate is fixed even without a cadence (1.5 s at
-16 fps; a cadence usually shows within 10 frames of motion)."""
+"""Received frames after which the native rate is fixed (1.5 s at 16 fps; a cadence shows
+within about 10 frames of motion, and the rest measure the native frames' rate)."""
 RECORD_KEY = "received_frames"
 """``EpisodeInfo.extra`` key (and recording meta field) of what the gate kept."""
 
@@ -39,7 +41,7 @@ class NativeGate:
     def __init__(self, announced_fps: float, *, classify: bool) -> None:
         self.announced_fps = announced_fps
         self.classify = classify
-        self._classifier = FrameClassifier()
+        self._classifier = FrameClassifier(settle=DECIDE_AFTER)
         self._held: deque[tuple[Frame, float]] = deque()  # waiting for their class
         self._waiting: list[tuple[Frame, float]] = []  # native, waiting for the rate
         self.classes: list[int] = []
@@ -63,9 +65,7 @@ class NativeGate:
         self._held.append((frame, t_arrival))
         for cls in self._classifier.push(thumbnail(frame.image)):
             self._record(cls, *self._held.popleft())
-        if not self.decided and (
-            self._classifier.cadence is not None or len(self.classes) >= DECIDE_AFTER
-        ):
+        if not self.decided and len(self.classes) >= DECIDE_AFTER:
             self.decide()
         return self._release()
 
@@ -79,8 +79,22 @@ class NativeGate:
         return self._release()
 
     def decide(self) -> None:
+        """Fix the native rate: the announced rate, or the announced over the cadence period
+        (a server that announced its padded rate), whichever the native frames' arrival
+        rate so far is closer to (a profile may state the model's rate while the server pads
+        it; a server may announce the padded rate)."""
         cadence = self._classifier.cadence
-        self.period = cadence.period if cadence is not None else 1
+        self.period = 1
+        if cadence is None or cadence.period == 1:
+            return
+        natives = [t for t, c in zip(self.arrivals, self.classes, strict=True) if c == NATIVE]
+        span = natives[-1] - natives[0] if len(natives) >= 2 else 0.0
+        if span <= 0:
+            return
+        measured = (len(natives) - 1) / span
+        padded = self.announced_fps / cadence.period
+        if abs(math.log(measured / padded)) < abs(math.log(measured / self.announced_fps)):
+            self.period = cadence.period
 
     def _record(self, cls: int, frame: Frame, t_arrival: float) -> None:
         self.classes.append(cls)
@@ -103,7 +117,7 @@ class NativeGate:
         return {
             "classes": class_string(np.asarray(self.classes, dtype=np.uint8)),
             "arrivals": list(self.arrivals),
-            "period": self.period or 1,
+            "period": self.period or 1,  # announced fps / native rate
             "announced_fps": self.announced_fps,
             "session_times": dict(session_times),
         }

@@ -114,8 +114,8 @@ def test_find_cadence_matches_a_naive_search() -> None:
         assert got == _naive_cadence(positions, alike)
 
 
-def _streamed(thumbs: np.ndarray) -> np.ndarray:
-    clf = FrameClassifier()
+def _streamed(thumbs: np.ndarray, settle: int = 0) -> np.ndarray:
+    clf = FrameClassifier(settle)
     out: list[int] = []
     for t in thumbs:
         out.extend(clf.push(t))
@@ -154,6 +154,11 @@ def test_a_repeating_stream_shows_its_cadence(period: int) -> None:
     settled = classes[4 * period * 3 :]  # after the cadence is found: exactly the pattern
     assert class_string(settled).count("n") == len(settled) // period
     assert np.array_equal(_streamed(thumbs), classes)
+    # judged once 24 frames are in, the first frames keep the pattern too
+    early = classify_frames(thumbs, settle=24)
+    assert int((early == NATIVE).sum()) == len(frames) // period
+    assert np.array_equal(_streamed(thumbs, 24), early)
+    assert np.array_equal(_streamed(thumbs[:10], 24), classify_frames(thumbs[:10], 24))
 
 
 def test_a_doubling_stream_whose_world_stops_keeps_one_native_in_two() -> None:

@@ -68,7 +68,14 @@ async def _paced(ws: web.WebSocketResponse, queue: asyncio.Queue[Any], fps: floa
 
 
 def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
-                     fault: str | None = None) -> web.Application:  # fmt: skip
+                     fault: str | None = None, pad: str | None = None,
+                     stall_every: int = 0, stall_s: float = 0.0) -> web.Application:  # fmt: skip
+    """``pad`` makes it a padding twin that announces twice its rate (32 fps) and paces out
+    twice the frames its model generates: ``double`` sends every frame twice, ``blend``
+    sends before each frame the midpoint of it and the one before; its ``chunk_done`` counts
+    the frames sent. ``stall_every`` chunks, generation pauses ``stall_s`` seconds."""
+    rate = FPS * (2 if pad else 1)
+
     async def socket(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=1024**2)
         await ws.prepare(request)
@@ -81,7 +88,7 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
             async for _ in ws:
                 pass
             return ws
-        await ws.send_str(json.dumps({"type": "ready", "fps": FPS, "transport": "ws"}))
+        await ws.send_str(json.dumps({"type": "ready", "fps": rate, "transport": "ws"}))
         world = ChunkedWorld(model, 9, reverse=reverse, delay_s=delay_s)
         queue: asyncio.Queue[Any] = asyncio.Queue()
         state = {"first": asyncio.Event(), "last_msg": time.monotonic(), "dropped": 0, "n": 0}
@@ -94,15 +101,19 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
                     await asyncio.sleep(0.01)
                 key = world.held_now()
                 frames, gen_ms = await world.generate(key)
-                for image in frames:
+                for image in _padded(frames, pad, state):
                     queue.put_nowait(_frame_message(image, state, fault))
                 latency = (time.monotonic() - arrivals[0]) * 1000 if arrivals else None
                 arrivals.clear()
                 await ws.send_str(json.dumps({
-                    "type": "chunk_done", "frames": len(frames), "generation_ms": round(gen_ms, 1),
+                    "type": "chunk_done", "frames": len(frames) * (2 if pad else 1),
+                    "generation_ms": round(gen_ms, 1),
                     "control_latency_ms": latency, "queue_depth": queue.qsize(),
                     "dropped_frames": state["dropped"],
                 }))  # fmt: skip
+                state["chunks"] = state.get("chunks", 0) + 1
+                if stall_every and state["chunks"] % stall_every == 0:
+                    await asyncio.sleep(stall_s)  # a stalled worker: the queue runs dry
                 if fault == "close" and state["n"] >= 18:
                     await asyncio.sleep(0.3)
                     await ws.close(code=1011, message=b"worker crashed")
@@ -115,7 +126,7 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
                     await ws.close(code=1008, message=b"stale client")
                     return
 
-        tasks = [asyncio.create_task(generate()), asyncio.create_task(_paced(ws, queue, FPS))]
+        tasks = [asyncio.create_task(generate()), asyncio.create_task(_paced(ws, queue, rate))]
         if fault == "stale":
             tasks.append(asyncio.create_task(stale()))
         try:
@@ -141,6 +152,21 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
     app = web.Application()
     app.router.add_get("/api/realtime/ws", socket)
     return app
+
+
+def _padded(frames: list[np.ndarray], pad: str | None, state: dict[str, Any]) -> list[np.ndarray]:
+    """The frames a padding twin sends for one generated chunk (``worldfoundry_app``)."""
+    if pad == "double":
+        return [image for image in frames for _ in range(2)]
+    if pad != "blend":
+        return frames
+    out: list[np.ndarray] = []
+    for image in frames:
+        prev = state.get("prev", image)
+        mid = (prev.astype(np.uint16) + image.astype(np.uint16) + 1) // 2
+        out += [mid.astype(np.uint8), image]
+        state["prev"] = image
+    return out
 
 
 def _frame_message(image: np.ndarray, state: dict[str, Any], fault: str | None) -> bytes | str:
