@@ -61,7 +61,7 @@ class NativeGate:
         """A received frame; returns the native frames that may enter the episode now."""
         if not self.classify:
             self._record(NATIVE, frame, t_arrival)
-            return [(frame, t_arrival)]
+            return self._release()
         self._held.append((frame, t_arrival))
         for cls in self._classifier.push(thumbnail(frame.image)):
             self._record(cls, *self._held.popleft())
