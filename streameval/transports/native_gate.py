@@ -9,10 +9,10 @@ generated, and a doubling server is scored as its honest twin.
 The episode's video clock is the model's native rate, fixed after the first frames
 (``DECIDE_AFTER``): the announced fps, or the announced fps over the cadence period when the
 native frames came at that rate (a server that announces 32 and sends every frame twice runs
-at 16; one whose profile says 16 and sends 32 a second, every frame twice, at 16 too). The episode starts once that rate is known (``decided``): its
-first native frames wait for it. Step and request modes ask for every frame by index (a
-repeated index is already dropped as a duplicate), so all their frames are native and the
-rate is the announced one from the start.
+at 16; one whose profile says 16 and sends 32 a second, every frame twice, at 16 too). The
+episode starts once that rate is known (``decided``): its first native frames wait for it.
+Step and request modes ask for every frame by index (a repeated index is already dropped as a
+duplicate), so all their frames are native and the rate is the announced one from the start.
 
 Every received frame's class and arrival time is kept (``record``): ``scores.json``'s
 ``runtime`` block counts them, and the recording keeps them so a replay reports the same.
