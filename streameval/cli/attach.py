@@ -20,6 +20,7 @@ from streameval.cli.options import (
 )
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import FPS, SECONDS_PER_KEY, STEP_TIMEOUT
+from streameval.protocol.suites import SOAK_SUITE
 from streameval.runs.builders import ALL_ACTIONS, model_jobs, network_jobs
 from streameval.runs.cases import CaseSelection, OpenForCase, model_case_jobs
 from streameval.runs.jobs import EpisodeJob, JobsReport
@@ -153,10 +154,15 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     from streameval.transports.urls import is_network_url
 
     cases = case_selection(args)
+    if cases is not None and args.suite == SOAK_SUITE:
+        raise BadInputError("--suite soak", "is one continuous episode: not with --cases")
     if cases is not None:
         return case_attach_jobs(args, cases)
     if is_network_url(args.url):
         return network_attach_jobs(args)
+    if args.suite == SOAK_SUITE:
+        raise BadInputError("--suite soak", "needs a served model (a network URL): the "
+                            "real-time verdict judges a stream the model plays")  # fmt: skip
     model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
     return model_jobs(
         model,
@@ -275,6 +281,7 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         fps=args.fps,
         model_name=getattr(args, "model_name", None),
         record=getattr(args, "record", "lossless"),
+        soak_minutes=getattr(args, "minutes", 5.0),
     )
 
 
