@@ -126,6 +126,8 @@ class EpisodeRecord:
     # ``action``, ...) and ``conditioning`` (``honoured``: did it start from the image)
     case: Mapping[str, Any] | None = None
     conditioning: Mapping[str, Any] | None = None
+    # a served stream's ``runtime`` block (native frames, real-time verdict, responsiveness)
+    runtime: Mapping[str, Any] | None = None
 
     @property
     def results_dir(self) -> Path:
@@ -315,6 +317,7 @@ def episode_from_document(doc: Mapping[str, Any], path: Path) -> EpisodeRecord:
         figures,
         case if isinstance(case, dict) else None,
         conditioning if isinstance(conditioning, dict) else None,
+        runtime if isinstance(runtime := doc.get("runtime"), dict) else None,
     )
 
 

@@ -293,7 +293,9 @@ class LiveSource:
         if self._ended or self.info is None or not self.log.keys_sent:
             return  # before our first key: not part of the episode
         now = time.perf_counter()
-        closed = self.chunks.announce(frames, stats, now, first=self._server_seen + 1)
+        held = self.gate.first_held()  # received, not yet in the episode: still to come
+        first = held if held is not None else self._server_seen + 1
+        closed = self.chunks.announce(frames, stats, now, first=first, held=held is not None)
         for chunk in closed:
             self._events.put_nowait(chunk)
         if closed:

@@ -96,6 +96,13 @@ class NativeGate:
         if abs(math.log(measured / padded)) < abs(math.log(measured / self.announced_fps)):
             self.period = cadence.period
 
+    def first_held(self) -> int | None:
+        """The server index of the earliest frame received and not yet handed over (waiting
+        for its class or for the rate), None when none is: for the chunk log, such a frame is
+        still to come."""
+        indices = [f.index for f, _ in self._waiting] + [f.index for f, _ in self._held]
+        return min(indices) if indices else None
+
     def _record(self, cls: int, frame: Frame, t_arrival: float) -> None:
         self.classes.append(cls)
         self.arrivals.append(t_arrival)

@@ -53,13 +53,19 @@ async def _start(app: web.Application) -> tuple[web.AppRunner, int]:
     return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
 
-async def _paced(ws: web.WebSocketResponse, queue: asyncio.Queue[Any], fps: float) -> None:
-    """Send queued messages at ``fps`` (WorldFoundry's sender paces at the model's rate)."""
+async def _paced(
+    ws: web.WebSocketResponse, queue: asyncio.Queue[Any], fps: float, catch_up_s: float = 0.0
+) -> None:
+    """Send queued messages at ``fps`` (WorldFoundry's sender paces at the model's rate). A
+    send more than a frame late starts the clock again, unless ``catch_up_s``: then a sender
+    up to that late sends its late frames at once and keeps its long-run rate (a model that
+    generates at exactly ``fps`` on a machine whose scheduler sometimes holds it back)."""
     deadline: float | None = None
+    late = max(1 / fps, catch_up_s)
     while not ws.closed:
         item = await queue.get()
         now = time.monotonic()
-        deadline = now if deadline is None or now - deadline > 1 / fps else deadline + 1 / fps
+        deadline = now if deadline is None or now - deadline > late else deadline + 1 / fps
         await asyncio.sleep(max(0.0, deadline - now))
         if isinstance(item, bytes):
             await ws.send_bytes(item)
@@ -69,11 +75,13 @@ async def _paced(ws: web.WebSocketResponse, queue: asyncio.Queue[Any], fps: floa
 
 def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
                      fault: str | None = None, pad: str | None = None,
-                     stall_every: int = 0, stall_s: float = 0.0) -> web.Application:  # fmt: skip
+                     stall_every: int = 0, stall_s: float = 0.0,
+                     catch_up_s: float = 0.0) -> web.Application:  # fmt: skip
     """``pad`` makes it a padding twin that announces twice its rate (32 fps) and paces out
     twice the frames its model generates: ``double`` sends every frame twice, ``blend``
     sends before each frame the midpoint of it and the one before; its ``chunk_done`` counts
-    the frames sent. ``stall_every`` chunks, generation pauses ``stall_s`` seconds."""
+    the frames sent. ``stall_every`` chunks, generation pauses ``stall_s`` seconds.
+    ``catch_up_s``: the sender's lateness it catches up on (``_paced``)."""
     rate = FPS * (2 if pad else 1)
 
     async def socket(request: web.Request) -> web.WebSocketResponse:
@@ -126,7 +134,10 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
                     await ws.close(code=1008, message=b"stale client")
                     return
 
-        tasks = [asyncio.create_task(generate()), asyncio.create_task(_paced(ws, queue, rate))]
+        tasks = [
+            asyncio.create_task(generate()),
+            asyncio.create_task(_paced(ws, queue, rate, catch_up_s)),
+        ]
         if fault == "stale":
             tasks.append(asyncio.create_task(stale()))
         try:
