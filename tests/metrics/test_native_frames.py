@@ -95,7 +95,8 @@ def _naive_cadence(positions: list[int], alike: list[bool]) -> Cadence | None:
     for period in PERIODS:
         for phase in range(period):
             native = [p % period == phase for p in positions]
-            if sum(native) < MIN_SLOT_EVIDENCE or len(native) - sum(native) < MIN_SLOT_EVIDENCE:
+            alike_other = sum(1 for n, a in zip(native, alike, strict=True) if a and not n)
+            if sum(native) < MIN_SLOT_EVIDENCE or alike_other < MIN_SLOT_EVIDENCE:
                 continue
             misfit = sum(1 for n, a in zip(native, alike, strict=False) if n == a)
             if misfit <= MAX_MISFIT * len(positions):
