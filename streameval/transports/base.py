@@ -52,7 +52,7 @@ from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
-from streameval.transports.native_gate import RECORD_KEY, NativeGate
+from streameval.transports.native_gate import LIVE_KEY, RECORD_KEY, NativeGate
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
@@ -367,6 +367,7 @@ class LiveSource:
             self.info.extra.update(case_extra(self.conditioning, sent=self.sends_conditioning))
         self.chunks = ChunkLog(fps, from_server=self.chunks_from_server)
         self.gate = NativeGate(fps, classify=self.mode == "stream")
+        self.info.extra[LIVE_KEY] = self.gate.live_counts
         if self.mode != "stream":
             self.session_times["ready"] = time.perf_counter()
         self._events.put_nowait(EpisodeStart(self.info))

@@ -32,6 +32,9 @@ DECIDE_AFTER = 24
 within about 10 frames of motion, and the rest measure the native frames' rate)."""
 RECORD_KEY = "received_frames"
 """``EpisodeInfo.extra`` key (and recording meta field) of what the gate kept."""
+LIVE_KEY = "native_counts"
+"""``EpisodeInfo.extra`` key of the running [native, repeat, interpolated] counts (one list,
+updated in place while the episode runs: the dashboard shows it)."""
 
 
 class NativeGate:
@@ -46,6 +49,7 @@ class NativeGate:
         self._waiting: list[tuple[Frame, float]] = []  # native, waiting for the rate
         self.classes: list[int] = []
         self.arrivals: list[float] = []
+        self.live_counts = [0, 0, 0]  # native, repeat, interpolated so far
         self.period: int | None = None if classify else 1
 
     @property
@@ -106,6 +110,7 @@ class NativeGate:
     def _record(self, cls: int, frame: Frame, t_arrival: float) -> None:
         self.classes.append(cls)
         self.arrivals.append(t_arrival)
+        self.live_counts[cls] += 1
         if cls == NATIVE:
             self._waiting.append((frame, t_arrival))
 
