@@ -73,9 +73,10 @@ def thumbnail(image: Image) -> F32:
 
     h, w = image.shape[:2]
     thin_w, thin_h = THIN_TO * THUMB_COLS, THIN_TO * THUMB_ROWS
+    thin: np.ndarray = image
     if h > thin_h and w > thin_w:
-        image = cv2.resize(image, (thin_w, thin_h), interpolation=cv2.INTER_NEAREST)
-    grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
+        thin = cv2.resize(image, (thin_w, thin_h), interpolation=cv2.INTER_NEAREST)
+    grey = cv2.cvtColor(thin, cv2.COLOR_RGB2GRAY) if thin.ndim == 3 else thin
     small = cv2.resize(grey, (THUMB_COLS, THUMB_ROWS), interpolation=cv2.INTER_AREA)
     return np.asarray(small, dtype=np.float32)
 
