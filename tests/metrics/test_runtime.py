@@ -24,15 +24,15 @@ from streameval.metrics.runtime import (
 )
 
 
-def _naive_windows(ts: list[float], t0: float) -> list[float]:
+def _naive_windows(ts: list[float], t0: float, window: float = WINDOW_S) -> list[float]:
     """LiveFrame's loop: windows (a, a + 10] from t0 by 1 s while a + 10 <= the last frame."""
     last = ts[-1]
-    if last - t0 <= WINDOW_S:
+    if last - t0 <= window:
         return [sum(1 for t in ts if t > t0) / (last - t0)]
     out, anchor = [], t0
     k = 0
-    while anchor + WINDOW_S <= last:
-        out.append(sum(1 for t in ts if anchor < t <= anchor + WINDOW_S) / WINDOW_S)
+    while anchor + window <= last:
+        out.append(sum(1 for t in ts if anchor < t <= anchor + window) / window)
         k += 1
         anchor = t0 + k * STEP_S
     return out
@@ -50,6 +50,8 @@ def test_sustained_windows_match_liveframes_loop(seconds: float) -> None:
     got = sustained_windows(t, 3.0)
     want = _naive_windows(sorted(t.tolist()), 3.0)
     assert got.tolist() == pytest.approx(want)
+    minute = sustained_windows(t, 3.0, MIN_STREAM_S)
+    assert minute.tolist() == pytest.approx(_naive_windows(sorted(t.tolist()), 3.0, MIN_STREAM_S))
 
 
 def test_nearest_rank_is_the_ceil_rank() -> None:
