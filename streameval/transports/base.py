@@ -427,8 +427,7 @@ class LiveSource:
             async with asyncio.timeout(self.config.no_frame_timeout_s):
                 await self._rate_known.wait()
         except TimeoutError:
-            self.gate.decide()
-            self._admit_all([])
+            self._admit_all(self.gate.decide_now())
 
     async def close(self) -> None:
         self._ended = True

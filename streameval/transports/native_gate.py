@@ -82,6 +82,12 @@ class NativeGate:
             self.decide()
         return self._release()
 
+    def decide_now(self) -> list[tuple[Frame, float]]:
+        """Fix the rate with what came (no frame for a while): the native frames waiting."""
+        if not self.decided:
+            self.decide()
+        return self._release()
+
     def decide(self) -> None:
         """Fix the native rate: the announced rate, or the announced over the cadence period
         (a server that announced its padded rate), whichever the native frames' arrival
