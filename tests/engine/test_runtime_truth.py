@@ -27,9 +27,13 @@ from tests.transports.worlds import MEMORY_OFF, world
 TRUE_FPS = 16.0
 SECONDS_PER_KEY = 3.0
 SLACK = 0.05
-"""How much better (on a 0–1 control score, or in seconds) a padding twin may come out by
-the timing noise of two live runs on a shared machine; the padding alone gave 0.09 better
-response latency and 0.20 s shorter action latency before native frames."""
+"""How much better (on a 0–1 control score) a padding twin may come out by the timing noise of
+two live runs on a shared machine; before native frames, the blending twin's response latency
+came out 0.08 better than its honest twin's."""
+LATENCY_SLACK_S = 0.25
+"""The same for the action response latency, in wall seconds: where a key falls in a 9-frame
+chunk (0.56 s) moves one run's latency by up to a chunk, and two key changes do not average
+it out; a server credited with its repeats would answer a chunk (or more) early every time."""
 
 
 def _doc(path: Path) -> dict[str, Any]:
@@ -92,7 +96,7 @@ def test_padding_twins_count_only_their_native_frames(tmp_path: Path) -> None:
         lat = runs[twin].scores.metrics["action_response_latency"].raw
         honest_lat = runs["honest"].scores.metrics["action_response_latency"].raw
         assert lat is not None and honest_lat is not None
-        assert lat >= honest_lat - SLACK, twin
+        assert lat >= honest_lat - LATENCY_SLACK_S, twin
     # rescore reproduces the block from the cache; the recording's replay reports the same
     before = _doc(tmp_path / "double")
     assert rescore_dir(tmp_path / "double").changed == []

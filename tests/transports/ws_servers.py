@@ -105,7 +105,7 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
         async def generate() -> None:
             await state["first"].wait()  # type: ignore[union-attr]
             while not ws.closed:
-                while queue.qsize() > 4:
+                while queue.qsize() > 4 * (2 if pad else 1):  # 4 generated frames ahead
                     await asyncio.sleep(0.01)
                 key = world.held_now()
                 frames, gen_ms = await world.generate(key)
