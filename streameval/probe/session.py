@@ -184,6 +184,9 @@ async def run_probe(
             "probe holds keys on a server that plays at its own rate (ws, webrtc, mjpeg); "
             "this transport is driven frame by frame or request by request",
         )
+    # what each key does, measured on every frame as it arrives: no native-frame gate
+    # (it would hold the first frames back, past the rest the probe measures first)
+    source.native_frames = False
     # a server that never answers the handshake is named after the same wait as no frame
     source.config = replace(source.config, connect_timeout_s=no_frame_timeout_s)
     plan = _Plan()

@@ -100,6 +100,7 @@ class LiveSource:
     mode: Literal["step", "stream", "request"] = "stream"
     scheme = "live"
     chunks_from_server = False  # True: the server's statistics messages mark chunks
+    native_frames = True  # stream mode: only native frames enter (False: every frame, at once)
 
     def __init__(
         self,
@@ -366,7 +367,7 @@ class LiveSource:
 
             self.info.extra.update(case_extra(self.conditioning, sent=self.sends_conditioning))
         self.chunks = ChunkLog(fps, from_server=self.chunks_from_server)
-        self.gate = NativeGate(fps, classify=self.mode == "stream")
+        self.gate = NativeGate(fps, classify=self.mode == "stream" and self.native_frames)
         self.info.extra[LIVE_KEY] = self.gate.live_counts
         if self.mode != "stream":
             self.session_times["ready"] = time.perf_counter()
