@@ -41,9 +41,15 @@ def _doc(path: Path) -> dict[str, Any]:
     return doc
 
 
-async def _twins(tmp_path: Path) -> dict[str, EpisodeOutcome]:
+def _rate(sent: list[float]) -> float:
+    """The server's true generation rate: its generated frames over the span they went out."""
+    return (len(sent) - 1) / (sent[-1] - sent[0])
+
+
+async def _twins(tmp_path: Path, sent: dict[str, list[float]]) -> dict[str, EpisodeOutcome]:
     out: dict[str, EpisodeOutcome] = {}
     for name, pad in (("honest", None), ("double", "double"), ("blend", "blend")):
+        sent[name] = []
         observers = [RecordingObserver(tmp_path / f"{name}-rec")] if name == "double" else None
         out[name] = await attach_style(
             "worldfoundry",
@@ -53,6 +59,7 @@ async def _twins(tmp_path: Path) -> dict[str, EpisodeOutcome]:
             results_dir=tmp_path / name,
             observers=observers,
             pad=pad,
+            sent=sent[name],
         )
     return out
 
@@ -64,18 +71,22 @@ def _score(outcome: EpisodeOutcome, name: str) -> float:
 
 
 def test_padding_twins_count_only_their_native_frames(tmp_path: Path) -> None:
-    runs = asyncio.run(_twins(tmp_path))
+    sent: dict[str, list[float]] = {}
+    runs = asyncio.run(_twins(tmp_path, sent))
     blocks = {name: outcome.runtime for name, outcome in runs.items()}
     print({name: {k: b[k] for k in list(b)[:12]} for name, b in blocks.items() if b})
     for name, outcome in runs.items():
         assert outcome.complete, outcome.errors
         block = blocks[name]
         assert block is not None
-        # native fps within 10 % of the true generation rate, on every twin
-        assert abs(block["native_fps"] / TRUE_FPS - 1) < 0.1, (name, block)
+        # native fps within 10 % of the true generation rate, on every twin (16 fps, or what a
+        # starved test machine let the server generate)
+        true_rate = _rate(sent[name])
+        assert abs(true_rate / TRUE_FPS - 1) < 0.25, (name, true_rate)
+        assert abs(block["native_fps"] / true_rate - 1) < 0.1, (name, block, true_rate)
         assert outcome.info.fps == TRUE_FPS  # the episode's clock is the native rate
         eff = outcome.scores.metrics["effective_generation_fps"].raw
-        assert eff is not None and abs(eff / TRUE_FPS - 1) < 0.1, name
+        assert eff is not None and abs(eff / true_rate - 1) < 0.1, name
         assert abs(outcome.interactivity["video_seconds"] - 2 * SECONDS_PER_KEY) < 1.0, name
         assert block["realtime"] == "too short"  # a 6 s run is never judged
         doc = _doc(tmp_path / name)

@@ -54,12 +54,18 @@ async def _start(app: web.Application) -> tuple[web.AppRunner, int]:
 
 
 async def _paced(
-    ws: web.WebSocketResponse, queue: asyncio.Queue[Any], fps: float, catch_up_s: float = 0.0
+    ws: web.WebSocketResponse,
+    queue: asyncio.Queue[Any],
+    fps: float,
+    catch_up_s: float = 0.0,
+    sent: list[float] | None = None,
 ) -> None:
     """Send queued messages at ``fps`` (WorldFoundry's sender paces at the model's rate). A
     send more than a frame late starts the clock again, unless ``catch_up_s``: then a sender
     up to that late sends its late frames at once and keeps its long-run rate (a model that
-    generates at exactly ``fps`` on a machine whose scheduler sometimes holds it back)."""
+    generates at exactly ``fps`` on a machine whose scheduler sometimes holds it back). An item
+    ``(message, generated)`` is one message; ``sent`` gets the send time of each generated one
+    (the server's true generation rate, beside what it pads with)."""
     deadline: float | None = None
     late = max(1 / fps, catch_up_s)
     while not ws.closed:
@@ -67,6 +73,10 @@ async def _paced(
         now = time.monotonic()
         deadline = now if deadline is None or now - deadline > late else deadline + 1 / fps
         await asyncio.sleep(max(0.0, deadline - now))
+        if isinstance(item, tuple):
+            item, generated = item
+            if generated and sent is not None:
+                sent.append(time.monotonic())
         if isinstance(item, bytes):
             await ws.send_bytes(item)
         else:
@@ -76,12 +86,14 @@ async def _paced(
 def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
                      fault: str | None = None, pad: str | None = None,
                      stall_every: int = 0, stall_s: float = 0.0,
-                     catch_up_s: float = 0.0) -> web.Application:  # fmt: skip
+                     catch_up_s: float = 0.0,
+                     sent: list[float] | None = None) -> web.Application:  # fmt: skip
     """``pad`` makes it a padding twin that announces twice its rate (32 fps) and paces out
     twice the frames its model generates: ``double`` sends every frame twice, ``blend``
     sends before each frame the midpoint of it and the one before; its ``chunk_done`` counts
     the frames sent. ``stall_every`` chunks, generation pauses ``stall_s`` seconds.
-    ``catch_up_s``: the sender's lateness it catches up on (``_paced``)."""
+    ``catch_up_s``: the sender's lateness it catches up on; ``sent``: when each generated frame
+    went out (``_paced``)."""
     rate = FPS * (2 if pad else 1)
 
     async def socket(request: web.Request) -> web.WebSocketResponse:
@@ -109,8 +121,8 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
                     await asyncio.sleep(0.01)
                 key = world.held_now()
                 frames, gen_ms = await world.generate(key)
-                for image in _padded(frames, pad, state):
-                    queue.put_nowait(_frame_message(image, state, fault))
+                for image, generated in _padded(frames, pad, state):
+                    queue.put_nowait((_frame_message(image, state, fault), generated))
                 latency = (time.monotonic() - arrivals[0]) * 1000 if arrivals else None
                 arrivals.clear()
                 await ws.send_str(json.dumps({
@@ -136,7 +148,7 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
 
         tasks = [
             asyncio.create_task(generate()),
-            asyncio.create_task(_paced(ws, queue, rate, catch_up_s)),
+            asyncio.create_task(_paced(ws, queue, rate, catch_up_s, sent)),
         ]
         if fault == "stale":
             tasks.append(asyncio.create_task(stale()))
@@ -165,17 +177,20 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
     return app
 
 
-def _padded(frames: list[np.ndarray], pad: str | None, state: dict[str, Any]) -> list[np.ndarray]:
-    """The frames a padding twin sends for one generated chunk (``worldfoundry_app``)."""
+def _padded(
+    frames: list[np.ndarray], pad: str | None, state: dict[str, Any]
+) -> list[tuple[np.ndarray, bool]]:
+    """The frames a padding twin sends for one generated chunk (``worldfoundry_app``), each
+    with whether the model generated it."""
     if pad == "double":
-        return [image for image in frames for _ in range(2)]
+        return [(image, copy == 0) for image in frames for copy in range(2)]
     if pad != "blend":
-        return frames
-    out: list[np.ndarray] = []
+        return [(image, True) for image in frames]
+    out: list[tuple[np.ndarray, bool]] = []
     for image in frames:
         prev = state.get("prev", image)
         mid = (prev.astype(np.uint16) + image.astype(np.uint16) + 1) // 2
-        out += [mid.astype(np.uint8), image]
+        out += [(mid.astype(np.uint8), False), (image, True)]
         state["prev"] = image
     return out
 
