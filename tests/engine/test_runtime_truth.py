@@ -174,6 +174,9 @@ async def _minute(tmp_path: Path, name: str, **server: Any) -> EpisodeOutcome:
 
 
 @pytest.mark.long
+# a minute of real time on two shared cores: a starved machine can hold frames back past a
+# window's edge; one rerun of a failed assertion (as the probe's real-time tests do)
+@pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 def test_a_stalling_server_fails_the_verdict_an_honest_one_passes(tmp_path: Path) -> None:
     # generating at exactly 16 fps: a frame the busy test machine held back is sent late,
     # not lost (a GPU server keeps its rate; the shared CPU of a test run does not)

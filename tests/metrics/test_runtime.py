@@ -89,6 +89,8 @@ def test_an_honest_16_fps_minute_passes_a_stalled_one_fails_a_short_one_is_too_s
     # a fast but short stream is never a pass
     short = _clock(20.0, 30.0)
     assert verdict(20.0, float(sustained_windows(short, 0.0).min()), 0, 16.0) == TOO_SHORT
+    # within two frames a window: a jitter at the edges; three short is a fail
+    assert verdict(70.0, 15.8, 0, 16.0) == PASS and verdict(70.0, 15.7, 0, 16.0) == FAIL
     # a 15 fps stream fails the 16 fps target and passes a 12 fps one
     slow = _clock(70.0, 15.0, jitter=0.005)
     worst = float(sustained_windows(slow, 0.0).min())
