@@ -4,11 +4,12 @@ Pure numpy kernels over the episode cache's arrays, so a live run, its replay an
 give the same block.
 
 The real-time verdict follows LiveFrame World (kkjcodes/liveframe, ``world/session.py``):
-native frames per second in 10 s windows sliding by 1 s from the stream's start (a frame at
-``t`` counts in the window ``(a, a + 10]``; a stream shorter than a window is one window of its
-whole span), and a stream is real-time when it lasted at least 60 s, its worst window reached
-the target (16 fps unless ``--realtime-target``) and it never stalled (no gap longer than two
-chunks). Shorter streams are "too short", never a pass. Quantiles are nearest-rank.
+native frames per second in 10 s windows sliding by 1 s from the stream's start (one frame
+interval before its first native frame; a frame at ``t`` counts in the window ``(a, a + 10]``;
+a stream shorter than a window is one window of its whole span), and a stream is real-time
+when it lasted at least 60 s, its worst window reached the target (16 fps unless
+``--realtime-target``) and it never stalled (no gap longer than two chunks). Shorter streams
+are "too short", never a pass. Quantiles are nearest-rank.
 """
 
 from __future__ import annotations
@@ -150,10 +151,12 @@ def runtime_block(cache: EpisodeCache, target_fps: float | None = None) -> dict[
     native = timing.arrivals
     counts = frame_counts(rec.classes)
     received = int(rec.classes.size)
-    connect, configure, ready, first_key = (float(x) for x in rec.session_times)
+    connect, configure, ready, _first_key = (float(x) for x in rec.session_times)
     finite = native[np.isfinite(native)]
     first_native = float(finite.min()) if finite.size else math.nan
-    t0 = first_key if math.isfinite(first_key) else first_native
+    # the stream starts one frame interval before its first native frame: the time to that
+    # frame is reported apart (time_to_first_frame_s), never blended into the windows' rates
+    t0 = first_native - 1.0 / cache.fps
     last = float(finite.max()) if finite.size else math.nan
     stream_s = (last - t0) if math.isfinite(last) and math.isfinite(t0) else 0.0
     windows = sustained_windows(native, t0) if math.isfinite(t0) else np.zeros(0)
