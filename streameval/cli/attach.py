@@ -20,6 +20,7 @@ from streameval.cli.options import (
 )
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import FPS, SECONDS_PER_KEY, STEP_TIMEOUT
+from streameval.protocol.suites import SOAK_SUITE
 from streameval.runs.builders import ALL_ACTIONS, model_jobs, network_jobs
 from streameval.runs.cases import CaseSelection, OpenForCase, model_case_jobs
 from streameval.runs.jobs import EpisodeJob, JobsReport
@@ -172,6 +173,8 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
 
     cases = case_selection(args)
     start = _start_options(args)
+    if cases is not None and args.suite == SOAK_SUITE:
+        raise BadInputError("--suite soak", "is one continuous episode: not with --cases")
     if cases is not None:
         if start:
             raise BadInputError(start[0], "not with --cases (each case has its own start)")
@@ -182,6 +185,9 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
         raise BadInputError(
             start[0], "is for network servers; give an in-process model a start with --cases"
         )
+    if args.suite == SOAK_SUITE:
+        raise BadInputError("--suite soak", "needs a served model (a network URL): the "
+                            "real-time verdict judges a stream the model plays")  # fmt: skip
     model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
     return model_jobs(
         model,
@@ -319,6 +325,7 @@ def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
         model_name=getattr(args, "model_name", None),
         record=getattr(args, "record", "lossless"),
         start=start,
+        soak_minutes=getattr(args, "minutes", 5.0),
     )
     if start is None or not start.has_image:  # after the profile's own checks
         refuse_without_start(urls, options)

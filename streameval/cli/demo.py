@@ -18,7 +18,9 @@ from streameval.cli.options import (
     parse_actions,
     ranged,
 )
+from streameval.errors import BadInputError
 from streameval.inputs.numbers import SECONDS_PER_KEY
+from streameval.protocol.suites import SOAK_SUITE
 from streameval.runs.builders import demo_jobs
 from streameval.runs.cases import demo_case_jobs
 from streameval.runs.jobs import EpisodeJob, JobsReport
@@ -70,6 +72,9 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
             record=args.record,
             selection=cases.record(),
         )
+    if args.suite == SOAK_SUITE:
+        raise BadInputError("--suite soak", "needs a served model (attach URL): the demo "
+                            "world is stepped in process, it plays no stream")  # fmt: skip
     return demo_jobs(
         args.out,
         defect=args.defect,

@@ -13,6 +13,7 @@ from streameval.cli.exit_codes import EXIT_BAD_INPUT
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import Range
 from streameval.protocol.memory_loop import MEMORY_LOOP_SECONDS, MEMORY_LOOP_SUITE
+from streameval.protocol.suites import SOAK_SUITE
 from streameval.results.layout import ExistingPolicy
 
 if TYPE_CHECKING:
@@ -129,8 +130,15 @@ def memory_loop_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--suite",
         default="worldmark",
-        choices=["worldmark", MEMORY_LOOP_SUITE],
-        help="key suite: worldmark (--actions) or memory_loop (--trajectory)",
+        choices=["worldmark", MEMORY_LOOP_SUITE, SOAK_SUITE],
+        help="key suite: worldmark (--actions), memory_loop (--trajectory) or soak (one "
+        "continuous episode of --minutes, a served model only: the real-time verdict)",
+    )
+    p.add_argument(
+        "--minutes",
+        type=float,
+        default=5.0,
+        help="soak episode length in minutes (default 5; keys W D S A L R cycled, 20 s each)",
     )
     p.add_argument(
         "--trajectory",
@@ -209,6 +217,7 @@ def quality_option(p: argparse.ArgumentParser) -> None:
 
 
 LATENCY_BUDGET = Range("latency budget (s)", 0.001, 3600.0)
+REALTIME_TARGET = Range("real-time target (fps)", 0.1, 1000.0)
 
 
 def add_evaluation_options(p: argparse.ArgumentParser) -> None:
@@ -263,6 +272,15 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         "of action changes answered within it; kept in the provenance, so rescore reuses it",
     )
     p.add_argument(
+        "--realtime-target",
+        type=ranged(REALTIME_TARGET),
+        default=16.0,
+        metavar="FPS",
+        help="native frames a second the real-time verdict asks of the worst 10 s window of a "
+        "continuous stream of at least 60 s (default 16, LiveFrame's; scores.json runtime); "
+        "kept in the provenance, so rescore reuses it",
+    )
+    p.add_argument(
         "--publish-mqtt",
         default=None,
         metavar="URL",
@@ -290,6 +308,7 @@ def pipeline_config(args: argparse.Namespace) -> PipelineConfig:
         cuts=args.cuts,
         depth=args.depth,
         latency_budget_s=args.latency_budget,
+        realtime_target_fps=args.realtime_target,
         quality=args.quality,
     )
 

@@ -44,6 +44,9 @@ class EpisodeOutcome:
     frames: int
     errors: list[ErrorEvent] = field(default_factory=list)
     interactivity: dict[str, Any] = field(default_factory=dict)
+    # scores.json's runtime block (metrics/runtime.py): a served stream's native frames,
+    # real-time verdict and responsiveness; None for sessions without received frames
+    runtime: dict[str, Any] | None = None
     # the frames perception sampled and dropped (perception_plan.py): a recording keeps them
     perception: dict[str, Any] = field(default_factory=dict)
     # a benchmark case's episode: the case record and the first-frame check's record

@@ -49,3 +49,6 @@ class PipelineConfig:
     # normalisation and the pass rate's bar (docs/methods.md#latency_budget_pass_rate); kept in
     # the provenance's config, so `rescore` scores the cache against the same budget
     latency_budget_s: float = 1.0
+    # the real-time verdict's target in native fps (scores.json runtime, --realtime-target);
+    # kept in the provenance's config, so `rescore` judges the cache against the same target
+    realtime_target_fps: float = 16.0

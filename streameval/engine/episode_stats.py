@@ -13,7 +13,8 @@ import numpy as np
 from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent
 from streameval.engine.track import EpisodeTrack
 from streameval.metrics.interactivity import arrival_stats, key_response_latencies, latency_summary
-from streameval.results.cache.timing import TimingCache
+from streameval.results.cache.timing import ReceivedFrames, TimingCache
+from streameval.transports.native_gate import RECORD_KEY as RECEIVED
 
 
 class EpisodeStats:
@@ -101,10 +102,12 @@ class EpisodeStats:
         for a live session or the replay of one's recording (``session_kind``); None else."""
         if info is None or session_kind(info.extra) is None:
             return None
+        record = info.extra.get(RECEIVED)
         return TimingCache(
             np.array([self.arrivals.get(i, math.nan) for i in range(frames)], dtype=np.float64),
             np.array([t for t, _ in self.key_changes], dtype=np.float64),
             [k for _, k in self.key_changes],
+            ReceivedFrames.from_record(record) if isinstance(record, dict) else None,
         )
 
 

@@ -51,6 +51,7 @@ from streameval.engine.source_reader import read_source
 from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
 from streameval.errors import EpisodeNotStarted, StreamevalError
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
+from streameval.metrics.runtime import runtime_block
 from streameval.metrics.segments import equal_split_keys
 from streameval.metrics.short_keys import schedule_short_keys
 from streameval.perception.depth import DepthBackend, create_depth_backend
@@ -519,9 +520,13 @@ async def finalize(
     scores = score_episode(cache)
     for warning in episode.type_watch.finish(cache, scores.motion_fits, interactivity):
         episode.warn(warning)
+    runtime = runtime_block(cache)
+    if runtime is not None and runtime["warning"]:
+        episode.warn(runtime["warning"])
     if results_dir is not None:
         cache.save(results_dir / "cache")
-        write_scores(results_dir, episode_document(cache.meta, scores, len(track.frame_keys)))
+        document = episode_document(cache.meta, scores, len(track.frame_keys), runtime)
+        write_scores(results_dir, document)
     return EpisodeOutcome(
         info=episode.info,
         scores=scores,
@@ -530,6 +535,7 @@ async def finalize(
         frames=len(track.frame_keys),
         errors=list(episode.stats.errors),
         interactivity=interactivity,
+        runtime=runtime,
         perception=with_dropped(episode.plan, episode.stats.dropped_frames).to_json(),
         case=case,
         conditioning=conditioning,

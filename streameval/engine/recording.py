@@ -22,6 +22,7 @@ from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent, FrameEven
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.engine.episode_stats import session_kind
 from streameval.replay.recorder import Recorder
+from streameval.transports.native_gate import RECORD_KEY as RECEIVED
 
 
 class RecordingObserver(EpisodeObserver):
@@ -31,6 +32,7 @@ class RecordingObserver(EpisodeObserver):
         self.recorder: Recorder | None = None
         self.errors: list[str] = []
         self._report: Callable[[ErrorEvent], None] | None = None
+        self._extra: dict[str, Any] = {}  # the episode's extra: what the source adds at its end
 
     def bind(self, report: Callable[[ErrorEvent], None]) -> None:
         self._report = report
@@ -53,6 +55,7 @@ class RecordingObserver(EpisodeObserver):
         try:
             # the session kind travels with the recording: its replay is judged as this run
             # (engine/episode_stats.session_kind, the real-time metrics)
+            self._extra = info.extra
             extra: dict[str, Any] = {"session": session_kind(info.extra)}
             case = case_record_of(info.extra)
             if case is not None:  # a replay of the recording runs the same case
@@ -88,13 +91,17 @@ class RecordingObserver(EpisodeObserver):
     def on_end(self, outcome: EpisodeOutcome) -> None:
         if self.recorder is None:
             return
+        extra: dict[str, Any] = {}
+        if outcome.case is not None:  # the live verdict: a replay has the frames, not the image
+            extra["conditioning"] = outcome.conditioning
+        if RECEIVED in self._extra:  # every received frame's class: the replay reports them
+            extra[RECEIVED] = self._extra[RECEIVED]
         try:
             self.recorder.close(
                 outcome.complete,
                 None if outcome.complete else "incomplete",
                 perception=outcome.perception or None,
-                # the live verdict: a replay has the frames but not the case image
-                extra={"conditioning": outcome.conditioning} if outcome.case is not None else None,
+                extra=extra or None,
             )
         except Exception as exc:
             self._fail(exc)

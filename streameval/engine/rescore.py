@@ -11,6 +11,7 @@ from streameval.errors import BadInputError, one_line
 from streameval.inputs.jsonfile import read_json_file
 from streameval.inputs.paths import present
 from streameval.metrics.quality.kernels import one_fps_frames
+from streameval.metrics.runtime import runtime_block
 from streameval.results.cache.episode import EpisodeCache
 from streameval.results.cache.quality import QualityCache, QualityRatings
 from streameval.results.scores_file import SCORES_FILE, write_scores
@@ -90,7 +91,7 @@ def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreO
     if quality is not None:
         rerate(cache, quality, cache_dir)
     scores = score_episode(cache)
-    doc = episode_document(cache.meta, scores, len(cache.frame_keys))
+    doc = episode_document(cache.meta, scores, len(cache.frame_keys), runtime_block(cache))
     old_path = results_dir / SCORES_FILE
     changed: list[str] = []
     if old_path.is_file():

@@ -104,7 +104,10 @@ def score_episode(cache: EpisodeCache, *, final: bool = True) -> EpisodeScores:
 
 
 def episode_document(
-    cache_meta: dict[str, Any], scores: EpisodeScores, frames: int
+    cache_meta: dict[str, Any],
+    scores: EpisodeScores,
+    frames: int,
+    runtime: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``scores.json`` payload of an episode from its cache metadata and its scores: the
     one mapping from cache to results file, shared by the pipeline and ``rescore``."""
@@ -122,4 +125,5 @@ def episode_document(
         errors=cache_meta.get("errors", []),
         case=cache_meta.get("case"),
         conditioning=cache_meta.get("conditioning"),
+        runtime=runtime,
     )

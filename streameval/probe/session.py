@@ -184,6 +184,9 @@ async def run_probe(
             "probe holds keys on a server that plays at its own rate (ws, webrtc, mjpeg); "
             "this transport is driven frame by frame or request by request",
         )
+    # what each key does, measured on every frame as it arrives: no native-frame gate
+    # (it would hold the first frames back, past the rest the probe measures first)
+    source.native_frames = False
     # a server that never answers the handshake is named after the same wait as no frame;
     # a server silent at rest sends nothing between presses: its rests are not stalls
     source.config = replace(

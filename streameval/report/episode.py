@@ -13,6 +13,7 @@ from typing import Any
 from streameval.core.atomic import write_text_atomic
 from streameval.report.bands import CaseRunBands
 from streameval.report.data import EpisodeData, load_episode_data, read_thumbnails
+from streameval.report.headline import episode_headline
 from streameval.report.html import number, page, png_img, table
 from streameval.report.plots import (
     frames_wanted,
@@ -113,6 +114,7 @@ def render_episode(data: EpisodeData, extra: Sequence[str] = ()) -> str:
         f"<h1>{escape(title)}</h1>",
         f"<p>suite {escape(str(s.get('suite')))} · {s.get('frames')} frames at "
         f"{number(s.get('fps'), 1)} fps · {state}</p>",
+        *episode_headline(s.get("runtime")),
         "<h2>Scores</h2>",
         table(
             ["metric", "status", "value (0–100)", "raw (own unit)", "reason"],

@@ -14,6 +14,7 @@ from streameval.leaderboard.intervals import find_case_runs, with_intervals
 from streameval.report.bands import run_bands_fragment
 from streameval.report.episode import REPORT_NAME
 from streameval.report.evidence import evidence_fragment
+from streameval.report.headline import run_headline
 from streameval.report.html import page
 from streameval.report.master import master_table_fragment
 from streameval.results.scores_file import EpisodeRecord
@@ -28,7 +29,13 @@ def render_index(root: Path) -> str:
     runs = find_case_runs([root])  # case runs: each cell with its interval, and the bands
     if runs:
         table = with_intervals(table, runs)
-    body = [f"<h1>streameval results: {escape(str(root))}</h1>", *master_table_fragment(table)]
+    served = [dict(r.runtime) for r in loaded.episodes if r.runtime]
+    ok = sum(1 for r in loaded.episodes if r.complete)
+    body = [
+        f"<h1>streameval results: {escape(str(root))}</h1>",
+        *run_headline(served, ok, len(loaded.episodes)),
+        *master_table_fragment(table),
+    ]
     body += evidence_fragment(root)
     for model, model_dir in sorted(runs.items()):
         body += run_bands_fragment(model, model_dir)

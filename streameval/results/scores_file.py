@@ -64,6 +64,7 @@ def scores_document(
     errors: Sequence[Any] = (),
     case: Mapping[str, Any] | None = None,
     conditioning: Mapping[str, Any] | None = None,
+    runtime: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``scores.json`` payload (docs/cli.md#results-directory), keys in the order every writer
     uses. A benchmark case's episode adds ``case`` (``cases.Case.record()``) and
@@ -86,6 +87,8 @@ def scores_document(
     if case is not None:
         doc["case"] = dict(case)
         doc["conditioning"] = dict(conditioning) if conditioning is not None else None
+    if runtime is not None:  # a served stream's runtime truth (docs/methods.md#runtime)
+        doc["runtime"] = dict(runtime)
     return doc
 
 
@@ -123,6 +126,8 @@ class EpisodeRecord:
     # ``action``, ...) and ``conditioning`` (``honoured``: did it start from the image)
     case: Mapping[str, Any] | None = None
     conditioning: Mapping[str, Any] | None = None
+    # a served stream's ``runtime`` block (native frames, real-time verdict, responsiveness)
+    runtime: Mapping[str, Any] | None = None
 
     @property
     def results_dir(self) -> Path:
@@ -323,6 +328,7 @@ def episode_from_document(doc: Mapping[str, Any], path: Path) -> EpisodeRecord:
         figures,
         case if isinstance(case, dict) else None,
         conditioning if isinstance(conditioning, dict) else None,
+        runtime if isinstance(runtime := doc.get("runtime"), dict) else None,
     )
 
 

@@ -220,6 +220,7 @@ def network_jobs(
     model_name: str | None = None,
     record: RecordMode = "lossless",
     start: AttachStart | None = None,
+    soak_minutes: float = 5.0,
 ) -> list[EpisodeJob]:
     """One job per episode for a model behind a network URL (webrtc, mjpeg, mqtt). The URL
     and options are checked once, before any episode starts. ``start``: every episode begins
@@ -228,7 +229,9 @@ def network_jobs(
 
     open_network_source(url, ("W",), episode="check", suite=suite, options=options)
     model = model_name or network_model_name(url)
-    episodes = network_episodes(options, actions=actions, suite=suite, loops=loops, fps=fps)
+    episodes = network_episodes(
+        options, actions=actions, suite=suite, loops=loops, fps=fps, soak_minutes=soak_minutes
+    )
     jobs: list[EpisodeJob] = []
     for episode, keys, episode_options in episodes:
 
@@ -254,13 +257,28 @@ def network_episodes(
     suite: str = WORLDMARK_SUITE,
     loops: LoopPlan = ALL_LOOPS,
     fps: float | None = None,
+    soak_minutes: float = 5.0,
 ) -> list[tuple[str, tuple[str, ...], AttachOptions]]:
-    """(episode, keys, options) per episode: worldmark actions, or memory_loop trajectories
-    (one key per token, each held for the token's share of the loop)."""
+    """(episode, keys, options) per episode: worldmark actions, memory_loop trajectories
+    (one key per token, each held for the token's share of the loop), or one soak of
+    ``soak_minutes`` (keys cycled, 20 s each)."""
     from dataclasses import replace
 
-    from streameval.protocol.suites import worldmark_keys
+    from streameval.protocol.suites import (
+        SOAK_SUITE,
+        WORLDMARK_SECONDS_PER_KEY,
+        soak_keys,
+        worldmark_keys,
+    )
     from streameval.runs.memory_loop import loop_keys, memory_loops
+
+    if suite == SOAK_SUITE:
+        try:
+            keys = soak_keys(soak_minutes)
+        except ValueError as exc:
+            raise BadInputError("--minutes", str(exc)) from None
+        spk = replace(options, seconds_per_key=WORLDMARK_SECONDS_PER_KEY)
+        return [(f"soak-{soak_minutes:g}min", keys, spk)]
 
     if suite == MEMORY_LOOP_SUITE:
         return [

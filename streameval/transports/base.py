@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
+from streameval.transports.native_gate import LIVE_KEY, RECORD_KEY, NativeGate
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
@@ -99,6 +101,7 @@ class LiveSource:
     mode: Literal["step", "stream", "request"] = "stream"
     scheme = "live"
     chunks_from_server = False  # True: the server's statistics messages mark chunks
+    native_frames = True  # stream mode: only native frames enter (False: every frame, at once)
 
     def __init__(
         self,
@@ -146,6 +149,11 @@ class LiveSource:
         self.ended_complete = False  # the key plan ran to its end (not lost, not stopped)
         self.conditioning: Conditioning | None = None
         """The benchmark case this session starts from (sources whose profile sends it)."""
+        self.gate = NativeGate(DEFAULT_FPS, classify=False)  # set up by ``connect``
+        self._rate_known = asyncio.Event()
+        self.session_times: dict[str, float | None] = dict.fromkeys(
+            ("connect", "configure", "ready", "first_key")
+        )
         self.driver: Callable[[], Coroutine[Any, Any, None]] | None = None
         """Drives the keys instead of the mode's own plan (``streameval probe`` presses key
         names of its own choosing through ``send_key``); it ends with ``plan_done``."""
@@ -260,8 +268,28 @@ class LiveSource:
         if self._pending_frames >= self.config.max_pending_frames:
             self.log.count("dropped_transport")
             return
+        self._admit_all(self.gate.push(frame, now))
+
+    def _admit_all(self, frames: list[tuple[Frame, float]]) -> None:
+        """Native frames the gate let through (``native_gate.py``): into the episode."""
+        if self.gate.decided and not self._rate_known.is_set():
+            self._rate_decided()
+        for frame, t in frames:
+            self._admit(frame, t)
+
+    def _rate_decided(self) -> None:
+        """The native rate is known: the episode's clock and key plan run on it."""
+        assert self.info is not None
+        fps = self.gate.native_fps
+        if fps != self.info.fps:
+            schedule = Schedule.per_key(self.keys, self.config.seconds_per_key, fps)
+            self.info = dataclasses.replace(self.info, fps=fps, schedule=schedule)
+            self.chunks.fps = fps
+        self._rate_known.set()
+
+    def _admit(self, frame: Frame, now: float) -> None:
         i = self.log.n_frames
-        if early:
+        if frame.index in self._early_indices:
             key = NO_KEY  # before the server's ready: no key was held
             self.log.count("before_ready")
         elif frame.key is not None:
@@ -297,7 +325,9 @@ class LiveSource:
         if self._ended or self.info is None or not self.log.keys_sent:
             return  # before our first key: not part of the episode
         now = time.perf_counter()
-        closed = self.chunks.announce(frames, stats, now, first=self._server_seen + 1)
+        held = self.gate.first_held()  # received, not yet in the episode: still to come
+        first = held if held is not None else self._server_seen + 1
+        closed = self.chunks.announce(frames, stats, now, first=first, held=held is not None)
         for chunk in closed:
             self._events.put_nowait(chunk)
         if closed:
@@ -308,6 +338,13 @@ class LiveSource:
         self.last_refused = problem
         self.log.count("malformed")
         self._report("malformed", f"{self.url}: {problem}")
+
+    def _session_record(self) -> None:
+        """The gate's last frames, and what it kept, into the episode (``RECORD_KEY``)."""
+        if self.info is None:
+            return
+        self._admit_all(self.gate.flush())
+        self.info.extra[RECORD_KEY] = self.gate.record(self.session_times)
 
     def lost(self, reason: str) -> None:
         """The session cannot go on: end the episode now, incomplete, keeping what came
@@ -322,6 +359,7 @@ class LiveSource:
     async def connect(self) -> None:
         """Open the transport and start driving keys (``run_job`` awaits this first, so an
         unreachable server is bad input with the URL, never a half-started episode)."""
+        self.session_times["connect"] = time.perf_counter()
         try:
             server = await asyncio.wait_for(self.open_transport(), self.config.connect_timeout_s)
         except TimeoutError:
@@ -368,6 +406,10 @@ class LiveSource:
 
             self.info.extra.update(case_extra(self.conditioning, sent=self.sends_conditioning))
         self.chunks = ChunkLog(fps, from_server=self.chunks_from_server)
+        self.gate = NativeGate(fps, classify=self.mode == "stream" and self.native_frames)
+        self.info.extra[LIVE_KEY] = self.gate.live_counts
+        if self.mode != "stream":
+            self.session_times["ready"] = time.perf_counter()
         self._events.put_nowait(EpisodeStart(self.info))
         self._started = True
         early, self._before_ready = self._before_ready, []
@@ -390,10 +432,12 @@ class LiveSource:
         starts, with the server's words (as in ``_drive_stream``)."""
         self._session_open = True
         try:
+            self.session_times["configure"] = time.perf_counter()
             await self.start_session()
             # as ``recv`` would: no event for the no-frame timeout is a stall, named
             async with asyncio.timeout(self.config.no_frame_timeout_s):
                 await self.wait_ready()
+            self.session_times["ready"] = time.perf_counter()
         except TimeoutError:
             refused = f" (last message refused: {self.last_refused})" if self.last_refused else ""
             self.lost(
@@ -431,6 +475,11 @@ class LiveSource:
                 )
                 self._finish(complete=False, reason=reason)
                 continue
+            if isinstance(event, EpisodeStart):
+                # the episode's clock is the model's native rate: known after its first frames
+                await self._wait_for_rate()
+                assert self.info is not None
+                event = EpisodeStart(self.info)
             if isinstance(event, FrameEvent):
                 self._pending_frames -= 1
                 if self._deadline is not None and time.perf_counter() > self._deadline:
@@ -438,6 +487,17 @@ class LiveSource:
                     # returned must not keep the episode open for ever
                     self._finish(complete=False, reason="the key plan did not finish in time")
             return event
+
+    async def _wait_for_rate(self) -> None:
+        """Until the gate knows the native rate; past the no-frame timeout it is fixed with
+        what came (the announced rate without frames)."""
+        if self._rate_known.is_set():
+            return
+        try:
+            async with asyncio.timeout(self.config.no_frame_timeout_s):
+                await self._rate_known.wait()
+        except TimeoutError:
+            self._admit_all(self.gate.decide_now())
 
     async def close(self) -> None:
         self._ended = True
@@ -458,6 +518,7 @@ class LiveSource:
     def _finish(self, *, complete: bool, reason: str | None) -> None:
         if self._ended:
             return
+        self._session_record()
         self._ended = True
         self.ended_complete = complete
         if self.info is not None:
@@ -494,6 +555,8 @@ class LiveSource:
                         await self.send_step(i, schedule.key_for_frame(i))
                 while requested < min(total, done + 1 + STEP_WINDOW):
                     key = schedule.key_for_frame(requested)
+                    if self.session_times["first_key"] is None:
+                        self.session_times["first_key"] = time.perf_counter()
                     self.log.key_down(key, time.perf_counter())
                     self._key_sent(key, requested)
                     await self.send_step(requested, key)
@@ -515,13 +578,14 @@ class LiveSource:
     async def _drive_stream(self) -> None:
         """A server playing at its own rate: keydown/keyup by wall time or frame count."""
         assert self.info is not None
-        schedule = self.info.schedule
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
             if not self._session_open:
                 try:
+                    self.session_times["configure"] = time.perf_counter()
                     await self.start_session()
                     await self.wait_ready()
+                    self.session_times["ready"] = time.perf_counter()
                 except ConnectionError as exc:
                     self.lost(str(exc))
                     return
@@ -534,6 +598,8 @@ class LiveSource:
                     return
                 if self._held is not None:
                     await self.send_key("keyup", self._held)
+                if self.session_times["first_key"] is None:
+                    self.session_times["first_key"] = time.perf_counter()
                 self.log.key_down(key, time.perf_counter())
                 self._key_sent(key, self.log.n_frames)
                 await self.send_key("keydown", key)
@@ -541,8 +607,8 @@ class LiveSource:
                 if self.config.clock == "wall":
                     until = t0 + (j + 1) * self.config.seconds_per_key
                     await asyncio.sleep(max(0.0, until - time.perf_counter()))
-                else:
-                    boundary = schedule.boundaries[j + 1]
+                else:  # the native schedule, once the gate knows the native rate
+                    boundary = self.info.schedule.boundaries[j + 1]
                     while not self._ended and self.log.n_frames < boundary:
                         self._frame_arrived.clear()
                         await self._frame_arrived.wait()

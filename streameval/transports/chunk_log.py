@@ -61,13 +61,20 @@ class ChunkLog:
     # ------------------------------------------------------------ server statistics
 
     def announce(
-        self, frames: int | None, stats: dict[str, float], t_wall: float, first: int = 0
+        self,
+        frames: int | None,
+        stats: dict[str, float],
+        t_wall: float,
+        first: int = 0,
+        *,
+        held: bool = False,
     ) -> list[ChunkDone]:
         """A statistics message for one chunk, ``frames`` long (None: it ends at the last frame
         received); returns the chunks that are whole already. The first chunk starts at the
         episode's first frame when frames came before the message (a server that announces
         a chunk after sending it), else at ``first``, the next frame to come (one that
-        announces a chunk, then paces its frames out)."""
+        announces a chunk, then paces its frames out). ``held``: frames received are not yet
+        in the episode (``transports/native_gate.py``): nothing closes before they are."""
         if self._server_end is None:
             self._server_end = self._map[0][0] if self._map else first
         start = self._server_end
@@ -75,6 +82,8 @@ class ChunkLog:
         end = max(start, last + 1) if frames is None or frames < 0 else start + frames
         self._server_end = end
         self._announced.append(_Announced(start, end, dict(stats), t_wall))
+        if held:  # frames received are still held back (native_gate): they close it later
+            return []
         return self._close_through(last, t_wall)
 
     # ------------------------------------------------------------ frames

@@ -145,6 +145,8 @@ class OnDemandSource(LiveSource):
 
     def _segment_starts(self, key: str) -> None:
         now = time.perf_counter()
+        if self.session_times["first_key"] is None:
+            self.session_times["first_key"] = now
         self.log.key_down(key, now)
         self._key_sent(key, self.log.n_frames)
 

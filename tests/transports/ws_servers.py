@@ -53,14 +53,30 @@ async def _start(app: web.Application) -> tuple[web.AppRunner, int]:
     return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
 
-async def _paced(ws: web.WebSocketResponse, queue: asyncio.Queue[Any], fps: float) -> None:
-    """Send queued messages at ``fps`` (WorldFoundry's sender paces at the model's rate)."""
+async def _paced(
+    ws: web.WebSocketResponse,
+    queue: asyncio.Queue[Any],
+    fps: float,
+    catch_up_s: float = 0.0,
+    sent: list[float] | None = None,
+) -> None:
+    """Send queued messages at ``fps`` (WorldFoundry's sender paces at the model's rate). A
+    send more than a frame late starts the clock again, unless ``catch_up_s``: then a sender
+    up to that late sends its late frames at once and keeps its long-run rate (a model that
+    generates at exactly ``fps`` on a machine whose scheduler sometimes holds it back). An item
+    ``(message, generated)`` is one message; ``sent`` gets the send time of each generated one
+    (the server's true generation rate, beside what it pads with)."""
     deadline: float | None = None
+    late = max(1 / fps, catch_up_s)
     while not ws.closed:
         item = await queue.get()
         now = time.monotonic()
-        deadline = now if deadline is None or now - deadline > 1 / fps else deadline + 1 / fps
+        deadline = now if deadline is None or now - deadline > late else deadline + 1 / fps
         await asyncio.sleep(max(0.0, deadline - now))
+        if isinstance(item, tuple):
+            item, generated = item
+            if generated and sent is not None:
+                sent.append(time.monotonic())
         if isinstance(item, bytes):
             await ws.send_bytes(item)
         else:
@@ -68,7 +84,18 @@ async def _paced(ws: web.WebSocketResponse, queue: asyncio.Queue[Any], fps: floa
 
 
 def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
-                     fault: str | None = None) -> web.Application:  # fmt: skip
+                     fault: str | None = None, pad: str | None = None,
+                     stall_every: int = 0, stall_s: float = 0.0,
+                     catch_up_s: float = 0.0,
+                     sent: list[float] | None = None) -> web.Application:  # fmt: skip
+    """``pad`` makes it a padding twin that announces twice its rate (32 fps) and paces out
+    twice the frames its model generates: ``double`` sends every frame twice, ``blend``
+    sends before each frame the midpoint of it and the one before; its ``chunk_done`` counts
+    the frames sent. ``stall_every`` chunks, generation pauses ``stall_s`` seconds.
+    ``catch_up_s``: the sender's lateness it catches up on; ``sent``: when each generated frame
+    went out (``_paced``)."""
+    rate = FPS * (2 if pad else 1)
+
     async def socket(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=1024**2)
         await ws.prepare(request)
@@ -81,7 +108,7 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
             async for _ in ws:
                 pass
             return ws
-        await ws.send_str(json.dumps({"type": "ready", "fps": FPS, "transport": "ws"}))
+        await ws.send_str(json.dumps({"type": "ready", "fps": rate, "transport": "ws"}))
         world = ChunkedWorld(model, 9, reverse=reverse, delay_s=delay_s)
         queue: asyncio.Queue[Any] = asyncio.Queue()
         state = {"first": asyncio.Event(), "last_msg": time.monotonic(), "dropped": 0, "n": 0}
@@ -90,19 +117,23 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
         async def generate() -> None:
             await state["first"].wait()  # type: ignore[union-attr]
             while not ws.closed:
-                while queue.qsize() > 4:
+                while queue.qsize() > 4 * (2 if pad else 1):  # 4 generated frames ahead
                     await asyncio.sleep(0.01)
                 key = world.held_now()
                 frames, gen_ms = await world.generate(key)
-                for image in frames:
-                    queue.put_nowait(_frame_message(image, state, fault))
+                for image, generated in _padded(frames, pad, state):
+                    queue.put_nowait((_frame_message(image, state, fault), generated))
                 latency = (time.monotonic() - arrivals[0]) * 1000 if arrivals else None
                 arrivals.clear()
                 await ws.send_str(json.dumps({
-                    "type": "chunk_done", "frames": len(frames), "generation_ms": round(gen_ms, 1),
+                    "type": "chunk_done", "frames": len(frames) * (2 if pad else 1),
+                    "generation_ms": round(gen_ms, 1),
                     "control_latency_ms": latency, "queue_depth": queue.qsize(),
                     "dropped_frames": state["dropped"],
                 }))  # fmt: skip
+                state["chunks"] = state.get("chunks", 0) + 1
+                if stall_every and state["chunks"] % stall_every == 0:
+                    await asyncio.sleep(stall_s)  # a stalled worker: the queue runs dry
                 if fault == "close" and state["n"] >= 18:
                     await asyncio.sleep(0.3)
                     await ws.close(code=1011, message=b"worker crashed")
@@ -115,7 +146,10 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
                     await ws.close(code=1008, message=b"stale client")
                     return
 
-        tasks = [asyncio.create_task(generate()), asyncio.create_task(_paced(ws, queue, FPS))]
+        tasks = [
+            asyncio.create_task(generate()),
+            asyncio.create_task(_paced(ws, queue, rate, catch_up_s, sent)),
+        ]
         if fault == "stale":
             tasks.append(asyncio.create_task(stale()))
         try:
@@ -141,6 +175,24 @@ def worldfoundry_app(model: Any, *, reverse: bool = False, delay_s: float = 0.0,
     app = web.Application()
     app.router.add_get("/api/realtime/ws", socket)
     return app
+
+
+def _padded(
+    frames: list[np.ndarray], pad: str | None, state: dict[str, Any]
+) -> list[tuple[np.ndarray, bool]]:
+    """The frames a padding twin sends for one generated chunk (``worldfoundry_app``), each
+    with whether the model generated it."""
+    if pad == "double":
+        return [(image, copy == 0) for image in frames for copy in range(2)]
+    if pad != "blend":
+        return [(image, True) for image in frames]
+    out: list[tuple[np.ndarray, bool]] = []
+    for image in frames:
+        prev = state.get("prev", image)
+        mid = (prev.astype(np.uint16) + image.astype(np.uint16) + 1) // 2
+        out += [(mid.astype(np.uint8), False), (image, True)]
+        state["prev"] = image
+    return out
 
 
 def _frame_message(image: np.ndarray, state: dict[str, Any], fault: str | None) -> bytes | str:

@@ -1,7 +1,9 @@
 """Throughput of the selected episode: perceived fps, queue depth, drops, freshness.
 
-"last frame … ago" comes from the dashboard's clock (injectable, fixed in snapshot tests):
-it is what tells a stalled model from a frozen screen.
+A served stream's "not native" row counts the repeated and interpolated frames it received
+(docs/methods.md#native-frames), yellow past the warning's share. "last frame … ago" comes
+from the dashboard's clock (injectable, fixed in snapshot tests): it is what tells a stalled
+model from a frozen screen.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from streameval.core.observers import Progress
+from streameval.metrics.runtime import NON_NATIVE_WARN
+from streameval.transports.native_gate import LIVE_KEY
 
 STALE_AFTER_S = 5.0  # no frame for this long: the freshness line turns yellow
 
@@ -34,6 +38,11 @@ def throughput_text(
             ("dropped", str(progress.dropped), "bold red" if progress.dropped else ""),
         ]
     rows.append(("received", str(received), ""))
+    counts = progress.info.extra.get(LIVE_KEY) if progress is not None else None
+    if isinstance(counts, list) and len(counts) == 3 and sum(counts):
+        padded = counts[1] + counts[2]  # a served stream's repeats and blends: not counted
+        share = padded / sum(counts)
+        rows.append(("not native", str(padded), "bold yellow" if share > NON_NATIVE_WARN else ""))
     if progress is not None and not final and since_last_frame is not None:
         stale = since_last_frame > STALE_AFTER_S
         rows.append(
