@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from streameval.protocol.wire import Frame, decode, encode
 
 from streameval.core.events import EndOfStream, FrameEvent, KeySent
-from streameval.transports.base import LiveConfig, LiveSource
+from streameval.transports.base import LiveSource
+from streameval.transports.live_config import LiveConfig
 from streameval.transports.mqtt.serve import serve_mqtt
 from streameval.transports.mqtt.transport import MqttSource
 from streameval.transports.webrtc.serve import WebRTCServer

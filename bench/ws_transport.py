@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import serve_websocket
 from streameval.core.events import FrameEvent
-from streameval.transports.base import LiveConfig
+from streameval.transports.live_config import LiveConfig
 from streameval.transports.profiles import load_profile
 from streameval.transports.websocket.transport import WebSocketSource
 

@@ -199,7 +199,7 @@ async def run_probe(
 
     async def drive() -> None:
         try:
-            if not source.session_open:  # else started in connect, for its announced fps
+            if not source.session_open_early:  # else started in connect, for its announced fps
                 await source.start_session()
                 await source.wait_ready()
         except ConnectionError as exc:

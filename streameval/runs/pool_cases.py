@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from streameval.cases.model import Case, CaseSet
     from streameval.runs.builders import RecordMode
     from streameval.runs.cases import CaseDrive
-    from streameval.transports.base import LiveConfig, LiveSource
+    from streameval.transports.base import LiveSource
+    from streameval.transports.live_config import LiveConfig
 
 HELLO_TIMEOUT_S = 10.0
 UNCLAIMED_S = 15.0

@@ -49,7 +49,7 @@ from streameval.scale.pool_messages import (
     offers_topic,
     shared_offers_topic,
 )
-from streameval.transports.base import LiveConfig
+from streameval.transports.live_config import LiveConfig
 
 
 class CaseJob(Protocol):

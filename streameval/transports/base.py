@@ -31,7 +31,6 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from streameval.constants import DEFAULT_FPS
@@ -53,12 +52,12 @@ from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
+from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.native_gate import LIVE_KEY, RECORD_KEY, NativeGate
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
 
-Clock = Literal["wall", "video"]
 STEP_WINDOW = 4
 """Frames requested ahead of the last one received (hides one round trip at 16 fps)."""
 HEARTBEAT_S = 1.0
@@ -71,27 +70,6 @@ PLAN_GRACE_S = 30.0
 10 s timeout of its own; this bounds the episode whatever the transport does)."""
 MAX_REPORTED_PER_KIND = 5
 """Admission problems reported one by one before only the counter goes on."""
-
-
-@dataclass(frozen=True, slots=True)
-class LiveConfig:
-    """How a live session is driven (CLI: ``--clock``, ``--seconds-per-key``, timeouts)."""
-
-    clock: Clock = "wall"
-    seconds_per_key: float = 20.0
-    no_frame_timeout_s: float = 10.0
-    connect_timeout_s: float = 10.0
-    max_pending_frames: int = 256
-
-
-@dataclass(frozen=True, slots=True)
-class ServerInfo:
-    """What the transport learned when it connected."""
-
-    model: str
-    fps: float
-    width: int | None = None
-    height: int | None = None
 
 
 class LiveSource:
@@ -138,7 +116,7 @@ class LiveSource:
         self._server_seen = -1  # the last server frame index seen, before admission
         self._deadline: float | None = None  # wall clock: when the key plan must be done
         # the session was started (and its ready awaited) in ``connect``, for its fps
-        self._session_open = False
+        self.session_open_early = False
         # frames the server sent before its ready: kept, under no key (docs/serve-formats.md
         # #frame-rate); before the episode exists they wait here
         self._before_ready: list[tuple[Frame, float, bool]] = []
@@ -190,11 +168,6 @@ class LiveSource:
         """Stream mode: wait for the server's answer to the session setup before the first
         key; raise ``ConnectionError`` with the reason when it does not come."""
 
-    @property
-    def session_open(self) -> bool:
-        """The session was started in ``connect`` (``announces_fps``)."""
-        return self._session_open
-
     def announces_fps(self) -> bool:
         """Whether the server's answer to the session setup names its frame rate (a profile's
         ``[ready] fps``): then ``connect`` starts the session and runs the episode at it."""
@@ -230,7 +203,7 @@ class LiveSource:
     def deliver(self, frame: Frame, t_arrival: float | None = None) -> None:
         """A decoded frame arrived (call from the transport's reader, on the event loop)."""
         now = time.perf_counter() if t_arrival is None else t_arrival
-        if self.info is None and self._session_open and not self._ended:
+        if self.info is None and self.session_open_early and not self._ended:
             # the session was started for its fps: these frames wait for the episode
             self._before_ready.append((frame, now, not self.ready_seen))
             return
@@ -430,7 +403,7 @@ class LiveSource:
         """Start the session and wait for its ready before the episode exists, so that it
         runs at the fps the server announces; a refusal ends the episode as soon as it
         starts, with the server's words (as in ``_drive_stream``)."""
-        self._session_open = True
+        self.session_open_early = True
         try:
             self.session_times["configure"] = time.perf_counter()
             await self.start_session()
@@ -530,8 +503,11 @@ class LiveSource:
         self._events.put_nowait(EpisodeEnd(self.log.n_frames, complete, reason))
         self._frame_arrived.set()
 
-    def _key_sent(self, key: str, frame: int) -> None:
+    def press(self, key: str, frame: int) -> None:
+        """``key`` goes out for ``frame``: the first key's time, the arrival log, ``KeySent``."""
         now = time.perf_counter()
+        self.session_times["first_key"] = self.session_times["first_key"] or now
+        self.log.key_down(key, now)
         self._events.put_nowait(KeySent(key=key, frame=frame, t_wall=now))
 
     def resend_steps(self) -> None:
@@ -555,10 +531,7 @@ class LiveSource:
                         await self.send_step(i, schedule.key_for_frame(i))
                 while requested < min(total, done + 1 + STEP_WINDOW):
                     key = schedule.key_for_frame(requested)
-                    if self.session_times["first_key"] is None:
-                        self.session_times["first_key"] = time.perf_counter()
-                    self.log.key_down(key, time.perf_counter())
-                    self._key_sent(key, requested)
+                    self.press(key, requested)
                     await self.send_step(requested, key)
                     requested += 1
                 if done + 1 >= total:
@@ -580,7 +553,7 @@ class LiveSource:
         assert self.info is not None
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
-            if not self._session_open:
+            if not self.session_open_early:
                 try:
                     self.session_times["configure"] = time.perf_counter()
                     await self.start_session()
@@ -598,10 +571,7 @@ class LiveSource:
                     return
                 if self._held is not None:
                     await self.send_key("keyup", self._held)
-                if self.session_times["first_key"] is None:
-                    self.session_times["first_key"] = time.perf_counter()
-                self.log.key_down(key, time.perf_counter())
-                self._key_sent(key, self.log.n_frames)
+                self.press(key, self.log.n_frames)
                 await self.send_key("keydown", key)
                 self._held = key
                 if self.config.clock == "wall":

@@ -33,7 +33,8 @@ from streameval.core.arrays import Image
 from streameval.errors import GenerationFault, TemplateError
 from streameval.protocol.keys import FAMILY, NO_KEY
 from streameval.protocol.wire import Frame
-from streameval.transports.base import LiveConfig, LiveSource
+from streameval.transports.base import LiveSource
+from streameval.transports.live_config import LiveConfig
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.templates import render
 
@@ -144,11 +145,7 @@ class OnDemandSource(LiveSource):
             self.lost(f"generating failed: {type(exc).__name__}: {exc}")
 
     def _segment_starts(self, key: str) -> None:
-        now = time.perf_counter()
-        if self.session_times["first_key"] is None:
-            self.session_times["first_key"] = now
-        self.log.key_down(key, now)
-        self._key_sent(key, self.log.n_frames)
+        self.press(key, self.log.n_frames)
 
     async def _one_chunk(self, key: str, frames: int) -> None:
         started = time.perf_counter()

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from streameval.errors import BadInputError, WireError
 from streameval.protocol.public_keys import parse_key_map
-from streameval.transports.base import Clock, LiveConfig, LiveSource
+from streameval.transports.base import LiveSource
+from streameval.transports.live_config import Clock, LiveConfig
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning

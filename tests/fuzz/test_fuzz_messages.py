@@ -27,7 +27,7 @@ from streameval.core.events import (
     FrameEvent,
     KeySent,
 )
-from streameval.transports.base import LiveConfig
+from streameval.transports.live_config import LiveConfig
 from streameval.transports.profiles import load_profile
 from streameval.transports.websocket.transport import WebSocketSource
 from tests.fuzz.conftest import FUZZ, bounded

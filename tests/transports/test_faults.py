@@ -17,7 +17,7 @@ from streameval.core.observers import EpisodeObserver, EpisodeOutcome, FrameEven
 from streameval.core.tasks import cancel_and_wait
 from streameval.engine.pipeline import run_episode
 from streameval.engine.recording import RecordingObserver
-from streameval.transports.base import LiveConfig
+from streameval.transports.live_config import LiveConfig
 from streameval.transports.mqtt.transport import MqttSource
 from tests.transports.conftest import Broker
 from tests.transports.scripted import Script, good, scripted_server

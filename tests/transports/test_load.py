@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from streameval.core.events import EndOfStream, EpisodeEnd, FrameEvent
-from streameval.transports.base import LiveConfig, LiveSource
+from streameval.transports.base import LiveSource
+from streameval.transports.live_config import LiveConfig
 from streameval.transports.mqtt.transport import MqttSource
 from streameval.transports.webrtc.transport import WebRTCSource
 from tests.transports.conftest import Broker

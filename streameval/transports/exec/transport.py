@@ -36,10 +36,10 @@ from streameval.errors import (
     TemplateError,
     one_line,
 )
-from streameval.transports.base import ServerInfo
 from streameval.transports.clips import decode_clip
 from streameval.transports.exec.frames import FolderFrames, StdoutImages
 from streameval.transports.exec.process import Program
+from streameval.transports.live_config import ServerInfo
 from streameval.transports.ondemand import OnDemandSource
 from streameval.transports.profiles.ondemand import ProcessSpec
 from streameval.transports.profiles.templates import render

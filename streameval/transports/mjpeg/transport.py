@@ -20,7 +20,8 @@ from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
 from streameval.protocol.public_keys import BROWSER_KEYS, public_key_message
 from streameval.protocol.wire import MAX_FRAME_SIDE, Frame
-from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
+from streameval.transports.base import LiveSource
+from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.webrtc.transport import http_url
 
 if TYPE_CHECKING:

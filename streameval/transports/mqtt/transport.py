@@ -31,7 +31,8 @@ from streameval.protocol.wire import (
     decode,
     encode,
 )
-from streameval.transports.base import LiveConfig, LiveSource, ServerInfo
+from streameval.transports.base import LiveSource
+from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.mqtt.url import (
     MqttTarget,
     client_kwargs,

@@ -27,8 +27,8 @@ from urllib.parse import urljoin, urlsplit
 from streameval.constants import DEFAULT_FPS
 from streameval.core.arrays import Image
 from streameval.errors import BadInputError, ClipError, GenerationFault, TemplateError, one_line
-from streameval.transports.base import ServerInfo
 from streameval.transports.clips import decode_clip
+from streameval.transports.live_config import ServerInfo
 from streameval.transports.ondemand import OnDemandSource
 from streameval.transports.profiles.model import lookup
 from streameval.transports.profiles.ondemand import AnswerSpec, RequestSpec

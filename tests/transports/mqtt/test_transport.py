@@ -8,7 +8,7 @@ from typing import Any
 
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.pipeline import run_episode
-from streameval.transports.base import LiveConfig
+from streameval.transports.live_config import LiveConfig
 from streameval.transports.mqtt.serve import serve_mqtt
 from streameval.transports.mqtt.transport import MqttSource
 from tests.transports.conftest import Broker

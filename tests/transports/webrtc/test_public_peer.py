@@ -8,7 +8,7 @@ import pytest
 
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.pipeline import run_episode
-from streameval.transports.base import LiveConfig
+from streameval.transports.live_config import LiveConfig
 from streameval.transports.webrtc.transport import WebRTCSource
 from tests.transports.public_server import start_public_server
 from tests.transports.worlds import MEMORY_OFF

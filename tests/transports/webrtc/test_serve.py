@@ -11,7 +11,7 @@ import pytest
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
-from streameval.transports.base import LiveConfig
+from streameval.transports.live_config import LiveConfig
 from streameval.transports.webrtc.serve import WebRTCServer
 from streameval.transports.webrtc.transport import WebRTCSource
 from tests.transports.worlds import CONFIG, MEMORY_OFF, NAME, in_process, normalized, world

@@ -1,0 +1,31 @@
+"""How a live session is driven and what its server said when it connected: the options
+every transport, the URL dispatch and the runners pass around, below the source that uses
+them (``base.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Clock = Literal["wall", "video"]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveConfig:
+    """How a live session is driven (CLI: ``--clock``, ``--seconds-per-key``, timeouts)."""
+
+    clock: Clock = "wall"
+    seconds_per_key: float = 20.0
+    no_frame_timeout_s: float = 10.0
+    connect_timeout_s: float = 10.0
+    max_pending_frames: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What the transport learned when it connected."""
+
+    model: str
+    fps: float
+    width: int | None = None
+    height: int | None = None
