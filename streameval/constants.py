@@ -6,6 +6,10 @@ from __future__ import annotations
 # The rate assumed where nobody says one: WorldMark's nominal 16 fps (docs/methods.md#suites).
 # A model or server that states its own fps, a recording's timestamps and ``--fps`` win over it.
 DEFAULT_FPS = 16.0
+# The real-time verdict's target, in native frames a second (LiveFrame's threshold:
+# docs/methods.md#runtime); ``--realtime-target`` changes it. Equal to DEFAULT_FPS by origin
+# (WorldMark's rate is what "real time" meant there), named apart: one can change alone.
+REALTIME_TARGET_FPS = DEFAULT_FPS
 
 # --- analysis frame and signals (docs/methods.md#analysis-frame-and-flow-units) ---
 ANALYSIS_WIDTH = 640

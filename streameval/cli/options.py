@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from streameval.cli.exit_codes import EXIT_BAD_INPUT
+from streameval.constants import REALTIME_TARGET_FPS
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import Range
 from streameval.protocol.memory_loop import MEMORY_LOOP_SECONDS, MEMORY_LOOP_SUITE
@@ -274,7 +275,7 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--realtime-target",
         type=ranged(REALTIME_TARGET),
-        default=16.0,
+        default=REALTIME_TARGET_FPS,
         metavar="FPS",
         help="native frames a second the real-time verdict asks of the worst 10 s window of a "
         "continuous stream of at least 60 s (default 16, LiveFrame's; scores.json runtime); "

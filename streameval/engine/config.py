@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH
+from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, REALTIME_TARGET_FPS
 
 
 @dataclass(frozen=True)
@@ -51,4 +51,4 @@ class PipelineConfig:
     latency_budget_s: float = 1.0
     # the real-time verdict's target in native fps (scores.json runtime, --realtime-target);
     # kept in the provenance's config, so `rescore` judges the cache against the same target
-    realtime_target_fps: float = 16.0
+    realtime_target_fps: float = REALTIME_TARGET_FPS

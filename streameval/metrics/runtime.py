@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from streameval.constants import REALTIME_TARGET_FPS
 from streameval.core.arrays import F64
 from streameval.metrics.interactivity import key_response_latencies
 from streameval.metrics.native_frames import INTERPOLATED, NATIVE, REPEAT
@@ -27,7 +28,7 @@ from streameval.metrics.native_frames import INTERPOLATED, NATIVE, REPEAT
 if TYPE_CHECKING:
     from streameval.results.cache.episode import EpisodeCache
 
-DEFAULT_TARGET_FPS = 16.0
+DEFAULT_TARGET_FPS = REALTIME_TARGET_FPS
 """LiveFrame's real-time threshold: 16 native frames a second."""
 MIN_STREAM_S = 60.0
 """A verdict needs a continuous stream at least this long (LiveFrame's 60 s)."""
