@@ -14,7 +14,9 @@ from streameval.transports.live_config import Clock, LiveConfig
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
     from streameval.cases.model import Case
+    from streameval.transports.exec.transport import ExecSource
     from streameval.transports.profiles import ServerProfile
+    from streameval.transports.segments.transport import SegmentSource
     from streameval.transports.websocket.transport import KeptSocket
 
 OUR_PROTOCOL_TAKES_NO_IMAGE = (
@@ -312,8 +314,9 @@ def _open_on_demand(r: _Request) -> LiveSource:
             "--clock", f"{r.url}: generates when asked, so its clock is the video's, not wall"
         )
     config = r.live
+    source: type[ExecSource | SegmentSource]
     if profile.process is not None:
-        from streameval.transports.exec.transport import ExecSource
+        from streameval.transports.exec.transport import ExecSource as source
 
         spec = profile.process
         live = replace(
@@ -324,25 +327,16 @@ def _open_on_demand(r: _Request) -> LiveSource:
                 config.no_frame_timeout_s, spec.frame_timeout_s + TIMEOUT_MARGIN_S
             ),
         )
-        return ExecSource(
-            r.url,
-            r.keys,
-            config=live,
-            fps=r.options.fps,
-            profile=profile,
-            key_names=names,
-            episode=r.episode,
-            suite=r.suite,
-        )
-    from streameval.transports.segments.transport import SegmentSource
+    else:
+        from streameval.transports.segments.transport import SegmentSource as source
 
-    timeout = profile.request.timeout_s if profile.request is not None else 0.0
-    live = replace(
-        config,
-        clock="video",
-        no_frame_timeout_s=max(config.no_frame_timeout_s, timeout + TIMEOUT_MARGIN_S),
-    )
-    return SegmentSource(
+        timeout = profile.request.timeout_s if profile.request is not None else 0.0
+        live = replace(
+            config,
+            clock="video",
+            no_frame_timeout_s=max(config.no_frame_timeout_s, timeout + TIMEOUT_MARGIN_S),
+        )
+    return source(
         r.url,
         r.keys,
         config=live,

@@ -88,6 +88,16 @@ def test_caps_are_set_only_under_baseline_and_never_over_a_users_value() -> None
     assert cpu.apply_library_caps({cpu.CPU_FEATURES_ENV: "nonsense"}) == {}  # said by the CLI
 
 
+def run_as_baseline(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter started under ``STREAMEVAL_CPU_FEATURES=baseline``,
+    with none of the library caps set before it (streameval sets them)."""
+    env = {k: v for k, v in os.environ.items() if k not in cpu.library_caps()}
+    env[cpu.CPU_FEATURES_ENV] = "baseline"
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
 def test_a_process_started_under_baseline_dispatches_no_avx512() -> None:
     """A fresh interpreter that imports streameval first: NumPy's x86-64-v4 kernels and
     torch's AVX-512 ones are off, and nothing was imported too late (true on any CPU: a CPU
@@ -105,11 +115,7 @@ def test_a_process_started_under_baseline_dispatches_no_avx512() -> None:
         "    out['torch'] = 'AVX2'\n"
         "print(json.dumps(out))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in cpu.library_caps()}
-    env[cpu.CPU_FEATURES_ENV] = "baseline"
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
+    done = run_as_baseline(code)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {"v4": False, "late": [], "bf16": False, "torch": out["torch"]}
@@ -121,11 +127,7 @@ def test_a_library_imported_first_is_named() -> None:
         "import numpy, streameval\nfrom streameval.core import cpu\n"
         "print(cpu.libraries_imported_before_caps())"
     )
-    env = {k: v for k, v in os.environ.items() if k not in cpu.library_caps()}
-    env[cpu.CPU_FEATURES_ENV] = "baseline"
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
+    done = run_as_baseline(code)
     assert done.stdout.strip() == "('numpy',)", done.stderr
 
 
