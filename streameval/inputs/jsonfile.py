@@ -103,3 +103,14 @@ def read_json_object(path: Path, *, max_bytes: int = MAX_JSON_BYTES) -> dict[str
     if not isinstance(doc, dict):
         raise BadInputError(path, f"expected a JSON object, got {type(doc).__name__}")
     return doc
+
+
+def read_json_object_if_any(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``, or ``{}`` when there is none or it is not one: for the
+    optional side files a report or a verdict reads when they are there."""
+    if not path.is_file():
+        return {}
+    try:
+        return read_json_object(path)
+    except BadInputError:
+        return {}

@@ -9,21 +9,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from streameval.errors import BadInputError
-from streameval.inputs.jsonfile import read_json_file
+from streameval.inputs.jsonfile import read_json_object_if_any
 from streameval.report.html import number, table
 from streameval.results.ledger import EVIDENCE_FILE
-
-
-def _read(root: Path) -> dict[str, Any]:
-    path = root / EVIDENCE_FILE
-    if not path.is_file():
-        return {}
-    try:
-        doc = read_json_file(path)
-    except BadInputError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def _repeats(block: dict[str, Any]) -> list[str]:
@@ -105,7 +93,7 @@ def _gib(value: object) -> float | None:
 
 def evidence_fragment(root: Path) -> list[str]:
     """The index's evidence sections (none when the run wrote no ``evidence.json``)."""
-    doc = _read(root)
+    doc = read_json_object_if_any(root / EVIDENCE_FILE)
     body: list[str] = []
     if isinstance(doc.get("repeats"), dict):
         body += _repeats(doc["repeats"])

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streameval.errors import BadInputError
 from streameval.inputs.claims import Claim
-from streameval.inputs.jsonfile import read_json_file
+from streameval.inputs.jsonfile import read_json_object_if_any
 
 CONSISTENT = "consistent"
 BELOW = "below claim"
@@ -55,12 +54,12 @@ def measured_from_run(episodes: Iterable[Path], hardware: Mapping[str, Any] | No
     rates: list[float] = []
     sizes: list[tuple[int, int]] = []
     for folder in episodes:
-        runtime = _read(folder / "scores.json").get("runtime")
+        runtime = read_json_object_if_any(folder / "scores.json").get("runtime")
         if isinstance(runtime, dict):
             value = runtime.get("native_fps")
             if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
                 rates.append(float(value))
-        meta = _read(folder / "cache" / "episode.json")
+        meta = read_json_object_if_any(folder / "cache" / "episode.json")
         if isinstance(meta.get("width"), int) and isinstance(meta.get("height"), int):
             sizes.append((meta["width"], meta["height"]))
     width, height = max(set(sizes), key=sizes.count) if sizes else (None, None)
@@ -75,16 +74,6 @@ def measured_from_run(episodes: Iterable[Path], hardware: Mapping[str, Any] | No
         gpus=gpus,
         gpu_reason=str(gpu.get("reason") or "no GPU measured"),
     )
-
-
-def _read(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        doc = read_json_file(path)
-    except BadInputError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def _name_tokens(name: str) -> set[str]:
