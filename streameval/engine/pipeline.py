@@ -25,12 +25,19 @@ import numpy as np
 
 from streameval.cases.episode import FirstFrameCheck, case_record_of
 from streameval.constants import EQUAL_SPLIT_KEYS
-from streameval.core.events import EpisodeEnd, EpisodeInfo, EpisodeStart, ErrorEvent, FrameEvent
+from streameval.core.events import (
+    RESPONSE_HINT_KEY,
+    EpisodeEnd,
+    EpisodeInfo,
+    EpisodeStart,
+    ErrorEvent,
+    FrameEvent,
+)
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
 from streameval.core.registry import split_spec
 from streameval.core.source import Source
 from streameval.core.version import __version__
-from streameval.engine.cadence_watch import cadence_warning
+from streameval.engine.cadence_watch import cadence_warning, planned_cadence_warning
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.end_caches import memory_cache_of, quality_cache_of
@@ -179,6 +186,13 @@ class _Episode:
         )
         if short is not None:
             self.warn(short.line())
+        if info.extra.get("live"):  # the server's cadence known in advance: said now
+            planned = planned_cadence_warning(
+                info.extra.get("interactivity", {}), info.extra.get(RESPONSE_HINT_KEY)
+            )
+            if planned is not None:
+                self.cadence_said = True
+                self.warn(planned)
 
     def _motion_type_seen(
         self, key: str, segment: int, p_yaw: float, amplitude: float, previous: str | None

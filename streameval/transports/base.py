@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from streameval.constants import DEFAULT_FPS
 from streameval.core.events import (
+    RESPONSE_HINT_KEY,
     EndOfStream,
     EpisodeEnd,
     EpisodeInfo,
@@ -123,6 +124,9 @@ class LiveSource:
         self._early_indices: set[int] = set()
         self.ready_seen = False  # the transport saw the server's ready
         self.fps_origin = "transport"  # where the transport's fps came from (scores.json)
+        # the profile's ``response_s`` (set by ``urls.open_network_source``): the cadence known
+        # before the first frame
+        self.response_hint_s: float | None = None
         self._early_end: str | None = None  # lost before the episode started: ends it at once
         self.ended_complete = False  # the key plan ran to its end (not lost, not stopped)
         self.conditioning: Conditioning | None = None
@@ -374,6 +378,8 @@ class LiveSource:
                 },
             },
         )
+        if self.response_hint_s is not None:
+            self.info.extra[RESPONSE_HINT_KEY] = self.response_hint_s
         if self.conditioning is not None:
             from streameval.cases.episode import case_extra
 

@@ -84,7 +84,11 @@ def open_network_source(
     request = _Request(url, keys, episode, suite, live, options, conditioning, kept)
     if not scheme.startswith("mqtt"):
         request.key_names(None)  # a bad --key-map is named before the profile is read
-    return SCHEMES[scheme](request)
+    source = SCHEMES[scheme](request)
+    profile = None if scheme.startswith("mqtt") else _profile_for(url, options)
+    if profile is not None:
+        source.response_hint_s = profile.response_s
+    return source
 
 
 class CaseDrive(Protocol):

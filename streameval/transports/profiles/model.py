@@ -205,6 +205,10 @@ class ServerProfile:
     process: ProcessSpec | None = None
     conditioning: ConditioningSpec = ConditioningSpec()
     claim: str | None = None  # ``[claim]``: what the vendor states (``inputs.claims``)
+    # seconds from a key to the picture answering it (a chunked server: its first chunk), as
+    # ``probe`` measured it: a run whose keys are shorter than a few of these is told so before
+    # it starts (docs/methods.md#shortest-keys)
+    response_s: float | None = None
 
     @property
     def takes_images(self) -> bool:
@@ -473,6 +477,7 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         url=top.take("url", str, ""),
         path=path,
         fps=top.number("fps", None, 0, 1000),
+        response_s=top.number("response_s", None, 0, 600),
         frames=_frames(top),
         keys=keys,
         pose=_pose(top),
