@@ -330,3 +330,11 @@ class UnknownDefectError(UnknownNameError, ValueError):
 class WorldConfigError(BadInputError, ValueError):
     """A ``WorldConfig`` field outside its range (``demo --seed -1``, say). A ``ValueError``
     too, as a dataclass's own checks are, for callers that catch that."""
+
+
+# streameval.transports.bridge
+
+
+class BridgeWorkerError(ModelCallError):
+    """The bridge's worker (the model in its own interpreter) died, hung or answered out of
+    protocol; the message carries its exit and its last words on stderr."""

@@ -81,6 +81,15 @@ def add_parser(sub: Any) -> None:
         help="folder searched first for MODULE (default: the working directory)",
     )
     attach.add_argument(
+        "--python",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="run a python: model in this interpreter (its own environment: torch, CUDA, "
+        "numpy as it pins them; nothing of streameval installed there), through the bridge "
+        "(docs/evaluate-your-model.md#its-own-environment)",
+    )
+    attach.add_argument(
         "--step-timeout",
         type=ranged(STEP_TIMEOUT),
         default=DEFAULT_STEP_TIMEOUT_S,
@@ -173,6 +182,8 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
 
     cases = case_selection(args)
     start = _start_options(args)
+    if args.python is not None and not args.url.startswith("python:"):
+        raise BadInputError(f"--python {args.python}", "runs a python: model, not " + args.url)
     if cases is not None and args.suite == SOAK_SUITE:
         raise BadInputError("--suite soak", "is one continuous episode: not with --cases")
     if cases is not None:
@@ -188,7 +199,7 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     if args.suite == SOAK_SUITE:
         raise BadInputError("--suite soak", "needs a served model (a network URL): the "
                             "real-time verdict judges a stream the model plays")  # fmt: skip
-    model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
+    model, name = load_python_model(args.url, args.app_dir, args.step_timeout, args.python)
     return model_jobs(
         model,
         args.model_name or name,
@@ -212,7 +223,7 @@ def case_attach_jobs(args: argparse.Namespace, cases: CaseSelection) -> list[Epi
     case_set = cases.load()
     if is_network_url(args.url):
         return network_case_jobs(args, cases, case_set)
-    model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
+    model, name = load_python_model(args.url, args.app_dir, args.step_timeout, args.python)
     return model_case_jobs(
         model,
         args.model_name or name,
