@@ -233,6 +233,20 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         help="write scores, caches and recordings only, no report.html / index.html (batch "
         "runs; `streameval report OUT` writes them later from the results)",
     )
+    add_backend_options(p)
+    p.add_argument(
+        "--publish-mqtt",
+        default=None,
+        metavar="URL",
+        help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
+        "for `streameval dashboard --mqtt` elsewhere",
+    )
+    add_verbosity_options(p)
+
+
+def add_backend_options(p: argparse.ArgumentParser) -> None:
+    """The perception backends and the real-time budget (``pipeline_config``): the evaluating
+    commands and ``doctor``, which checks what they name."""
     p.add_argument(
         "--flow",
         default="dis-fast",
@@ -282,19 +296,11 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         "kept in the provenance, so rescore reuses it",
     )
     p.add_argument(
-        "--publish-mqtt",
-        default=None,
-        metavar="URL",
-        help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
-        "for `streameval dashboard --mqtt` elsewhere",
-    )
-    p.add_argument(
         "--cuts",
         default="auto",
         help="shot-cut detector: auto (TransNetV2 when installed, else "
         "scenedetect-adaptive), transnetv2, scenedetect-adaptive, scenedetect-content",
     )
-    add_verbosity_options(p)
 
 
 def pipeline_config(args: argparse.Namespace) -> PipelineConfig:

@@ -34,9 +34,9 @@ from streameval.core.events import (
     FrameEvent,
 )
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
-from streameval.core.registry import split_spec
 from streameval.core.source import Source
 from streameval.core.version import __version__
+from streameval.engine.backends import create_backend
 from streameval.engine.cadence_watch import cadence_warning, planned_cadence_warning
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
@@ -61,17 +61,17 @@ from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
 from streameval.metrics.runtime import runtime_block
 from streameval.metrics.segments import equal_split_keys
 from streameval.metrics.short_keys import schedule_short_keys
-from streameval.perception.depth import DepthBackend, create_depth_backend
-from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
-from streameval.perception.flow import FlowBackend, create_flow_backend, flow_provenance
-from streameval.perception.gram import GramBackend, create_gram_backend
+from streameval.perception.depth import DepthBackend
+from streameval.perception.embedding import EmbeddingBackend
+from streameval.perception.flow import FlowBackend, flow_provenance
+from streameval.perception.gram import GramBackend
 from streameval.perception.memory import (
     MemoryPerception,
     create_episode_cut_detector,
     resolve_cut_detector_name,
 )
 from streameval.perception.perceiver import Perceiver
-from streameval.perception.qalign import QAlign, load_quality_backend
+from streameval.perception.qalign import QAlign
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.results.provenance import library_versions
@@ -393,11 +393,8 @@ async def run_episode(
         cv2.setNumThreads(config.opencv_threads)
     # Backends are created before anything runs: an unknown or unavailable backend is the
     # caller's error to report, not a crash inside the task group.
-    flow = create_flow_backend(config.flow)
-    embedder = None
-    if config.embedding:
-        embedding_name, embedding_kwargs = split_spec(config.embedding)
-        embedder = create_embedding_backend(embedding_name, **embedding_kwargs)
+    flow = create_backend("flow", config)
+    embedder = create_backend("embedding", config)
     if config.cuts:
         from streameval.perception.cuts import CUT_DETECTORS
 
@@ -405,14 +402,9 @@ async def run_episode(
     episode = _Episode(config, flow, embedder, observers, stats)
     for o in observers:
         o.bind(episode.error)
-    if config.depth:
-        depth_name, depth_kwargs = split_spec(config.depth)
-        episode.depth_backend = create_depth_backend(depth_name, **depth_kwargs)
-    if config.quality:
-        episode.quality_backend = load_quality_backend(config.quality)
-    if config.gram:
-        gram_name, gram_kwargs = split_spec(config.gram)
-        episode.gram_backend = create_gram_backend(gram_name, **gram_kwargs)
+    episode.depth_backend = create_backend("depth", config)
+    episode.quality_backend = create_backend("quality", config)
+    episode.gram_backend = create_backend("gram", config)
     worker = PerceptionWorker(asyncio.get_running_loop(), episode.make_perceiver, config.queue_size)
     episode.worker = worker
     cancelled = False
