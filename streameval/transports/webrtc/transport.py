@@ -136,7 +136,7 @@ class WebRTCSource(LiveSource):
         if self._hello is not None:
             hello = await self._hello
             self._send_ours(Reset(self.episode))
-            return ServerInfo(hello.model, hello.fps, hello.width, hello.height)
+            return ServerInfo(hello.model, hello.fps, hello.width or None, hello.height or None)
         return ServerInfo(host, (self.profile.fps if self.profile else None) or DEFAULT_FPS)
 
     async def _start_profile(self, label: str) -> None:
