@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from streameval.constants import DEFAULT_FPS
-from streameval.errors import BadInputError, MessageProblem, TemplateError
+from streameval.errors import BadInputError, MessageProblem, TemplateError, redact_url
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveSource
 from streameval.transports.live_config import LiveConfig, ServerInfo
@@ -103,7 +103,8 @@ class WebSocketSource(LiveSource):
     ) -> None:
         lease = profile.lease
         # a claimed session (``[lease]``): ``url`` is the claim URL, its passphrase never shown
-        self._lease = Lease(lease, url, display_url(url, lease.secret)) if lease else None
+        shown_as = redact_url(display_url(url, lease.secret)) if lease else url
+        self._lease = Lease(lease, url, shown_as) if lease else None
         shown = self._lease.shown if self._lease is not None else url
         super().__init__(shown, keys, episode=episode, suite=suite, config=config, fps=fps)
         self._target = url  # what we connect to (the claim URL, or the socket itself)
