@@ -1,4 +1,4 @@
-"""Keys as a server profile says to send them: templates, hold/press/pose, heartbeat.
+"""Keys as a server profile says to send them: templates, hold/press/pose/frame, heartbeat.
 
 Every transport (WebSocket, WebRTC data channel, MJPEG with ``--keys-url``) hands its outgoing
 path to a ``KeyChannel`` as a ``KeyOut``; the channel renders the profile's templates
@@ -293,6 +293,9 @@ class KeyChannel:
         self._arrived.set()
 
     def frame(self) -> None:
+        """A frame entered the episode (every transport calls this; one that sees frames
+        before admission calls ``arrived`` sooner)."""
+        self._arrived.set()
         self._frames += 1
         if self._frames >= self.profile.keys.chunk_frames:
             self._boundary.set()
