@@ -225,3 +225,15 @@ def test_an_interrupted_episode_releases_its_claim(served: Served) -> None:
     assert not isinstance(outcome, BaseException) or isinstance(outcome, asyncio.CancelledError)
     (granted,) = [c for c in served.server.claims if c["success"]]
     assert served.server.releases == [granted["session_id"]] and not served.server.claimed
+
+
+def test_credential_query_fields_are_redacted_wherever_urls_are_named() -> None:
+    from streameval.errors import redact_url
+
+    claim = "http://10.0.0.5:8000/claim?key=open-sesame&gpu=1"
+    assert redact_url(claim) == "http://10.0.0.5:8000/claim?key=***&gpu=1"
+    assert redact_url("wss://h/ws?token=t0k&x=1") == "wss://h/ws?token=***&x=1"
+    # an MQTT URL's key= is a client certificate's file, not a secret; its password is
+    mqtt = "mqtts://me:pw@broker:8883/s?cafile=ca.pem&key=me.key"
+    assert redact_url(mqtt) == "mqtts://me@broker:8883/s?cafile=ca.pem&key=me.key"
+    assert redact_url("http://h:1/claim") == "http://h:1/claim"  # untouched, byte for byte
