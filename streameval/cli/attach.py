@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from streameval.cli.evaluate import run_episodes
 from streameval.cli.options import (
+    add_adapter_options,
     add_case_options,
     add_evaluation_options,
     add_output_options,
@@ -69,17 +70,7 @@ def add_parser(sub: Any) -> None:
     attach.add_argument(
         "--fps", type=ranged(FPS), default=None, help="model fps (default: model.fps)"
     )
-    attach.add_argument(
-        "--model-name",
-        default=None,
-        help="name of the model in results and tables (default: the factory's name)",
-    )
-    attach.add_argument(
-        "--app-dir",
-        type=Path,
-        default=Path("."),
-        help="folder searched first for MODULE (default: the working directory)",
-    )
+    add_adapter_options(attach)
     attach.add_argument(
         "--python",
         type=Path,

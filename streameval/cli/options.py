@@ -79,6 +79,22 @@ def _repeat_count(text: str) -> int:
     return value
 
 
+def add_adapter_options(p: argparse.ArgumentParser) -> None:
+    """``--model-name`` and ``--app-dir``: how a ``python:MODULE:FACTORY`` adapter is found
+    and named, the same for every command that loads one (``attach``, ``serve``)."""
+    p.add_argument(
+        "--model-name",
+        default=None,
+        help="name of the model in results and tables (default: the factory's name)",
+    )
+    p.add_argument(
+        "--app-dir",
+        type=Path,
+        default=Path("."),
+        help="folder searched first for MODULE (default: the working directory)",
+    )
+
+
 def add_verbosity_options(p: argparse.ArgumentParser) -> None:
     """``-v``/``-q`` on the top-level parser."""
     group = p.add_mutually_exclusive_group()

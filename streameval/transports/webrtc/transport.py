@@ -138,7 +138,7 @@ class WebRTCSource(LiveSource):
         if self._hello is not None:
             hello = await self._hello
             self._send_ours(Reset(self.episode))
-            return ServerInfo(hello.model, hello.fps, hello.width, hello.height)
+            return ServerInfo(hello.model, hello.fps, hello.width or None, hello.height or None)
         own = self.profile.fps if self.profile else None
         self.fps_origin = "profile" if own else "default"
         return ServerInfo(host, own or DEFAULT_FPS)
