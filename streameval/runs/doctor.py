@@ -301,7 +301,7 @@ def _codecs() -> Iterator[Finding]:
         ("libvpx", "WebRTC video (VP8)"),
         ("mjpeg", "MJPEG streams"),
     ):
-        mode = "r" if codec == "mjpeg" else "w"
+        mode: Literal["r", "w"] = "r" if codec == "mjpeg" else "w"
         try:
             av.codec.Codec(codec, mode)
         except Exception:

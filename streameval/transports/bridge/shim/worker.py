@@ -214,7 +214,8 @@ class Worker:
         stepped = time.perf_counter()
         image = frame if hasattr(frame, "shape") else getattr(frame, "image", frame)
         view, shape, dtype = _bytes_of(image, "the frame")
-        parts, answer = [view], {"type": "frame", "shape": shape, "dtype": dtype}
+        parts = [view]
+        answer: dict[str, Any] = {"type": "frame", "shape": shape, "dtype": dtype}
         depth = getattr(frame, "depth", None) if image is not frame else None
         if depth is not None:
             d_view, d_shape, d_dtype = _bytes_of(depth, "the frame's depth")
