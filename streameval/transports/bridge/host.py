@@ -84,7 +84,8 @@ class _Worker:
         self.echo = echo
         self.block: shared_memory.SharedMemory | None = None
         threading.Thread(target=self._read_answers, daemon=True, name="bridge-out").start()
-        threading.Thread(target=self._read_stderr, daemon=True, name="bridge-err").start()
+        self._stderr = threading.Thread(target=self._read_stderr, daemon=True, name="bridge-err")
+        self._stderr.start()
 
     def _read_answers(self) -> None:
         assert self.process.stdout is not None
@@ -108,6 +109,8 @@ class _Worker:
         """How the worker ended, with its last words."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(2.0)
+        if self.process.returncode is not None:
+            self._stderr.join(1.0)  # its last lines are still in the pipe
         code = self.process.returncode
         if code is None:
             how = "stopped answering"
