@@ -72,15 +72,6 @@ def add_parser(sub: Any) -> None:
     )
     add_adapter_options(attach)
     attach.add_argument(
-        "--python",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="run a python: model in this interpreter (its own environment: torch, CUDA, "
-        "numpy as it pins them; nothing of streameval installed there), through the bridge "
-        "(docs/evaluate-your-model.md#its-own-environment)",
-    )
-    attach.add_argument(
         "--step-timeout",
         type=ranged(STEP_TIMEOUT),
         default=DEFAULT_STEP_TIMEOUT_S,

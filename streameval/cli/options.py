@@ -80,8 +80,9 @@ def _repeat_count(text: str) -> int:
 
 
 def add_adapter_options(p: argparse.ArgumentParser) -> None:
-    """``--model-name`` and ``--app-dir``: how a ``python:MODULE:FACTORY`` adapter is found
-    and named, the same for every command that loads one (``attach``, ``serve``)."""
+    """``--model-name``, ``--app-dir`` and ``--python``: how a ``python:MODULE:FACTORY``
+    adapter is found, named and run, the same for every command that loads one (``attach``,
+    ``serve``)."""
     p.add_argument(
         "--model-name",
         default=None,
@@ -92,6 +93,15 @@ def add_adapter_options(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path("."),
         help="folder searched first for MODULE (default: the working directory)",
+    )
+    p.add_argument(
+        "--python",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="run a python: model in this interpreter (its own environment: torch, CUDA, "
+        "numpy as it pins them; nothing of streameval installed there), through the bridge "
+        "(docs/evaluate-your-model.md#its-own-environment---python)",
     )
 
 

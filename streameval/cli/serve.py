@@ -61,7 +61,7 @@ def _listen_address(text: str) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     from streameval.runs.python_model import load_python_model
 
-    model, name = load_python_model(args.model, args.app_dir)
+    model, name = load_python_model(args.model, args.app_dir, python=args.python)
     name = args.model_name or name
     fps = args.fps or float(getattr(model, "fps", DEFAULT_FPS))
     width = int(getattr(model, "width", 0) or 0)
@@ -115,7 +115,7 @@ async def _serve_webrtc(args: argparse.Namespace, name: str, fps: float, w: int,
     host, port = _listen_address(args.webrtc)
 
     def factory() -> Any:
-        return load_python_model(args.model, args.app_dir)[0]
+        return load_python_model(args.model, args.app_dir, python=args.python)[0]
 
     server = WebRTCServer(
         factory, name=name, fps=fps, width=w, height=h, image_root=args.image_root
