@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from streameval.cases.episode import FirstFrameCheck, case_record_of
+from streameval.cases.episode import CASE_KEY, FirstFrameCheck, case_record_of
 from streameval.constants import EQUAL_SPLIT_KEYS
 from streameval.core.events import (
     RESPONSE_HINT_KEY,
@@ -57,6 +57,12 @@ from streameval.engine.scoring import episode_document, score_episode
 from streameval.engine.source_reader import read_source
 from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
 from streameval.errors import EpisodeNotStarted, StreamevalError
+from streameval.metrics.fits.camera import (
+    DEFAULT_CAMERA,
+    Camera,
+    camera_after_frame,
+    case_camera,
+)
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
 from streameval.metrics.runtime import runtime_block
 from streameval.metrics.segments import equal_split_keys
@@ -111,6 +117,7 @@ class _Episode:
         self.keys_watch = KeysIgnoredWatch()
         self.type_watch = KeyTypeWatch()
         self.cadence_said = False  # engine/cadence_watch.py: said at most once
+        self.camera: Camera = DEFAULT_CAMERA  # metrics.fits.camera: the case's, then the model's
         # a benchmark case's episode: did the first frames start from its image?
         self.first_frames: FirstFrameCheck | None = None
 
@@ -143,6 +150,7 @@ class _Episode:
             imaging=self.config.imaging,
             keep_quality_frames=self.config.quality_frames or bool(self.config.quality),
             fit_every_frame=self.plan.adaptive,
+            camera=case_camera(info.extra.get(CASE_KEY)),
         )
         return self.perceiver
 
@@ -166,6 +174,11 @@ class _Episode:
         split = equal_split_keys(info.extra)
         if split is not None:
             self.track.meta[EQUAL_SPLIT_KEYS] = split
+        # the geometry's camera (docs/methods.md#known-intrinsics): recorded only when stated,
+        # so an episode without intrinsics keeps WorldMark's 70° and its cache as before
+        self.camera = case_camera(info.extra.get(CASE_KEY))
+        if self.camera.source != "default":
+            self.track.meta["camera"] = self.camera.to_json()
         if info.suite == MEMORY_LOOP_SUITE:
             self.track.meta["trajectory"] = trajectory_of(info)
             problems = info.extra.get("sidecar_problems")
@@ -218,6 +231,10 @@ class _Episode:
         assert self.track is not None and self.info is not None
         event = done.event
         assert isinstance(event, FrameEvent)
+        camera = camera_after_frame(self.camera, event.intrinsics, event.image.shape[1])
+        if camera is not self.camera:  # the model states its camera (the perceiver saw it too)
+            self.camera = camera
+            self.track.meta["camera"] = camera.to_json()
         if done.output is None:
             self.stats.rejected += 1
             self.error(

@@ -27,9 +27,9 @@ from streameval.engine.track import EpisodeTrack
 from streameval.metrics.catalog import CONTROL_KERNEL
 from streameval.metrics.control.kernels import MotionType
 from streameval.metrics.control.online import IncrementalControl
+from streameval.metrics.fits.camera import camera_of
 from streameval.metrics.fits.motion_type import (
     FitSample,
-    analysis_focal,
     fit_frames,
     fit_limit_settled,
     fit_motion_type,
@@ -46,8 +46,7 @@ class LiveScores:
         self.track = track
         self.fps = fps
         self.control = IncrementalControl(fps)
-        width = int(track.meta.get("analysis_width", ANALYSIS_WIDTH))
-        self._focal = analysis_focal(width)
+        self._width = int(track.meta.get("analysis_width", ANALYSIS_WIDTH))
         self._samples: dict[int, FitSample] = {}
         self._n_samples = 0
         self.on_motion_type: Callable[[str, int, float, float, str | None], None] | None = None
@@ -69,7 +68,8 @@ class LiveScores:
         # as engine.scoring.motion_fits, for one segment
         wanted = fit_frames(span.start, span.end, self.fps, len(self.track.frame_keys))
         samples = [self._samples[f] for f in wanted if f in self._samples]
-        fit = fit_motion_type(samples, self._focal, span.stable)
+        focal = camera_of(self.track.meta).focal(self._width)  # known from the first frame
+        fit = fit_motion_type(samples, focal, span.stable)
         if fit is None:
             return None
         kind = MotionType(p_trans=fit.p_trans, p_yaw=fit.p_yaw)
