@@ -4,11 +4,15 @@ checked now, each failure with the command or file that fixes it (``runs/doctor.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_OK
-from streameval.cli.options import pipeline_config, ranged
+from streameval.cli.options import (
+    add_adapter_location_options,
+    add_backend_options,
+    pipeline_config,
+    ranged,
+)
 from streameval.inputs.numbers import STEP_TIMEOUT
 from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
 
@@ -25,19 +29,7 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="what the run attaches to: python:MODULE:FACTORY, a server URL, mqtt://, browser+URL",
     )
-    p.add_argument(
-        "--python",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="the model environment's interpreter (attach --python)",
-    )
-    p.add_argument(
-        "--app-dir",
-        type=Path,
-        default=Path("."),
-        help="folder searched first for MODULE (default: the working directory)",
-    )
+    add_adapter_location_options(p)
     p.add_argument(
         "--step-timeout",
         type=ranged(STEP_TIMEOUT),
@@ -49,8 +41,6 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="the run needs a GPU: check the driver and that torch sees it",
     )
-    from streameval.cli.options import add_backend_options
-
     add_backend_options(p)
     p.add_argument(
         "--publish-mqtt", default=None, metavar="URL", help="the broker the run publishes to"

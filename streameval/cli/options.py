@@ -88,6 +88,12 @@ def add_adapter_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="name of the model in results and tables (default: the factory's name)",
     )
+    add_adapter_location_options(p)
+
+
+def add_adapter_location_options(p: argparse.ArgumentParser) -> None:
+    """``--app-dir`` and ``--python``: where a ``python:`` adapter is found and which
+    interpreter runs it (``attach``, ``serve``, ``doctor``)."""
     p.add_argument(
         "--app-dir",
         type=Path,

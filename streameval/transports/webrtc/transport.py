@@ -204,17 +204,10 @@ class WebRTCSource(LiveSource):
         return self._announced
 
     async def wait_ready(self) -> None:
-        if self.profile is None or self.profile.ready is None:
-            return
-        timeout = self.profile.ready.timeout_s
-        try:
-            async with asyncio.timeout(timeout):
-                await self._ready.wait()
-        except TimeoutError:
-            raise ConnectionError(
-                f"no answer on the data channel within {timeout:g} s (profile "
-                f"{self.profile.name!r} waits for {self.profile.ready.match.fields})"
-            ) from None
+        from streameval.transports.profiles.ready import await_ready
+
+        if self.profile is not None:
+            await await_ready(self._ready, self.profile, "on the data channel")
 
     async def start_session(self) -> None:
         from streameval.transports.profiles.conditioning import send_start

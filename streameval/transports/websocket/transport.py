@@ -344,18 +344,9 @@ class WebSocketSource(LiveSource):
         return self._announced
 
     async def wait_ready(self) -> None:
-        if self.profile.ready is None:
-            return
-        timeout = self.profile.ready.timeout_s
-        try:
-            async with asyncio.timeout(timeout):
-                await self._ready.wait()
-        except TimeoutError:
-            raise ConnectionError(
-                f"no answer to configure within {timeout:g} s "
-                f"(profile {self.profile.name!r} waits for {self.profile.ready.match.fields}; "
-                f"the server sent {self.tally.describe()})"
-            ) from None
+        from streameval.transports.profiles.ready import await_ready
+
+        await await_ready(self._ready, self.profile, "to configure", self.tally.describe())
 
     def stall_reason(self) -> str | None:
         """Frames arrive but the session never started: the server does not send the
