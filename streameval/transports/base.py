@@ -69,6 +69,11 @@ PLAN_GRACE_S = 30.0
 """Wall clock: the key plan ends this long after its last key at the latest (each send has a
 10 s timeout of its own; this bounds the episode whatever the transport does)."""
 MAX_REPORTED_PER_KIND = 5
+# a server's refusal that says another session still holds it (a single-session server
+# draining the one before: WorldFoundry Studio answers "A realtime world session is already
+# active." until its in-flight chunk is generated): worth asking again, unlike a refused case
+BUSY_WORDS = ("already active", "busy", "another session", "in use", "too many sessions")
+REFUSED = "the server refused the session: "
 """Admission problems reported one by one before only the counter goes on."""
 
 
@@ -318,6 +323,17 @@ class LiveSource:
             return
         self._admit_all(self.gate.flush())
         self.info.extra[RECORD_KEY] = self.gate.record(self.session_times)
+
+    def refused_busy(self) -> str | None:
+        """The server's words when it refused this session before any key because another
+        session still holds it (``BUSY_WORDS``); None for any other end, or none. The next
+        episode's connect comes within milliseconds of the last one's close, while a
+        single-session server is still finishing the chunk it was generating."""
+        reason = self._early_end
+        if reason is None or self.log.keys_sent or not reason.startswith(REFUSED):
+            return None
+        words = reason[len(REFUSED) :]
+        return words if any(w in words.lower() for w in BUSY_WORDS) else None
 
     def lost(self, reason: str) -> None:
         """The session cannot go on: end the episode now, incomplete, keeping what came

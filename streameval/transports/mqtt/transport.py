@@ -31,7 +31,7 @@ from streameval.protocol.wire import (
     decode,
     encode,
 )
-from streameval.transports.base import LiveSource
+from streameval.transports.base import REFUSED, LiveSource
 from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.mqtt.url import (
     MqttTarget,
@@ -196,7 +196,7 @@ class MqttSource(LiveSource):
             self.deliver(message, time.perf_counter())
         elif isinstance(message, Bye) and message.episode:
             if message.episode == self.episode:  # our start refused: nothing will come
-                self.lost(f"the server refused the session: {message.reason}")
+                self.lost(f"{REFUSED}{message.reason}")
         elif isinstance(message, Bye) and self._started:
             self._tasks.append(asyncio.create_task(self._bye(message.reason or "bye")))
 

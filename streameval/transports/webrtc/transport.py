@@ -31,7 +31,7 @@ from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError, WireError
 from streameval.protocol.public_keys import BROWSER_KEYS, public_key_message
 from streameval.protocol.wire import MAX_MESSAGE_BYTES, Frame, Hello, Reset, Step, decode, encode
-from streameval.transports.base import LiveSource
+from streameval.transports.base import REFUSED, LiveSource
 from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.webrtc.chunks import Reassembler
 from streameval.transports.webrtc.loopback import (
@@ -183,7 +183,7 @@ class WebRTCSource(LiveSource):
         if isinstance(body, dict) and self.profile.error.matches(body):
             text = lookup(body, self.profile.error_field)
             words = " ".join(str(text if text is not None else message).split())[:300]
-            self.lost(f"the server refused the session: {words}")
+            self.lost(f"{REFUSED}{words}")
 
     async def start_session(self) -> None:
         from streameval.transports.profiles.conditioning import send_start

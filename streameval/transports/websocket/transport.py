@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError, MessageProblem, TemplateError
 from streameval.protocol.wire import Frame
-from streameval.transports.base import LiveSource
+from streameval.transports.base import REFUSED, LiveSource
 from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.conditioning import prepare_case, send_start, sends_case
@@ -270,7 +270,7 @@ class WebSocketSource(LiveSource):
             if not self._session_started():
                 # the answer to configure: the server will not run this session (a case
                 # without the image it needs, say); its words are the episode's end
-                self.lost(f"the server refused the session: {incoming.text}")
+                self.lost(f"{REFUSED}{incoming.text}")
                 self._ready.set()  # nothing more to wait for: the key plan stops at once
                 return
             self._report("server_error", f"{self.url}: server says: {incoming.text}")
