@@ -180,8 +180,11 @@ class _Episode:
         if short is not None:
             self.warn(short.line())
 
-    def _motion_type_seen(self, key: str, segment: int, p_yaw: float, amplitude: float) -> None:
-        if (warning := self.type_watch.segment(key, segment, p_yaw, amplitude)) is not None:
+    def _motion_type_seen(
+        self, key: str, segment: int, p_yaw: float, amplitude: float, sideways: bool
+    ) -> None:
+        warning = self.type_watch.segment(key, segment, p_yaw, amplitude, sideways)
+        if warning is not None:
             self.warn(warning)
 
     def warn(self, message: str) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 
 from streameval.constants import ANALYSIS_WIDTH
 from streameval.core.metric_result import MetricResult
+from streameval.engine.keys_contradicted import moved_sideways
 from streameval.engine.scoring import motion_fits
 from streameval.engine.track import EpisodeTrack
 from streameval.metrics.catalog import CONTROL_KERNEL
@@ -49,9 +50,10 @@ class LiveScores:
         self._focal = analysis_focal(width)
         self._samples: dict[int, FitSample] = {}
         self._n_samples = 0
-        self.on_motion_type: Callable[[str, int, float, float], None] | None = None
-        """Told (key, segment, p_yaw, turn + parallax amplitude) of every segment's motion
-        type as it is computed (the contradicted-key watch, ``engine.keys_contradicted``)."""
+        self.on_motion_type: Callable[[str, int, float, float, bool], None] | None = None
+        """Told (key, segment, p_yaw, turn + parallax amplitude, whether the picture moved
+        sideways at the fit's frames) of every segment's motion type as it is computed (the
+        contradicted-key watch, ``engine.keys_contradicted``)."""
 
     def fit_samples_replaced(self) -> None:
         """The track's fit samples were pruned (an adaptive plan): read them afresh."""
@@ -71,7 +73,11 @@ class LiveScores:
             return None
         kind = MotionType(p_trans=fit.p_trans, p_yaw=fit.p_yaw)
         if self.on_motion_type is not None:
-            self.on_motion_type(span.key, span.index, fit.p_yaw, fit.trans_amp + fit.rot_amp)
+            sx = np.asarray(self.track.sx.view(), dtype=np.float64)
+            srad = np.asarray(self.track.srad.view(), dtype=np.float64)
+            side = moved_sideways(sx, srad, wanted)
+            amplitude = fit.trans_amp + fit.rot_amp
+            self.on_motion_type(span.key, span.index, fit.p_yaw, amplitude, side)
         return kind
 
     def compute(self) -> dict[str, MetricResult]:

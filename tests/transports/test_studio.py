@@ -152,6 +152,31 @@ def test_keys_shorter_than_a_few_first_chunk_latencies_are_said_to_measure_the_c
     assert need == pytest.approx(3 * latency, abs=0.2)  # each printed to 0.1 s
 
 
+@pytest.mark.timeout(120)
+def test_a_turn_still_showing_the_chunks_of_the_key_before_is_no_strafe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WorldFoundry Studio's own code with Matrix-Game 3.0's cadence, keys W then R: the
+    # picture trails the keys by a chunk, the R segment still moves forward, and its fit
+    # reads that as translation (p_yaw 0): "key R strafes instead of turning" was wrong
+    import numpy as np
+
+    from tests.probe.eased_world import EasedWorld
+
+    studio = Studio(gen_s_per_frame=1 / 17, render=EasedWorld().render)
+    code, doc, name = _run(tmp_path, studio, "--actions", "9", "--seconds-per-key", "5")
+    out = capsys.readouterr().out
+    assert code == 0 and name == "009_WR", doc["errors"]
+    (cache,) = (tmp_path / "out").rglob("signals.npz")
+    signals = np.load(cache)
+    r = signals["frame_keys"][: signals["sx"].size] == "R"
+    assert r.sum() >= 10
+    # the premise: what came under R is mostly the W chunks' forward motion
+    assert np.nanmedian(np.abs(signals["srad"][r])) > np.nanmedian(np.abs(signals["sx"][r]))
+    assert "strafes instead of turning" not in out
+    assert "keys_contradicted" not in doc["interactivity"]
+
+
 @pytest.mark.timeout(180)
 def test_probe_on_a_server_silent_at_rest_writes_the_names_and_the_announced_fps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
