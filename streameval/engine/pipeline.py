@@ -443,7 +443,7 @@ async def run_episode(
         not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
     )
     outcome = await finalize(episode, complete, results_dir, interrupted=cancelled)
-    if (mismatch := fps_mismatch(outcome.interactivity)) is not None:
+    if (mismatch := fps_mismatch(outcome.interactivity, episode.info.fps)) is not None:
         episode.warn(mismatch)
     for o in observers:
         o.on_end(outcome)
