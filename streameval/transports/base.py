@@ -54,6 +54,7 @@ from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
 from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.native_gate import LIVE_KEY, RECORD_KEY, NativeGate
+from streameval.transports.refusals import busy_words
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
@@ -69,11 +70,6 @@ PLAN_GRACE_S = 30.0
 """Wall clock: the key plan ends this long after its last key at the latest (each send has a
 10 s timeout of its own; this bounds the episode whatever the transport does)."""
 MAX_REPORTED_PER_KIND = 5
-# a server's refusal that says another session still holds it (a single-session server
-# draining the one before: WorldFoundry Studio answers "A realtime world session is already
-# active." until its in-flight chunk is generated): worth asking again, unlike a refused case
-BUSY_WORDS = ("already active", "busy", "another session", "in use", "too many sessions")
-REFUSED = "the server refused the session: "
 """Admission problems reported one by one before only the counter goes on."""
 
 
@@ -222,9 +218,8 @@ class LiveSource:
         if self._last_index is not None and frame.index <= self._last_index:
             what = "duplicate" if frame.index == self._last_index else "out of order"
             self.log.count(what.replace(" ", "_"))
-            self._report(
-                what, f"{self.url}: frame {frame.index} {what} (after {self._last_index}), dropped"
-            )
+            said = f"{self.url}: frame {frame.index} {what} (after {self._last_index}), dropped"
+            self._report(what, said)
             return
         if self._last_index is not None and frame.index > self._last_index + 1:
             self.log.count("missing", frame.index - self._last_index - 1)
@@ -233,10 +228,8 @@ class LiveSource:
         if self._size is None:
             self._size = size
         elif size != self._size:
-            self.lost(
-                f"frame size changed from {self._size[0]}x{self._size[1]} to "
-                f"{size[0]}x{size[1]} at server frame {frame.index}"
-            )
+            was, got = f"{self._size[0]}x{self._size[1]}", f"{size[0]}x{size[1]}"
+            self.lost(f"frame size changed from {was} to {got} at server frame {frame.index}")
             return
         if frame.depth is not None:
             why = depth_problem(frame.depth, (frame.image.shape[0], frame.image.shape[1]))
@@ -325,15 +318,8 @@ class LiveSource:
         self.info.extra[RECORD_KEY] = self.gate.record(self.session_times)
 
     def refused_busy(self) -> str | None:
-        """The server's words when it refused this session before any key because another
-        session still holds it (``BUSY_WORDS``); None for any other end, or none. The next
-        episode's connect comes within milliseconds of the last one's close, while a
-        single-session server is still finishing the chunk it was generating."""
-        reason = self._early_end
-        if reason is None or self.log.keys_sent or not reason.startswith(REFUSED):
-            return None
-        words = reason[len(REFUSED) :]
-        return words if any(w in words.lower() for w in BUSY_WORDS) else None
+        """The server's words if it refused the session as held by another (``busy_words``)."""
+        return None if self.log.keys_sent else busy_words(self._early_end)
 
     def lost(self, reason: str) -> None:
         """The session cannot go on: end the episode now, incomplete, keeping what came

@@ -99,7 +99,9 @@ class StandInWorld:
     def reset(self, image: np.ndarray | None) -> np.ndarray:
         """Back to the start pose; the start image (any size, RGB) is what it sees there."""
         self.x = self.z = self.yaw = self.pitch = 0.0
-        self.image = None if image is None else fit_image(image, self.width, self.height).astype(np.float32)
+        self.image = (
+            None if image is None else fit_image(image, self.width, self.height).astype(np.float32)
+        )
         return self.render()
 
     def step(self, forward: float, right: float, yaw: float, pitch: float = 0.0) -> np.ndarray:
@@ -122,8 +124,12 @@ class StandInWorld:
         big = np.float32(1e9)
         with np.errstate(divide="ignore", invalid="ignore"):
             t_y = np.where(dy < 0, FLOOR / dy, np.where(dy > 0, CEILING / dy, big))
-            t_x = np.where(dx > 0, (WALL - self.x) / dx, np.where(dx < 0, (-WALL - self.x) / dx, big))
-            t_z = np.where(dz > 0, (WALL - self.z) / dz, np.where(dz < 0, (-WALL - self.z) / dz, big))
+            t_x = np.where(
+                dx > 0, (WALL - self.x) / dx, np.where(dx < 0, (-WALL - self.x) / dx, big)
+            )
+            t_z = np.where(
+                dz > 0, (WALL - self.z) / dz, np.where(dz < 0, (-WALL - self.z) / dz, big)
+            )
         t = np.minimum(np.minimum(t_y, t_x), t_z)
         px, py, pz = self.x + t * dx, t * dy, self.z + t * dz
         u = np.where(t == t_y, px, np.where(t == t_x, pz, px)) / TEXEL_M
@@ -134,7 +140,9 @@ class StandInWorld:
             with np.errstate(divide="ignore", invalid="ignore"):
                 iu = self.width / 2 + self.f * px / pz - 0.5
                 iv = self.height / 2 - self.f * py / pz - 0.5
-            inside = front & (iu >= 0) & (iu <= self.width - 1) & (iv >= 0) & (iv <= self.height - 1)
+            inside = (
+                front & (iu >= 0) & (iu <= self.width - 1) & (iv >= 0) & (iv <= self.height - 1)
+            )
             if inside.any():
                 rgb[inside] = _sample(self.image, iu[inside], iv[inside], wrap=False)
         fog = np.exp(-t / FOG_M)[..., None]

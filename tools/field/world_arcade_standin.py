@@ -15,7 +15,7 @@ process and its TCP command channel, ``GameRTCConnection`` (data channel, heartb
 ``next_timestamp``), the ``Game`` base class's loop (pygame events, ``clock.tick(30)``, a
 one-frame buffer).
 
-``game_process.py`` imports torch although nothing in it uses torch (the real games need it);
+``dweam/game_process.py`` imports torch although nothing in it uses torch (the real games need it);
 a CUDA torch is gigabytes, so an empty module named torch stands in for it on that process's
 path (``$CACHE_DIR/stubs/torch``). That is the only stub.
 
@@ -94,14 +94,17 @@ def _prepare(run_dir: Path, cache: Path) -> None:
     pkg = run_dir / folder / module
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "dweam.toml").write_text(textwrap.dedent("""\
+    (pkg / "dweam.toml").write_text(
+        textwrap.dedent("""\
         type = "standin"
         entrypoint = "world_arcade_standin:StandInGame"
         [games.keyworld]
         title = "Stand-in world (streameval tools/field)"
         description = "A key-obeying numpy world in place of a world model"
-        """))
-    (run_dir / folder / "pyproject.toml").write_text(textwrap.dedent(f"""\
+        """)
+    )
+    (run_dir / folder / "pyproject.toml").write_text(
+        textwrap.dedent(f"""\
         [build-system]
         requires = ["setuptools"]
         build-backend = "setuptools.build_meta"
@@ -110,10 +113,13 @@ def _prepare(run_dir: Path, cache: Path) -> None:
         version = "0.0.1"
         [tool.setuptools.package-data]
         {module} = ["dweam.toml"]
-        """))
+        """)
+    )
     stubs = cache / "stubs" / "torch"
     stubs.mkdir(parents=True, exist_ok=True)
-    (stubs / "__init__.py").write_text('"""Empty: game_process.py imports torch and uses none."""\n')
+    (stubs / "__init__.py").write_text(
+        '"""Empty: game_process.py imports torch and uses none."""\n'
+    )
     (Path(site.getsitepackages()[0]) / "streameval_field.pth").write_text(
         f"{HERE}\n{cache / 'stubs'}\n"
     )

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from standin_world import StandInWorld  # noqa: E402
+from standin_world import StandInWorld
 
 # WorldFoundry's key letters (their SUPPORTED_CONTROL_KEYS) → (forward, right, yaw, pitch)
 KEY_MOTION = {

@@ -31,7 +31,7 @@ from streameval.protocol.wire import (
     decode,
     encode,
 )
-from streameval.transports.base import REFUSED, LiveSource
+from streameval.transports.base import LiveSource
 from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.mqtt.url import (
     MqttTarget,
@@ -39,6 +39,7 @@ from streameval.transports.mqtt.url import (
     connect_problem,
     parse_mqtt_url,
 )
+from streameval.transports.refusals import REFUSED
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning

@@ -31,8 +31,9 @@ from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError, WireError
 from streameval.protocol.public_keys import BROWSER_KEYS, public_key_message
 from streameval.protocol.wire import MAX_MESSAGE_BYTES, Frame, Hello, Reset, Step, decode, encode
-from streameval.transports.base import REFUSED, LiveSource
+from streameval.transports.base import LiveSource
 from streameval.transports.live_config import LiveConfig, ServerInfo
+from streameval.transports.refusals import REFUSED
 from streameval.transports.webrtc.chunks import Reassembler
 from streameval.transports.webrtc.loopback import (
     LOOPBACK_HOSTS,

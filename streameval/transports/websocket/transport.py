@@ -33,11 +33,12 @@ from urllib.parse import urlsplit
 from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError, MessageProblem, TemplateError
 from streameval.protocol.wire import Frame
-from streameval.transports.base import REFUSED, LiveSource
+from streameval.transports.base import LiveSource
 from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.conditioning import prepare_case, send_start, sends_case
 from streameval.transports.profiles.keychannel import HttpPostOut, KeyChannel, KeyOut, WsOut
+from streameval.transports.refusals import REFUSED
 from streameval.transports.websocket.messages import Incoming, MessageTally, read_binary, read_text
 
 if TYPE_CHECKING:
