@@ -129,13 +129,29 @@ FPS_MISMATCH = 0.05
 """Delivered fps further than this share from the announced one is worth a warning."""
 
 
-def fps_mismatch(interactivity: dict[str, Any]) -> str | None:
+def fps_mismatch(interactivity: dict[str, Any], fps: float | None = None) -> str | None:
     """One line when the frames came at a rate more than 5 % off the fps the server announced
-    (docs/serve-formats.md#frame-rate): the session's time axis is the announced one."""
+    (docs/serve-formats.md#frame-rate): the session's time axis is the announced one. A
+    served session on the wall clock whose server announces none ran at ``fps`` (the
+    profile's or the transport's); its line says so too: world-arcade's own code delivered
+    4–7 fps against the keycode profile's 16 here, and its 15 s keys were called too short
+    (their seconds hold a quarter of the frames the session counts)."""
     announced = interactivity.get("fps_announced")
     delivered = interactivity.get("delivered_fps")
-    if not isinstance(announced, int | float) or not isinstance(delivered, int | float):
+    if not isinstance(delivered, int | float):
         return None
+    if not isinstance(announced, int | float):
+        wall = interactivity.get("transport") and interactivity.get("clock") == "wall"
+        if not wall or interactivity.get("fps_source") == "asked" or not fps or fps <= 0:
+            return None
+        if abs(delivered / fps - 1.0) <= FPS_MISMATCH:
+            return None
+        return (
+            f"the server announces no fps: the session ran at {fps:g} fps but the server "
+            f"delivered {delivered:.1f} fps ({100 * (delivered / fps - 1):+.0f} %), so a "
+            "key's seconds hold other frame counts than the session's; `streameval probe "
+            "URL --profile P --write-profile FILE` writes the delivered rate, or give --fps"
+        )
     if announced <= 0 or abs(delivered / announced - 1.0) <= FPS_MISMATCH:
         return None
     return (

@@ -20,17 +20,29 @@ Two things make a fit say the other type without the key being wrong, and neithe
   quarter of a segment does (a 2 s lag on 3 s keys types a clean turn after a strafe at
   p_yaw 0.1). A swapped key map still shows on the segments whose previous key was of the
   other family or none, and ``streameval probe`` (rests between presses) names it outright.
+
+And the fit weighs translation against rotation in the horizontal flow, where forward motion
+is translation too: so a segment is called a strafe or a turn only where its picture moves
+sideways (``moved_sideways``). A chunked server's picture trails its keys by a chunk
+(WorldFoundry Studio's own code with Matrix-Game 3.0's cadence: the whole R segment of a
+W-then-R episode still moving forward), and its fit's ``p_yaw`` 0 is the key before's forward
+motion, not a strafe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from streameval.core.arrays import F64
 from streameval.engine.keys_ignored import RESPONSE_FLOOR_PX
+from streameval.engine.scoring import fit_plan
 from streameval.metrics.control.episode import control_spans
 from streameval.metrics.fits.motion_type import MotionFit
+from streameval.metrics.segments import equal_split_keys
 from streameval.protocol.keys import FAMILY
 from streameval.results.cache.episode import EpisodeCache
 
@@ -68,14 +80,36 @@ class Contradiction:
         return {"key": self.key, "segment": self.segment, "p_yaw": round(self.p_yaw, 3)}
 
 
+def moved_sideways(sx: F64, srad: F64, frames: Sequence[int]) -> bool:
+    """Whether the picture moved sideways at ``frames`` (a segment's fit frames): the median
+    horizontal flow clears ``EVIDENCE_PX`` and is at least the median radial flow. A turn and
+    a strafe both move it sideways; forward or back motion moves it radially."""
+    idx = [f for f in frames if 0 <= f < min(sx.size, srad.size)]
+    if not idx:
+        return False
+    with np.errstate(all="ignore"):
+        x = np.abs(sx[idx])
+        r = np.abs(srad[idx])
+    if not np.isfinite(x).any():
+        return False
+    side, radial = float(np.nanmedian(x)), float(np.nanmedian(r)) if np.isfinite(r).any() else 0.0
+    return side >= EVIDENCE_PX and side >= radial
+
+
 def contradiction(
-    key: str, segment: int, p_yaw: float, amplitude: float, previous: str | None = None
+    key: str,
+    segment: int,
+    p_yaw: float,
+    amplitude: float,
+    previous: str | None = None,
+    sideways: bool = True,
 ) -> Contradiction | None:
     """The contradiction of a segment held on ``key`` whose fit gave ``p_yaw`` from turn and
     parallax amplitudes summing to ``amplitude``, or None; ``previous`` is the key held before
-    it (a fit of the previous key's type is not claimed: module docstring)."""
+    it (a fit of the previous key's type is not claimed), and a segment whose picture did not
+    move sideways (``sideways`` False: ``moved_sideways``) is never one (module docstring)."""
     family = FAMILY.get(key)
-    if not amplitude >= EVIDENCE_PX:
+    if not amplitude >= EVIDENCE_PX or not sideways:
         return None
     before = FAMILY.get(previous) if previous is not None else None
     if before in ("lat", "yaw") and before != family:
@@ -88,16 +122,20 @@ def contradiction(
 
 
 def contradictions(
-    keys: Mapping[int, str], fits: Mapping[int, MotionFit | None]
+    keys: Mapping[int, str],
+    fits: Mapping[int, MotionFit | None],
+    sideways: Mapping[int, bool] | None = None,
 ) -> list[Contradiction]:
     """Every contradicted segment: ``keys`` segment index → key (the segment before each is
-    ``j - 1``), ``fits`` its motion fit."""
+    ``j - 1``), ``fits`` its motion fit, ``sideways`` whether its picture moved sideways (all
+    of them when None)."""
     out = []
     for j, fit in sorted(fits.items()):
         if fit is None or j not in keys:
             continue
+        side = True if sideways is None else sideways.get(j, False)
         amplitude = fit.trans_amp + fit.rot_amp
-        found = contradiction(keys[j], j, fit.p_yaw, amplitude, keys.get(j - 1))
+        found = contradiction(keys[j], j, fit.p_yaw, amplitude, keys.get(j - 1), side)
         if found is not None:
             out.append(found)
     return out
@@ -110,10 +148,16 @@ class KeyTypeWatch:
         self.warned: set[str] = set()
 
     def segment(
-        self, key: str, segment: int, p_yaw: float, amplitude: float, previous: str | None = None
+        self,
+        key: str,
+        segment: int,
+        p_yaw: float,
+        amplitude: float,
+        previous: str | None = None,
+        sideways: bool = True,
     ) -> str | None:
         """The warning of a closed segment's fit, once per key (None when clean)."""
-        found = contradiction(key, segment, p_yaw, amplitude, previous)
+        found = contradiction(key, segment, p_yaw, amplitude, previous, sideways)
         if found is None or key in self.warned:
             return None
         self.warned.add(key)
@@ -129,7 +173,9 @@ class KeyTypeWatch:
         (only when there is one: a clean episode's file is unchanged), and the warnings of
         keys not warned of while it ran."""
         keys = {span.index: span.key for span in control_spans(cache)}
-        found = contradictions(keys, motion_fits)
+        plan = fit_plan(equal_split_keys(cache.meta), cache.frame_keys, cache.fps)
+        side = {j: moved_sideways(cache.sx, cache.srad, frames) for j, frames in plan.items()}
+        found = contradictions(keys, motion_fits, side)
         if found:
             interactivity["keys_contradicted"] = [c.to_json() for c in found]
         fits = {j: f for j, f in motion_fits.items() if f is not None}

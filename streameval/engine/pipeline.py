@@ -208,9 +208,16 @@ class _Episode:
                 self.warn(planned)
 
     def _motion_type_seen(
-        self, key: str, segment: int, p_yaw: float, amplitude: float, previous: str | None
+        self,
+        key: str,
+        segment: int,
+        p_yaw: float,
+        amplitude: float,
+        previous: str | None,
+        sideways: bool,
     ) -> None:
-        if warning := self.type_watch.segment(key, segment, p_yaw, amplitude, previous):
+        warning = self.type_watch.segment(key, segment, p_yaw, amplitude, previous, sideways)
+        if warning is not None:
             self.warn(warning)
 
     def warn(self, message: str) -> None:
@@ -465,7 +472,7 @@ async def run_episode(
         not cancelled and episode.end is not None and episode.end.complete and not stats.rejected
     )
     outcome = await finalize(episode, complete, results_dir, interrupted=cancelled)
-    if (mismatch := fps_mismatch(outcome.interactivity)) is not None:
+    if (mismatch := fps_mismatch(outcome.interactivity, episode.info.fps)) is not None:
         episode.warn(mismatch)
     for o in observers:
         o.on_end(outcome)

@@ -22,6 +22,7 @@ import numpy as np
 
 from streameval.constants import ANALYSIS_WIDTH
 from streameval.core.metric_result import MetricResult
+from streameval.engine.keys_contradicted import moved_sideways
 from streameval.engine.scoring import motion_fits
 from streameval.engine.track import EpisodeTrack
 from streameval.metrics.catalog import CONTROL_KERNEL
@@ -49,11 +50,14 @@ class LiveScores:
         self._width = int(track.meta.get("analysis_width", ANALYSIS_WIDTH))
         self._samples: dict[int, FitSample] = {}
         self._n_samples = 0
-        self.on_motion_type: Callable[[str, int, float, float, str | None], None] | None = None
-        """Told (key, segment, p_yaw, turn + parallax amplitude, key before it) of each closed
-        segment's motion type once its fit frames are settled (the contradicted-key watch,
-        ``engine.keys_contradicted``): an open segment's fit covers only the moments after
-        its switch, where a picture that trails the keys still shows the key before."""
+        self.on_motion_type: Callable[[str, int, float, float, str | None, bool], None] | None = (
+            None
+        )
+        """Told (key, segment, p_yaw, turn + parallax amplitude, key before it, whether the
+        picture moved sideways at the fit's frames) of each closed segment's motion type once
+        its fit frames are settled (the contradicted-key watch, ``engine.keys_contradicted``):
+        an open segment's fit covers only the moments after its switch, where a picture that
+        trails the keys still shows the key before."""
 
     def fit_samples_replaced(self) -> None:
         """The track's fit samples were pruned (an adaptive plan): read them afresh."""
@@ -77,8 +81,11 @@ class LiveScores:
         closed = span.end < len(keys) and fit_limit_settled(span.start, span.end, len(keys))
         if self.on_motion_type is not None and closed and len(samples) == len(wanted):
             previous = keys[span.start - 1] if span.start else None
+            sx = np.asarray(self.track.sx.view(), dtype=np.float64)
+            srad = np.asarray(self.track.srad.view(), dtype=np.float64)
+            side = moved_sideways(sx, srad, wanted)
             amplitude = fit.trans_amp + fit.rot_amp
-            self.on_motion_type(span.key, span.index, fit.p_yaw, amplitude, previous)
+            self.on_motion_type(span.key, span.index, fit.p_yaw, amplitude, previous, side)
         return kind
 
     def compute(self) -> dict[str, MetricResult]:

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streameval.constants import STABILITY_LOW, STABILITY_SMOOTH_S
-from streameval.core.arrays import Image
-from streameval.metrics.control.smoothing import moving_average
+from streameval.core.arrays import F64, Image
 from streameval.protocol.keys import KEYS, channel_of, expected_sign
 from streameval.report.data import EpisodeData
 
@@ -81,6 +80,15 @@ def _shade_segments(ax: Axes, keys: Sequence[str], fps: float, label: bool) -> N
             )
 
 
+def _per_sample_average(v: F64, k: int) -> F64:
+    """The kernel's centred, zero-padded k-sample mean (``moving_average``), one value per
+    sample. ``moving_average`` returns ``max(len, k)`` values, as the reference scans them: a
+    window shorter than k (a short scored segment at a higher fps) has more smoothed values
+    than samples, and a dip must be placed on a sample."""
+    full = np.convolve(v, np.ones(k) / k, mode="full")
+    return full[(k - 1) // 2 : (k - 1) // 2 + v.size]
+
+
 def stability_dips(data: EpisodeData) -> list[tuple[float, float, str]]:
     """(time s, signal, channel) of samples whose smoothed response is below ``0.4·g`` in a scored
     Motion Stability window — where the kernel counts lost sustain and hiccups."""
@@ -101,7 +109,7 @@ def stability_dips(data: EpisodeData) -> list[tuple[float, float, str]]:
             ok = np.isfinite(v)
             if ok.sum() == 0:
                 continue
-            vs = moving_average(v[ok], k)
+            vs = _per_sample_average(v[ok], k)
             for i, smoothed in zip(idx[ok], vs, strict=True):
                 if smoothed < STABILITY_LOW * float(g):
                     points.append((float(i) / data.fps, float(signal[i]), channel))

@@ -21,6 +21,10 @@ from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
 
 log = logging.getLogger(__name__)
+
+BUSY_WAIT_S = 60.0
+"""How long an episode asks again while the server says another session still holds it: a
+single-session server is free once its in-flight chunk is done (seconds, on a real model)."""
 if TYPE_CHECKING:
     from streameval.cases.model import Case
     from streameval.scale.tasks import ReplayTask
@@ -74,16 +78,9 @@ async def run_job(
 ) -> None:
     """Run one job; bad input is reported to the observers and the report, never raised."""
     log.debug("job %s: opening its source (results in %s)", job.name, job.results_dir)
-    source: Source | None = None
     try:
-        source = job.open_source()
-        connect = getattr(source, "connect", None)
-        if connect is not None:  # a network source: an unreachable server is bad input
-            await connect()
+        source = await _open_when_free(job)  # closed there when it fails
     except BadInputError as exc:
-        if source is not None:
-            with contextlib.suppress(Exception):
-                await source.close()
         log.debug("job %s: bad input: %s", job.name, exc)
         report.bad_input.append(str(exc))
         for o in observers:
@@ -112,6 +109,38 @@ async def run_job(
         outcome.results_dir,
     )
     report.outcomes.append(outcome)
+
+
+async def _connect(source: Source) -> None:
+    connect = getattr(source, "connect", None)
+    if connect is not None:  # a network source: an unreachable server is bad input
+        await connect()
+
+
+async def _open_when_free(job: EpisodeJob) -> Source:
+    """Open and connect the job's source; while the server refuses the session because the
+    one before still holds it (``refused_busy``: a single-session server finishing the chunk
+    it was generating when the last episode closed), ask again, for up to ``BUSY_WAIT_S``.
+    Then the refusal stands: that episode is incomplete with the server's words."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_WAIT_S
+    pause = 0.5
+    while True:
+        source = job.open_source()
+        try:
+            await _connect(source)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await source.close()
+            raise
+        busy = getattr(source, "refused_busy", lambda: None)()
+        if busy is None or loop.time() + pause > deadline:
+            return source
+        log.info("job %s: the server is busy (%s); asking again in %.1f s", job.name, busy, pause)
+        with contextlib.suppress(Exception):
+            await source.close()
+        await asyncio.sleep(pause)
+        pause = min(2 * pause, 4.0)
 
 
 StopCheck = Callable[[], bool]

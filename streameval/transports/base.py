@@ -55,6 +55,7 @@ from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
 from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.native_gate import LIVE_KEY, RECORD_KEY, NativeGate
+from streameval.transports.refusals import busy_words
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
@@ -233,9 +234,8 @@ class LiveSource:
         if self._last_index is not None and frame.index <= self._last_index:
             what = "duplicate" if frame.index == self._last_index else "out of order"
             self.log.count(what.replace(" ", "_"))
-            self._report(
-                what, f"{self.url}: frame {frame.index} {what} (after {self._last_index}), dropped"
-            )
+            said = f"{self.url}: frame {frame.index} {what} (after {self._last_index}), dropped"
+            self._report(what, said)
             return
         if self._last_index is not None and frame.index > self._last_index + 1:
             self.log.count("missing", frame.index - self._last_index - 1)
@@ -244,10 +244,8 @@ class LiveSource:
         if self._size is None:
             self._size = size
         elif size != self._size:
-            self.lost(
-                f"frame size changed from {self._size[0]}x{self._size[1]} to "
-                f"{size[0]}x{size[1]} at server frame {frame.index}"
-            )
+            was, got = f"{self._size[0]}x{self._size[1]}", f"{size[0]}x{size[1]}"
+            self.lost(f"frame size changed from {was} to {got} at server frame {frame.index}")
             return
         if frame.depth is not None:
             why = depth_problem(frame.depth, (frame.image.shape[0], frame.image.shape[1]))
@@ -334,6 +332,10 @@ class LiveSource:
             return
         self._admit_all(self.gate.flush())
         self.info.extra[RECORD_KEY] = self.gate.record(self.session_times)
+
+    def refused_busy(self) -> str | None:
+        """The server's words if it refused the session as held by another (``busy_words``)."""
+        return None if self.log.keys_sent else busy_words(self._early_end)
 
     def lost(self, reason: str) -> None:
         """The session cannot go on: end the episode now, incomplete, keeping what came

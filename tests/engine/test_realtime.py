@@ -72,6 +72,8 @@ def test_a_late_server_fails_the_budget_and_rescore_reproduces_it(tmp_path: Path
         < 1e-3
     )  # the same frames over the same span (the block rounds to 3 decimals)
     assert on_time.interactivity["server_generation_ms"] > 0
+    # the run summary's "N× real time" is the same frames over the same arrivals
+    assert abs(on_time.interactivity["realtime_factor"] - factor.raw) < 0.05
     for name in ("on_time", "late"):
         before = _metrics(tmp_path / name)
         assert rescore_dir(tmp_path / name).changed == []

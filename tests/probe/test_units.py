@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streameval.engine.keys_contradicted import contradictions, summary_lines
+from streameval.engine.keys_contradicted import contradictions, moved_sideways, summary_lines
 from streameval.errors import BadInputError
 from streameval.metrics.fits.motion_type import MotionFit
 from streameval.probe.candidates import candidates, check_probeable, uses_keycodes
@@ -107,6 +107,24 @@ def test_contradictions_are_a_d_turning_and_l_r_strafing() -> None:
     assert "key A turns instead of strafing" in found[0].message()
     (line,) = summary_lines("ep", [c.to_json() for c in found if c.key == "L"])
     assert line.startswith("ep: key L strafes instead of turning in 1 segment(s)")
+
+
+def test_a_segment_whose_picture_does_not_move_sideways_contradicts_nothing() -> None:
+    # WorldFoundry Studio's own code, Matrix-Game 3.0's cadence, keys W then R: the R
+    # segment still showed the W chunks (Sx ~0.05, Srad ~4.5 px a sample); the fit read that
+    # forward motion as translation (p_yaw 0.00) and the warning said "R strafes"
+    n = 40
+    forward = (np.full(n, 0.05), np.full(n, 4.5))
+    turning = (np.full(n, 3.0), np.full(n, 0.4))
+    frames = [10, 27, 36]
+    assert not moved_sideways(*forward, frames)
+    assert moved_sideways(*turning, frames)
+    assert not moved_sideways(np.full(n, np.nan), np.full(n, np.nan), frames)
+    assert not moved_sideways(*turning, [n + 5])  # no signal at the fit's frames: no evidence
+    fit = MotionFit(1.0, 0.0, 3.0, 0.0, "m", 3, 30)
+    keys = {0: "R", 1: "L"}
+    found = contradictions(keys, {0: fit, 1: fit}, {0: False, 1: True})
+    assert [(c.key, c.segment) for c in found] == [("L", 1)]
 
 
 def test_the_tally_names_each_kind_of_message() -> None:

@@ -70,6 +70,20 @@ def test_stability_dips_match_a_naive_smoothing_of_the_stall() -> None:
     assert {66, 78} <= set(frames) and 100 not in frames and 0 not in frames
 
 
+def test_a_scored_window_shorter_than_the_smoothing_has_its_dips_on_its_samples() -> None:
+    # a 3-frame window under a 4-sample smoothing (a short R segment of WorldFoundry Studio's
+    # own server at 17 fps): the smoothed series is longer than the samples; the report
+    # failed on it ("zip() argument 2 is longer than argument 1")
+    data = _episode()
+    assert data.sx is not None
+    data.sx[304:307] = 0.0
+    segments = data.details("motion_stability_trans")["segments"]
+    segments[1].update(window_start=304, window_end=307)
+    frames = sorted(round(t * FPS) for t, _, channel in stability_dips(data) if channel == "sx")
+    assert [f for f in frames if f >= 256] == [304, 305, 306]
+    assert signals_figure(data) is not None
+
+
 def test_latency_markers() -> None:
     assert latency_markers(_episode()) == [(16.0, 0.25, "D")]
 

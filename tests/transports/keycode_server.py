@@ -5,8 +5,10 @@ aiortc and aiohttp, no streameval code (the world model is handed in: ``chunked_
 stream (``event: loading`` lines, then ``event: answer``). The browser's data channel is
 ``controls``; keys are numeric keyCodes (``{"type": "keydown", "key": 87}``), string keys are
 ignored; a peer without a ``{"type": "heartbeat"}`` for ``stale_after_s`` (5 s there) is
-dropped. Frames come on a video track at 16 fps, generated 9 at a time under the key held at
-the chunk's start.
+dropped. Frames come on a video track at 16 fps (``fps``: world-arcade's own track sleeps 1/30 s
+and then waits for the game's next frame, so it delivers what the game makes: 4–7 fps of a
+stand-in world on this machine), generated 9 at a time under the key held at the chunk's
+start.
 
 ``announce_fps``: a variant (world-arcade itself announces nothing) that says its rate on the
 data channel when it opens, ``{"type": "ready", "fps": F}``, and paces its track at it — what a
@@ -61,6 +63,7 @@ async def start_keycode_server(
     reverse: bool = False,
     delay_s: float = 0.0,
     stale_after_s: float = 5.0,
+    fps: float = FPS,
     announce_fps: float | None = None,
 ) -> tuple[web.AppRunner, int]:
     aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
@@ -97,7 +100,7 @@ async def start_keycode_server(
                     await pc.close()  # stale: world-arcade cleans the peer up
                     return
 
-        pc.addTrack(ChunkTrack(world, announce_fps or FPS))
+        pc.addTrack(ChunkTrack(world, announce_fps or fps))
         await pc.setRemoteDescription(RTCSessionDescription(params["sdp"], params["type"]))
         await pc.setLocalDescription(await pc.createAnswer())
         asyncio.get_running_loop().create_task(watch())

@@ -24,11 +24,16 @@ What it keeps of the real server:
   ``generation_ms``, ``control_latency_ms``, ``queue_depth``, ``dropped_frames``); the sender
   paces the queue at ``fps`` (its deadline catches up after a gap longer than one frame).
 
-``refuse_unknown`` makes it answer a key name it does not know with ``{"type": "error",
-"message": "ValueError: unsupported control key '<name>'"}`` instead of ignoring it (as servers
-that validate their input do); ``before_ready`` makes it send that many frames of the start
-image before ``ready`` (a server that starts playing while it prepares); ``pace_fps`` paces
-at another rate than it announces.
+``one_session`` makes it hold one session at a time, as the Studio does (``RealtimePeerManager``
+refuses a second with ``{"type": "error", "message": "RuntimeError: A realtime world session is
+already active."}`` after ``configuring``, then closes 1011), and a closed session holds the
+server ``drain_s`` longer (the Studio's ``close_active`` waits for the chunk its one model
+thread is generating; a fixed time here, so that a test knows the next session comes too
+early); ``refused`` counts those answers. ``refuse_unknown`` makes it answer a key name it
+does not know with ``{"type": "error", "message": "ValueError: unsupported control key
+'<name>'"}`` instead of ignoring it (as servers that validate their input do);
+``before_ready`` makes it send that many frames of the start image before ``ready`` (a server
+that starts playing while it prepares); ``pace_fps`` paces at another rate than it announces.
 """
 
 from __future__ import annotations
@@ -69,7 +74,12 @@ class Studio:
     # (forward, right, yaw) shares of full speed → the next frame); None: the start image's View
     render: Callable[[tuple[float, float, float]], Any] | None = None
     refuse_unknown: bool = False
+    one_session: bool = False
+    drain_s: float = 0.0
     sessions: list[dict[str, Any]] = field(default_factory=list)
+    refused: int = 0
+    open_sessions: int = 0
+    busy_until: float = 0.0
 
 
 class _Keys:
@@ -123,6 +133,13 @@ def studio_app(uploads: Path, studio: Studio) -> web.Application:
         record: dict[str, Any] = {"session": session, "keys": [], "frames": 0}
         studio.sessions.append(record)
         await ws.send_str(json.dumps({"type": "configuring", "transport": "ws"}))
+        if studio.one_session and (studio.open_sessions or time.monotonic() < studio.busy_until):
+            studio.refused += 1
+            said = "RuntimeError: A realtime world session is already active."
+            await ws.send_str(json.dumps({"type": "error", "message": said}))
+            await ws.close(code=1011, message=b"realtime session failed")
+            return ws
+        studio.open_sessions += 1
         view = None
         path = str(session.get("init_image_path") or "")
         if path:
@@ -224,6 +241,8 @@ def studio_app(uploads: Path, studio: Studio) -> web.Application:
         finally:
             for task in tasks:
                 task.cancel()
+            studio.open_sessions -= 1
+            studio.busy_until = time.monotonic() + studio.drain_s
         return ws
 
     app = web.Application(client_max_size=64 * 1024**2)

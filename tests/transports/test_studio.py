@@ -108,6 +108,33 @@ def test_frames_sent_before_ready_are_kept_and_counted(
 
 
 @pytest.mark.timeout(120)
+def test_back_to_back_episodes_wait_while_the_session_before_still_holds_the_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the Studio holds one session; a closed one holds it until its in-flight chunk is done,
+    # and the next episode's connect comes sooner: it was refused ("already active") and
+    # the episode incomplete with 0 frames
+    studio = Studio(fps=16.0, first_chunk=9, chunk=9, one_session=True, drain_s=3.0)
+    image = write_image(tmp_path / "start.jpg", scene(3, 160, 120))
+    served = Served(tmp_path / "uploads", studio)
+    out = tmp_path / "out"
+    try:
+        code = main([
+            "attach", served.url, "--profile", "worldfoundry", "--image", str(image),
+            "--model-name", "wf", "--out", str(out), "--no-tui", "--no-report", "--record",
+            "off", "--no-frame-timeout", "8", "--actions", "6,8", "--seconds-per-key", "1",
+        ])  # fmt: skip
+    finally:
+        served.close()
+    assert code == 0, capsys.readouterr().err
+    docs = [json.loads(p.read_text()) for p in sorted(out.rglob("scores.json"))]
+    assert [d["episode"] for d in docs] == ["006_WS", "008_AD"]
+    assert all(d["complete"] and d["frames"] > 0 for d in docs), [d["errors"] for d in docs]
+    assert studio.refused >= 1  # the second episode came while the first still held it
+    assert len([s for s in studio.sessions if s["keys"]]) == 2  # each ran once it was free
+
+
+@pytest.mark.timeout(120)
 def test_keys_shorter_than_a_few_first_chunk_latencies_are_said_to_measure_the_cadence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -152,6 +179,31 @@ def test_probe_refuses_a_profile_that_needs_an_image_without_one(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert "--profile worldfoundry" in err[0] and "--image PATH" in err[0]
+
+
+@pytest.mark.timeout(120)
+def test_a_turn_still_showing_the_chunks_of_the_key_before_is_no_strafe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WorldFoundry Studio's own code with Matrix-Game 3.0's cadence, keys W then R: the
+    # picture trails the keys by a chunk, the R segment still moves forward, and its fit
+    # reads that as translation (p_yaw 0): "key R strafes instead of turning" was wrong
+    import numpy as np
+
+    from tests.probe.eased_world import EasedWorld
+
+    studio = Studio(gen_s_per_frame=1 / 17, render=EasedWorld().render)
+    code, doc, name = _run(tmp_path, studio, "--actions", "9", "--seconds-per-key", "5")
+    out = capsys.readouterr().out
+    assert code == 0 and name == "009_WR", doc["errors"]
+    (cache,) = (tmp_path / "out").rglob("signals.npz")
+    signals = np.load(cache)
+    r = signals["frame_keys"][: signals["sx"].size] == "R"
+    assert r.sum() >= 10
+    # the premise: what came under R is mostly the W chunks' forward motion
+    assert np.nanmedian(np.abs(signals["srad"][r])) > np.nanmedian(np.abs(signals["sx"][r]))
+    assert "strafes instead of turning" not in out
+    assert "keys_contradicted" not in doc["interactivity"]
 
 
 @pytest.mark.timeout(180)

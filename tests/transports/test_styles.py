@@ -223,3 +223,24 @@ def test_a_declarative_profile_drives_a_new_style_with_no_code(tmp_path: Path) -
     assert inter["chunk_origin"] == "server" and inter["chunk_frames_median"] == 8
     assert inter["server_generation_ms"] > 0
     json.dumps(inter)  # the block is plain JSON
+
+
+def test_a_server_delivering_far_below_the_session_fps_is_one_warning() -> None:
+    # world-arcade's own code (tools/field/) announces no fps and delivered 4–7 fps against
+    # the keycode profile's 16: the session's seconds were wrong and nothing said so
+    from streameval.core.observers import EpisodeObserver
+
+    class Warnings(EpisodeObserver):
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def on_warning(self, message: str) -> None:
+            self.lines.append(message)
+
+    seen = Warnings()
+    outcome = asyncio.run(attach_style("keycode", ("A", "D"), 2.0, observers=[seen], fps=6.0))
+    assert outcome.interactivity["fps_announced"] is None
+    (line,) = [w for w in seen.lines if "delivered" in w]
+    assert "announces no fps: the session ran at 16 fps" in line, line
+    delivered = float(line.split("delivered ")[1].split(" fps")[0])
+    assert delivered < 16 * 0.6

@@ -39,6 +39,7 @@ from streameval.transports.mqtt.url import (
     connect_problem,
     parse_mqtt_url,
 )
+from streameval.transports.refusals import REFUSED
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
@@ -205,7 +206,7 @@ class MqttSource(LiveSource):
             if message.episode == self.episode and self.log.n_frames:
                 self.lost(f"the server ended the episode: {message.reason}")
             elif message.episode == self.episode:
-                self.lost(f"the server refused the session: {message.reason}")
+                self.lost(f"{REFUSED}{message.reason}")
         elif isinstance(message, Bye) and self._started:
             self._tasks.append(asyncio.create_task(self._bye(message.reason or "bye")))
 

@@ -32,6 +32,7 @@ from streameval.protocol.public_keys import BROWSER_KEYS, public_key_message
 from streameval.protocol.wire import MAX_MESSAGE_BYTES, Frame, Hello, Reset, Step, decode, encode
 from streameval.transports.base import LiveSource
 from streameval.transports.live_config import LiveConfig, ServerInfo
+from streameval.transports.refusals import REFUSED
 from streameval.transports.webrtc.chunks import Reassembler
 from streameval.transports.webrtc.loopback import (
     LOOPBACK_HOSTS,
@@ -191,7 +192,7 @@ class WebRTCSource(LiveSource):
             self._announced = incoming.stats.get("fps")
             self._ready.set()
         elif incoming.kind == "error":
-            self.lost(f"the server refused the session: {incoming.text}")
+            self.lost(f"{REFUSED}{incoming.text}")
 
     def announces_fps(self) -> bool:
         return (

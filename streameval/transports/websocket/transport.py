@@ -39,6 +39,7 @@ from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.conditioning import prepare_case, send_start, sends_case
 from streameval.transports.profiles.keychannel import HttpPostOut, KeyChannel, KeyOut, WsOut
 from streameval.transports.websocket.lease import Lease, display_url
+from streameval.transports.refusals import REFUSED
 from streameval.transports.websocket.messages import Incoming, MessageTally, read_binary, read_text
 
 if TYPE_CHECKING:
@@ -321,7 +322,7 @@ class WebSocketSource(LiveSource):
             if not self._session_started():
                 # the answer to configure: the server will not run this session (a case
                 # without the image it needs, say); its words are the episode's end
-                self.lost(f"the server refused the session: {incoming.text}")
+                self.lost(f"{REFUSED}{incoming.text}")
                 self._ready.set()  # nothing more to wait for: the key plan stops at once
                 return
             self._report("server_error", f"{self.url}: server says: {incoming.text}")
