@@ -38,8 +38,8 @@ from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.conditioning import prepare_case, send_start, sends_case
 from streameval.transports.profiles.keychannel import HttpPostOut, KeyChannel, KeyOut, WsOut
-from streameval.transports.websocket.lease import Lease, display_url
 from streameval.transports.refusals import REFUSED
+from streameval.transports.websocket.lease import Lease, display_url
 from streameval.transports.websocket.messages import Incoming, MessageTally, read_binary, read_text
 
 if TYPE_CHECKING:
