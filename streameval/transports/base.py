@@ -72,10 +72,10 @@ PLAN_GRACE_S = 30.0
 10 s timeout of its own; this bounds the episode whatever the transport does)."""
 MAX_REPORTED_PER_KIND = 5
 """Admission problems reported one by one before only the counter goes on."""
-MEASURE_FPS_S = 2.0
-"""At most this long to measure the rate of a server that nothing else gives one for."""
-MEASURE_FPS_FRAMES = 25
-"""Enough frames to measure that rate to within a few percent (24 intervals)."""
+MEASURE_FPS_SETTLE_S = 0.5
+"""A stream's first frames, not measured: they come in a burst or late while it settles."""
+MEASURE_FPS_S = 1.5
+"""How long the rate of a server that nothing else gives one for is measured, after that."""
 MEASURE_FPS_MIN = 6
 """Fewer frames in ``MEASURE_FPS_S`` and the server is taken as silent at rest (not measured)."""
 
@@ -425,23 +425,28 @@ class LiveSource:
 
     async def _measure_fps(self) -> float | None:
         """The rate a server streams at before any key, when neither it, its profile nor
-        ``--fps`` says one: up to ``MEASURE_FPS_S`` of its frames (until ``MEASURE_FPS_FRAMES``
-        are in), rounded to 0.5 fps. None for a server silent at rest (fewer than
-        ``MEASURE_FPS_MIN`` frames): the default stays, and ``delivered_fps`` says what came."""
+        ``--fps`` says one: its frames over ``MEASURE_FPS_S`` after the first
+        ``MEASURE_FPS_SETTLE_S`` (a stream's first frames come in a burst or late, while its
+        decoder and jitter buffer settle), rounded to 0.5 fps. None for a server silent at
+        rest (fewer than ``MEASURE_FPS_MIN`` frames in that window): the default stays, and
+        ``delivered_fps`` says what came."""
         arrivals: list[float] = []
         self._rate_arrivals = arrivals
-        deadline = time.perf_counter() + MEASURE_FPS_S
+        deadline = time.perf_counter() + MEASURE_FPS_SETTLE_S + MEASURE_FPS_S
         try:
-            while len(arrivals) < MEASURE_FPS_FRAMES and time.perf_counter() < deadline:
+            while time.perf_counter() < deadline:
                 if self._ended or self._early_end is not None:
                     return None
                 await asyncio.sleep(0.05)
         finally:
             self._rate_arrivals = None
-        span = arrivals[-1] - arrivals[0] if len(arrivals) >= MEASURE_FPS_MIN else 0.0
+        if not arrivals:
+            return None
+        settled = [t for t in arrivals if t >= arrivals[0] + MEASURE_FPS_SETTLE_S]
+        span = settled[-1] - settled[0] if len(settled) >= MEASURE_FPS_MIN else 0.0
         if span <= 0:
             return None
-        return max(0.5, round(2.0 * (len(arrivals) - 1) / span) / 2.0)  # 0.5 fps steps
+        return max(0.5, round(2.0 * (len(settled) - 1) / span) / 2.0)  # 0.5 fps steps
 
     async def _open_session(self) -> None:
         """Start the session and wait for its ready before the episode exists, so that it

@@ -20,6 +20,7 @@ from streameval.engine.pipeline import run_episode
 from streameval.transports.urls import AttachOptions, open_network_source
 from tests.probe.eased_world import EasedWorld
 from tests.probe.probe_servers import USUAL, Motion, probe_app, start
+from tests.probe.profiles import worldfoundry_any_start
 from tests.probe.served import served
 from tests.transports.worlds import MEMORY_OFF
 
@@ -37,7 +38,14 @@ def _probe(
     written = tmp_path / "probed.toml"
     stdout, stderr = io.StringIO(), io.StringIO()
     with served(probe_app(EasedWorld().render, keymap, **app)) as url:
-        argv = ["probe", url, "--profile", "worldfoundry", "--write-profile", str(written)]
+        argv = [
+            "probe",
+            url,
+            "--profile",
+            worldfoundry_any_start(),
+            "--write-profile",
+            str(written),
+        ]
         with redirect_stdout(stdout), redirect_stderr(stderr):
             code = main([*argv, *args])
     return code, stdout.getvalue(), stderr.getvalue(), written

@@ -42,6 +42,7 @@ from tests.probe.probe_servers import (
     start,
     start_keycode_probe_server,
 )
+from tests.probe.profiles import worldfoundry_any_start
 from tests.probe.served import WEBRTC, WS, served
 from tests.transports.worlds import MEMORY_OFF
 
@@ -69,7 +70,8 @@ def _probe(
     else:
         server = served(probe_app(EasedWorld().render, keymap, **app))
     with server as url:
-        args = ["probe", url, "--profile", profile, "--json", *PRESS]
+        name = worldfoundry_any_start() if profile == "worldfoundry" else profile
+        args = ["probe", url, "--profile", name, "--json", *PRESS]
         with redirect_stdout(stdout), redirect_stderr(stderr):
             code = main([*args, "--write-profile", str(written), *extra])
     text = stdout.getvalue()
