@@ -4,6 +4,7 @@ status and a link to its ``report.html``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def render_index(root: Path) -> str:
         *master_table_fragment(table),
     ]
     body += evidence_fragment(root)
+    body += _published_beside(loaded.episodes, root)
     for model, model_dir in sorted(runs.items()):
         body += run_bands_fragment(model, model_dir)
     if default.excluded:
@@ -68,6 +70,22 @@ def render_index(root: Path) -> str:
         body += [f"<li>{escape(str(e))}</li>" for e in loaded.errors]
         body += ["</ul>"]
     return page(f"streameval results: {root}", body)
+
+
+def _published_beside(episodes: Sequence[EpisodeRecord], root: Path) -> list[str]:
+    """WorldMark's published rows beside the results' own, for each of its splits the results
+    hold cases of (as ``table --published worldmark``); nothing for other results."""
+    from streameval.leaderboard.beside import compare_published
+    from streameval.leaderboard.published import load_board
+    from streameval.report.published import published_fragment
+
+    board = load_board("worldmark")
+    splits = sorted({r.case_set for r in episodes if r.case_set in board.splits})
+    parts = []
+    for split in splits:
+        ran = [r for r in episodes if r.case_set == split]
+        parts += compare_published(board, split, ran, [root], rule=INCLUDE_ALL)
+    return published_fragment(parts)
 
 
 def write_index(root: Path) -> Path:

@@ -205,3 +205,13 @@ def test_published_alone_lists_and_a_bad_split_is_one_line(
     assert len(err) == 1 and "no split 'sideways'" in err[0]
     assert main(["table"]) == 2
     assert "RESULTS_DIR" in capsys.readouterr().err
+
+
+def test_the_report_index_shows_the_published_split_its_cases_belong_to(tmp_path: Path) -> None:
+    from streameval.report.index import render_index
+
+    _results(tmp_path)
+    page = render_index(tmp_path)
+    assert "WorldMark leaderboard · first_view/real" in page and "Matrix-Game 3.0" in page
+    assert "third_view/style (" not in page  # no case of that split in these results
+    assert "3/4 cases" in page  # mine: its first_view/real cases so far
