@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from streameval.errors import BadInputError
 from streameval.leaderboard.beside import SplitComparison, compare_published
 from streameval.leaderboard.beside_formats import LEGEND, conditions_lines, heading
+from streameval.leaderboard.columns import Column
 from streameval.leaderboard.published import describe_available, parse_published
 from streameval.leaderboard.rounding import format_value
 from streameval.results.scores_file import EpisodeRecord
@@ -61,47 +62,67 @@ def check_spec(spec: str) -> str | None:
     return None
 
 
-def render_rich(parts: Sequence[SplitComparison], file: TextIO = sys.stdout) -> None:
-    """One terminal table per split: the published rows (dim, marked published), then yours
-    (bold) with the interval and the rank range under each value."""
-    import os
-
-    from rich.console import Console
+def _grid(part: SplitComparison, columns: Sequence[Column], title: str) -> Any:
+    """The rich table of ``columns`` (Model and Row first) for one split."""
     from rich.table import Table
     from rich.text import Text
 
+    grid = Table(title=title)
+    grid.add_column("Model", no_wrap=True)
+    grid.add_column("Row")
+    for column in columns:
+        grid.add_column(column.short, justify="right", min_width=6)
+    for row in part.published:
+        values = [Text(format_value(row.values.get(c.name))) for c in columns]
+        grid.add_row(Text(row.model), Text("published", style="dim"), *values)
+    for user in part.users:
+        texts = []
+        for c in columns:
+            cell = user.cells[c.name]
+            if cell is None:
+                status = user.status[c.name]
+                texts.append(Text("n/a" if status == "not_applicable" else "missing"))
+                continue
+            lines = [format_value(cell.value)]
+            if cell.cases is not None and cell.low != cell.high:
+                lines.append(f"[{format_value(cell.low)}, {format_value(cell.high)}]")
+                lines.append(f"{cell.cases}/{cell.of_cases} cases")
+            lines.append(cell.rank_text)
+            texts.append(Text("\n".join(lines), style="bold"))
+        grid.add_row(Text(user.model, style="bold"), Text("yours"), *texts)
+    return grid
+
+
+def render_rich(parts: Sequence[SplitComparison], file: TextIO = sys.stdout) -> None:
+    """One terminal table per split: the published rows (dim, marked published), then yours
+    (bold) with the interval and the rank range under each value. A terminal too narrow for
+    every column gets them in stacked tables, as ``table`` does; piped output without
+    ``COLUMNS`` is printed at its natural width."""
+    import os
+
+    from rich.console import Console
+    from rich.text import Text
+
     console = Console(file=file)
-    wide = not console.is_terminal and "COLUMNS" not in os.environ  # piped: natural width
+    wide = not console.is_terminal and "COLUMNS" not in os.environ
+
+    def measure(grid: Any) -> int:
+        options = console.options.update(max_width=10_000)
+        return int(console.measure(grid, options=options).maximum)
+
     for part in parts:
-        grid = Table(title=heading(part))
-        grid.add_column("Model", no_wrap=True)
-        grid.add_column("Row")
-        for column in part.columns:
-            grid.add_column(column.short, justify="right", min_width=6)
-        for row in part.published:
-            values = [Text(format_value(row.values.get(c.name))) for c in part.columns]
-            grid.add_row(Text(row.model), Text("published", style="dim"), *values)
-        for user in part.users:
-            texts = []
-            for c in part.columns:
-                cell = user.cells[c.name]
-                if cell is None:
-                    status = user.status[c.name]
-                    texts.append(Text("n/a" if status == "not_applicable" else "missing"))
-                    continue
-                lines = [format_value(cell.value)]
-                if cell.cases is not None and cell.low != cell.high:
-                    lines.append(f"[{format_value(cell.low)}, {format_value(cell.high)}]")
-                    lines.append(f"{cell.cases}/{cell.of_cases} cases")
-                lines.append(cell.rank_text)
-                texts.append(Text("\n".join(lines), style="bold"))
-            grid.add_row(Text(user.model, style="bold"), Text("yours"), *texts)
+        title = heading(part)
         if wide:
-            options = console.options.update(max_width=10_000)
-            console = Console(
-                file=file, width=max(80, console.measure(grid, options=options).maximum)
-            )
-        console.print(grid)
+            console = Console(file=file, width=max(80, measure(_grid(part, part.columns, title))))
+        chunks: list[list[Column]] = []
+        for column in part.columns:
+            if chunks and measure(_grid(part, [*chunks[-1], column], title)) <= console.width:
+                chunks[-1].append(column)
+            else:
+                chunks.append([column])
+        for i, columns in enumerate(chunks):
+            numbered = f"{title} ({i + 1}/{len(chunks)})" if len(chunks) > 1 else title
+            console.print(_grid(part, columns, numbered))
         for line in conditions_lines(part):
             console.print(Text(line), style="dim")
         for note in part.notes:

@@ -72,7 +72,9 @@ def _status(status: str) -> str:
 
 def comparison_csv(parts: Sequence[SplitComparison]) -> str:
     """One CSV row per published and user row of each split: ``split``, ``row``
-    (published / yours), ``model``, ``conditions``, and per column the value and, for the
+    (published / yours), ``model``, ``episodes`` and ``placed`` (yours: ``split``, ``asked``
+    or ``unsplit``, ``beside.Placed``), ``conditions`` (published: how they were measured),
+    and per column the value and, for the
     user's rows, ``_low``, ``_high``, ``_cases``, ``_of_cases``, ``_rank_best``,
     ``_rank_worst``, ``_of``."""
     buffer = io.StringIO()
@@ -81,20 +83,20 @@ def comparison_csv(parts: Sequence[SplitComparison]) -> str:
         return ""
     names = [c.name for c in parts[0].columns]
     extra = ("low", "high", "cases", "of_cases", "rank_best", "rank_worst", "of")
-    header = ["split", "row", "model", "episodes", "conditions"]
+    header = ["split", "row", "model", "episodes", "placed", "conditions"]
     for name in names:
         header += [name, *(f"{name}_{e}" for e in extra)]
     writer.writerow(header)
     for part in parts:
         conditions = part.board.conditions_text
         for row in part.published:
-            line: list[object] = [part.split, "published", row.model, "", conditions]
+            line: list[object] = [part.split, "published", row.model, "", "", conditions]
             for name in names:
                 value = row.values.get(name)
                 line += ["" if value is None else f"{value:.2f}", *[""] * len(extra)]
             writer.writerow(line)
         for user in part.users:
-            line = [part.split, "yours", user.model, user.episodes, user.placed]
+            line = [part.split, "yours", user.model, user.episodes, user.placed, ""]
             for name in names:
                 cell = user.cells.get(name)
                 if cell is None:
