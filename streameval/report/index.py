@@ -80,7 +80,7 @@ def _published_beside(episodes: Sequence[EpisodeRecord], root: Path) -> list[str
     from streameval.report.published import published_fragment
 
     board = load_board("worldmark")
-    splits = sorted({r.case_set for r in episodes if r.case_set in board.splits})
+    splits = sorted({r.case_set for r in episodes if r.case_set is not None} & set(board.splits))
     parts = []
     for split in splits:
         ran = [r for r in episodes if r.case_set == split]
