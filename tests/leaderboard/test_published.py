@@ -17,7 +17,7 @@ from streameval.leaderboard.columns import column_names
 from streameval.leaderboard.published import available, load_board, parse_published
 from tests.leaderboard.helpers import control, write_episode
 
-# issue 39: Matrix-Game 3.0, first-person real, as WorldMark's docs/index.html publishes it
+# Matrix-Game 3.0, first-person real, as WorldMark's leaderboard page publishes it
 MATRIX_GAME_3_FP_REAL = {
     "direction_accuracy_trans": 98.37,
     "direction_accuracy_rot": 78.30,
