@@ -11,9 +11,11 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
+from pathlib import Path
 
 from streameval.leaderboard.beside import SplitComparison
 from streameval.leaderboard.rounding import format_value
+from streameval.results.scores_file import EpisodeRecord
 
 LEGEND = (
     "published = the benchmark's own rows, as published (conditions above); yours = your "
@@ -114,3 +116,41 @@ def comparison_csv(parts: Sequence[SplitComparison]) -> str:
                 ]
             writer.writerow(line)
     return buffer.getvalue()
+
+
+def summary_lines(parts: Sequence[SplitComparison]) -> list[str]:
+    """One line per split and user row placed there, its rank range per column with a value:
+    ``WorldMark first_view/real (published: offline, 125 videos): my-model  Acc T #2–4 of 11,
+    Pur T #1 of 11, ...`` (the dashboard's leaderboard notes)."""
+    lines = []
+    for part in parts:
+        videos = part.board.conditions.get("videos_per_model")
+        mode = part.board.conditions.get("mode", "")
+        where = f"{part.board.title} {part.split} (published: {mode}, {videos} videos)"
+        for user in part.users:
+            ranks = [
+                f"{c.short} {cell.rank_text}"
+                for c in part.columns
+                if (cell := user.cells.get(c.name)) is not None
+            ]
+            if ranks:
+                lines.append(f"{where}: {user.model}  {', '.join(ranks)}")
+    return lines
+
+
+def published_splits(
+    episodes: Sequence[EpisodeRecord], paths: Sequence[Path], board: str = "worldmark"
+) -> list[SplitComparison]:
+    """The comparison of every split of ``board`` the episodes hold cases of (nothing for
+    results of no such case), each model under its own split, every model ranked."""
+    from streameval.leaderboard.beside import compare_published
+    from streameval.leaderboard.published import load_board
+    from streameval.leaderboard.table import INCLUDE_ALL
+
+    found = load_board(board)
+    splits = sorted({r.case_set for r in episodes if r.case_set is not None} & set(found.splits))
+    parts: list[SplitComparison] = []
+    for split in splits:
+        ran = [r for r in episodes if r.case_set == split]
+        parts += compare_published(found, split, ran, paths, rule=INCLUDE_ALL)
+    return parts

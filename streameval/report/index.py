@@ -75,17 +75,10 @@ def render_index(root: Path) -> str:
 def _published_beside(episodes: Sequence[EpisodeRecord], root: Path) -> list[str]:
     """WorldMark's published rows beside the results' own, for each of its splits the results
     hold cases of (as ``table --published worldmark``); nothing for other results."""
-    from streameval.leaderboard.beside import compare_published
-    from streameval.leaderboard.published import load_board
+    from streameval.leaderboard.beside_formats import published_splits
     from streameval.report.published import published_fragment
 
-    board = load_board("worldmark")
-    splits = sorted({r.case_set for r in episodes if r.case_set is not None} & set(board.splits))
-    parts = []
-    for split in splits:
-        ran = [r for r in episodes if r.case_set == split]
-        parts += compare_published(board, split, ran, [root], rule=INCLUDE_ALL)
-    return published_fragment(parts)
+    return published_fragment(published_splits(episodes, [root]))
 
 
 def write_index(root: Path) -> Path:

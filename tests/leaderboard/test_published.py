@@ -215,3 +215,30 @@ def test_the_report_index_shows_the_published_split_its_cases_belong_to(tmp_path
     assert "WorldMark leaderboard · first_view/real" in page and "Matrix-Game 3.0" in page
     assert "third_view/style (" not in page  # no case of that split in these results
     assert "3/4 cases" in page  # mine: its first_view/real cases so far
+
+
+def test_the_dashboard_leaderboard_says_where_each_split_lands(tmp_path: Path) -> None:
+    import asyncio
+
+    from textual.widgets import Static
+
+    from streameval.cli.dashboard import browse_app
+    from tests.tui.tui_fakes import content_text, wait_until
+
+    _results(tmp_path)
+
+    async def scenario() -> str:
+        app = browse_app([tmp_path])
+        async with app.run_test(size=(200, 50)) as pilot:
+            if app.screen is not app.leaderboard:
+                await pilot.press("t")
+            board = app.leaderboard
+            await wait_until(pilot, lambda: app.screen is board and board.table is not None)
+            text = content_text(board.query_one("#leaderboard-notes", Static))
+            await pilot.press("q")
+        return text
+
+    notes = asyncio.run(scenario())
+    line = next(x for x in notes.splitlines() if x.startswith("WorldMark leaderboard"))
+    assert "first_view/real (published: offline, 125 videos): mine  Acc T #" in line
+    assert "of 11" in line
