@@ -136,15 +136,20 @@ def _write(dst: Path, text: str, files: list[dict[str, Any]], out: Path) -> None
 def _episodes(run: Path, result: ExportResult) -> list[_Episode]:
     """Every episode below ``run`` with a usable recording; one skipped line for the others."""
     loaded = load_results([run])
+    if not loaded.episodes:  # nothing to export: the reason, once, and nothing written
+        raise loaded.errors[0] if loaded.errors else BadInputError(run, "holds no results")
     result.skipped += [f"{err}: unreadable, skipped" for err in loaded.errors]
     found: list[_Episode] = []
     for record in sorted(loaded.episodes, key=lambda r: str(r.path)):
         recording = record.results_dir / RECORDING_DIR
         video = recording / RECORDED_VIDEO
-        if not (recording / META).is_file() or not video.is_file():
+        if not (recording / META).is_file():
             result.skipped.append(
                 f"{record.results_dir}: no recording (run with --no-record?), skipped"
             )
+            continue
+        if not video.is_file():
+            result.skipped.append(f"{recording}: no {RECORDED_VIDEO} in the recording, skipped")
             continue
         try:
             meta = read_json(recording / META)
@@ -369,9 +374,9 @@ def export_run(run: Path, fmt: Format, out: Path, *, tag: str | None = None) -> 
         raise BadInputError("--format", f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     if not run.exists():
         raise BadInputError(run, "no such file or directory")
-    out.mkdir(parents=True, exist_ok=True)
     result = ExportResult(out, out / EXPORT_MANIFEST)
     episodes = _episodes(run, result)
+    out.mkdir(parents=True, exist_ok=True)
     if fmt == "worldmark":
         _worldmark(episodes, out, result, tag)
     elif fmt == "wbench":

@@ -167,6 +167,12 @@ def test_episodes_without_a_recording_are_skipped_one_line_each(
     # nothing to export at all, or no results: exit 2
     assert main(["export", str(tmp_path / "none"), "--format", "raw", "--out", str(out)]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["export", str(empty), "--format", "raw", "--out", str(tmp_path / "e")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {empty}: no scores.json found below it"]
+    assert not (tmp_path / "e").exists()
 
 
 def test_a_delivery_log_that_contradicts_its_action_id_is_refused(
