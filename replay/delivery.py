@@ -25,8 +25,8 @@ not used). Its keys must run through the action id's keys in order. ``keys.jsonl
 ``chunks.jsonl`` beside it are read as a rollout's are, and ``recording.json`` carries what
 the live run's ``meta.json`` says of its session (``LIVE_KEYS``: the perception plan, so the
 replay perceives the frames the live run perceived; the session kind the real-time metrics
-judge; the stream's received frames; the first-frame check): an export replays to the run's
-own scores.
+judge; the stream's received frames; the first-frame check) and whether the recording
+completed (``complete``, ``reason``): an export replays to the run's own scores.
 """
 
 from __future__ import annotations
@@ -190,13 +190,15 @@ def _logged(
             f"its keys run {''.join(logged)}, but action {name.action} is {''.join(name.keys)}",
         )
     model, episode, case = _names(path, name)
-    extra: dict[str, object] = {}
+    live: dict[str, object] = {}
     live_path = sidecar_dir / LIVE_RECORD
     if present(live_path):
-        live = read_json(live_path)
-        if not isinstance(live, dict):
+        found = read_json(live_path)
+        if not isinstance(found, dict):
             raise BadInputError(live_path, "is not a JSON object")
-        extra = {key: live[key] for key in LIVE_KEYS if key in live}
+        live = found
+    extra = {key: live[key] for key in LIVE_KEYS if key in live}
+    reason = live.get("reason")
     keys_path, chunks_path = sidecar_dir / KEYS, sidecar_dir / CHUNKS
     return Rollout(
         path=path,
@@ -214,6 +216,8 @@ def _logged(
         keys_sent=read_keys_jsonl(keys_path) if present(keys_path) else (),
         chunks=read_chunks_jsonl(chunks_path) if present(chunks_path) else (),
         sidecars=load_sidecars(sidecar_dir, len(log)),
+        complete=live.get("complete", True) is not False,  # a run that ended early says so
+        reason=reason if isinstance(reason, str) else None,
         meta={
             "layout": "delivery",
             "image": name.image,

@@ -238,7 +238,16 @@ def _worldmark(
         for name_ in _SIDECARS:
             if (episode.recording / name_).is_file():
                 _copy(episode.recording / name_, sidecars / name_, files, out)
-        live = {key: episode.meta[key] for key in LIVE_KEYS if key in episode.meta}
+        live = {
+            key: episode.meta[key]
+            for key in (*LIVE_KEYS, "complete", "reason")
+            if key in episode.meta
+        }
+        if episode.meta.get("complete") is False:
+            result.warnings.append(
+                f"{video.relative_to(out)}: the recording is incomplete "
+                f"({episode.meta.get('reason') or 'stopped early'}); exported as recorded"
+            )
         if live:
             _write(sidecars / LIVE_RECORD, json.dumps(live, indent=1) + "\n", files, out)
         segments = _segments(episode.recording, episode.fps)

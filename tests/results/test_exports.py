@@ -156,10 +156,18 @@ def test_episodes_without_a_recording_are_skipped_one_line_each(
     shutil.copytree(run, copy)
     gone = copy / MODEL_DIR / "third_view" / "style" / "000_006"
     shutil.rmtree(gone / "recording")
+    cut = copy / MODEL_DIR / "first_view" / "real" / "000_009" / "recording" / "meta.json"
+    meta = json.loads(cut.read_text())
+    cut.write_text(json.dumps({**meta, "complete": False, "reason": "interrupted"}))
     out = tmp_path / "wm"
     capsys.readouterr()
     assert main(["export", str(copy), "--format", "worldmark", "--out", str(out)]) == 0
     err = capsys.readouterr().err.splitlines()
+    incomplete = f"real/first/{TAG}/000_009.mp4: the recording is incomplete (interrupted)"
+    assert any(line.startswith(f"warning: {incomplete}") for line in err)
+    rollout = read_delivery(out / "real" / "first" / TAG / "000_009.mp4")
+    assert (rollout.complete, rollout.reason) == (False, "interrupted")
+    assert read_delivery(out / "real" / "first" / TAG / "000_006.mp4").complete is True
     skipped = [line for line in err if line.startswith("skipped:")]
     assert skipped == [f"skipped: {gone}: no recording (run with --no-record?), skipped"]
     assert len(list(out.rglob("*.mp4"))) == 4
