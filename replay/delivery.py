@@ -16,6 +16,17 @@ with both durations in the message.
 Optional sidecars (our convention, same file names as the rollout directory): a directory named
 after the video's stem beside it, e.g. ``MODEL/016_014/poses.npy``, ``intrinsics.npy``,
 ``depth_metric.npy``, ``depth_valid_mask.npz`` (ViPE layout, one entry per video frame).
+
+**An action log beside it** (``MODEL/016_014/actions.jsonl``, one line per frame as in a
+rollout directory; ``streameval export --format worldmark`` writes it with the recording's
+own): the keys are the log's, frame by frame, not the equal split, so the delivery is scored
+on the segments it was recorded with, and no duration check applies (the split it guards is
+not used). Its keys must run through the action id's keys in order. ``keys.jsonl`` and
+``chunks.jsonl`` beside it are read as a rollout's are, and ``recording.json`` carries what
+the live run's ``meta.json`` says of its session (``LIVE_KEYS``: the perception plan, so the
+replay perceives the frames the live run perceived; the session kind the real-time metrics
+judge; the stream's received frames; the first-frame check) and whether the recording
+completed (``complete``, ``reason``): an export replays to the run's own scores.
 """
 
 from __future__ import annotations
@@ -30,8 +41,10 @@ from streameval.protocol.suites import (
     WORLDMARK_SECONDS_PER_KEY,
     worldmark_keys,
 )
+from streameval.replay.actionlog import read_actions_jsonl, read_chunks_jsonl, read_keys_jsonl
 from streameval.replay.frames import VideoFrames, probe_video
-from streameval.replay.rollout import Rollout
+from streameval.replay.layout import ACTIONS, CHUNKS, KEYS, present, read_json
+from streameval.replay.rollout import Rollout, check_log_covers_video, schedule_from_keys
 from streameval.replay.sidecars import load_sidecars
 
 from streameval.constants import EQUAL_SPLIT_KEYS
@@ -39,6 +52,11 @@ from streameval.errors import BadInputError, UnknownActionError
 from streameval.inputs.numbers import FPS
 
 SUITE = "worldmark"
+# what a recording's meta.json says of its live session, beside an exported delivery:
+# the perception plan (``engine.perception_plan``), the session kind
+# (``engine.episode_stats.session_kind``), a stream's received frames, the first-frame check
+LIVE_RECORD = "recording.json"
+LIVE_KEYS = ("perception", "session", "received_frames", "conditioning")
 _NAME = re.compile(r"^(\d+)_(\d+)$")
 # WorldMark's output spec names a delivery's set in its folders, with the view shortened to
 # "first"/"third": canonical ``{domain}/{view}/{MODEL}/``, flat ``{MODEL}_{view}_{domain}/``.
@@ -97,6 +115,9 @@ def read_delivery(path: Path) -> Rollout:
         raise BadInputError(path, "no frames")
     duration = probe.frames / probe.fps
     expected = WORLDMARK_SECONDS_PER_KEY * len(name.keys)
+    sidecar_dir = path.with_suffix("")
+    if present(sidecar_dir / ACTIONS):
+        return _logged(path, name, probe.fps, probe.frames, probe.width, probe.height, probe.codec)
     if abs(duration - expected) > WORLDMARK_DURATION_TOLERANCE * expected:
         raise BadInputError(
             path,
@@ -105,25 +126,7 @@ def read_delivery(path: Path) -> Rollout:
             f"({len(name.keys)} keys × {WORLDMARK_SECONDS_PER_KEY:g} s)",
         )
     schedule = Schedule.split_equally(name.keys, probe.frames, probe.fps)
-    model = path.absolute().parent.name
-    episode = f"{model}/{path.stem}"
-    case: dict[str, object] = {}
-    in_set = delivery_set(path)
-    if in_set is not None:  # the same case names and folders as a live run of the cases
-        model, set_name = in_set
-        episode = path.stem
-        case = {
-            "case": {
-                "name": path.stem,
-                "set": set_name,
-                "image": f"{name.image:03d}",
-                "action": name.action,
-                "keys": "".join(name.keys),
-                "image_sha256": None,
-                "prompt_sha256": None,
-            }
-        }
-    sidecar_dir = path.with_suffix("")
+    model, episode, case = _names(path, name)
     return Rollout(
         path=path,
         layout="delivery",
@@ -148,5 +151,82 @@ def read_delivery(path: Path) -> Rollout:
             "codec": probe.codec,
             "duration_s": duration,
             **case,
+        },
+    )
+
+
+def _names(path: Path, name: DeliveryName) -> tuple[str, str, dict[str, object]]:
+    """(model, episode, ``{"case": ...}`` or empty) of a delivery, from its folders."""
+    model = path.absolute().parent.name
+    in_set = delivery_set(path)
+    if in_set is None:
+        return model, f"{model}/{path.stem}", {}
+    model, set_name = in_set  # the same case names and folders as a live run of the cases
+    case = {
+        "name": path.stem,
+        "set": set_name,
+        "image": f"{name.image:03d}",
+        "action": name.action,
+        "keys": "".join(name.keys),
+        "image_sha256": None,
+        "prompt_sha256": None,
+    }
+    return model, path.stem, {"case": case}
+
+
+def _logged(
+    path: Path, name: DeliveryName, fps: float, frames: int, width: int, height: int, codec: str
+) -> Rollout:
+    """A delivery with its action log beside it (module docstring)."""
+    sidecar_dir = path.with_suffix("")
+    log_path = sidecar_dir / ACTIONS
+    log = read_actions_jsonl(log_path)
+    check_log_covers_video(log_path, len(log), path, frames)
+    schedule = schedule_from_keys(log.keys, fps)
+    logged = tuple(segment.key for segment in schedule.segments())
+    if logged != name.keys:
+        raise BadInputError(
+            log_path,
+            f"its keys run {''.join(logged)}, but action {name.action} is {''.join(name.keys)}",
+        )
+    model, episode, case = _names(path, name)
+    live: dict[str, object] = {}
+    live_path = sidecar_dir / LIVE_RECORD
+    if present(live_path):
+        found = read_json(live_path)
+        if not isinstance(found, dict):
+            raise BadInputError(live_path, "is not a JSON object")
+        live = found
+    extra = {key: live[key] for key in LIVE_KEYS if key in live}
+    reason = live.get("reason")
+    keys_path, chunks_path = sidecar_dir / KEYS, sidecar_dir / CHUNKS
+    return Rollout(
+        path=path,
+        layout="delivery",
+        episode=episode,
+        model=model,
+        suite=SUITE,
+        fps=fps,
+        width=width,
+        height=height,
+        frames=VideoFrames(path),
+        frame_keys=log.keys,
+        schedule=schedule,
+        t_wall=log.t_wall,
+        keys_sent=read_keys_jsonl(keys_path) if present(keys_path) else (),
+        chunks=read_chunks_jsonl(chunks_path) if present(chunks_path) else (),
+        sidecars=load_sidecars(sidecar_dir, len(log)),
+        complete=live.get("complete", True) is not False,  # a run that ended early says so
+        reason=reason if isinstance(reason, str) else None,
+        meta={
+            "layout": "delivery",
+            "image": name.image,
+            "action": name.action,
+            "keys": "".join(name.keys),
+            "action_log": str(log_path),
+            "codec": codec,
+            "duration_s": frames / fps,
+            **case,
+            **extra,
         },
     )

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from streameval.cli import published
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from streameval.leaderboard import (
     DEFAULT_MIN_EPISODES,
@@ -89,7 +90,7 @@ def add_parser(sub: Any) -> None:
         ),
     )
     parser.add_argument(
-        "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directories"
+        "results", nargs="*", type=Path, metavar="RESULTS_DIR", help="results directories"
     )
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -152,10 +153,21 @@ def add_parser(sub: Any) -> None:
             "drift, ...): per model the mean raw value in its own unit, unranked"
         ),
     )
+    published.add_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the table; 2 if any input was bad (reported on stderr, one line each), else 0."""
+    if args.published == published.LIST:
+        sys.stdout.write(published.listing())
+        return EXIT_OK
+    if not args.results:
+        print("error: table: give at least one RESULTS_DIR", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    bad = published.check_spec(args.published) if args.published else None
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     rule = INCLUDE_ALL if args.include_all else ExclusionRule(min_episodes=args.min_episodes)
     loaded = load_results(args.results)
     options: dict[str, Any] = {"exclude": args.exclude, "rule": rule, "sort_by": args.sort}
@@ -181,15 +193,29 @@ def run(args: argparse.Namespace) -> int:
     if empty:
         print(f"note: {empty}", file=sys.stderr)
     diag = diagnostics(table) if args.diagnostics else None
+    beside = (
+        published.comparisons(args.published, loaded.episodes, args.results, **options)
+        if args.published
+        else None
+    )
     if args.json:
-        sys.stdout.write(table_json(table, diag, sets))
+        text = table_json(table, diag, sets)
+        if beside is not None:
+            text = published.with_json(text, beside)
+        sys.stdout.write(text)
     elif args.csv:
-        sys.stdout.write(table_csv(table, diag, sets))
+        if beside is not None:  # its own columns (split, row, ranks): a CSV of its own
+            from streameval.leaderboard.beside_formats import comparison_csv
+
+            sys.stdout.write(comparison_csv(beside))
+        else:
+            sys.stdout.write(table_csv(table, diag, sets))
     elif args.html is not None:
         from streameval.report.master import render_master_table
 
         try:
-            args.html.write_text(render_master_table(table, sets=sets), encoding="utf-8")
+            page = render_master_table(table, sets=sets, published=beside)
+            args.html.write_text(page, encoding="utf-8")
         except OSError as exc:
             print(f"error: {args.html}: cannot write ({exc.strerror})", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -202,12 +228,18 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_markdown(table))
         if diag is not None:
             sys.stdout.write(render_diagnostics_markdown(diag))
+        if beside is not None:
+            from streameval.leaderboard.beside_formats import comparison_markdown
+
+            sys.stdout.write("\n" + comparison_markdown(beside))
     else:
         for name, part in sets.items():
             render_rich(part, sys.stdout, label=name, legend=False)
         render_rich(table, sys.stdout, label=ALL_SETS if sets else None)
         if diag is not None:
             render_diagnostics_rich(diag, sys.stdout)
+        if beside is not None:
+            published.render_rich(beside, sys.stdout)
     return EXIT_BAD_INPUT if table.errors else EXIT_OK
 
 

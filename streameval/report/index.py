@@ -4,6 +4,7 @@ status and a link to its ``report.html``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def render_index(root: Path) -> str:
         *master_table_fragment(table),
     ]
     body += evidence_fragment(root)
+    body += _published_beside(loaded.episodes, root)
     for model, model_dir in sorted(runs.items()):
         body += run_bands_fragment(model, model_dir)
     if default.excluded:
@@ -68,6 +70,15 @@ def render_index(root: Path) -> str:
         body += [f"<li>{escape(str(e))}</li>" for e in loaded.errors]
         body += ["</ul>"]
     return page(f"streameval results: {root}", body)
+
+
+def _published_beside(episodes: Sequence[EpisodeRecord], root: Path) -> list[str]:
+    """WorldMark's published rows beside the results' own, for each of its splits the results
+    hold cases of (as ``table --published worldmark``); nothing for other results."""
+    from streameval.leaderboard.beside_formats import published_splits
+    from streameval.report.published import published_fragment
+
+    return published_fragment(published_splits(episodes, [root]))
 
 
 def write_index(root: Path) -> Path:

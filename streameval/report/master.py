@@ -6,14 +6,18 @@ module only draws them, as ``cli/table.py`` does for the terminal.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
 from streameval.leaderboard import MasterTable, cell_text
 from streameval.leaderboard.columns import metric_scale
 from streameval.leaderboard.sets import ALL_SETS
 from streameval.report.html import page, png_img
 from streameval.report.plots import index_figure
+
+if TYPE_CHECKING:
+    from streameval.leaderboard.beside import SplitComparison
 
 
 def master_table_fragment(table: MasterTable, *, with_plot: bool = True) -> list[str]:
@@ -73,13 +77,20 @@ def render_master_table(
     table: MasterTable,
     title: str = "streameval master table",
     sets: Mapping[str, MasterTable] | None = None,
+    published: Sequence[SplitComparison] | None = None,
 ) -> str:
     """A self-contained page holding the master table. Results of benchmark cases (``sets``,
     ``leaderboard.sets.set_tables``) get a table per set first, then the table over all sets,
-    as the published benchmarks lay theirs out and as the other formats of ``table`` do."""
+    as the published benchmarks lay theirs out and as the other formats of ``table`` do;
+    ``published`` (``table --published``) adds the published rows beside the user's."""
     parts = [f"<h1>{escape(title)}</h1>"]
     if sets:
         for name, part in sets.items():
             parts += [f"<h2>{escape(name)}</h2>", *master_table_fragment(part, with_plot=False)]
         parts.append(f"<h2>{escape(ALL_SETS)}</h2>")
-    return page(title, [*parts, *master_table_fragment(table)])
+    parts += master_table_fragment(table)
+    if published:  # table --published: the published rows beside yours, per split
+        from streameval.report.published import published_fragment
+
+        parts += published_fragment(published)
+    return page(title, parts)

@@ -235,6 +235,13 @@ NOT_IN_REPO = {
     "examples/websocket_server.py",
     "server.py",
     "src/world_engine.py",
+    # files of the published benchmarks' repositories: WorldMark's leaderboard page, delivery
+    # gate and output spec (AlayaLab/WorldMark), WBench's submission guide
+    # (meituan-longcat/WBench), which the published table and the exports follow
+    "docs/index.html",
+    "check_delivery.py",
+    "output_spec.md",
+    "docs/SUBMISSION.md",
 }
 # Folders of a results directory (docs/cli.md#results-directory), not of the repository: an
 # episode's cache, and the demo's output folder in the README's examples.

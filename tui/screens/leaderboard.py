@@ -66,6 +66,7 @@ class LeaderboardScreen(Screen[None]):
         self.descending = True
         self._stale = True
         self._shown: list[str] = []  # model of each displayed row
+        self._published: list[str] = []  # where each model's split lands on the published board
 
     def compose(self) -> ComposeResult:
         yield Static(id="leaderboard-title")
@@ -95,8 +96,21 @@ class LeaderboardScreen(Screen[None]):
     def reload(self) -> None:
         paths = self.paths()
         self.table = tabulate(paths, rule=self.rule) if paths else None
+        self._published = self._placements(paths)
         self._stale = False
         self.fill()
+
+    def _placements(self, paths: Sequence[Path]) -> list[str]:
+        """One line per WorldMark split the results hold cases of and model placed there:
+        the ranks its values (or intervals) allow among the published rows
+        (``table --published worldmark``)."""
+        if self.table is None:
+            return []
+        from streameval.leaderboard.beside_formats import published_splits, summary_lines
+
+        table = self.table
+        episodes = [e for r in (*table.rows, *(x.row for x in table.excluded)) for e in r.episodes]
+        return summary_lines(published_splits(episodes, paths))
 
     def sorted_rows(self) -> list[ModelRow]:
         if self.table is None:
@@ -174,6 +188,8 @@ class LeaderboardScreen(Screen[None]):
             text.append(f"\n✖ {err}", style="red")
         for note in table.notes:
             text.append(f"\n▲ {note}", style="yellow")
+        for line in self._published:
+            text.append(f"\n{line}", style="cyan")
         return text
 
     # -- actions --------------------------------------------------------------------------
