@@ -32,7 +32,7 @@ from streameval.cli import (
 )
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, exit_status
 from streameval.cli.options import OneLineParser, configure_logging
-from streameval.cli.ray import check_ray_usage, split_ray_flag
+from streameval.cli.ray import split_ray_flag
 from streameval.core import cpu
 from streameval.core.version import __version__
 from streameval.errors import BadInputError
@@ -86,7 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args)
     try:
         cpu.mode()  # a $STREAMEVAL_CPU_FEATURES it does not know: one line, before any work
-        check_ray_usage(args)
         return COMMANDS[args.command].run(args)
     except BadInputError as exc:  # unknown names and unavailable backends included
         print(f"error: {exc}", file=sys.stderr)

@@ -13,7 +13,7 @@ from streameval.cli.exit_codes import EXIT_BAD_INPUT
 from streameval.constants import REALTIME_TARGET_FPS
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import Range
-from streameval.protocol.memory_loop import MEMORY_LOOP_SECONDS, MEMORY_LOOP_SUITE
+from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.protocol.suites import SOAK_SUITE
 from streameval.results.layout import ExistingPolicy
 
@@ -117,9 +117,10 @@ def configure_logging(args: argparse.Namespace) -> None:
 
 
 def existing_policy(args: argparse.Namespace) -> ExistingPolicy:
-    if getattr(args, "overwrite", False):
+    """``--overwrite``/``--resume`` (``add_output_options``) as the policy's name."""
+    if args.overwrite:
         return "overwrite"
-    if getattr(args, "resume", False):
+    if args.resume:
         return "resume"
     return "keep"
 
@@ -154,11 +155,8 @@ def memory_loop_options(p: argparse.ArgumentParser) -> None:
 
 def loop_plan(args: argparse.Namespace) -> LoopPlan:
     """The memory_loop part of a ``demo``/``attach`` command line."""
-    trajectories = getattr(args, "trajectory", None)
-    return LoopPlan(
-        tuple(trajectories) if trajectories else None,
-        getattr(args, "loop_seconds", MEMORY_LOOP_SECONDS),
-    )
+    trajectories = args.trajectory
+    return LoopPlan(tuple(trajectories) if trajectories else None, args.loop_seconds)
 
 
 def parse_actions(text: str) -> list[int]:
@@ -371,13 +369,13 @@ def case_selection(args: argparse.Namespace) -> CaseSelection | None:
     without ``--cases`` is bad input, refused before anything runs."""
     from streameval.runs.cases import CaseSelection
 
-    path = getattr(args, "cases", None)
+    path = args.cases
     if path is None:
         for flag, value in (("--sets", args.sets), ("--images", args.images)):
             if value is not None:
                 raise BadInputError(flag, "selects among cases: give --cases PATH too")
         return None
-    actions = getattr(args, "actions", None)
+    actions = args.actions
     return CaseSelection(
         path,
         sets=args.sets,
