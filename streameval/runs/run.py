@@ -302,20 +302,20 @@ def ledger_inputs(spec: RunSpec, jobs: list[EpisodeJob]) -> RunInputs:
 def stop_monitor(spec: RunSpec, jobs: list[EpisodeJob]) -> StopMonitor | None:
     """The ``stop_when`` monitor of a case run (None without a rule); a rule that can never
     be met, or one without cases, is bad input here, before any case."""
-    from streameval.metrics.stop_rule import DEFAULT_MARGIN, OPTION
+    from streameval.metrics.stop_rule import DEFAULT_MARGIN
 
     rule = spec.stop_when
     if rule is None:
         return None
     if spec.drive.cases is None:
-        raise BadInputError(OPTION, f"only with {spec.name('cases')} (the rule is checked "
-                            "case by case)")  # fmt: skip
+        raise BadInputError(spec.name("stop_when"), f"only with {spec.name('cases')} (the rule "
+                            "is checked case by case)")  # fmt: skip
     from streameval.runs.cases import CaseManifestLine
     from streameval.runs.stop_when import stop_monitor as monitor_of
 
     manifests = [o for job in jobs for o in job.observers if isinstance(o, CaseManifestLine)]
     if not manifests:
-        raise BadInputError(OPTION, "no case to run")
+        raise BadInputError(spec.name("stop_when"), "no case to run")
     return monitor_of(
         rule.text,
         DEFAULT_MARGIN if rule.margin is None else rule.margin,
