@@ -137,7 +137,7 @@ except asyncio.CancelledError:
 
 def test_sigterm_ends_an_evaluation_as_the_command_line_does(tmp_path: Path) -> None:
     """A script calling ``streameval.evaluate`` and sent SIGTERM mid-episode: the episode in
-    progress is written incomplete, as ``attach`` writes it (``tests/runs/test_interrupts``),
+    progress is written incomplete, as ``attach`` writes it (``tests/runs/test_interrupts.py``),
     and ``evaluate`` raises ``CancelledError`` rather than the process dying on the spot."""
     out, mark = tmp_path / "out", tmp_path / "mark"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT),
