@@ -1,5 +1,5 @@
 """What ``demo``, ``attach`` and ``replay`` share: their options as a run specification
-(``runs.spec``), the run (``runs.run.arun``, the one road the Python API takes too) shown with
+(``runs.spec``), the run (``runs.run.run``, the one road the Python API takes too) shown with
 the dashboard or plain progress, then the one-line summary and the exit status.
 
 Several inputs in one command: each is tried; the bad ones are reported and the rest still
@@ -9,7 +9,6 @@ scored.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from dataclasses import dataclass
 
@@ -21,7 +20,7 @@ from streameval.errors import BadInputError
 from streameval.metrics.stop_rule import OPTION
 from streameval.runs.builders import RecordMode
 from streameval.runs.jobs import JobsReport
-from streameval.runs.run import Episodes, QuietDriver, Refused, RunResult, arun, run_episodes
+from streameval.runs.run import Episodes, QuietDriver, Refused, RunResult, run, run_episodes
 from streameval.runs.spec import (
     Command,
     DemoWorld,
@@ -140,7 +139,7 @@ def run_spec(args: argparse.Namespace, spec: RunSpec) -> int:
     """Run ``spec`` on the one road, shown as ``args`` ask (``-q``, ``--no-tui``), and say
     how it went: the lines, the one-line summary with the results path, the exit status."""
     driver = ConsoleDriver(quiet=args.quiet, dashboard=use_dashboard(args))
-    result = asyncio.run(arun(spec, driver))
+    result = run(spec, driver)
     if result.ray is not None:
         return _ray_summary(spec, result)
     return _finish(spec, result)

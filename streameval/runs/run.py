@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,28 +133,70 @@ async def arun(spec: RunSpec, driver: QuietDriver | None = None) -> RunResult:
     Bad input found before the first episode raises ``BadInputError``; a cancelled run
     (Ctrl-C, SIGTERM, a cancelled task) finalizes the episode in progress as incomplete and
     re-raises."""
+    with _out_folder(spec):
+        plan = _prepare(spec, driver or QuietDriver())
+        if spec.ray is not None:
+            _on_ray(plan)  # Ray's driver is set up on this thread (it wants the main one)
+        else:
+            await _run_episodes(plan)
+            await asyncio.to_thread(_conclude, plan)
+        return plan.result
+
+
+def run(spec: RunSpec, driver: QuietDriver | None = None) -> RunResult:
+    """``arun`` for code without ``await`` (the command line's): the same steps, with only
+    the episodes on an event loop — so Ctrl-C while a model loads stops at once, as before
+    any loop runs. Inside a running event loop (Jupyter) the run takes a helper thread
+    (``asyncio.run`` refuses to nest; SIGTERM is then the process's own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run(spec, driver or QuietDriver())
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="streameval") as pool:
+        return pool.submit(_run, spec, driver or QuietDriver()).result()
+
+
+def _run(spec: RunSpec, driver: QuietDriver) -> RunResult:
+    with _out_folder(spec):
+        plan = _prepare(spec, driver)
+        if spec.ray is not None:
+            _on_ray(plan)
+        else:
+            asyncio.run(_run_episodes(plan))
+            _conclude(plan)
+        return plan.result
+
+
+@contextlib.contextmanager
+def _out_folder(spec: RunSpec) -> Iterator[None]:
+    """The spec's checks and ``out``'s, first; folders ``out`` needed created are taken away
+    again if the run wrote nothing into them (bad input)."""
     spec.check()
     created = missing_dirs(spec.out)
     check_output_dir(spec.out, spec.name("out"))
     try:
-        return await _arun(spec, driver or QuietDriver())
+        yield
     finally:
         remove_if_empty(created)
 
 
-def run(spec: RunSpec, driver: QuietDriver | None = None) -> RunResult:
-    """``arun`` for code without ``await``; inside a running event loop (Jupyter) the run
-    gets its own loop in a helper thread (``asyncio.run`` refuses to nest; SIGTERM is then
-    the process's own)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(arun(spec, driver))
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="streameval") as pool:
-        return pool.submit(asyncio.run, arun(spec, driver)).result()
+@dataclass
+class _Plan:
+    """A run prepared: its jobs and what gathers around them, up to the first episode."""
+
+    spec: RunSpec
+    driver: QuietDriver
+    result: RunResult
+    jobs: list[EpisodeJob]
+    inputs: RunInputs
+    evidence: RunEvidence
+    monitor: StopMonitor | None
+    results_log: ResultsLog
 
 
-async def _arun(spec: RunSpec, driver: QuietDriver) -> RunResult:
+def _prepare(spec: RunSpec, driver: QuietDriver) -> _Plan:
+    """Steps 2 (module docstring): everything that needs no event loop, before the first
+    episode; what was refused is announced."""
     result = RunResult(spec.out)
     evidence = run_evidence(spec)  # a bad claim: before any model is built
     before = JobsReport()
@@ -167,12 +211,15 @@ async def _arun(spec: RunSpec, driver: QuietDriver) -> RunResult:
     inputs = ledger_inputs(spec, jobs)
     driver.announce(result.refused)
     results_log = ResultsLog(spec.out / RESULTS_LOG)
-    if spec.ray is not None:
-        await _on_ray(spec, jobs, [*spec.observers, results_log], inputs, result)
-        return result
+    return _Plan(spec, driver, result, jobs, inputs, evidence, monitor, results_log)
+
+
+async def _run_episodes(plan: _Plan) -> None:
+    """The episodes, driven, with the run's observers; the stop rule's record after them."""
+    spec, monitor, evidence = plan.spec, plan.monitor, plan.evidence
     observers: list[EpisodeObserver] = [
         *spec.observers,
-        results_log,
+        plan.results_log,
         *evidence.start().observers,
     ]
     publisher = None
@@ -185,7 +232,7 @@ async def _arun(spec: RunSpec, driver: QuietDriver) -> RunResult:
         observers.append(publisher)
     servers = spec.model if isinstance(spec.model, Servers) else None
     episodes = Episodes(
-        jobs,
+        plan.jobs,
         spec.config,
         observers,
         monitor,
@@ -193,14 +240,12 @@ async def _arun(spec: RunSpec, driver: QuietDriver) -> RunResult:
         max_sessions=None if servers is None else servers.max_sessions,
     )
     try:
-        result.report = await _drive(spec, driver, episodes, publisher)
+        plan.result.report = await _drive(spec, plan.driver, episodes, publisher)
     except BaseException:
         evidence.finish([])  # the GPU sampler stops with the run, however it ends
         raise
     if monitor is not None:
-        result.rule_lines = await asyncio.to_thread(monitor.finish)
-    await asyncio.to_thread(_conclude, spec, inputs, evidence, result)
-    return result
+        plan.result.rule_lines = await asyncio.to_thread(monitor.finish)
 
 
 async def _drive(
@@ -219,8 +264,9 @@ async def _drive(
             await publisher.close()
 
 
-def _conclude(spec: RunSpec, inputs: RunInputs, evidence: RunEvidence, result: RunResult) -> None:
+def _conclude(plan: _Plan) -> None:
     """After the episodes: the evidence, the reports, then the ledger (which hashes them)."""
+    spec, result, evidence = plan.spec, plan.result, plan.evidence
     outcomes = result.outcomes
     written = [o.results_dir for o in outcomes if o.results_dir is not None]
     result.evidence_lines = evidence.finish(outcomes)
@@ -232,24 +278,19 @@ def _conclude(spec: RunSpec, inputs: RunInputs, evidence: RunEvidence, result: R
     if written:
         from streameval.runs.evidence import write_run_ledger
 
-        write_run_ledger(spec.out, inputs, outcomes, evidence.sections)
+        write_run_ledger(spec.out, plan.inputs, outcomes, evidence.sections)
 
 
-async def _on_ray(
-    spec: RunSpec,
-    jobs: list[EpisodeJob],
-    observers: list[EpisodeObserver],
-    inputs: RunInputs,
-    result: RunResult,
-) -> None:
-    """The jobs' replay tasks on Ray; the ledger written here, on the driver, with where
-    each episode ran. Ray's driver is set up on this thread (it wants the main one): the
-    event loop waits meanwhile."""
+def _on_ray(plan: _Plan) -> None:
+    """The jobs' replay tasks on Ray (their progress on stderr); the ledger written here, on
+    the driver, with where each episode ran."""
     from streameval.scale.ray_batch import RayOptions, run_replay_batch
 
+    spec, result = plan.spec, plan.result
     assert spec.ray is not None
     options = RayOptions(address=spec.ray.address, gpus_per_episode=spec.ray.gpus_per_episode)
-    tasks = [job.task for job in jobs if job.task is not None]
+    tasks = [job.task for job in plan.jobs if job.task is not None]
+    observers = [*spec.observers, plan.results_log]
     batch = run_replay_batch(tasks, spec.config, options, observers)
     result.ray = batch
     result.report.outcomes = [r.outcome for r in batch.reports if r.outcome is not None]
@@ -257,7 +298,7 @@ async def _on_ray(
         from streameval.runs.evidence import write_run_ledger
 
         workers = sorted({str(r.worker) for r in batch.reports if r.worker})
-        write_run_ledger(spec.out, inputs, result.outcomes, {"ray": {"workers": workers}})
+        write_run_ledger(spec.out, plan.inputs, result.outcomes, {"ray": {"workers": workers}})
 
 
 def run_evidence(spec: RunSpec) -> RunEvidence:
