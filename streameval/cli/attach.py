@@ -169,7 +169,8 @@ def spec(args: argparse.Namespace) -> RunSpec:
 
     model: InProcessModel | Servers
     if is_network_url(args.url):
-        model = Servers((args.url, *args.more_urls), attach_options(args), args.max_sessions)
+        urls = (args.url, *args.more_urls)
+        model = Servers(urls, attach_options(args), args.max_sessions, refuse_without_start=True)
     else:
         model = InProcessModel(args.url, args.app_dir, args.step_timeout)
     start = Start(args.image, args.prompt, args.intrinsics)

@@ -67,6 +67,10 @@ class Servers:
     urls: tuple[str, ...]
     options: AttachOptions
     max_sessions: int | None = None
+    # a profile whose server needs a start image, and no start given: refused before anything
+    # connects (``attach``'s rule); the Python API, which has no start to give, leaves that
+    # to the server
+    refuse_without_start: bool = False
 
 
 @dataclass(frozen=True)

@@ -221,8 +221,8 @@ def _server_suite(spec: RunSpec, servers: Servers) -> list[EpisodeJob]:
         start=start,
         soak_minutes=drive.soak_minutes,
     )
-    if start is None or not start.has_image:  # after the profile's own checks
-        refuse_without_start(servers.urls, options)
+    if servers.refuse_without_start and (start is None or not start.has_image):
+        refuse_without_start(servers.urls, options)  # after the profile's own checks
     if start is not None:
         check_attach_conditioning(servers.urls, options, [start.case])
     return jobs
