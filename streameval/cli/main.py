@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Streaming, real-time evaluator for live world-model rollouts.",
     )
     parser.add_argument("--version", action="version", version=f"streameval {__version__}")
+    # what main() reads of every command: a command without the option has these (its own
+    # options, when it has them, take their place)
+    parser.set_defaults(out=None, verbose=False, quiet=False)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for command in COMMANDS.values():
         command.add_parser(sub)
@@ -95,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILURE
     except (KeyboardInterrupt, asyncio.CancelledError):
-        where = f"; results in {args.out}/" if getattr(args, "out", None) else ""
+        where = f"; results in {args.out}/" if args.out else ""
         print(
             f"interrupted: episodes in progress were finalized as incomplete{where}",
             file=sys.stderr,

@@ -101,9 +101,9 @@ def configure_logging(args: argparse.Namespace) -> None:
     """``streameval.*`` log records to stderr at the level ``-v``/``-q`` ask for (warnings by
     default). Only our logger is touched, so an embedding program keeps its own set-up, and
     records still propagate to the root logger's handlers."""
-    if getattr(args, "verbose", False):
+    if args.verbose:
         level = logging.DEBUG
-    elif getattr(args, "quiet", False):
+    elif args.quiet:
         level = logging.ERROR
     else:
         level = logging.WARNING
