@@ -169,6 +169,8 @@ def test_sigterm_ends_an_evaluation_as_the_command_line_does(tmp_path: Path) -> 
         ({"stop_when": "width<=4"}, "stop_when: only with cases"),
         ({"repeat": 2, "record": "off"}, "repeat: rollouts are compared by their recordings"),
         ({"existing": "replace"}, "existing: one of keep, overwrite, resume"),
+        ({"publish_mqtt": "mqtt://h:1"}, "mqtt://h:1: no session in the URL"),
+        ({"cases": "arena", "stop_when": "width<="}, "--stop-when:"),
     ],
 )
 def test_bad_arguments_are_one_line_before_anything_runs(

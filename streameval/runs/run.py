@@ -348,9 +348,6 @@ def stop_monitor(spec: RunSpec, jobs: list[EpisodeJob]) -> StopMonitor | None:
     rule = spec.stop_when
     if rule is None:
         return None
-    if spec.drive.cases is None:
-        raise BadInputError(spec.name("stop_when"), f"only with {spec.name('cases')} (the rule "
-                            "is checked case by case)")  # fmt: skip
     from streameval.runs.cases import CaseManifestLine
     from streameval.runs.stop_when import stop_monitor as monitor_of
 

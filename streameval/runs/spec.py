@@ -202,8 +202,24 @@ class RunSpec:
             raise BadInputError(self.name("cases"), "give the model to run the cases with")
         if self.ray is not None:
             self._check_ray(self.ray)
+        if self.publish_mqtt:
+            from streameval.transports.mqtt.url import parse_mqtt_url
+
+            parse_mqtt_url(self.publish_mqtt)  # a bad URL: now, not after the model loads
+        if self.stop_when is not None:
+            self._check_stop_when(self.stop_when)
         if isinstance(self.model, Servers):
             self._check_servers(self.model)
+
+    def _check_stop_when(self, rule: StopWhen) -> None:
+        """The rule's form and that it has cases to watch (its columns and a ``vs=`` run are
+        checked against the cases once they are read, ``runs.run.stop_monitor``)."""
+        from streameval.metrics.stop_rule import DEFAULT_MARGIN, parse_stop_when
+
+        if self.drive.cases is None:
+            raise BadInputError(self.name("stop_when"), f"only with {self.name('cases')} (the "
+                                "rule is checked case by case)")  # fmt: skip
+        parse_stop_when(rule.text, DEFAULT_MARGIN if rule.margin is None else rule.margin)
 
     def _check_ray(self, ray: RayBatch) -> None:
         gpus = ray.gpus_per_episode
