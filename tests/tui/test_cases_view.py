@@ -428,7 +428,9 @@ def test_a_real_case_run_on_the_dashboard_and_its_resume(
     arena = write_arena(tmp_path / "arena_inputs")
     shown: list[DashboardApp] = []
 
-    async def headless(jobs, config, observers, options=None, headless=False, stop=None, sigterm=None):  # type: ignore[no-untyped-def]
+    async def headless(  # type: ignore[no-untyped-def]
+        jobs, config, observers, options=None, headless=False, stop=None, sigterm=None
+    ):
         options = DashboardOptions(stay_open=False, catch_sigterm=False)
         app = DashboardApp(jobs, config, observers, options, stop)
         shown.append(app)

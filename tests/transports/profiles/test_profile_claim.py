@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from streameval.errors import BadInputError
 from streameval.runs.run import run_evidence
 from streameval.runs.spec import RunSpec
-from streameval.errors import BadInputError
 from streameval.transports.profiles import parse_profile
 
 GOOD = """
