@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from streameval.runs.cases import CaseSelection
 from streameval.runs.builders import RECORD_MODES
 from streameval.runs.memory_loop import LoopPlan
+from streameval.runs.spec import MAX_REPEAT
 
 
 def add_output_options(p: argparse.ArgumentParser, *, record: bool) -> None:
@@ -64,9 +65,6 @@ def add_output_options(p: argparse.ArgumentParser, *, record: bool) -> None:
             "'25 fps, 1x H100, 720p': verdict consistent / below claim / different "
             "configuration / config not stated (default: the --profile's [claim], if any)",
         )
-
-
-MAX_REPEAT = 100
 
 
 def _repeat_count(text: str) -> int:

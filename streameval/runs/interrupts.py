@@ -13,11 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 
 class SigtermCancels:
@@ -66,9 +64,3 @@ class SigtermCancels:
             asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
             if self._former is not None:  # None: set outside Python, nothing to restore
                 signal.signal(signal.SIGTERM, self._former)
-
-
-async def cancel_on_sigterm(work: Coroutine[Any, Any, T]) -> T:
-    """Run ``work``; SIGTERM cancels it (``CancelledError`` reaches ``asyncio.run``'s caller)."""
-    with SigtermCancels():
-        return await work
