@@ -1,4 +1,5 @@
-"""The one road from a run's specification to its results: ``await arun(spec)``.
+"""The one road from a run's specification to its results: ``await arun(spec)``, or
+``run(spec)`` without ``await``.
 
 Every entry takes it — ``streameval demo``/``attach``/``replay`` and
 ``streameval.evaluate``/``aevaluate`` build a ``RunSpec`` (``runs.spec``) and call it:
@@ -8,15 +9,16 @@ Every entry takes it — ``streameval demo``/``attach``/``replay`` and
 2. the evidence's inputs (``repeat``, the claim or the profile's ``[claim]``), then the jobs
    (``runs.spec_jobs``), the ``stop_when`` monitor, the repeats and the existing-results
    policy;
-3. the jobs run: on Ray (``ray``: one episode per task), or here, driven by a ``Driver``
+3. the jobs run: on Ray (``ray``: one episode per task), or here, driven by a driver
    with the results log, the evidence's observers, the MQTT scores publisher and the stop
    rule, SIGTERM cancelling the run as Ctrl-C does (the episode in progress written
    incomplete, ``runs.interrupts``);
 4. the stop rule's record, the evidence (``evidence.json``), the reports and the ledger.
 
-How episodes are shown while they run is the caller's: a ``Driver`` is told what was refused
-before anything runs (``announce``) and runs the episodes (``drive``); the command line's
-prints progress or runs the dashboard, ``QuietDriver`` (the Python API's) shows nothing. So
+How episodes are shown while they run is the caller's: a driver (``QuietDriver`` or a
+subclass) is told what was refused before anything runs (``announce``) and runs the episodes
+(``drive``); the command line's prints progress or runs the dashboard, ``QuietDriver`` (the
+Python API's) shows nothing. So
 nothing here needs the command line or the dashboard.
 """
 
