@@ -1,7 +1,8 @@
 """The Python API: ``streameval.evaluate(...)`` and ``await streameval.aevaluate(...)``.
 
-For notebooks and scripts: the same jobs (``streameval.runs.builders``), pipeline, results
-layout, results.jsonl and reports as the command line, returned as an ``Evaluation`` instead of
+For notebooks and scripts: the arguments become a run specification (``runs.spec``) and take
+the command line's own road (``runs.run.arun``): the same jobs, pipeline, results layout,
+results.jsonl, evidence, reports and ledger, returned as an ``Evaluation`` instead of
 printed. Every source the command line attaches to is accepted here: an in-process model, a
 ``python:MODULE:FACTORY`` string, a network URL (webrtc+http://, mjpeg+http://, mqtt://) and
 recorded rollouts; both suites (worldmark actions, memory_loop trajectories). ``evaluate``
@@ -13,8 +14,6 @@ Importing this module is cheap (no OpenCV, no torch): the pipeline loads when an
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,26 +22,30 @@ from typing import TYPE_CHECKING, Any
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome
 from streameval.engine.config import PipelineConfig
+from streameval.errors import BadInputError
 from streameval.results.layout import ExistingPolicy
-from streameval.results.results_log import RESULTS_LOG, ResultsLog
 from streameval.runs.builders import (
     ALL_ACTIONS,
     DEFAULT_SECONDS_PER_KEY,
     WORLDMARK_SUITE,
     RecordMode,
-    model_jobs,
-    network_jobs,
-    rollout_jobs,
 )
-from streameval.runs.existing import apply_existing_policy
-from streameval.runs.jobs import EpisodeJob, JobsReport, run_jobs
 from streameval.runs.memory_loop import LoopPlan
+from streameval.runs.spec import (
+    Command,
+    Drive,
+    InProcessModel,
+    RayBatch,
+    Rollouts,
+    RunSpec,
+    Servers,
+    StopWhen,
+)
 
 if TYPE_CHECKING:
-    from streameval.cases.model import CaseSet
     from streameval.leaderboard import MasterTable
     from streameval.runs.cases import CaseSelection
-    from streameval.runs.evidence import RunEvidence
+    from streameval.runs.run import RunResult
     from streameval.transports.urls import AttachOptions
 
 DEFAULT_ACTIONS = ALL_ACTIONS
@@ -64,7 +67,10 @@ class Evaluation:
     input_problems: list[str] = field(default_factory=list)
     # the ledger's hardware, repeats and claim blocks, and one line each (``runs.evidence``)
     evidence: dict[str, Any] = field(default_factory=dict)
+    # what the stop rule decided, then the evidence's lines, as the command line prints them
     notes: list[str] = field(default_factory=list)
+    stopped: bool = False  # the stop rule ended a case run before its last case, or the user
+    failures: list[str] = field(default_factory=list)  # Ray tasks that failed (not bad input)
 
     @property
     def scores(self) -> dict[str, dict[str, MetricResult]]:
@@ -107,6 +113,11 @@ async def aevaluate(
     cases: Path | str | CaseSelection | None = None,
     repeat: int = 1,
     claim: str | None = None,
+    stop_when: str | None = None,
+    margin: float | None = None,
+    publish_mqtt: str | None = None,
+    ray: str | RayBatch | None = None,
+    sigterm: bool = True,
 ) -> Evaluation:
     """Evaluate ``model`` and/or replay ``rollouts``; results go to
     ``out/<model>/<episode>/`` as with the command line.
@@ -117,10 +128,10 @@ async def aevaluate(
     command line's ``attach`` takes: clock, key map, keys URL, profile, server paths, ...). It
     is named ``model_name``, else its own ``name`` attribute, else its class name.
 
-    ``suite``: ``"worldmark"`` (``actions``, ``seconds_per_key``) or ``"memory_loop"``
-    (``trajectories``, default all six, ``loop_seconds`` each). ``fps``: the model's rate
-    (default ``model.fps``), and the replay pace of ``rollouts`` (default: flat out;
-    ``realtime`` paces each at its own rate).
+    ``suite``: ``"worldmark"`` (``actions``, ``seconds_per_key``), ``"memory_loop"``
+    (``trajectories``, default all six, ``loop_seconds`` each) or ``"soak"`` (a network URL:
+    one continuous episode). ``fps``: the model's rate (default ``model.fps``), and the replay
+    pace of ``rollouts`` (default: flat out; ``realtime`` paces each at its own rate).
 
     ``cases``: a benchmark's cases instead of ``actions`` — WorldMark's ``arena_inputs/``
     folder or a ``.jsonl`` manifest (a path), or a ``streameval.runs.cases.CaseSelection``
@@ -130,131 +141,111 @@ async def aevaluate(
     With a network URL each case is one session, started the way ``attach``'s ``profile``
     sends a case (its image inline, as a path, or uploaded first); a profile that cannot
     send some case is ``BadInputError`` before anything runs, and a case the server refuses
-    ends incomplete with the server's words while the others are scored.
+    ends incomplete with the server's words while the others are scored. ``stop_when``: end
+    a case run once the rule is met (``"width<=4"``, ``"COLUMN:width<=W"``, ``"vs=DIR"``
+    with ``margin`` points; docs/methods.md#running-intervals-over-a-case-run); the cases not
+    run are recorded, ``notes`` says what was decided.
 
     ``existing``: ``"keep"`` (default: an episode already under ``out`` is not run again and
     is listed in ``bad_input``), ``"overwrite"`` or ``"resume"``. ``reports``: write
-    report.html per episode and index.html (about a second per episode). Raises
-    ``BadInputError`` for a model that cannot be loaded; unreadable rollouts are listed in
-    ``bad_input`` and the others still scored.
+    report.html per episode and index.html (about a second per episode). ``publish_mqtt``:
+    live scores on ``mqtt://HOST:PORT/SESSION`` for ``streameval dashboard --mqtt``.
+    ``ray``: replay ``rollouts`` on Ray, one episode per task (an address: ``"local"``,
+    ``"auto"``, ``"HOST:PORT"``; or a ``RayBatch`` with GPUs per episode). ``sigterm``: while
+    episodes run, SIGTERM cancels the evaluation as Ctrl-C does — the episode in progress is
+    written incomplete (scores.json, its results.jsonl line) and ``CancelledError`` raised, as
+    when the awaiting task is cancelled. ``repeat``/``claim``: as ``--repeat``/``--claim``.
+
+    Raises ``BadInputError`` for a model that cannot be loaded and for any argument that is
+    wrong; unreadable rollouts are listed in ``bad_input`` and the others still scored.
     """
-    locals_at_start = dict(locals())  # the arguments as given, for the run's ledger
-    out = Path(out)
-    result = Evaluation(out)
-    evidence = _evidence(out, repeat, claim, record, attach)
-    loops = LoopPlan(tuple(trajectories) if trajectories else None, loop_seconds)
-    jobs: list[EpisodeJob] = []
+    given = dict(locals())  # the arguments as given: the spec, and the run's ledger
+    from streameval.runs.run import arun
+
+    return evaluation(await arun(run_spec(given)))
+
+
+def run_spec(given: dict[str, Any]) -> RunSpec:
+    """The run that ``aevaluate``'s arguments (``given``, by name) ask for."""
+    from streameval.runs.cases import CaseSelection
+
+    out = Path(given["out"])
+    cases = given["cases"]
+    selection = None
     if cases is not None:
-        jobs += _case_jobs(
-            model,
-            cases,
-            out,
-            model_name=model_name,
-            loops=loops,
-            seconds_per_key=seconds_per_key,
-            fps=fps,
-            record=record,
-            step_timeout=step_timeout,
-            attach=attach,
-        )
-    elif isinstance(model, str):
-        jobs += _string_jobs(
-            model,
-            out,
-            model_name=model_name,
-            suite=suite,
-            actions=actions,
-            loops=loops,
-            seconds_per_key=seconds_per_key,
-            fps=fps,
-            record=record,
-            step_timeout=step_timeout,
-            attach=attach,
-        )
-    elif model is not None:
-        from streameval.runs.python_model import model_name as own_name
-
-        jobs += model_jobs(
-            model,
-            model_name or own_name(model),
-            out,
-            actions=actions,
-            seconds_per_key=seconds_per_key,
-            fps=fps,
-            record=record,
-            suite=suite,
-            loops=loops,
-            step_timeout=step_timeout,
-        )
-    if rollouts:
-        found = JobsReport()
-        jobs += rollout_jobs([Path(p) for p in rollouts], out, found, fps=fps, realtime=realtime)
-        result.bad_input += found.bad_input
-        result.input_problems += found.input_problems
-    if evidence.repeat > 1:
-        from streameval.runs.repeats import repeat_jobs
-
-        jobs = repeat_jobs(jobs, out, evidence.repeat, record)
-    jobs, result.skipped, kept = apply_existing_policy(jobs, existing)
-    result.bad_input += kept
-    evidence.start()
-    try:
-        report: JobsReport = await run_jobs(
-            jobs,
-            config or PipelineConfig(),
-            [*observers, ResultsLog(out / RESULTS_LOG), *evidence.observers],
-        )
-    except BaseException:
-        evidence.finish([])  # the GPU sampler stops with the run, however it ends
-        raise
-    result.outcomes = report.outcomes
-    result.bad_input += report.bad_input
-    result.notes = await asyncio.to_thread(evidence.finish, result.outcomes)
-    result.evidence = dict(evidence.sections)
-    dirs = [o.results_dir for o in result.outcomes if o.results_dir is not None]
-    if reports and dirs:
-        from streameval.report.writer import write_reports
-
-        await asyncio.to_thread(write_reports, dirs, out)
-    if dirs:
-        from streameval.runs.evidence import run_inputs, write_run_ledger
-
-        inputs = run_inputs(
-            "api",
-            jobs,
-            options=_api_options(locals_at_start),
-            profile=None if attach is None else attach.profile,
-            model=model,
-        )
-        await asyncio.to_thread(write_run_ledger, out, inputs, result.outcomes, evidence.sections)
-    return result
+        selection = cases if isinstance(cases, CaseSelection) else CaseSelection(Path(cases))
+    trajectories = given["trajectories"]
+    drive = Drive(
+        suite=given["suite"],
+        actions=tuple(given["actions"]),
+        loops=LoopPlan(tuple(trajectories) if trajectories else None, given["loop_seconds"]),
+        seconds_per_key=given["seconds_per_key"],
+        fps=given["fps"],
+        cases=selection,
+    )
+    rollouts = given["rollouts"]
+    ray = given["ray"]
+    attach: AttachOptions | None = given["attach"]
+    stop_when, margin = given["stop_when"], given["margin"]
+    if stop_when is None and margin is not None:
+        raise BadInputError("margin", "only with stop_when='vs=DIR'")
+    return RunSpec(
+        out=out,
+        model=_model_source(given["model"], given, attach),
+        rollouts=(
+            Rollouts(tuple(Path(p) for p in rollouts), given["fps"], given["realtime"])
+            if rollouts
+            else None
+        ),
+        drive=drive,
+        model_name=given["model_name"],
+        existing=given["existing"],
+        record=given["record"],
+        reports=given["reports"],
+        config=given["config"] or PipelineConfig(),
+        observers=tuple(given["observers"]),
+        publish_mqtt=given["publish_mqtt"],
+        stop_when=None if stop_when is None else StopWhen(stop_when, margin),
+        ray=RayBatch(ray) if isinstance(ray, str) else ray,
+        sigterm=given["sigterm"],
+        repeat=given["repeat"],
+        claim=given["claim"],
+        profile=None if attach is None else attach.profile,
+        command=Command("api", None, _api_options(given)),
+    )
 
 
-def _evidence(
-    out: Path, repeat: int, claim: str | None, record: RecordMode, attach: AttachOptions | None
-) -> RunEvidence:
-    """``repeat`` and ``claim`` checked as the command line checks ``--repeat``/``--claim``
-    (a profile's ``[claim]`` when no claim is given), before any model is built."""
-    from streameval.errors import BadInputError
-    from streameval.inputs.claims import parse_claim
-    from streameval.runs.evidence import RunEvidence
+def _model_source(
+    model: Any, given: dict[str, Any], attach: AttachOptions | None
+) -> InProcessModel | Servers | None:
+    """What ``model`` is: a network URL (a server), else a model stepped in process."""
+    if model is None:
+        return None
+    if isinstance(model, str):
+        from streameval.transports.urls import AttachOptions, is_network_url
 
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= 100:
-        raise BadInputError("repeat", f"a whole number in 1..100, got {repeat!r}")
-    if repeat > 1 and record == "off":
-        raise BadInputError(
-            "repeat", "rollouts are compared by their recordings: not with record='off'"
-        )
-    parsed = None
-    if claim is not None:
-        parsed = parse_claim(claim, "claim")
-    elif attach is not None and attach.profile:
-        from streameval.transports.profiles import load_profile
+        if is_network_url(model):
+            options = attach or AttachOptions(
+                clock=None, seconds_per_key=given["seconds_per_key"], fps=given["fps"]
+            )
+            return Servers((model,), options)
+    return InProcessModel(model, step_timeout=given["step_timeout"])
 
-        profile = load_profile(attach.profile)
-        if profile.claim is not None:
-            parsed = parse_claim(profile.claim, f"{profile.path}: claim")
-    return RunEvidence(out, parsed, repeat)
+
+def evaluation(result: RunResult) -> Evaluation:
+    """The Python API's view of a run's result."""
+    found = Evaluation(result.out)
+    found.outcomes = list(result.outcomes)
+    found.bad_input = [*result.refused.bad_input, *result.report.bad_input]
+    found.skipped = list(result.refused.skipped)
+    found.input_problems = list(result.refused.input_problems)
+    found.evidence = dict(result.evidence)
+    found.notes = [*result.rule_lines, *result.evidence_lines]
+    found.stopped = result.report.stopped
+    if result.ray is not None:
+        found.bad_input += result.ray.bad_input
+        found.failures = list(result.ray.failures)
+    return found
 
 
 def _api_options(given: dict[str, Any]) -> dict[str, Any]:
@@ -267,170 +258,12 @@ def _api_options(given: dict[str, Any]) -> dict[str, Any]:
     options["observers"] = [type(o).__qualname__ for o in options.get("observers", ())]
     from dataclasses import asdict, is_dataclass
 
-    for key in ("config", "attach"):  # PipelineConfig, AttachOptions: dataclasses
+    for key in ("config", "attach", "ray"):  # PipelineConfig, AttachOptions, RayBatch
         value = options.get(key)
         if value is not None:
             plain = is_dataclass(value) and not isinstance(value, type)
             options[key] = asdict(value) if plain else str(value)
     return options
-
-
-def _case_jobs(
-    model: Any,
-    cases: Path | str | CaseSelection,
-    out: Path,
-    *,
-    model_name: str | None,
-    loops: LoopPlan,
-    seconds_per_key: float,
-    fps: float | None,
-    record: RecordMode,
-    step_timeout: float | None,
-    attach: AttachOptions | None,
-) -> list[EpisodeJob]:
-    """A case set for an in-process model (an object or ``python:MODULE:FACTORY``) or a
-    server (a network URL); the cases are read and checked before the model is built or the
-    server is reached."""
-    from streameval.errors import BadInputError
-    from streameval.runs.cases import CaseSelection, model_case_jobs
-    from streameval.runs.python_model import load_python_model
-    from streameval.runs.python_model import model_name as own_name
-    from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
-
-    selection = cases if isinstance(cases, CaseSelection) else CaseSelection(Path(cases))
-    case_set = selection.load()
-    if model is None:
-        raise BadInputError("cases", "give the model to run the cases with")
-    origin = model if isinstance(model, str) else None
-    timeout = DEFAULT_STEP_TIMEOUT_S if step_timeout is None else step_timeout
-    if isinstance(model, str):
-        from streameval.transports.urls import is_network_url
-
-        if is_network_url(model):
-            return _network_case_jobs(
-                model,
-                selection,
-                case_set,
-                out,
-                model_name=model_name,
-                loops=loops,
-                seconds_per_key=seconds_per_key,
-                fps=fps,
-                record=record,
-                attach=attach,
-            )
-        model, loaded_name = load_python_model(model, timeout=timeout)
-    else:
-        loaded_name = own_name(model)
-    name = model_name or loaded_name
-    return model_case_jobs(
-        model,
-        name,
-        out,
-        case_set,
-        seed=selection.seed,
-        seconds_per_key=seconds_per_key,
-        loops=loops,
-        fps=fps,
-        record=record,
-        step_timeout=timeout,
-        origin=origin or name,
-        selection=selection.record(),
-    )
-
-
-def _network_case_jobs(
-    url: str,
-    selection: CaseSelection,
-    case_set: CaseSet,
-    out: Path,
-    *,
-    model_name: str | None,
-    loops: LoopPlan,
-    seconds_per_key: float,
-    fps: float | None,
-    record: RecordMode,
-    attach: AttachOptions | None,
-) -> list[EpisodeJob]:
-    """Every case a session on the server at ``url``, started as its profile (``attach``'s
-    ``profile``) sends a case: checked against every case before the first runs, as
-    ``attach URL --cases``."""
-    from streameval.runs.builders import network_model_name
-    from streameval.runs.cases import case_jobs
-    from streameval.transports.urls import (
-        AttachOptions,
-        check_attach_conditioning,
-        network_case_opener,
-    )
-
-    options = attach or AttachOptions(clock=None, seconds_per_key=seconds_per_key, fps=fps)
-    check_attach_conditioning([url], options, case_set.cases)
-    return case_jobs(
-        case_set,
-        out,
-        model_name or network_model_name(url),
-        network_case_opener(url, options),
-        selection.seed,
-        seconds_per_key=seconds_per_key,
-        loops=loops,
-        fps=fps,
-        fps_asked=fps,
-        record=record,
-        selection=selection.record(),
-        server_paths=options.server_paths,
-    )
-
-
-def _string_jobs(
-    url: str,
-    out: Path,
-    *,
-    model_name: str | None,
-    suite: str,
-    actions: Sequence[int],
-    loops: LoopPlan,
-    seconds_per_key: float,
-    fps: float | None,
-    record: RecordMode,
-    step_timeout: float | None,
-    attach: AttachOptions | None,
-) -> list[EpisodeJob]:
-    """A model named by a string: ``python:MODULE:FACTORY`` or a network URL."""
-    from streameval.transports.urls import AttachOptions, is_network_url
-
-    if is_network_url(url):
-        options = attach or AttachOptions(clock=None, seconds_per_key=seconds_per_key, fps=fps)
-        return network_jobs(
-            url,
-            out,
-            options,
-            actions=actions,
-            suite=suite,
-            loops=loops,
-            fps=fps,
-            model_name=model_name,
-            record=record,
-        )
-    from streameval.runs.python_model import load_python_model
-
-    loaded, name = (
-        load_python_model(url)
-        if step_timeout is None
-        else load_python_model(url, timeout=step_timeout)
-    )
-    return model_jobs(
-        loaded,
-        model_name or name,
-        out,
-        actions=actions,
-        seconds_per_key=seconds_per_key,
-        fps=fps,
-        record=record,
-        suite=suite,
-        loops=loops,
-        step_timeout=step_timeout,
-        origin=url,
-    )
 
 
 def evaluate(
@@ -456,36 +289,16 @@ def evaluate(
     cases: Path | str | CaseSelection | None = None,
     repeat: int = 1,
     claim: str | None = None,
+    stop_when: str | None = None,
+    margin: float | None = None,
+    publish_mqtt: str | None = None,
+    ray: str | RayBatch | None = None,
+    sigterm: bool = True,
 ) -> Evaluation:
     """``aevaluate`` for code without ``await`` (same arguments); safe inside a running event
     loop (Jupyter): the evaluation then gets its own loop in a helper thread and this call
-    waits for it."""
-    run = aevaluate(
-        model,
-        rollouts=rollouts,
-        out=out,
-        model_name=model_name,
-        suite=suite,
-        actions=actions,
-        trajectories=trajectories,
-        loop_seconds=loop_seconds,
-        seconds_per_key=seconds_per_key,
-        fps=fps,
-        realtime=realtime,
-        config=config,
-        existing=existing,
-        record=record,
-        reports=reports,
-        observers=observers,
-        step_timeout=step_timeout,
-        attach=attach,
-        cases=cases,
-        repeat=repeat,
-        claim=claim,
-    )
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(run)
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="streameval") as pool:
-        return pool.submit(asyncio.run, run).result()
+    waits for it (SIGTERM is then left to the process)."""
+    given = dict(locals())
+    from streameval.runs.run import run
+
+    return evaluation(run(run_spec(given)))

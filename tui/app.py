@@ -15,7 +15,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -41,7 +41,7 @@ from streameval.tui.screens.live import LiveScreen
 from streameval.tui.state import DashboardModel, JobStatus, LogLevel, LogLine
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerError, WorkerState
 
 from streameval.core.observers import EpisodeObserver
 from streameval.engine.config import PipelineConfig
@@ -50,6 +50,7 @@ from streameval.leaderboard import ExclusionRule
 from streameval.runs.jobs import EpisodeJob, JobsReport
 
 if TYPE_CHECKING:
+    from streameval.runs.interrupts import SigtermCancels
     from streameval.runs.stop_when import StopMonitor
 
 PIPELINE_WORKER = "pipeline"
@@ -79,6 +80,9 @@ class DashboardOptions:
     """``cases.json`` files of case runs on disk, shown on the case-set view (``c``)."""
     reload_interval_s: float | None = None
     """Read ``case_runs`` again this often (a run still writing into them); None: on ``r``."""
+    catch_sigterm: bool = True
+    """Stop on SIGTERM as on ``q`` by a handler of the App's own; False: the run that drives
+    the App routes SIGTERM to ``stop_on_sigterm`` (``arun_dashboard``)."""
 
 
 class DashboardApp(App[JobsReport]):
@@ -143,8 +147,10 @@ class DashboardApp(App[JobsReport]):
         # SIGTERM (a scheduler or `kill`) stops the run as `q` does: the episode in progress
         # is finalized as incomplete with its scores.json, then the app exits. Textual owns
         # the loop here, so the handler of the plain path (interrupts.py) is not in place.
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_sigterm)
+        if self.options.catch_sigterm:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop = asyncio.get_running_loop()
+                loop.add_signal_handler(signal.SIGTERM, self.stop_on_sigterm)
         self.add_mode("live", lambda: self.live)
         self.add_mode("leaderboard", lambda: self.leaderboard)
         self.add_mode("cases", lambda: self.cases)
@@ -243,7 +249,8 @@ class DashboardApp(App[JobsReport]):
                 )
             )
 
-    def _on_sigterm(self) -> None:
+    def stop_on_sigterm(self) -> None:
+        """SIGTERM (a scheduler or ``kill``): stop as ``q`` does."""
         self.run_worker(self.action_quit(), name="sigterm", exit_on_error=False)
 
     # -- user actions ---------------------------------------------------------------------
@@ -301,6 +308,37 @@ def run_dashboard(
     """
     app = DashboardApp(jobs, config, observers, options, stop, closing)
     result = app.run(headless=headless)
+    if app.failure is not None:
+        raise app.failure
+    return result if result is not None else app.report
+
+
+async def arun_dashboard(
+    jobs: list[EpisodeJob],
+    config: PipelineConfig,
+    observers: list[EpisodeObserver],
+    options: DashboardOptions | None = None,
+    *,
+    headless: bool = False,
+    stop: StopMonitor | None = None,
+    sigterm: SigtermCancels | None = None,
+) -> JobsReport:
+    """``run_dashboard`` on the running event loop (``runs.run``'s: the run's MQTT publisher
+    and evidence live on it too). ``sigterm``: the run's SIGTERM handler, routed to the App
+    (stop as ``q`` does) while it runs. Returns once the episode a second ``q`` left behind
+    has been finalized too, so the report holds it."""
+    options = replace(options or DashboardOptions(), catch_sigterm=sigterm is None)
+    app = DashboardApp(jobs, config, observers, options, stop)
+    if sigterm is not None:
+        sigterm.redirect(app.stop_on_sigterm)
+    try:
+        result = await app.run_async(headless=headless)
+        if app.pipeline is not None:
+            with contextlib.suppress(WorkerError):  # cancelled or failed: said below
+                await app.pipeline.wait()
+    finally:
+        if sigterm is not None:
+            sigterm.redirect(None)
     if app.failure is not None:
         raise app.failure
     return result if result is not None else app.report

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streameval.cli.evaluate import run_episodes
+from streameval.cli.evaluate import run_spec, spec_of, stop_rule
 from streameval.cli.options import (
     add_adapter_options,
     add_case_options,
@@ -21,15 +21,10 @@ from streameval.cli.options import (
 )
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import FPS, SECONDS_PER_KEY, STEP_TIMEOUT
-from streameval.protocol.suites import SOAK_SUITE
-from streameval.runs.builders import ALL_ACTIONS, model_jobs, network_jobs
-from streameval.runs.cases import CaseSelection, OpenForCase, model_case_jobs
-from streameval.runs.jobs import EpisodeJob, JobsReport
-from streameval.runs.python_model import load_python_model
+from streameval.runs.spec import Drive, InProcessModel, RunSpec, Servers, Start
 from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from streameval.cases.model import CaseSet
     from streameval.transports.urls import AttachOptions
 
 
@@ -159,118 +154,46 @@ def add_network_options(attach: argparse.ArgumentParser) -> None:
     )
 
 
-def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
+def spec(args: argparse.Namespace) -> RunSpec:
+    """``attach``'s run: an in-process model (``python:MODULE:FACTORY``) or the server(s)
+    at the URL(s), on the suite or the cases asked for."""
     from streameval.transports.urls import is_network_url
 
-    cases = case_selection(args)
-    start = _start_options(args)
+    model: InProcessModel | Servers
     if args.python is not None and not args.url.startswith("python:"):
         raise BadInputError(f"--python {args.python}", "runs a python: model, not " + args.url)
-    if cases is not None and args.suite == SOAK_SUITE:
-        raise BadInputError("--suite soak", "is one continuous episode: not with --cases")
-    if cases is not None:
-        if start:
-            raise BadInputError(start[0], "not with --cases (each case has its own start)")
-        return case_attach_jobs(args, cases)
     if is_network_url(args.url):
-        return network_attach_jobs(args)
-    if start:
-        raise BadInputError(
-            start[0], "is for network servers; give an in-process model a start with --cases"
-        )
-    if args.suite == SOAK_SUITE:
-        raise BadInputError("--suite soak", "needs a served model (a network URL): the "
-                            "real-time verdict judges a stream the model plays")  # fmt: skip
-    model, name = load_python_model(args.url, args.app_dir, args.step_timeout, args.python)
-    return model_jobs(
-        model,
-        args.model_name or name,
-        args.out,
-        actions=args.actions or ALL_ACTIONS,
-        seconds_per_key=args.seconds_per_key,
-        fps=args.fps,
+        urls = (args.url, *args.more_urls)
+        model = Servers(urls, attach_options(args), args.max_sessions, refuse_without_start=True)
+    else:
+        model = InProcessModel(args.url, args.app_dir, args.step_timeout, args.python)
+    start = Start(args.image, args.prompt, args.intrinsics)
+    return spec_of(
+        args,
+        model=model,
+        drive=Drive(
+            suite=args.suite,
+            actions=None if args.actions is None else tuple(args.actions),
+            loops=loop_plan(args),
+            seconds_per_key=args.seconds_per_key,
+            fps=args.fps,
+            soak_minutes=args.minutes,
+            cases=case_selection(args),
+        ),
+        start=start if start.given() else None,
+        model_name=args.model_name,
         record=args.record,
-        suite=args.suite,
-        loops=loop_plan(args),
-        step_timeout=args.step_timeout,
-        origin=args.url,
+        repeat=args.repeat,
+        claim=args.claim,
+        profile=args.profile,
+        stop_when=stop_rule(args),
     )
-
-
-def case_attach_jobs(args: argparse.Namespace, cases: CaseSelection) -> list[EpisodeJob]:
-    """``attach URL --cases PATH``: every selected case one episode, the model reset to the
-    case's image before it; the cases are read and checked before the model is built."""
-    from streameval.transports.urls import is_network_url
-
-    case_set = cases.load()
-    if is_network_url(args.url):
-        return network_case_jobs(args, cases, case_set)
-    model, name = load_python_model(args.url, args.app_dir, args.step_timeout, args.python)
-    return model_case_jobs(
-        model,
-        args.model_name or name,
-        args.out,
-        case_set,
-        seed=cases.seed,
-        seconds_per_key=args.seconds_per_key,
-        loops=loop_plan(args),
-        fps=args.fps,
-        record=args.record,
-        step_timeout=args.step_timeout,
-        origin=args.url,
-        selection=cases.record(),
-    )
-
-
-def network_case_jobs(
-    args: argparse.Namespace, cases: CaseSelection, case_set: CaseSet
-) -> list[EpisodeJob]:
-    """``attach URL [URL ...] --cases PATH``: every case a session on one of the servers,
-    started from the case as the profile sends it; every server's profile and conditioning
-    checked against every case before the first runs."""
-    from streameval.cases.conditioning import parse_server_paths
-    from streameval.runs.builders import network_model_name
-    from streameval.runs.cases import case_jobs
-    from streameval.runs.servers import ServerChoice
-    from streameval.transports.urls import check_attach_conditioning, network_case_opener
-
-    urls = server_urls(args)
-    options = attach_options(args)
-    check_attach_conditioning(urls, options, case_set.cases)
-    openers = [network_case_opener(url, options) for url in urls]
-    open_for_case: OpenForCase = openers[0] if len(openers) == 1 else ServerChoice(openers)
-    return case_jobs(
-        case_set,
-        args.out,
-        getattr(args, "model_name", None) or network_model_name(args.url),
-        open_for_case,
-        cases.seed,
-        seconds_per_key=args.seconds_per_key,
-        loops=loop_plan(args),
-        fps=args.fps,
-        fps_asked=args.fps,
-        record=getattr(args, "record", "lossless"),
-        selection=cases.record(),
-        server_paths=parse_server_paths(args.server_path),
-    )
-
-
-def server_urls(args: argparse.Namespace) -> list[str]:
-    """Every server URL of the command line: one model, one transport. More than one is for
-    ``--cases`` (a case set handed out over the servers)."""
-    urls = [args.url, *getattr(args, "more_urls", [])]
-    if len(urls) > 1:
-        if getattr(args, "cases", None) is None:
-            raise BadInputError(urls[1], "several URLs need --cases (one case per server)")
-        schemes = {url.split("://", 1)[0].split(":", 1)[0] for url in urls}
-        if len(schemes) > 1:
-            raise BadInputError(urls[1], f"several URLs must share one transport, got {schemes}")
-    if getattr(args, "max_sessions", None) is not None and args.max_sessions < 1:
-        raise BadInputError("--max-sessions", f"must be >= 1, got {args.max_sessions}")
-    return urls
 
 
 def attach_options(args: argparse.Namespace) -> AttachOptions:
+    """The transport options of a network URL (``--clock``, ``--key-map``, ``--profile``,
+    ``--server-path``, ...)."""
+    from streameval.cases.conditioning import parse_server_paths
     from streameval.transports.urls import AttachOptions
 
     return AttachOptions(
@@ -282,50 +205,9 @@ def attach_options(args: argparse.Namespace) -> AttachOptions:
         lossless=args.lossless,
         no_frame_timeout_s=args.no_frame_timeout,
         profile=args.profile,
+        server_paths=parse_server_paths(args.server_path),
     )
-
-
-def _start_options(args: argparse.Namespace) -> list[str]:
-    """The ``--image/--prompt/--intrinsics`` options given (a command without them has none)."""
-    names = ("image", "prompt", "intrinsics")
-    return [f"--{n}" for n in names if getattr(args, n, None) is not None]
-
-
-def network_attach_jobs(args: argparse.Namespace) -> list[EpisodeJob]:
-    """``attach URL`` for a network URL: the command line's options, to the one builder; the
-    start (``--image``) read and checked, and a server that needs one refused without it,
-    before anything connects."""
-    from streameval.cases.conditioning import parse_server_paths
-    from streameval.runs.attach_start import attach_start
-    from streameval.transports.urls import check_attach_conditioning, refuse_without_start
-
-    urls = server_urls(args)
-    options = attach_options(args)
-    start = attach_start(
-        getattr(args, "image", None),
-        getattr(args, "prompt", None),
-        getattr(args, "intrinsics", None),
-        parse_server_paths(getattr(args, "server_path", [])),
-    )
-    jobs = network_jobs(
-        args.url,
-        args.out,
-        options,
-        actions=args.actions or ALL_ACTIONS,
-        suite=args.suite,
-        loops=loop_plan(args),
-        fps=args.fps,
-        model_name=getattr(args, "model_name", None),
-        record=getattr(args, "record", "lossless"),
-        start=start,
-        soak_minutes=getattr(args, "minutes", 5.0),
-    )
-    if start is None or not start.has_image:  # after the profile's own checks
-        refuse_without_start(urls, options)
-    if start is not None:
-        check_attach_conditioning(urls, options, [start.case])
-    return jobs
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_episodes(args, jobs)
+    return run_spec(args, spec(args))

@@ -155,7 +155,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Browse finished results, or watch a remote evaluation (``--mqtt``); ``--serve``: in a
     browser."""
-    if getattr(args, "serve", None):
+    if args.serve:
         return _serve(args)
     if args.mqtt is None:
         return _browse(args)
@@ -166,7 +166,7 @@ def _check_watch(args: argparse.Namespace) -> None:
     """Bad ``--mqtt`` input (with RESULTS_DIR, a bad URL): ``BadInputError``."""
     from streameval.transports.mqtt.url import parse_mqtt_url
 
-    if getattr(args, "results", None):
+    if args.results:
         raise BadInputError("dashboard", "RESULTS_DIR... or --mqtt URL, not both")
     parse_mqtt_url(args.mqtt, session_required=False)  # bad URL: exit 2 before anything
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from streameval.cli.evaluate import run_episodes
+from streameval.cli.evaluate import run_spec, spec_of, stop_rule
 from streameval.cli.exit_codes import EXIT_OK
 from streameval.cli.options import (
     add_case_options,
@@ -18,14 +18,8 @@ from streameval.cli.options import (
     parse_actions,
     ranged,
 )
-from streameval.errors import BadInputError
 from streameval.inputs.numbers import SECONDS_PER_KEY
-from streameval.protocol.suites import SOAK_SUITE
-from streameval.runs.builders import demo_jobs
-from streameval.runs.cases import demo_case_jobs
-from streameval.runs.jobs import EpisodeJob, JobsReport
-
-DEMO_ACTIONS = [9, 14, 12]  # WR, ADA, LRL: a forward-turn, a strafe and a turn episode
+from streameval.runs.spec import DemoWorld, Drive, RunSpec
 
 
 def add_parser(sub: Any) -> None:
@@ -58,32 +52,24 @@ def add_parser(sub: Any) -> None:
     add_output_options(demo, record=True)
 
 
-def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
-    cases = case_selection(args)
-    if cases is not None:  # the procedural world on each case, started from its image
-        return demo_case_jobs(
-            args.out,
-            cases.load(),
-            defect=args.defect,
-            world_seed=args.seed,
-            seed=cases.seed,
-            seconds_per_key=args.seconds_per_key,
+def spec(args: argparse.Namespace) -> RunSpec:
+    """``demo``'s run: the procedural world (``--defect``, ``--seed``) on the suite or the
+    cases asked for."""
+    return spec_of(
+        args,
+        model=DemoWorld(args.defect, args.seed),
+        drive=Drive(
+            suite=args.suite,
+            actions=None if args.actions is None else tuple(args.actions),
             loops=loop_plan(args),
-            record=args.record,
-            selection=cases.record(),
-        )
-    if args.suite == SOAK_SUITE:
-        raise BadInputError("--suite soak", "needs a served model (attach URL): the demo "
-                            "world is stepped in process, it plays no stream")  # fmt: skip
-    return demo_jobs(
-        args.out,
-        defect=args.defect,
-        seed=args.seed,
-        actions=args.actions or DEMO_ACTIONS,
-        seconds_per_key=args.seconds_per_key,
-        suite=args.suite,
-        loops=loop_plan(args),
+            seconds_per_key=args.seconds_per_key,
+            soak_minutes=args.minutes,
+            cases=case_selection(args),
+        ),
         record=args.record,
+        repeat=args.repeat,
+        claim=args.claim,
+        stop_when=stop_rule(args),
     )
 
 
@@ -93,4 +79,4 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n".join(DEFECT_PRESETS))
         return EXIT_OK
-    return run_episodes(args, jobs)
+    return run_spec(args, spec(args))

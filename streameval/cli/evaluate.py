@@ -1,5 +1,6 @@
-"""What ``demo``, ``attach`` and ``replay`` share: running their jobs with the dashboard or
-plain progress, then the reports, the one-line summary and the exit status.
+"""What ``demo``, ``attach`` and ``replay`` share: their options as a run specification
+(``runs.spec``), the run (``runs.run.run``, the one road the Python API takes too) shown with
+the dashboard or plain progress, then the one-line summary and the exit status.
 
 Several inputs in one command: each is tried; the bad ones are reported and the rest still
 scored.
@@ -8,268 +9,169 @@ scored.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
 
 from streameval.cli.console import ProgressPrinter
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from streameval.cli.options import existing_policy, pipeline_config
-from streameval.core.observers import EpisodeObserver, EpisodeOutcome
-from streameval.engine.config import PipelineConfig
+from streameval.core.observers import EpisodeOutcome
 from streameval.errors import BadInputError
-from streameval.inputs.paths import check_output_dir, missing_dirs, remove_if_empty
-from streameval.metrics.stop_rule import DEFAULT_MARGIN, OPTION
-from streameval.results.ledger import RunInputs
-from streameval.results.results_log import RESULTS_LOG, ResultsLog
-from streameval.runs.existing import apply_existing_policy
-from streameval.runs.interrupts import cancel_on_sigterm
-from streameval.runs.jobs import EpisodeJob, JobsReport, StopCheck, run_jobs
-
-if TYPE_CHECKING:
-    from streameval.runs.evidence import RunEvidence
-    from streameval.runs.stop_when import StopMonitor
+from streameval.metrics.stop_rule import OPTION
+from streameval.runs.builders import RecordMode
+from streameval.runs.jobs import JobsReport
+from streameval.runs.run import Episodes, QuietDriver, Refused, RunResult, run, run_episodes
+from streameval.runs.spec import (
+    Command,
+    DemoWorld,
+    Drive,
+    InProcessModel,
+    RayBatch,
+    Rollouts,
+    RunSpec,
+    Servers,
+    Start,
+    StopWhen,
+)
 
 ARGV = "typed_argv"  # the namespace attribute main() keeps the command line in (the ledger's)
 
 
-def _use_dashboard(args: argparse.Namespace) -> bool:
+def use_dashboard(args: argparse.Namespace) -> bool:
     return not args.no_tui and sys.stdout.isatty() and sys.stdin.isatty()
 
 
-def run_episodes(
-    args: argparse.Namespace, build: Callable[[argparse.Namespace, JobsReport], list[EpisodeJob]]
-) -> int:
-    """Build the command's jobs (``build``), apply the existing-results policy, run them, and
-    report. ``args.out`` is checked before a model is built or a video decoded; folders it
-    needed created are taken away again if the run wrote nothing into them (bad input)."""
-    created = missing_dirs(args.out)
-    check_output_dir(args.out)
-    try:
-        return _run_episodes(args, build)
-    finally:
-        remove_if_empty(created)
-
-
-def _run_episodes(
-    args: argparse.Namespace, build: Callable[[argparse.Namespace, JobsReport], list[EpisodeJob]]
-) -> int:
-    report = JobsReport()
-    evidence = run_evidence(args)  # a bad --claim or --repeat: before any model is built
-    jobs = build(args, report)
-    monitor = case_stop_monitor(args, jobs)
-    if evidence.repeat > 1:
-        from streameval.runs.repeats import repeat_jobs
-
-        jobs = repeat_jobs(jobs, args.out, evidence.repeat, args.record)
-    jobs, skipped, kept = apply_existing_policy(jobs, existing_policy(args))
-    report.bad_input.extend(kept)
-    inputs = command_inputs(args, jobs)
-    for message in [*report.bad_input, *report.input_problems]:
-        print(f"error: {message}", file=sys.stderr)
-    for message in skipped:
-        print(message, file=sys.stderr)
-    config = pipeline_config(args)
-    results_log = ResultsLog(args.out / RESULTS_LOG)
-    if getattr(args, "ray", None) is not None:
-        from streameval.cli.ray import run_ray_replay
-
-        if getattr(args, "publish_mqtt", None):
-            raise BadInputError("--publish-mqtt", "not with --ray (scores are in --out)")
-        bad = len(report.bad_input) + len(report.input_problems)
-        return run_ray_replay(args, jobs, config, [results_log], bad, inputs)
-    extra: list[EpisodeObserver] = [*evidence.start().observers]
-    publisher = None
-    if args.publish_mqtt:
-        from streameval.transports.mqtt.scores_publisher import MqttScoresPublisher
-
-        publisher = MqttScoresPublisher(
-            args.publish_mqtt, stop=None if monitor is None else monitor.wire_state
-        )
-        extra.append(publisher)
-    servers = 1 + len(getattr(args, "more_urls", None) or [])
-    if servers > 1 and _use_dashboard(args):
-        # the dashboard follows one episode at a time; several at once run headless
-        print(f"{servers} servers: running without the dashboard", file=sys.stderr)
-    try:
-        run_report = _run(args, jobs, config, results_log, extra, publisher, monitor, servers)
-    except BaseException:
-        evidence.finish([])  # the GPU sampler stops with the run, however it ends
-        raise
-    if monitor is not None:
-        for line in monitor.finish():
-            print(line, file=sys.stderr)
-    return _finish(args, report, run_report, len(skipped), inputs, evidence)
-
-
-def _run(
-    args: argparse.Namespace,
-    jobs: list[EpisodeJob],
-    config: PipelineConfig,
-    results_log: ResultsLog,
-    extra: list[EpisodeObserver],
-    publisher: Any,
-    monitor: StopMonitor | None,
-    servers: int,
-) -> JobsReport:
-    """The jobs, in the dashboard or with plain progress."""
-    if servers == 1 and _use_dashboard(args):
-        from streameval.tui import run_dashboard
-
-        return run_dashboard(
-            jobs,
-            config,
-            [results_log, *extra],
-            stop=monitor,
-            closing=None if publisher is None else publisher.close,
-        )
-    return _run_plain(
-        jobs,
-        config,
-        [results_log, *extra],
-        args.quiet,
-        publisher,
-        servers=servers,
-        max_sessions=getattr(args, "max_sessions", None),
-        stop=None if monitor is None else monitor.check,
-    )
-
-
-def run_evidence(args: argparse.Namespace) -> RunEvidence:
-    """The run's evidence gatherer: ``--repeat`` (checked: repeats are compared by their
-    recordings) and the claim, from ``--claim`` or else the ``--profile``'s ``[claim]``."""
-    from streameval.inputs.claims import OPTION as CLAIM
-    from streameval.inputs.claims import parse_claim
-    from streameval.runs.evidence import RunEvidence
-
-    repeat = getattr(args, "repeat", None) or 1
-    if repeat > 1 and getattr(args, "record", "off") == "off":
-        raise BadInputError(
-            "--repeat", "rollouts are compared by their recordings: not with --record off"
-        )
-    claim = None
-    if getattr(args, "claim", None):
-        claim = parse_claim(args.claim, CLAIM)
-    elif getattr(args, "profile", None):
-        from streameval.transports.profiles import load_profile
-
-        profile = load_profile(args.profile)
-        if profile.claim is not None:
-            claim = parse_claim(profile.claim, f"{profile.path}: claim")
-    return RunEvidence(args.out, claim, repeat)
-
-
-def command_inputs(args: argparse.Namespace, jobs: list[EpisodeJob]) -> RunInputs:
-    """What the ledger says this command was given: its argv as typed, its options, and the
-    inputs its jobs name (``runs.evidence``)."""
-    from streameval.runs.evidence import run_inputs
-
+def command_record(args: argparse.Namespace) -> Command:
+    """What the ledger says this command was given: its argv as typed and its options."""
     options = {k: v for k, v in vars(args).items() if k != ARGV}
-    return run_inputs(
-        str(getattr(args, "command", "")),
-        jobs,
-        argv=getattr(args, ARGV, None),
-        options=options,
-        profile=getattr(args, "profile", None),
-        model=getattr(args, "url", None),
+    argv = vars(args).get(ARGV)  # set by main(); a test may call a command's run directly
+    return Command(str(args.command), None if argv is None else tuple(argv), options)
+
+
+def spec_of(
+    args: argparse.Namespace,
+    *,
+    model: DemoWorld | InProcessModel | Servers | None = None,
+    rollouts: Rollouts | None = None,
+    drive: Drive | None = None,
+    start: Start | None = None,
+    model_name: str | None = None,
+    record: RecordMode = "off",
+    repeat: int = 1,
+    claim: str | None = None,
+    profile: str | None = None,
+    stop_when: StopWhen | None = None,
+    ray: RayBatch | None = None,
+) -> RunSpec:
+    """A command's run: the options every evaluating command has (output policy, backends,
+    live publishing, reports) from ``args``, the rest as the command gives them."""
+    return RunSpec(
+        out=args.out,
+        model=model,
+        rollouts=rollouts,
+        drive=drive or Drive(),
+        start=start,
+        model_name=model_name,
+        existing=existing_policy(args),
+        record=record,
+        reports=not args.no_report,
+        config=pipeline_config(args),
+        publish_mqtt=args.publish_mqtt,
+        stop_when=stop_when,
+        ray=ray,
+        repeat=repeat,
+        claim=claim,
+        profile=profile,
+        command=command_record(args),
+        flags=True,
     )
 
 
-def case_stop_monitor(args: argparse.Namespace, jobs: list[EpisodeJob]) -> StopMonitor | None:
-    """The ``--stop-when`` monitor of a case run (None without the option); a rule that can
-    never be met, or the option without ``--cases``, is bad input here, before any case."""
-    text = getattr(args, "stop_when", None)
-    margin = getattr(args, "margin", None)
-    if text is None:
-        if margin is not None:
+def stop_rule(args: argparse.Namespace) -> StopWhen | None:
+    """``--stop-when RULE [--margin POINTS]`` (``--margin`` alone is bad input)."""
+    if args.stop_when is None:
+        if args.margin is not None:
             raise BadInputError("--margin", f"only with {OPTION} vs=DIR")
         return None
-    if getattr(args, "cases", None) is None:
-        raise BadInputError(OPTION, "only with --cases (the rule is checked case by case)")
-    from streameval.runs.cases import CaseManifestLine
-    from streameval.runs.stop_when import stop_monitor
+    return StopWhen(args.stop_when, args.margin)
 
-    manifests = [o for job in jobs for o in job.observers if isinstance(o, CaseManifestLine)]
-    if not manifests:
-        raise BadInputError(OPTION, "no case to run")
-    return stop_monitor(
-        text,
-        DEFAULT_MARGIN if margin is None else margin,
-        manifests[0].path.parent,
-        [m.case.key for m in manifests],
-        sorted({m.drive.suite for m in manifests}),
-        quality=bool(getattr(args, "quality", None)),
+
+@dataclass
+class ConsoleDriver(QuietDriver):
+    """The command line's view of a run: refusals as ``error:`` lines before anything runs,
+    then the dashboard (a terminal, one server) or progress bars (a terminal), plain
+    progress lines (a pipe) or nothing (``-q``)."""
+
+    quiet: bool = False
+    dashboard: bool = False
+
+    def announce(self, refused: Refused) -> None:
+        for message in [*refused.bad_input, *refused.input_problems]:
+            print(f"error: {message}", file=sys.stderr)
+        for message in refused.skipped:
+            print(message, file=sys.stderr)
+
+    async def drive(self, episodes: Episodes) -> JobsReport:
+        if episodes.servers > 1 and self.dashboard:
+            # the dashboard follows one episode at a time; several at once run headless
+            print(f"{episodes.servers} servers: running without the dashboard", file=sys.stderr)
+        elif self.dashboard:
+            from streameval.tui import arun_dashboard
+
+            return await arun_dashboard(
+                episodes.jobs,
+                episodes.config,
+                episodes.observers,
+                stop=episodes.stop,
+                sigterm=episodes.sigterm,
+            )
+        if self.quiet:
+            return await run_episodes(episodes)
+        if not sys.stdout.isatty():
+            return await run_episodes(episodes, [ProgressPrinter()])
+        from streameval.cli.console import ProgressBars
+
+        with ProgressBars(len(episodes.jobs)) as bars:
+            return await run_episodes(episodes, [bars])
+
+
+def run_spec(args: argparse.Namespace, spec: RunSpec) -> int:
+    """Run ``spec`` on the one road, shown as ``args`` ask (``-q``, ``--no-tui``), and say
+    how it went: the lines, the one-line summary with the results path, the exit status."""
+    driver = ConsoleDriver(quiet=args.quiet, dashboard=use_dashboard(args))
+    result = run(spec, driver)
+    if result.ray is not None:
+        return _ray_summary(spec, result)
+    return _finish(spec, result)
+
+
+def _ray_summary(spec: RunSpec, result: RunResult) -> int:
+    """A Ray batch's summary and exit status, with the local run's rules (failures: 1)."""
+    batch = result.ray
+    assert batch is not None
+    done = sum(1 for r in batch.reports if r.outcome is not None and r.outcome.complete)
+    print(
+        f"{done} complete, {len(batch.incomplete)} incomplete, {len(batch.skipped)} skipped, "
+        f"{len(batch.failures) + len(batch.bad_input)} failed; results in {spec.out}/",
+        file=sys.stderr,
     )
+    from streameval.cli.ray import batch_exit_status
+
+    refused = result.refused
+    return batch_exit_status(batch, len(refused.bad_input) + len(refused.input_problems))
 
 
-def _run_plain(
-    jobs: list[EpisodeJob],
-    config: PipelineConfig,
-    observers: list[EpisodeObserver],
-    quiet: bool,
-    publisher: Any = None,
-    *,
-    servers: int = 1,
-    max_sessions: int | None = None,
-    stop: StopCheck | None = None,
-) -> JobsReport:
-    """Without the dashboard: progress bars in a terminal, plain lines otherwise (-q: none).
-    With several servers, their cases run side by side (``runs.servers``)."""
-
-    async def run_all(shown: list[EpisodeObserver]) -> JobsReport:
-        try:
-            if servers > 1:
-                from streameval.runs.servers import run_jobs_on_servers
-
-                return await run_jobs_on_servers(
-                    jobs,
-                    servers,
-                    config,
-                    [*shown, *observers],
-                    max_sessions=max_sessions,
-                    stop=stop,
-                )
-            return await run_jobs(jobs, config, [*shown, *observers], stop)
-        finally:
-            if publisher is not None:
-                await publisher.close()
-
-    if quiet:
-        return asyncio.run(cancel_on_sigterm(run_all([])))
-    if not sys.stdout.isatty():
-        return asyncio.run(cancel_on_sigterm(run_all([ProgressPrinter()])))
-    from streameval.cli.console import ProgressBars
-
-    with ProgressBars(len(jobs)) as bars:
-        return asyncio.run(cancel_on_sigterm(run_all([bars])))
-
-
-def _finish(
-    args: argparse.Namespace,
-    report: JobsReport,
-    run: JobsReport,
-    skipped: int,
-    inputs: RunInputs,
-    evidence: RunEvidence,
-) -> int:
-    """Report what went wrong, write the ledger, a one-line summary with the results path, and
-    the exit code."""
+def _finish(spec: RunSpec, result: RunResult) -> int:
+    """Report what went wrong, a one-line summary with the results path, and the exit code."""
     from streameval.engine.keys_contradicted import summary_lines as contradiction_lines
     from streameval.engine.keys_ignored import MESSAGE as KEYS_IGNORED
-    from streameval.report.writer import write_reports
 
-    written = [o.results_dir for o in run.outcomes if o.results_dir is not None]
-    evidence_lines = evidence.finish(run.outcomes)
-    reports = not getattr(args, "no_report", False)
-    if written and reports:
-        for warning in write_reports(written, args.out):
-            print(f"warning: {warning}", file=sys.stderr)
-    if written:
-        from streameval.runs.evidence import write_run_ledger
-
-        write_run_ledger(args.out, inputs, run.outcomes, evidence.sections)
-    for line in evidence_lines:
+    run, refused, out = result.report, result.refused, spec.out
+    for line in result.rule_lines:
+        print(line, file=sys.stderr)
+    for warning in result.report_warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for line in result.evidence_lines:
         print(line, file=sys.stderr)
     for message in run.bad_input:
         print(f"error: {message}", file=sys.stderr)
@@ -295,21 +197,21 @@ def _finish(
             for message in messages or [f"{outcome.info.episode}: episode incomplete"]:
                 print(f"error: {message}", file=sys.stderr)
     complete = len(run.outcomes) - len(incomplete)
-    failed = len(report.bad_input) + len(run.bad_input)
+    failed = len(refused.bad_input) + len(run.bad_input)
     parts = [f"{complete} complete", f"{len(incomplete)} incomplete"]
-    parts += [f"{skipped} skipped"] if skipped else []
+    parts += [f"{len(refused.skipped)} skipped"] if refused.skipped else []
     parts += [f"{failed} not run (bad input)"] if failed else []
-    if report.input_problems:
-        parts += [f"{len(report.input_problems)} unusable sidecar(s) left out"]
+    if refused.input_problems:
+        parts += [f"{len(refused.input_problems)} unusable sidecar(s) left out"]
     look = (
-        f"open {args.out / 'index.html'}, or: streameval table {args.out} --include-all"
-        if reports
-        else f"streameval table {args.out} --include-all; reports: streameval report {args.out}"
+        f"open {out / 'index.html'}, or: streameval table {out} --include-all"
+        if spec.reports
+        else f"streameval table {out} --include-all; reports: streameval report {out}"
     )
-    print(f"{', '.join(parts)}; results in {args.out}/ ({look})", file=sys.stderr)
+    print(f"{', '.join(parts)}; results in {out}/ ({look})", file=sys.stderr)
     if run.stopped:
         return EXIT_INTERRUPTED
-    if report.bad_input or report.input_problems or run.bad_input or incomplete:
+    if refused.bad_input or refused.input_problems or run.bad_input or incomplete:
         return EXIT_BAD_INPUT
     return EXIT_OK
 

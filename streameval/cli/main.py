@@ -34,7 +34,7 @@ from streameval.cli import (
 )
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, exit_status
 from streameval.cli.options import OneLineParser, configure_logging
-from streameval.cli.ray import check_ray_usage, split_ray_flag
+from streameval.cli.ray import split_ray_flag
 from streameval.core import cpu
 from streameval.core.version import __version__
 from streameval.errors import BadInputError
@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Streaming, real-time evaluator for live world-model rollouts.",
     )
     parser.add_argument("--version", action="version", version=f"streameval {__version__}")
+    # what main() reads of every command: a command without the option has these (its own
+    # options, when it has them, take their place)
+    parser.set_defaults(out=None, verbose=False, quiet=False)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for command in COMMANDS.values():
         command.add_parser(sub)
@@ -90,7 +93,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args)
     try:
         cpu.mode()  # a $STREAMEVAL_CPU_FEATURES it does not know: one line, before any work
-        check_ray_usage(args)
         return COMMANDS[args.command].run(args)
     except BadInputError as exc:  # unknown names and unavailable backends included
         print(f"error: {exc}", file=sys.stderr)
@@ -100,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILURE
     except (KeyboardInterrupt, asyncio.CancelledError):
-        where = f"; results in {args.out}/" if getattr(args, "out", None) else ""
+        where = f"; results in {args.out}/" if args.out else ""
         print(
             f"interrupted: episodes in progress were finalized as incomplete{where}",
             file=sys.stderr,

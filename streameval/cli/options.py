@@ -13,7 +13,7 @@ from streameval.cli.exit_codes import EXIT_BAD_INPUT
 from streameval.constants import REALTIME_TARGET_FPS
 from streameval.errors import BadInputError
 from streameval.inputs.numbers import Range
-from streameval.protocol.memory_loop import MEMORY_LOOP_SECONDS, MEMORY_LOOP_SUITE
+from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.protocol.suites import SOAK_SUITE
 from streameval.results.layout import ExistingPolicy
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from streameval.runs.cases import CaseSelection
 from streameval.runs.builders import RECORD_MODES
 from streameval.runs.memory_loop import LoopPlan
+from streameval.runs.spec import MAX_REPEAT
 
 
 def add_output_options(p: argparse.ArgumentParser, *, record: bool) -> None:
@@ -64,9 +65,6 @@ def add_output_options(p: argparse.ArgumentParser, *, record: bool) -> None:
             "'25 fps, 1x H100, 720p': verdict consistent / below claim / different "
             "configuration / config not stated (default: the --profile's [claim], if any)",
         )
-
-
-MAX_REPEAT = 100
 
 
 def _repeat_count(text: str) -> int:
@@ -133,9 +131,9 @@ def configure_logging(args: argparse.Namespace) -> None:
     """``streameval.*`` log records to stderr at the level ``-v``/``-q`` ask for (warnings by
     default). Only our logger is touched, so an embedding program keeps its own set-up, and
     records still propagate to the root logger's handlers."""
-    if getattr(args, "verbose", False):
+    if args.verbose:
         level = logging.DEBUG
-    elif getattr(args, "quiet", False):
+    elif args.quiet:
         level = logging.ERROR
     else:
         level = logging.WARNING
@@ -149,9 +147,10 @@ def configure_logging(args: argparse.Namespace) -> None:
 
 
 def existing_policy(args: argparse.Namespace) -> ExistingPolicy:
-    if getattr(args, "overwrite", False):
+    """``--overwrite``/``--resume`` (``add_output_options``) as the policy's name."""
+    if args.overwrite:
         return "overwrite"
-    if getattr(args, "resume", False):
+    if args.resume:
         return "resume"
     return "keep"
 
@@ -186,11 +185,8 @@ def memory_loop_options(p: argparse.ArgumentParser) -> None:
 
 def loop_plan(args: argparse.Namespace) -> LoopPlan:
     """The memory_loop part of a ``demo``/``attach`` command line."""
-    trajectories = getattr(args, "trajectory", None)
-    return LoopPlan(
-        tuple(trajectories) if trajectories else None,
-        getattr(args, "loop_seconds", MEMORY_LOOP_SECONDS),
-    )
+    trajectories = args.trajectory
+    return LoopPlan(tuple(trajectories) if trajectories else None, args.loop_seconds)
 
 
 def parse_actions(text: str) -> list[int]:
@@ -409,13 +405,13 @@ def case_selection(args: argparse.Namespace) -> CaseSelection | None:
     without ``--cases`` is bad input, refused before anything runs."""
     from streameval.runs.cases import CaseSelection
 
-    path = getattr(args, "cases", None)
+    path = args.cases
     if path is None:
         for flag, value in (("--sets", args.sets), ("--images", args.images)):
             if value is not None:
                 raise BadInputError(flag, "selects among cases: give --cases PATH too")
         return None
-    actions = getattr(args, "actions", None)
+    actions = args.actions
     return CaseSelection(
         path,
         sets=args.sets,

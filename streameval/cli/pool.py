@@ -214,16 +214,18 @@ def _run_pool(args: argparse.Namespace) -> int:
     from streameval.scale.pool import offer_sessions, read_pool
 
     if args.pool_command == "evaluate":
-        if getattr(args, "publish_mqtt", None):
+        if args.publish_mqtt:
             raise BadInputError("--publish-mqtt", "not with pool evaluate (claims carry it)")
         asyncio.run(_evaluate(args))
         return EXIT_OK
     if args.pool_command == "offer" and args.cases is not None:
         return _offer_cases(args)
     if args.pool_command == "offer":
-        for flag in ("sets", "images", "actions", "model_name"):
-            if getattr(args, flag) is not None:
-                raise BadInputError(f"--{flag.replace('_', '-')}", "goes with --cases PATH")
+        given = {"--sets": args.sets, "--images": args.images, "--actions": args.actions,
+                 "--model-name": args.model_name}  # fmt: skip
+        for flag, value in given.items():
+            if value is not None:
+                raise BadInputError(flag, "goes with --cases PATH")
         offers = _offers(args)
         asyncio.run(offer_sessions(args.broker, args.group, offers))
         print(f"offered {len(offers)} session(s) to pool {args.group!r}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""The ``--ray`` side of ``streameval replay`` and ``rescore``: options and the two runs.
+"""The ``--ray`` side of ``streameval replay`` and ``rescore``: the options, the replay's
+``RayBatch`` (run on the one road, ``runs.run``), the rescore batch and their exit status.
 
 Kept free of Ray imports (``ray_batch`` is imported inside the functions) so that building
 the parser, or any command without ``--ray``, never loads Ray: it is an optional extra
@@ -15,14 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
-from streameval.core.observers import EpisodeObserver
-from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError
-from streameval.runs.jobs import EpisodeJob
+from streameval.runs.spec import RayBatch
 
 if TYPE_CHECKING:
-    from streameval.results.ledger import RunInputs
-    from streameval.scale.ray_batch import BatchReport, RayOptions
+    from streameval.scale.ray_batch import BatchReport
 
 
 _ADDRESS = re.compile(r"^(auto|local|ray://\S+|[A-Za-z0-9.\-]+:\d+)$")
@@ -72,23 +70,19 @@ def add_ray_options(p: argparse.ArgumentParser, *, gpus: bool) -> None:
         )
 
 
-def _ray_options(args: argparse.Namespace) -> RayOptions:
-    from streameval.scale.ray_batch import RayOptions
-
-    gpus = float(getattr(args, "gpus_per_episode", 0.0))
-    if gpus < 0:
-        raise BadInputError("--gpus-per-episode", f"must be ≥ 0, got {gpus:g}")
-    return RayOptions(address=args.ray, gpus_per_episode=gpus)
-
-
-def check_ray_usage(args: argparse.Namespace) -> None:
-    """``--gpus-per-episode`` means nothing without ``--ray``: say so rather than ignore it."""
-    gpus = float(getattr(args, "gpus_per_episode", 0.0))
-    if getattr(args, "ray", None) is None and gpus != 0.0:
-        raise BadInputError("--gpus-per-episode", "only with --ray")
+def ray_batch(args: argparse.Namespace) -> RayBatch | None:
+    """``--ray [ADDRESS]`` and ``--gpus-per-episode`` of ``replay`` (None without ``--ray``;
+    ``--gpus-per-episode`` means nothing without it: said rather than ignored)."""
+    if args.ray is None:
+        if args.gpus_per_episode != 0.0:
+            raise BadInputError("--gpus-per-episode", "only with --ray")
+        return None
+    return RayBatch(args.ray, float(args.gpus_per_episode))
 
 
-def _exit_status(batch: BatchReport, earlier_bad_input: int) -> int:
+def batch_exit_status(batch: BatchReport, earlier_bad_input: int) -> int:
+    """A batch's errors, one line each, and its exit status: the local run's rules, a task
+    that failed (not bad input) 1."""
     for message in batch.failures:
         print(f"error: {message}", file=sys.stderr)
     for message in batch.bad_input:
@@ -105,40 +99,10 @@ def _exit_status(batch: BatchReport, earlier_bad_input: int) -> int:
     return EXIT_OK
 
 
-def run_ray_replay(
-    args: argparse.Namespace,
-    jobs: Sequence[EpisodeJob],
-    config: PipelineConfig,
-    observers: Sequence[EpisodeObserver],
-    earlier_bad_input: int,
-    inputs: RunInputs | None = None,
-) -> int:
-    """Replay ``jobs`` on Ray; the exit status follows the local run's rules. The run's
-    ledger (``inputs``) is written here, on the driver, with where each episode ran."""
-    from streameval.scale.ray_batch import run_replay_batch
-
-    tasks = [job.task for job in jobs if job.task is not None]
-    options = _ray_options(args)
-    batch = run_replay_batch(tasks, config, options, observers)
-    outcomes = [r.outcome for r in batch.reports if r.outcome is not None]
-    if inputs is not None and any(o.results_dir is not None for o in outcomes):
-        from streameval.runs.evidence import write_run_ledger
-
-        workers = sorted({str(r.worker) for r in batch.reports if r.worker})
-        write_run_ledger(args.out, inputs, outcomes, {"ray": {"workers": workers}})
-    done = sum(1 for r in batch.reports if r.outcome is not None and r.outcome.complete)
-    print(
-        f"{done} complete, {len(batch.incomplete)} incomplete, {len(batch.skipped)} skipped, "
-        f"{len(batch.failures) + len(batch.bad_input)} failed; results in {args.out}/",
-        file=sys.stderr,
-    )
-    return _exit_status(batch, earlier_bad_input)
-
-
 def run_ray_rescore(args: argparse.Namespace) -> int:
     """``rescore --ray``: every results folder under the arguments, one task each."""
     from streameval.engine.rescore import find_results_dirs
-    from streameval.scale.ray_batch import run_rescore_batch
+    from streameval.scale.ray_batch import RayOptions, run_rescore_batch
 
     dirs: list[Path] = []
     bad = 0
@@ -148,6 +112,5 @@ def run_ray_rescore(args: argparse.Namespace) -> int:
         except BadInputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             bad += 1
-    options = _ray_options(args)
-    batch = run_rescore_batch(dirs, options)
-    return _exit_status(batch, bad)
+    batch = run_rescore_batch(dirs, RayOptions(address=args.ray))
+    return batch_exit_status(batch, bad)

@@ -7,12 +7,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from streameval.cli.evaluate import run_episodes
+from streameval.cli.evaluate import run_spec, spec_of
 from streameval.cli.options import add_evaluation_options, add_output_options, ranged
-from streameval.cli.ray import add_ray_options
+from streameval.cli.ray import add_ray_options, ray_batch
 from streameval.inputs.numbers import FPS
-from streameval.runs.builders import rollout_jobs
-from streameval.runs.jobs import EpisodeJob, JobsReport
+from streameval.runs.spec import Rollouts, RunSpec
 
 
 def add_parser(sub: Any) -> None:
@@ -31,9 +30,14 @@ def add_parser(sub: Any) -> None:
     add_ray_options(replay, gpus=True)
 
 
-def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
-    return rollout_jobs(args.rollouts, args.out, report, fps=args.fps, realtime=args.realtime)
+def spec(args: argparse.Namespace) -> RunSpec:
+    """``replay``'s run: the rollouts, paced as asked, here or on Ray (``--ray``)."""
+    return spec_of(
+        args,
+        rollouts=Rollouts(tuple(args.rollouts), args.fps, args.realtime),
+        ray=ray_batch(args),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_episodes(args, jobs)
+    return run_spec(args, spec(args))

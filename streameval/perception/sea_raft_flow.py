@@ -31,13 +31,13 @@ which is restored afterwards.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import json
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -145,8 +145,10 @@ def _load_state(torch: Any, path: Path) -> dict[str, Any]:
 
 
 def build_sea_raft(root: Path, config: Path, weights: Path, torch: Any) -> tuple[Any, Any]:
-    """(network in eval mode on the CPU, args) from the checkout, its config and weights."""
-    args = argparse.Namespace(**json.loads(config.read_text(encoding="utf-8")))
+    """(network in eval mode on the CPU, args) from the checkout, its config and weights.
+    ``args`` is the config JSON as attributes, what the reference's ``RAFT(args)`` reads and
+    writes (its own script passes an argparse namespace; nothing of argparse is needed)."""
+    args = SimpleNamespace(**json.loads(config.read_text(encoding="utf-8")))
     with _checkout_imports(root):
         raft_module = importlib.import_module("raft")
         extractor = sys.modules.get("extractor")
@@ -199,9 +201,10 @@ class SeaRaftFlow:
             ) from err
         self.device = pick_device(torch, device)
         self._net = net.to(self.device)
-        self.scale = int(getattr(args, "scale", 0))
+        settings = vars(args)  # the config's keys; scale and name may be absent
+        self.scale = int(settings.get("scale", 0))
         self.iters = int(iters if iters is not None else args.iters)
-        self.name = f"sea-raft-{getattr(args, 'name', cfg.stem)}"
+        self.name = f"sea-raft-{settings.get('name', cfg.stem)}"
         self.provenance = {
             "weights": file_digest(weights_file),
             "config": cfg.name,

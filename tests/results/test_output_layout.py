@@ -247,7 +247,7 @@ def test_ctrl_c_is_not_bad_input(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("streameval.cli.demo.run_episodes", interrupted)
+    monkeypatch.setattr("streameval.cli.demo.run_spec", interrupted)
     assert _demo(tmp_path) == EXIT_INTERRUPTED == 130
     assert "interrupted" in capsys.readouterr().err
 

@@ -108,6 +108,29 @@ def test_batch_equals_local_and_resume_skips_finished(
         assert _scored_parts(_episode(out, name)) == _scored_parts(_episode(local_results, name))
 
 
+def test_the_python_api_runs_the_batch_on_ray(
+    rollouts: Path, local_results: Path, ray_instance: None, tmp_path: Path
+) -> None:
+    """``streameval.evaluate(rollouts=..., ray=...)`` takes the command line's road: the same
+    scores as a local replay, and the driver's ledger says where each episode ran."""
+    import streameval
+
+    out = tmp_path / "api"
+    found = streameval.evaluate(
+        rollouts=[rollouts],
+        out=out,
+        ray="local",
+        config=PipelineConfig(cuts="scenedetect-adaptive"),
+        reports=False,
+    )
+    assert found.complete and not found.failures
+    assert sorted(o.info.episode for o in found.outcomes) == list(EPISODES)
+    for name in EPISODES:
+        assert _scored_parts(_episode(out, name)) == _scored_parts(_episode(local_results, name))
+    ledger = json.loads((out / "ledger.json").read_text())
+    assert ledger["ray"]["workers"] and ledger["inputs"]["command"] == "api"
+
+
 def test_rescore_on_ray_leaves_scores_unchanged(
     local_results: Path, ray_instance: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -428,15 +428,17 @@ def test_a_real_case_run_on_the_dashboard_and_its_resume(
     arena = write_arena(tmp_path / "arena_inputs")
     shown: list[DashboardApp] = []
 
-    def headless(jobs, config, observers, options=None, headless=False, stop=None, closing=None):  # type: ignore[no-untyped-def]
-        options = DashboardOptions(stay_open=False)
-        app = DashboardApp(jobs, config, observers, options, stop, closing)
+    async def headless(  # type: ignore[no-untyped-def]
+        jobs, config, observers, options=None, headless=False, stop=None, sigterm=None
+    ):
+        options = DashboardOptions(stay_open=False, catch_sigterm=False)
+        app = DashboardApp(jobs, config, observers, options, stop)
         shown.append(app)
-        result = app.run(headless=True)
+        result = await app.run_async(headless=True)
         return result if result is not None else app.report
 
-    monkeypatch.setattr(evaluate_cli, "_use_dashboard", lambda args: True)
-    monkeypatch.setattr(tui_package, "run_dashboard", headless)
+    monkeypatch.setattr(evaluate_cli, "use_dashboard", lambda args: True)
+    monkeypatch.setattr(tui_package, "arun_dashboard", headless)
     run = ["demo", "--cases", str(arena), "--out", str(tmp_path / "out"), "--sets"]
     fast = ["--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5"]
     # image 0: 000_001 (its other actions, 6 and 9, left out); image 1 adds 001_002; the

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from streameval.tui import DashboardApp
 from streameval.tui.remote import RemoteDashboardApp
 from streameval.tui.state import JobStatus
@@ -106,21 +107,41 @@ def test_remote_dashboard_ends_the_episode_as_the_local_one(broker: Broker, tmp_
     assert ep.outcome is not None and ep.outcome.complete and ep.outcome.frames == total
 
 
+@pytest.mark.parametrize("dashboard", [False, True])
 def test_the_remote_case_view_shows_the_stop_rule_as_the_evaluator_knows_it(
-    broker: Broker, tmp_path: Path
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dashboard: bool
 ) -> None:
-    """``demo --cases --stop-when ... --publish-mqtt`` (headless) and a watcher through a real
-    broker: the rule is met before the second case, and the watcher's case-set view says so,
-    with each column's state beside its band, as the evaluator's monitor says it."""
+    """``demo --cases --stop-when ... --publish-mqtt`` (plain progress, or the dashboard
+    headless) and a watcher through a real broker: the rule is met before the second case,
+    and the watcher's case-set view says so, with each column's state beside its band, as the
+    evaluator's monitor says it — with the dashboard too, whose run ends before the
+    publisher's last message goes out (``runs.run`` closes the publisher after the driver)."""
+    import streameval.tui as tui_package
+    from streameval.tui import DashboardOptions
+
+    import streameval.cli.evaluate as evaluate_cli
     from streameval.cli.main import main
     from tests.cases.arena_synth import write_arena
+
+    if dashboard:
+        real = tui_package.arun_dashboard
+
+        async def headless(jobs, config, observers, stop=None, sigterm=None):  # type: ignore[no-untyped-def]
+            options = DashboardOptions(stay_open=False)
+            return await real(
+                jobs, config, observers, options, headless=True, stop=stop, sigterm=sigterm
+            )
+
+        monkeypatch.setattr(evaluate_cli, "use_dashboard", lambda args: True)
+        monkeypatch.setattr(tui_package, "arun_dashboard", headless)
 
     arena = write_arena(tmp_path / "arena_inputs")
     url = broker.url("stop")
     command = [
         "demo", "--cases", str(arena), "--out", str(tmp_path / "out"), "--sets",
         "first_view/real", "--images", "0-1", "--actions", "1,2", "--stop-when", "width<=100",
-        "--no-tui", "--no-report", "--cuts", "scenedetect-content", "--seconds-per-key", "0.5",
+        *([] if dashboard else ["--no-tui"]), "--no-report", "--cuts", "scenedetect-content",
+        "--seconds-per-key", "0.5",
         "--publish-mqtt", url,
     ]  # fmt: skip
     met = "--stop-when 'width<=100': met after 1 case"

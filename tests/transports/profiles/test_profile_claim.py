@@ -3,13 +3,14 @@ and used by a run when no ``--claim`` is given."""
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from streameval.cli.evaluate import run_evidence
 from streameval.errors import BadInputError
+from streameval.runs.run import run_evidence
+from streameval.runs.spec import RunSpec
 from streameval.transports.profiles import parse_profile
 
 GOOD = """
@@ -53,9 +54,8 @@ def test_a_bad_claim_names_the_profile(table: str, problem: str) -> None:
 def test_a_run_takes_the_profiles_claim_unless_one_is_given(tmp_path: Path) -> None:
     profile = tmp_path / "vendor.toml"
     profile.write_text(GOOD + '[claim]\ntext = "16 fps, 1x H100, 480p"\n')
-    args = argparse.Namespace(out=tmp_path, profile=str(profile), claim=None, repeat=1)
-    claim = run_evidence(args).claim
+    spec = RunSpec(tmp_path, profile=str(profile))
+    claim = run_evidence(spec).claim
     assert claim is not None and (claim.fps, claim.gpu_name, claim.height) == (16.0, "H100", 480)
-    args.claim = "30 fps"
-    claim = run_evidence(args).claim
+    claim = run_evidence(replace(spec, claim="30 fps")).claim
     assert claim is not None and (claim.fps, claim.gpu_name) == (30.0, None)
