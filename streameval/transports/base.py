@@ -53,8 +53,9 @@ from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
-from streameval.transports.live_config import LiveConfig, ServerInfo
+from streameval.transports.live_config import LiveConfig, ServerInfo, live_extra
 from streameval.transports.native_gate import LIVE_KEY, RECORD_KEY, NativeGate
+from streameval.transports.rate_meter import RateMeter
 from streameval.transports.refusals import busy_words
 
 if TYPE_CHECKING:
@@ -65,19 +66,11 @@ STEP_WINDOW = 4
 HEARTBEAT_S = 1.0
 RESEND_AFTER_S = 1.0
 """Video clock: steps asked again when no frame came for this long."""
-SMOKE_BELOW_S = 20.0
-"""Suite value of seconds per key: anything shorter is a smoke test, and results say so."""
 PLAN_GRACE_S = 30.0
 """Wall clock: the key plan ends this long after its last key at the latest (each send has a
 10 s timeout of its own; this bounds the episode whatever the transport does)."""
 MAX_REPORTED_PER_KIND = 5
 """Admission problems reported one by one before only the counter goes on."""
-MEASURE_FPS_SETTLE_S = 0.5
-"""A stream's first frames, not measured: they come in a burst or late while it settles."""
-MEASURE_FPS_S = 1.5
-"""How long the rate of a server that nothing else gives one for is measured, after that."""
-MEASURE_FPS_MIN = 6
-"""Fewer frames in ``MEASURE_FPS_S`` and the server is taken as silent at rest (not measured)."""
 
 
 class LiveSource:
@@ -123,29 +116,23 @@ class LiveSource:
         self.last_refused: str | None = None
         self._server_seen = -1  # the last server frame index seen, before admission
         self._deadline: float | None = None  # wall clock: when the key plan must be done
-        # the session was started (and its ready awaited) in ``connect``, for its fps
-        self.session_open_early = False
+        self.session_open_early = False  # started (ready awaited) in ``connect``, for its fps
         # frames the server sent before its ready: kept, under no key (docs/serve-formats.md
         # #frame-rate); before the episode exists they wait here
         self._before_ready: list[tuple[Frame, float, bool]] = []
         self._early_indices: set[int] = set()
         self.ready_seen = False  # the transport saw the server's ready
         self.fps_origin = "transport"  # where the transport's fps came from (scores.json)
-        # the profile's ``response_s`` (set by ``urls.open_network_source``): the cadence known
-        # before the first frame
-        self.response_hint_s: float | None = None
-        # arrival times of frames a server streams before the session starts, while its rate
-        # is measured (``_measure_fps``: nothing else says it)
-        self._rate_arrivals: list[float] | None = None
+        self.response_hint_s: float | None = None  # the profile's response_s (urls.py)
+        self._rate: RateMeter | None = None  # no rate said: frames before the session, timed
         self._early_end: str | None = None  # lost before the episode started: ends it at once
         self.ended_complete = False  # the key plan ran to its end (not lost, not stopped)
         self.conditioning: Conditioning | None = None
         """The benchmark case this session starts from (sources whose profile sends it)."""
         self.gate = NativeGate(DEFAULT_FPS, classify=False)  # set up by ``connect``
         self._rate_known = asyncio.Event()
-        self.session_times: dict[str, float | None] = dict.fromkeys(
-            ("connect", "configure", "ready", "first_key")
-        )
+        times = ("connect", "configure", "ready", "first_key")
+        self.session_times: dict[str, float | None] = dict.fromkeys(times)
         self.driver: Callable[[], Coroutine[Any, Any, None]] | None = None
         """Drives the keys instead of the mode's own plan (``streameval probe`` presses key
         names of its own choosing through ``send_key``); it ends with ``plan_done``."""
@@ -217,8 +204,8 @@ class LiveSource:
     def deliver(self, frame: Frame, t_arrival: float | None = None) -> None:
         """A decoded frame arrived (call from the transport's reader, on the event loop)."""
         now = time.perf_counter() if t_arrival is None else t_arrival
-        if self.info is None and self._rate_arrivals is not None:
-            self._rate_arrivals.append(now)  # measuring the rate: before the episode, not in it
+        if self.info is None and self._rate is not None:
+            self._rate.add(now)  # measuring the rate: before the episode, not in it
             return
         if self.info is None and self.session_open_early and not self._ended:
             # the session was started for its fps: these frames wait for the episode
@@ -367,13 +354,16 @@ class LiveSource:
             if announced is not None:
                 fps, fps_source = announced, "server"
         if self.mode == "stream" and fps_source == "default" and announced is None:
-            measured = await self._measure_fps()
+            self._rate = RateMeter()  # nothing says the rate: measured before the first key
+            measured = await self._rate.measure(lambda: self._ended or bool(self._early_end))
+            self._rate = None
             if measured is not None:
                 fps, fps_source = measured, "measured"
         schedule = Schedule.per_key(self.keys, self.config.seconds_per_key, fps)
-        spk = self.config.seconds_per_key
         alignments: dict[str, Alignment] = {"step": "scheduled", "request": "reported"}
         self.log.alignment = alignments.get(self.mode, "inferred")
+        clock = "video" if self.mode != "stream" else self.config.clock
+        spk = self.config.seconds_per_key
         self.info = EpisodeInfo(
             episode=self.episode,
             model=server.model,
@@ -383,18 +373,7 @@ class LiveSource:
             source=self.url,
             width=server.width,
             height=server.height,
-            extra={
-                "depth_source": "model",
-                "live": True,
-                "interactivity": {
-                    "transport": self.scheme,
-                    "clock": "video" if self.mode != "stream" else self.config.clock,
-                    "seconds_per_key": spk,
-                    "smoke": spk < SMOKE_BELOW_S,
-                    "fps_source": fps_source,
-                    "fps_announced": announced,
-                },
-            },
+            extra=live_extra(self.scheme, clock, spk, fps_source, announced),
         )
         if self.response_hint_s is not None:
             self.info.extra[RESPONSE_HINT_KEY] = self.response_hint_s
@@ -422,31 +401,6 @@ class LiveSource:
         drivers = {"step": self._drive_steps, "stream": self._drive_stream}
         driver = self.driver or drivers.get(self.mode, self.drive_requests)
         self._tasks.append(asyncio.create_task(driver()))
-
-    async def _measure_fps(self) -> float | None:
-        """The rate a server streams at before any key, when neither it, its profile nor
-        ``--fps`` says one: its frames over ``MEASURE_FPS_S`` after the first
-        ``MEASURE_FPS_SETTLE_S`` (a stream's first frames come in a burst or late, while its
-        decoder and jitter buffer settle), rounded to 0.5 fps. None for a server silent at
-        rest (fewer than ``MEASURE_FPS_MIN`` frames in that window): the default stays, and
-        ``delivered_fps`` says what came."""
-        arrivals: list[float] = []
-        self._rate_arrivals = arrivals
-        deadline = time.perf_counter() + MEASURE_FPS_SETTLE_S + MEASURE_FPS_S
-        try:
-            while time.perf_counter() < deadline:
-                if self._ended or self._early_end is not None:
-                    return None
-                await asyncio.sleep(0.05)
-        finally:
-            self._rate_arrivals = None
-        if not arrivals:
-            return None
-        settled = [t for t in arrivals if t >= arrivals[0] + MEASURE_FPS_SETTLE_S]
-        span = settled[-1] - settled[0] if len(settled) >= MEASURE_FPS_MIN else 0.0
-        if span <= 0:
-            return None
-        return max(0.5, round(2.0 * (len(settled) - 1) / span) / 2.0)  # 0.5 fps steps
 
     async def _open_session(self) -> None:
         """Start the session and wait for its ready before the episode exists, so that it

@@ -5,7 +5,7 @@ them (``base.py``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Clock = Literal["wall", "video"]
 
@@ -29,3 +29,26 @@ class ServerInfo:
     fps: float
     width: int | None = None
     height: int | None = None
+
+
+SMOKE_BELOW_S = 20.0
+"""Suite value of seconds per key: anything shorter is a smoke test, and results say so."""
+
+
+def live_extra(
+    scheme: str, clock: str, seconds_per_key: float, fps_source: str, announced: float | None
+) -> dict[str, Any]:
+    """A live session's ``EpisodeInfo.extra``: what ``scores.json``'s interactivity block
+    starts from (its transport, clock and key length, where its fps came from)."""
+    return {
+        "depth_source": "model",
+        "live": True,
+        "interactivity": {
+            "transport": scheme,
+            "clock": clock,
+            "seconds_per_key": seconds_per_key,
+            "smoke": seconds_per_key < SMOKE_BELOW_S,
+            "fps_source": fps_source,
+            "fps_announced": announced,
+        },
+    }

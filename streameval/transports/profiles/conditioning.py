@@ -27,12 +27,8 @@ from urllib.parse import urljoin, urlsplit
 from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError, CaseRefused, TemplateError, one_line
 from streameval.transports.profiles.keychannel import KeyChannel
-from streameval.transports.profiles.model import (
-    CASE_IMAGE_PLACEHOLDERS,
-    SAMPLE_VALUES,
-    ServerProfile,
-    lookup,
-)
+from streameval.transports.profiles.model import SAMPLE_VALUES, ServerProfile, lookup
+from streameval.transports.profiles.start_spec import CASE_IMAGE_PLACEHOLDERS
 from streameval.transports.profiles.templates import encode, render
 
 if TYPE_CHECKING:

@@ -27,6 +27,11 @@ from streameval.transports.profiles.ondemand import (
     read_process,
     read_request,
 )
+from streameval.transports.profiles.start_spec import (
+    ConditioningSpec,
+    check_conditioning,
+    read_conditioning,
+)
 from streameval.transports.profiles.templates import (
     PLACEHOLDERS,
     encode,
@@ -43,8 +48,6 @@ Semantics = Literal["hold", "press", "pose", "frame"]
 FrameEncoding = Literal["binary", "base64", "video-track", "multipart"]
 Codec = Literal["json", "msgpack"]
 KeyChannelKind = Literal["same", "keys-url", "datachannel"]
-ImageMode = Literal["none", "inline", "path", "upload"]
-CaseStart = Literal["connect", "reset"]
 
 TEMPLATE_NAMES = (
     "configure",
@@ -86,16 +89,6 @@ SAMPLE_VALUES: dict[str, Any] = {
     "case": "first_view/real/000_001",
     "seed": 0,
 }
-IMAGE_PLACEHOLDER = {"inline": "image_base64", "path": "image_path", "upload": "image_path"}
-"""How the image goes → the placeholder a start template must hold for it to go at all."""
-CASE_IMAGE_PLACEHOLDERS = (
-    "image_base64",
-    "image_mime",
-    "image_path",
-    "image_width",
-    "image_height",
-)
-"""Placeholders with a value only when the case has an image."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,34 +182,6 @@ class ReadySpec:
 
 
 @dataclass(frozen=True, slots=True)
-class ConditioningSpec:
-    """How a case's start reaches the server (docs/serve-formats.md#conditioning-a-case).
-
-    ``image``: ``inline`` (the start template holds ``{image_base64}``), ``path`` (it holds
-    ``{image_path}``, the file as the server sees it: ``--server-path LOCAL=REMOTE``),
-    ``upload`` (the image is POSTed first as ``multipart/form-data`` field ``upload_field`` to
-    ``upload_url``, relative to the server's URL or absolute, and the JSON answer's
-    ``upload_answer`` field, a dotted path, becomes ``{image_path}``), or ``none`` (the
-    server takes no image). ``start``: ``connect`` (a case is one session: a new connection
-    and its ``configure``) or ``reset`` (the ``reset`` template on the same connection).
-    ``required``: the server generates nothing without a start image (an attach with neither
-    ``--image`` nor ``--cases`` is refused before connecting)."""
-
-    image: ImageMode = "none"
-    start: CaseStart = "connect"
-    required: bool = False
-    upload_url: str = ""
-    upload_field: str = "file"
-    upload_answer: str = "path"
-    upload_timeout_s: float = 60.0
-
-    @property
-    def template(self) -> str:
-        """The template that starts a case."""
-        return "reset" if self.start == "reset" else "configure"
-
-
-@dataclass(frozen=True, slots=True)
 class ServerProfile:
     name: str
     description: str
@@ -235,7 +200,7 @@ class ServerProfile:
     request: RequestSpec | None = None
     answer: AnswerSpec | None = None
     process: ProcessSpec | None = None
-    conditioning: ConditioningSpec = ConditioningSpec()
+    conditioning: ConditioningSpec = field(default_factory=ConditioningSpec)
     claim: str | None = None  # ``[claim]``: what the vendor states (``inputs.claims``)
     # seconds from a key to the picture answering it (a chunked server: its first chunk), as
     # ``probe`` measured it: a run whose keys are shorter than a few of these is told so before
@@ -437,61 +402,6 @@ def _error(top: TomlFields) -> dict[str, Any]:
     return out
 
 
-def _conditioning(top: TomlFields) -> ConditioningSpec:
-    s = top.sub("conditioning")
-    spec = ConditioningSpec(
-        image=s.choice("image", ("none", "inline", "path", "upload"), "none"),
-        start=s.choice("start", ("connect", "reset"), "connect"),
-        upload_url=s.take("upload_url", str, ""),
-        upload_field=s.take("upload_field", str, "file"),
-        upload_answer=s.take("upload_answer", str, "path"),
-        upload_timeout_s=float(s.number("upload_timeout_s", 60.0, 0, 3600) or 60.0),
-        required=bool(s.take("required", bool, False)),
-    )
-    if spec.required and spec.image == "none":
-        raise s.fail("required", "true needs a way to send the image (image = 'none')")
-    if spec.image == "upload" and not spec.upload_url:
-        raise s.fail("upload_url", "missing: image = 'upload' POSTs the image there")
-    if spec.upload_url and spec.image != "upload":
-        raise s.fail("upload_url", f"only with image = 'upload' (image is {spec.image!r})")
-    url = spec.upload_url
-    if url and not (url.startswith(("http://", "https://", "/"))):
-        raise s.fail("upload_url", f"{url!r}: expected /PATH (on the server's host) or http(s)://")
-    if not spec.upload_field or not spec.upload_answer:
-        raise s.fail("upload_field" if not spec.upload_field else "upload_answer", "empty")
-    s.done()
-    return spec
-
-
-def _check_conditioning(top: TomlFields, spec: ConditioningSpec, templates: dict[str, Any]) -> None:
-    """The case start is sendable: its template exists and carries the image the way
-    ``image`` says; an image placeholder with ``image = "none"`` is a profile that would
-    never be sent one (a field left out, not a choice)."""
-    start = spec.template
-    if spec.start == "reset" and "reset" not in templates:
-        raise top.fail("conditioning.start", "'reset' needs [templates.reset]")
-    used = placeholders_in(templates.get(start, {}))
-    if spec.image != "none":
-        needed = IMAGE_PLACEHOLDER[spec.image]
-        if start not in templates:
-            raise top.fail(
-                "conditioning.image", f"{spec.image!r} needs [templates.{start}] to send it in"
-            )
-        if needed not in used:
-            raise top.fail(
-                "conditioning.image",
-                f"{spec.image!r} but templates.{start} holds no {{{needed}}}",
-            )
-    for name, template in templates.items():
-        images = sorted(placeholders_in(template) & set(CASE_IMAGE_PLACEHOLDERS))
-        if images and spec.image == "none":
-            raise top.fail(
-                f"templates.{name}",
-                f"uses {{{images[0]}}} but [conditioning] image is 'none' "
-                "(set it to 'inline', 'path' or 'upload')",
-            )
-
-
 def _templates(top: TomlFields, keys: KeySpec, on_demand: bool = False) -> dict[str, Any]:
     s = top.sub("templates")
     out = {name: s.take(name, (dict, list, str)) for name in TEMPLATE_NAMES}
@@ -556,7 +466,7 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         stats=_stats(top),
         ready=_ready(top),
         **_error(top),
-        conditioning=_conditioning(top),
+        conditioning=read_conditioning(top),
         lease=read_lease(top),
         **_end(top),
         request=read_request(top),
@@ -570,7 +480,7 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         raise top.fail(
             "conditioning.start", "'reset' keeps a WebSocket open across cases: transport = 'ws'"
         )
-    _check_conditioning(top, profile.conditioning, profile.templates)
+    check_conditioning(top, profile.conditioning, profile.templates)
     if keys.channel == "datachannel" and "webrtc" not in transports:
         raise top.fail("keys.channel", "a data channel needs transport = 'webrtc'")
     if profile.lease is not None and transports != ("ws",):
