@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from streameval.core.episode.cache import EpisodeCache
+from streameval.core.episode.motion import MotionFit
 from streameval.engine.keys_ignored import RESPONSE_FLOOR_PX
 from streameval.metrics.control.episode import control_spans
-from streameval.metrics.fits.motion_type import MotionFit
 from streameval.protocol.keys import FAMILY
-from streameval.results.cache.episode import EpisodeCache
 
 TYPE_CERTAIN = 0.8
 """A motion type is clear when its weight (``p_yaw`` or ``p_trans``) is at least this: clean

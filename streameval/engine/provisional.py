@@ -21,18 +21,14 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from streameval.constants import ANALYSIS_WIDTH
+from streameval.core.episode.motion import FitSample
 from streameval.core.metric_result import MetricResult
 from streameval.engine.scoring import motion_fits
 from streameval.engine.track import EpisodeTrack
 from streameval.metrics.catalog import CONTROL_KERNEL
 from streameval.metrics.control.kernels import MotionType
 from streameval.metrics.control.online import IncrementalControl
-from streameval.metrics.fits.motion_type import (
-    FitSample,
-    analysis_focal,
-    fit_frames,
-    fit_motion_type,
-)
+from streameval.metrics.fits.motion_type import analysis_focal, fit_frames, fit_motion_type
 from streameval.metrics.registry import ScoringInput, metric_specs, resolve_target
 from streameval.metrics.segments import SegmentSpan
 from streameval.metrics.worldatlas.gate_online import GATE_METRIC

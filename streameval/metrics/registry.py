@@ -81,14 +81,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from streameval.core.episode.cache import EpisodeCache
+from streameval.core.episode.motion import MotionFit
 from streameval.core.registry import Registry, load_target
 from streameval.errors import UnknownMetricError
-
-if TYPE_CHECKING:  # the cache sits above metrics in the import layers; only its type is named
-    from streameval.metrics.fits.motion_type import MotionFit
-    from streameval.results.cache.episode import EpisodeCache
 
 EPISODE_MEAN = "streameval.leaderboard.aggregators:episode_mean"
 _CATALOG = "streameval.metrics.catalog"

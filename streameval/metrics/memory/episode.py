@@ -9,8 +9,9 @@ a live run, the replay of its recording and ``rescore`` score the same arrays.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from streameval.core.episode.cache import EpisodeCache
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.fits.geometry import views_from_frames
 from streameval.metrics.memory.global_memory import REASON_NO_BACKEND, global_memory
@@ -22,9 +23,6 @@ from streameval.metrics.memory.revisit_memory import (
 )
 from streameval.metrics.registry import ScoringInput
 from streameval.metrics.segments import equal_split_keys
-
-if TYPE_CHECKING:
-    from streameval.results.cache.episode import EpisodeCache
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
 
