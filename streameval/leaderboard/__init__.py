@@ -1,7 +1,7 @@
 """WorldMark's master table, shared by ``streameval table``, the dashboard and the report.
 
-Pure logic, no printing and no OpenCV / PyAV / pipeline import: ``scores.json`` files are read
-by ``streameval.results.scores_file``; columns and their aggregations come from the metric registry
+No OpenCV / PyAV / pipeline import: ``scores.json`` files are read by
+``streameval.results.scores_file``; columns and their aggregations come from the metric registry
 (``streameval.metrics.registry``). One module per concern:
 
 - ``columns``: the registered column metrics and their aggregation (the formulas with bounds,
@@ -10,7 +10,9 @@ by ``streameval.results.scores_file``; columns and their aggregations come from 
 - ``cells``: one model × column with status, coverage and bounds (docs/methods.md#statuses);
 - ``table``: rows, exclusion, ranking, sorting, ``build_table`` / ``tabulate``;
 - ``drilldown``: a model's episodes, an episode's segments;
-- ``display``: two-decimal values, coverage, bounds, rank colours.
+- ``display``: two-decimal values, coverage, bounds, rank colours;
+- ``formats``: the finished table drawn in each output format, one module per format family
+  (terminal, Markdown, CSV, JSON, HTML), for the command line, the report and programs.
 """
 
 from __future__ import annotations
