@@ -38,7 +38,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from streameval.metrics.anytime import confidence_sequences, fixed_n_interval
+from streameval.metrics.anytime import (
+    certain_ratio_range,
+    confidence_sequences,
+    fixed_n_interval,
+    ratio_confidence_sequence,
+)
 
 SIZES = (25, 125, 500)
 STOP_WIDTH = 4.0  # points
@@ -105,7 +110,39 @@ def main() -> None:
                 f"{100 * naive:7.2f}%  {width:9.2f} {naive_width:8.2f} {ratio}  "
                 f"{np.median(stop):>17.0f}  {time.perf_counter() - t0:5.1f}"
             )
+    pooled(max(50, args.orders // 20), rng)
     print(f"total {time.perf_counter() - started:.1f} s")
+
+
+def pooled(orders: int, rng: np.random.Generator) -> None:
+    """A pooled direction-accuracy-like column (0–3 segments a case, values in [−1, 1]):
+    the ratio sequence alone and intersected with the certain range
+    (``certain_ratio_range``), coverage at every n and mean widths near the end."""
+    from streameval.leaderboard.intervals import _within
+
+    size = 40
+    segments = rng.integers(0, 4, size).astype(float)
+    values = np.where(rng.random(size) < 0.8, 0.95, -0.5) * segments
+    truth = values.sum() / segments.sum()
+    print(f"\npooled ratio, N = {size}, {orders} orders (direction-like, segments in [-1, 1]):")
+    at = (size // 2 - 1, size - 3, size - 2)
+    print(f"{'':<22} {'coverage every n':>16}  " + "  ".join(f"width n={n + 1:<3}" for n in at))
+    rows: dict[str, list[float]] = {"sequence alone": [], "with certain range": []}
+    widths: dict[str, list[np.ndarray]] = {k: [] for k in rows}
+    for _ in range(orders):
+        order = rng.permutation(size)
+        a, b = values[order], segments[order]
+        seq = ratio_confidence_sequence(a, b, size, bounds=(-1.0, 1.0), max_denominator=3)
+        cert = certain_ratio_range(a, b, size, bounds=(-1.0, 1.0), max_denominator=3)
+        both = _within((seq[0].copy(), seq[1].copy()), cert)
+        for name, (lo, hi) in (("sequence alone", seq), ("with certain range", both)):
+            ok = np.all((lo <= truth + 1e-9) & (hi >= truth - 1e-9))
+            rows[name].append(float(ok))
+            widths[name].append(100 * (hi - lo)[list(at)])
+    for name in rows:
+        mean_widths = np.mean(widths[name], axis=0)
+        cells = "  ".join(f"{w:>11.2f}" for w in mean_widths)
+        print(f"{name:<22} {100 * np.mean(rows[name]):15.2f}%  {cells}")
 
 
 if __name__ == "__main__":

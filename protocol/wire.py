@@ -86,7 +86,9 @@ class Bye:
 
 @dataclass(frozen=True, slots=True)
 class Hello:
-    """Server → evaluator: who plays, at what rate and size (retained on MQTT status)."""
+    """Server → evaluator: who plays, at what rate and size (retained on MQTT status).
+    A size of 0×0 is a model that says its size only with its first frame (``width`` and
+    ``height`` are optional attributes of an adapter): the evaluator learns it from there."""
 
     model: str
     fps: float
@@ -359,6 +361,15 @@ def _dims(body: dict[str, Any], what: str) -> tuple[int, int]:
     return w, h
 
 
+def _hello_dims(body: dict[str, Any]) -> tuple[int, int]:
+    """A hello's size: both absent or both 0 is "not known before the first frame" (0, 0);
+    otherwise a frame's size, checked as one."""
+    w, h = body.get("w", 0), body.get("h", 0)
+    if type(w) is int and type(h) is int and w == h == 0:
+        return 0, 0
+    return _dims(body, "hello message")
+
+
 def _matrix(body: dict[str, Any], name: str, n: int) -> npt.NDArray[np.float64] | None:
     raw = body.get(name)
     if raw is None:
@@ -537,7 +548,7 @@ def decode(payload: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Message:
         fps = _field(body, "fps", (int, float))
         if not (math.isfinite(fps) and 0 < fps <= 1000):
             raise WireError(f"hello message: fps {fps} outside (0, 1000]")
-        w, h = _dims(body, "hello message")
+        w, h = _hello_dims(body)
         start = body.get("start")
         names = start if isinstance(start, list) else []
         takes = tuple(n for n in START_NAMES if n in names)  # unknown names: a newer server's

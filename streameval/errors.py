@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -15,22 +15,36 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+SECRET_QUERY_FIELDS = frozenset(
+    {"key", "passphrase", "password", "token", "secret", "api_key", "apikey", "access_token"}
+)
+"""Query fields of an http(s)/ws(s) URL whose value is a credential (a hosted world model's
+claim URL carries its passphrase as ``?key=``); an MQTT URL's ``key=`` is a file path."""
+WEB_SCHEMES = ("http", "https", "ws", "wss")
+
+
 def redact_url(text: str) -> str:
-    """``scheme://user:PASS@host…`` as ``scheme://user@host…``: a URL that carries credentials
-    is named in error lines, logs and results without the password (the same form as
-    ``MqttTarget.display``)."""
-    if "://" not in text or "@" not in text:
+    """``scheme://user:PASS@host…`` as ``scheme://user@host…``, and a web URL's credential
+    query fields (``SECRET_QUERY_FIELDS``) as ``***``: a URL that carries credentials is named
+    in error lines, logs and results without them (the same form as ``MqttTarget.display``)."""
+    if "://" not in text:
         return text
     try:
         parts = urlsplit(text)
         password = parts.password
     except ValueError:
         return text
-    if not password:
-        return text
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user = userinfo.split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}@{hostport}"))
+    changed = False
+    if parts.scheme.split("+")[-1] in WEB_SCHEMES and parts.query:
+        fields = parse_qsl(parts.query, keep_blank_values=True)
+        if any(name.lower() in SECRET_QUERY_FIELDS for name, _ in fields):
+            hidden = [(n, "***" if n.lower() in SECRET_QUERY_FIELDS else v) for n, v in fields]
+            parts, changed = parts._replace(query=urlencode(hidden, safe="*")), True
+    if password:
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        parts, changed = parts._replace(netloc=f"{user}@{hostport}"), True
+    return urlunsplit(parts) if changed else text
 
 
 class StreamevalError(Exception):
@@ -330,3 +344,11 @@ class UnknownDefectError(UnknownNameError, ValueError):
 class WorldConfigError(BadInputError, ValueError):
     """A ``WorldConfig`` field outside its range (``demo --seed -1``, say). A ``ValueError``
     too, as a dataclass's own checks are, for callers that catch that."""
+
+
+# streameval.transports.bridge
+
+
+class BridgeWorkerError(ModelCallError):
+    """The bridge's worker (the model in its own interpreter) died, hung or answered out of
+    protocol; the message carries its exit and its last words on stderr."""

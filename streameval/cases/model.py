@@ -85,6 +85,10 @@ class Case:
             "image_sha256": self.image_sha256,
             "prompt_sha256": self.prompt_sha256,
         }
+        if self.intrinsics is not None:  # the camera the geometry uses (metrics.fits.camera)
+            doc["intrinsics"] = [float(v) for v in self.intrinsics]
+            if self.image_size is not None:
+                doc["image_size"] = [int(self.image_size[0]), int(self.image_size[1])]
         if self.trajectory is not None:
             doc["trajectory"] = (
                 self.trajectory if isinstance(self.trajectory, str) else list(self.trajectory)

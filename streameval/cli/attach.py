@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from streameval.cli.evaluate import run_episodes
 from streameval.cli.options import (
+    add_adapter_options,
     add_case_options,
     add_evaluation_options,
     add_output_options,
@@ -69,17 +70,7 @@ def add_parser(sub: Any) -> None:
     attach.add_argument(
         "--fps", type=ranged(FPS), default=None, help="model fps (default: model.fps)"
     )
-    attach.add_argument(
-        "--model-name",
-        default=None,
-        help="name of the model in results and tables (default: the factory's name)",
-    )
-    attach.add_argument(
-        "--app-dir",
-        type=Path,
-        default=Path("."),
-        help="folder searched first for MODULE (default: the working directory)",
-    )
+    add_adapter_options(attach)
     attach.add_argument(
         "--step-timeout",
         type=ranged(STEP_TIMEOUT),
@@ -173,6 +164,8 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
 
     cases = case_selection(args)
     start = _start_options(args)
+    if args.python is not None and not args.url.startswith("python:"):
+        raise BadInputError(f"--python {args.python}", "runs a python: model, not " + args.url)
     if cases is not None and args.suite == SOAK_SUITE:
         raise BadInputError("--suite soak", "is one continuous episode: not with --cases")
     if cases is not None:
@@ -188,7 +181,7 @@ def jobs(args: argparse.Namespace, report: JobsReport) -> list[EpisodeJob]:
     if args.suite == SOAK_SUITE:
         raise BadInputError("--suite soak", "needs a served model (a network URL): the "
                             "real-time verdict judges a stream the model plays")  # fmt: skip
-    model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
+    model, name = load_python_model(args.url, args.app_dir, args.step_timeout, args.python)
     return model_jobs(
         model,
         args.model_name or name,
@@ -212,7 +205,7 @@ def case_attach_jobs(args: argparse.Namespace, cases: CaseSelection) -> list[Epi
     case_set = cases.load()
     if is_network_url(args.url):
         return network_case_jobs(args, cases, case_set)
-    model, name = load_python_model(args.url, args.app_dir, args.step_timeout)
+    model, name = load_python_model(args.url, args.app_dir, args.step_timeout, args.python)
     return model_case_jobs(
         model,
         args.model_name or name,

@@ -20,6 +20,7 @@ from streameval.cli import (
     compare,
     dashboard,
     demo,
+    doctor,
     pool,
     probe,
     profiles,
@@ -63,6 +64,7 @@ COMMANDS: dict[str, Command] = {
     "probe": probe,
     "verify": verify,
     "compare": compare,
+    "doctor": doctor,
 }
 
 

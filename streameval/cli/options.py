@@ -79,6 +79,32 @@ def _repeat_count(text: str) -> int:
     return value
 
 
+def add_adapter_options(p: argparse.ArgumentParser) -> None:
+    """``--model-name``, ``--app-dir`` and ``--python``: how a ``python:MODULE:FACTORY``
+    adapter is found, named and run, the same for every command that loads one (``attach``,
+    ``serve``)."""
+    p.add_argument(
+        "--model-name",
+        default=None,
+        help="name of the model in results and tables (default: the factory's name)",
+    )
+    p.add_argument(
+        "--app-dir",
+        type=Path,
+        default=Path("."),
+        help="folder searched first for MODULE (default: the working directory)",
+    )
+    p.add_argument(
+        "--python",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="run a python: model in this interpreter (its own environment: torch, CUDA, "
+        "numpy as it pins them; nothing of streameval installed there), through the bridge "
+        "(docs/evaluate-your-model.md#its-own-environment---python)",
+    )
+
+
 def add_verbosity_options(p: argparse.ArgumentParser) -> None:
     """``-v``/``-q`` on the top-level parser."""
     group = p.add_mutually_exclusive_group()
@@ -233,6 +259,20 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         help="write scores, caches and recordings only, no report.html / index.html (batch "
         "runs; `streameval report OUT` writes them later from the results)",
     )
+    add_backend_options(p)
+    p.add_argument(
+        "--publish-mqtt",
+        default=None,
+        metavar="URL",
+        help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
+        "for `streameval dashboard --mqtt` elsewhere",
+    )
+    add_verbosity_options(p)
+
+
+def add_backend_options(p: argparse.ArgumentParser) -> None:
+    """The perception backends and the real-time budget (``pipeline_config``): the evaluating
+    commands and ``doctor``, which checks what they name."""
     p.add_argument(
         "--flow",
         default="dis-fast",
@@ -282,19 +322,11 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         "kept in the provenance, so rescore reuses it",
     )
     p.add_argument(
-        "--publish-mqtt",
-        default=None,
-        metavar="URL",
-        help="publish live scores on mqtt://HOST:PORT/SESSION (streameval/SESSION/scores) "
-        "for `streameval dashboard --mqtt` elsewhere",
-    )
-    p.add_argument(
         "--cuts",
         default="auto",
         help="shot-cut detector: auto (TransNetV2 when installed, else "
         "scenedetect-adaptive), transnetv2, scenedetect-adaptive, scenedetect-content",
     )
-    add_verbosity_options(p)
 
 
 def pipeline_config(args: argparse.Namespace) -> PipelineConfig:

@@ -108,15 +108,18 @@ def run(args: argparse.Namespace) -> int:
             f"\n{key}: {', '.join(others)} does it too ({report.mapping.names[key]} chosen)"
             for key, others in report.mapping.aliases.items()
         )
+        response = report.response_s()
+        said = "" if response is None else "; response_s: a key's median response"
         comment = (
             f"Written by streameval probe {stamp} from profile {report.profile!r} against\n"
-            f"{report.url}: keys as measured; fps {how}.{aliases}"
+            f"{report.url}: keys as measured; fps {how}{said}.{aliases}"
         )
         text = profile_text(
             load_profile(args.profile),
             report.mapping.names,
             fps=(fps if announced else round(fps * 2) / 2) if fps else None,
             comment=comment,
+            response_s=response,
         )
         write_profile(args.write_profile, text)
         report.written = str(args.write_profile)

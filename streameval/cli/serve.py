@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from streameval.cli.exit_codes import EXIT_OK
+from streameval.cli.options import add_adapter_options, add_verbosity_options
 from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
 from streameval.protocol.wire import IMAGE_ENCODINGS
@@ -43,6 +44,9 @@ def add_parser(sub: Any) -> None:
         help="WebRTC: a case's configure may name an image file (image_path) under DIR; "
         "without it only inline images (image_base64) are taken",
     )
+    # what attach takes for the same adapter means the same here (one definition)
+    add_adapter_options(serve)
+    add_verbosity_options(serve)
 
 
 def _listen_address(text: str) -> tuple[str, int]:
@@ -57,7 +61,8 @@ def _listen_address(text: str) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     from streameval.runs.python_model import load_python_model
 
-    model, name = load_python_model(args.model)
+    model, name = load_python_model(args.model, args.app_dir, python=args.python)
+    name = args.model_name or name
     fps = args.fps or float(getattr(model, "fps", DEFAULT_FPS))
     width = int(getattr(model, "width", 0) or 0)
     height = int(getattr(model, "height", 0) or 0)
@@ -110,7 +115,7 @@ async def _serve_webrtc(args: argparse.Namespace, name: str, fps: float, w: int,
     host, port = _listen_address(args.webrtc)
 
     def factory() -> Any:
-        return load_python_model(args.model)[0]
+        return load_python_model(args.model, args.app_dir, python=args.python)[0]
 
     server = WebRTCServer(
         factory, name=name, fps=fps, width=w, height=h, image_root=args.image_root

@@ -24,6 +24,12 @@ class EndOfStream(Exception):
     """
 
 
+RESPONSE_HINT_KEY = "response_hint_s"
+"""``EpisodeInfo.extra`` key: the seconds from a key to the picture answering it that the
+server's profile states (``response_s``), so a run whose keys are too short for that cadence
+is told before its first frame (``engine.cadence_watch``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeInfo:
     """What is known about an episode before its first frame.

@@ -8,6 +8,18 @@ move the picture the same way); the depth-free motion type can
 other type is a warning while the episode runs (once per key), and the episode records every
 such key in ``interactivity.keys_contradicted``; the run summary repeats it. The scores stay
 as measured. ``streameval probe`` uses the same threshold to name a key's motion type.
+
+Two things make a fit say the other type without the key being wrong, and neither is claimed:
+
+- an open segment's fit: while a key is held its fit covers 25-90 % of the frames *so far*,
+  i.e. the first moments after the switch, where a picture that trails the keys still shows
+  the key before. Only a closed segment whose fit frames are settled is judged while the
+  episode runs (``engine.provisional``).
+- a fit that says the type of the previous key (R after D fitting a strafe, A after L fitting a
+  turn): the picture may still show that key, which a server that trails its keys by a
+  quarter of a segment does (a 2 s lag on 3 s keys types a clean turn after a strafe at
+  p_yaw 0.1). A swapped key map still shows on the segments whose previous key was of the
+  other family or none, and ``streameval probe`` (rests between presses) names it outright.
 """
 
 from __future__ import annotations
@@ -56,12 +68,18 @@ class Contradiction:
         return {"key": self.key, "segment": self.segment, "p_yaw": round(self.p_yaw, 3)}
 
 
-def contradiction(key: str, segment: int, p_yaw: float, amplitude: float) -> Contradiction | None:
+def contradiction(
+    key: str, segment: int, p_yaw: float, amplitude: float, previous: str | None = None
+) -> Contradiction | None:
     """The contradiction of a segment held on ``key`` whose fit gave ``p_yaw`` from turn and
-    parallax amplitudes summing to ``amplitude``, or None."""
+    parallax amplitudes summing to ``amplitude``, or None; ``previous`` is the key held before
+    it (a fit of the previous key's type is not claimed: module docstring)."""
     family = FAMILY.get(key)
     if not amplitude >= EVIDENCE_PX:
         return None
+    before = FAMILY.get(previous) if previous is not None else None
+    if before in ("lat", "yaw") and before != family:
+        return None  # the fit may be the previous key's motion, still on the picture
     if family == "lat" and p_yaw >= TYPE_CERTAIN:
         return Contradiction(key, segment, p_yaw)
     if family == "yaw" and 1.0 - p_yaw >= TYPE_CERTAIN:
@@ -72,12 +90,14 @@ def contradiction(key: str, segment: int, p_yaw: float, amplitude: float) -> Con
 def contradictions(
     keys: Mapping[int, str], fits: Mapping[int, MotionFit | None]
 ) -> list[Contradiction]:
-    """Every contradicted segment: ``keys`` segment index → key, ``fits`` its motion fit."""
+    """Every contradicted segment: ``keys`` segment index → key (the segment before each is
+    ``j - 1``), ``fits`` its motion fit."""
     out = []
     for j, fit in sorted(fits.items()):
         if fit is None or j not in keys:
             continue
-        found = contradiction(keys[j], j, fit.p_yaw, fit.trans_amp + fit.rot_amp)
+        amplitude = fit.trans_amp + fit.rot_amp
+        found = contradiction(keys[j], j, fit.p_yaw, amplitude, keys.get(j - 1))
         if found is not None:
             out.append(found)
     return out
@@ -89,8 +109,11 @@ class KeyTypeWatch:
     def __init__(self) -> None:
         self.warned: set[str] = set()
 
-    def segment(self, key: str, segment: int, p_yaw: float, amplitude: float) -> str | None:
-        found = contradiction(key, segment, p_yaw, amplitude)
+    def segment(
+        self, key: str, segment: int, p_yaw: float, amplitude: float, previous: str | None = None
+    ) -> str | None:
+        """The warning of a closed segment's fit, once per key (None when clean)."""
+        found = contradiction(key, segment, p_yaw, amplitude, previous)
         if found is None or key in self.warned:
             return None
         self.warned.add(key)

@@ -23,15 +23,22 @@ from typing import Any
 
 import numpy as np
 
-from streameval.cases.episode import FirstFrameCheck, case_record_of
+from streameval.cases.episode import CASE_KEY, FirstFrameCheck, case_record_of
 from streameval.constants import EQUAL_SPLIT_KEYS
 from streameval.core.episode.motion import FitSample
-from streameval.core.events import EpisodeEnd, EpisodeInfo, EpisodeStart, ErrorEvent, FrameEvent
+from streameval.core.events import (
+    RESPONSE_HINT_KEY,
+    EpisodeEnd,
+    EpisodeInfo,
+    EpisodeStart,
+    ErrorEvent,
+    FrameEvent,
+)
 from streameval.core.observers import EpisodeObserver, EpisodeOutcome, Progress
-from streameval.core.registry import split_spec
 from streameval.core.source import Source
 from streameval.core.version import __version__
-from streameval.engine.cadence_watch import cadence_warning
+from streameval.engine.backends import create_backend
+from streameval.engine.cadence_watch import cadence_warning, planned_cadence_warning
 from streameval.engine.closed_loop_frames import closed_loop_provenance, keep_revisit_frames
 from streameval.engine.config import PipelineConfig
 from streameval.engine.end_caches import memory_cache_of, quality_cache_of
@@ -51,21 +58,27 @@ from streameval.engine.scoring import episode_document, score_episode
 from streameval.engine.source_reader import read_source
 from streameval.engine.track import EpisodeTrack, WorldAtlasTrack, trajectory_of
 from streameval.errors import EpisodeNotStarted, StreamevalError
+from streameval.metrics.fits.camera import (
+    DEFAULT_CAMERA,
+    Camera,
+    camera_after_frame,
+    case_camera,
+)
 from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD
 from streameval.metrics.runtime import runtime_block
 from streameval.metrics.segments import equal_split_keys
 from streameval.metrics.short_keys import schedule_short_keys
-from streameval.perception.depth import DepthBackend, create_depth_backend
-from streameval.perception.embedding import EmbeddingBackend, create_embedding_backend
-from streameval.perception.flow import FlowBackend, create_flow_backend, flow_provenance
-from streameval.perception.gram import GramBackend, create_gram_backend
+from streameval.perception.depth import DepthBackend
+from streameval.perception.embedding import EmbeddingBackend
+from streameval.perception.flow import FlowBackend, flow_provenance
+from streameval.perception.gram import GramBackend
 from streameval.perception.memory import (
     MemoryPerception,
     create_episode_cut_detector,
     resolve_cut_detector_name,
 )
 from streameval.perception.perceiver import Perceiver
-from streameval.perception.qalign import QAlign, load_quality_backend
+from streameval.perception.qalign import QAlign
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
 from streameval.results.cache.episode import save_episode_cache
@@ -106,6 +119,7 @@ class _Episode:
         self.keys_watch = KeysIgnoredWatch()
         self.type_watch = KeyTypeWatch()
         self.cadence_said = False  # engine/cadence_watch.py: said at most once
+        self.camera: Camera = DEFAULT_CAMERA  # metrics.fits.camera: the case's, then the model's
         # a benchmark case's episode: did the first frames start from its image?
         self.first_frames: FirstFrameCheck | None = None
 
@@ -138,6 +152,7 @@ class _Episode:
             imaging=self.config.imaging,
             keep_quality_frames=self.config.quality_frames or bool(self.config.quality),
             fit_every_frame=self.plan.adaptive,
+            camera=case_camera(info.extra.get(CASE_KEY)),
         )
         return self.perceiver
 
@@ -161,6 +176,11 @@ class _Episode:
         split = equal_split_keys(info.extra)
         if split is not None:
             self.track.meta[EQUAL_SPLIT_KEYS] = split
+        # the geometry's camera (docs/methods.md#known-intrinsics): recorded only when stated,
+        # so an episode without intrinsics keeps WorldMark's 70° and its cache as before
+        self.camera = case_camera(info.extra.get(CASE_KEY))
+        if self.camera.source != "default":
+            self.track.meta["camera"] = self.camera.to_json()
         if info.suite == MEMORY_LOOP_SUITE:
             self.track.meta["trajectory"] = trajectory_of(info)
             problems = info.extra.get("sidecar_problems")
@@ -181,9 +201,18 @@ class _Episode:
         )
         if short is not None:
             self.warn(short.line())
+        if info.extra.get("live"):  # the server's cadence known in advance: said now
+            planned = planned_cadence_warning(
+                info.extra.get("interactivity", {}), info.extra.get(RESPONSE_HINT_KEY)
+            )
+            if planned is not None:
+                self.cadence_said = True
+                self.warn(planned)
 
-    def _motion_type_seen(self, key: str, segment: int, p_yaw: float, amplitude: float) -> None:
-        if (warning := self.type_watch.segment(key, segment, p_yaw, amplitude)) is not None:
+    def _motion_type_seen(
+        self, key: str, segment: int, p_yaw: float, amplitude: float, previous: str | None
+    ) -> None:
+        if warning := self.type_watch.segment(key, segment, p_yaw, amplitude, previous):
             self.warn(warning)
 
     def warn(self, message: str) -> None:
@@ -204,6 +233,10 @@ class _Episode:
         assert self.track is not None and self.info is not None
         event = done.event
         assert isinstance(event, FrameEvent)
+        camera = camera_after_frame(self.camera, event.intrinsics, event.image.shape[1])
+        if camera is not self.camera:  # the model states its camera (the perceiver saw it too)
+            self.camera = camera
+            self.track.meta["camera"] = camera.to_json()
         if done.output is None:
             self.stats.rejected += 1
             self.error(
@@ -379,11 +412,8 @@ async def run_episode(
         cv2.setNumThreads(config.opencv_threads)
     # Backends are created before anything runs: an unknown or unavailable backend is the
     # caller's error to report, not a crash inside the task group.
-    flow = create_flow_backend(config.flow)
-    embedder = None
-    if config.embedding:
-        embedding_name, embedding_kwargs = split_spec(config.embedding)
-        embedder = create_embedding_backend(embedding_name, **embedding_kwargs)
+    flow = create_backend("flow", config)
+    embedder = create_backend("embedding", config)
     if config.cuts:
         from streameval.perception.cuts import CUT_DETECTORS
 
@@ -391,14 +421,9 @@ async def run_episode(
     episode = _Episode(config, flow, embedder, observers, stats)
     for o in observers:
         o.bind(episode.error)
-    if config.depth:
-        depth_name, depth_kwargs = split_spec(config.depth)
-        episode.depth_backend = create_depth_backend(depth_name, **depth_kwargs)
-    if config.quality:
-        episode.quality_backend = load_quality_backend(config.quality)
-    if config.gram:
-        gram_name, gram_kwargs = split_spec(config.gram)
-        episode.gram_backend = create_gram_backend(gram_name, **gram_kwargs)
+    episode.depth_backend = create_backend("depth", config)
+    episode.quality_backend = create_backend("quality", config)
+    episode.gram_backend = create_backend("gram", config)
     worker = PerceptionWorker(asyncio.get_running_loop(), episode.make_perceiver, config.queue_size)
     episode.worker = worker
     cancelled = False

@@ -28,7 +28,12 @@ from streameval.engine.track import EpisodeTrack
 from streameval.metrics.catalog import CONTROL_KERNEL
 from streameval.metrics.control.kernels import MotionType
 from streameval.metrics.control.online import IncrementalControl
-from streameval.metrics.fits.motion_type import analysis_focal, fit_frames, fit_motion_type
+from streameval.metrics.fits.camera import camera_of
+from streameval.metrics.fits.motion_type import (
+    fit_frames,
+    fit_limit_settled,
+    fit_motion_type,
+)
 from streameval.metrics.registry import ScoringInput, metric_specs, resolve_target
 from streameval.metrics.segments import SegmentSpan
 from streameval.metrics.worldatlas.gate_online import GATE_METRIC
@@ -41,13 +46,14 @@ class LiveScores:
         self.track = track
         self.fps = fps
         self.control = IncrementalControl(fps)
-        width = int(track.meta.get("analysis_width", ANALYSIS_WIDTH))
-        self._focal = analysis_focal(width)
+        self._width = int(track.meta.get("analysis_width", ANALYSIS_WIDTH))
         self._samples: dict[int, FitSample] = {}
         self._n_samples = 0
-        self.on_motion_type: Callable[[str, int, float, float], None] | None = None
-        """Told (key, segment, p_yaw, turn + parallax amplitude) of every segment's motion
-        type as it is computed (the contradicted-key watch, ``engine.keys_contradicted``)."""
+        self.on_motion_type: Callable[[str, int, float, float, str | None], None] | None = None
+        """Told (key, segment, p_yaw, turn + parallax amplitude, key before it) of each closed
+        segment's motion type once its fit frames are settled (the contradicted-key watch,
+        ``engine.keys_contradicted``): an open segment's fit covers only the moments after
+        its switch, where a picture that trails the keys still shows the key before."""
 
     def fit_samples_replaced(self) -> None:
         """The track's fit samples were pruned (an adaptive plan): read them afresh."""
@@ -62,12 +68,17 @@ class LiveScores:
         # as engine.scoring.motion_fits, for one segment
         wanted = fit_frames(span.start, span.end, self.fps, len(self.track.frame_keys))
         samples = [self._samples[f] for f in wanted if f in self._samples]
-        fit = fit_motion_type(samples, self._focal, span.stable)
+        focal = camera_of(self.track.meta).focal(self._width)  # known from the first frame
+        fit = fit_motion_type(samples, focal, span.stable)
         if fit is None:
             return None
         kind = MotionType(p_trans=fit.p_trans, p_yaw=fit.p_yaw)
-        if self.on_motion_type is not None:
-            self.on_motion_type(span.key, span.index, fit.p_yaw, fit.trans_amp + fit.rot_amp)
+        keys = self.track.frame_keys
+        closed = span.end < len(keys) and fit_limit_settled(span.start, span.end, len(keys))
+        if self.on_motion_type is not None and closed and len(samples) == len(wanted):
+            previous = keys[span.start - 1] if span.start else None
+            amplitude = fit.trans_amp + fit.rot_amp
+            self.on_motion_type(span.key, span.index, fit.p_yaw, amplitude, previous)
         return kind
 
     def compute(self) -> dict[str, MetricResult]:

@@ -18,8 +18,8 @@ from streameval.core.episode.motion import MotionFit
 from streameval.core.episode.scores import EpisodeScores
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.control.episode import control_spans
+from streameval.metrics.fits.camera import camera_of
 from streameval.metrics.fits.motion_type import (
-    analysis_focal,
     fit_frames,
     fit_frames_equal_split,
     fit_motion_type,
@@ -53,7 +53,9 @@ def motion_fits(cache: EpisodeCache) -> dict[int, MotionFit | None]:
     """Motion-type fit of every lateral and yaw segment (docs/methods.md#motion-type-fit), keyed by
     segment index."""
     by_frame = {s.frame: s for s in cache.fit_samples}
-    focal = analysis_focal(int(cache.meta.get("analysis_width", ANALYSIS_WIDTH)))
+    # the episode's camera: its own intrinsics when the model or the case stated them, else
+    # WorldMark's 70° (docs/methods.md#known-intrinsics)
+    focal = camera_of(cache.meta).focal(int(cache.meta.get("analysis_width", ANALYSIS_WIDTH)))
     plan = fit_plan(equal_split_keys(cache.meta), cache.frame_keys, cache.fps)
     stable = {span.index: span.stable for span in control_spans(cache)}
     return {

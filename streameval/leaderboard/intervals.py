@@ -53,7 +53,11 @@ from streameval.metrics.aggregation import (
     scene_task_score,
     scored_segment_values,
 )
-from streameval.metrics.anytime import DEFAULT_CONFIDENCE, ratio_confidence_sequence
+from streameval.metrics.anytime import (
+    DEFAULT_CONFIDENCE,
+    certain_ratio_range,
+    ratio_confidence_sequence,
+)
 from streameval.metrics.registry import metric_spec
 from streameval.replay.layout import CASE_RUN
 from streameval.results.layout import path_component
@@ -264,18 +268,18 @@ def _column_interval(
     ends: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
     for i, (a, b) in enumerate(pairs):
         control, control_bounds = (None, (0.0, 0.0)) if controls is None else controls[i]
-        ends.append(
-            ratio_confidence_sequence(
-                a,
-                b,
-                population,
-                bounds=bounds,
-                max_denominator=top,
-                confidence=share,
-                control=control,
-                control_bounds=control_bounds,
-            )
+        sequence = ratio_confidence_sequence(
+            a,
+            b,
+            population,
+            bounds=bounds,
+            max_denominator=top,
+            confidence=share,
+            control=control,
+            control_bounds=control_bounds,
         )
+        certain = certain_ratio_range(a, b, population, bounds=bounds, max_denominator=top)
+        ends.append(_within(sequence, certain))
     if kind == "local_memory":
         (cut_lo, cut_hi), (rate_lo, rate_hi) = ends
         lows = scale * (1.0 - cut_hi) * (1.0 - rate_hi)
@@ -287,6 +291,20 @@ def _column_interval(
         lows = np.array([_to_column(kind, name, x) for x in low])
         highs = np.array([_to_column(kind, name, x) for x in high])
     return _interval(name, kind, value, lows, highs, n, population)
+
+
+def _within(
+    sequence: tuple[NDArray[np.float64], NDArray[np.float64]],
+    certain: tuple[NDArray[np.float64], NDArray[np.float64]],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The sequence's interval intersected with the certain range (exact, where the sequence
+    rounds out to its grid): coverage is the sequence's, the width never more. Where the two
+    do not meet (the sequence has missed, probability at most α) the certain range stands."""
+    low = np.fmax(sequence[0], certain[0])
+    high = np.fmin(sequence[1], certain[1])
+    apart = ~(low <= high)
+    low[apart], high[apart] = certain[0][apart], certain[1][apart]
+    return low, high
 
 
 def _controls(

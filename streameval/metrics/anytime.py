@@ -230,6 +230,42 @@ def ratio_confidence_sequence(
     return low, high
 
 
+def certain_ratio_range(
+    numerators: ArrayLike,
+    denominators: ArrayLike,
+    population: int,
+    *,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    max_denominator: float = 1.0,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Where ``R = ΣA / ΣB`` over the whole population can still land after each case, for
+    certain: the unseen ``m`` cases add a total ``T`` of ``B`` in ``[0, m·max_denominator]``
+    and a sum of ``A`` in ``[lo·T, hi·T]``, and ``(S_A + x·T) / (S_B + T)`` is monotone in T,
+    so the ends are at ``T = 0`` (the value so far) and at ``T = m·max_denominator`` with
+    every unseen value at ``lo`` or ``hi``. Holds with probability one (no sampling
+    assumption), so intersecting an interval with it keeps that interval's coverage; it is a
+    point once every case is in. Before any ``B > 0`` it is ``bounds`` (or NaN at n = N).
+
+    ``ratio_confidence_sequence`` applies the same bound on its grid of candidates (rounded
+    out by a step); this is its exact form, intersected with the sequence by the callers.
+    """
+    a = np.asarray(numerators, dtype=np.float64)
+    b = np.asarray(denominators, dtype=np.float64)
+    lo, hi = _check_bounds(bounds)
+    size = _check_population(population, a.shape[0])
+    top = float(max_denominator)
+    seen_a, seen_b = np.cumsum(a), np.cumsum(b)
+    unseen = (size - np.arange(1, a.shape[0] + 1, dtype=np.float64)) * top
+    with np.errstate(divide="ignore", invalid="ignore"):
+        now = np.where(seen_b > 0, seen_a / np.where(seen_b > 0, seen_b, 1.0), np.nan)
+        total = seen_b + unseen
+        worst = np.where(total > 0, (seen_a + lo * unseen) / np.where(total > 0, total, 1.0), lo)
+        best = np.where(total > 0, (seen_a + hi * unseen) / np.where(total > 0, total, 1.0), hi)
+    low = np.where(seen_b > 0, np.minimum(now, worst), np.where(unseen > 0, lo, np.nan))
+    high = np.where(seen_b > 0, np.maximum(now, best), np.where(unseen > 0, hi, np.nan))
+    return low, high
+
+
 def fixed_n_interval(
     values: ArrayLike, population: int, confidence: float = DEFAULT_CONFIDENCE
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

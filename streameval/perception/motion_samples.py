@@ -194,12 +194,15 @@ def derotated_flow(
     return warped_out_flow(flow_fn, prev, nxt, omega)
 
 
-def turn_to_warp_out(flow: F32, texture: Texture | None = None) -> float | None:
+def turn_to_warp_out(
+    flow: F32, texture: Texture | None = None, focal: float | None = None
+) -> float | None:
     """``derotated_flow``'s turn ω (radians per pair), read from ``flow``'s vertical component on
     the fit's grid; None when it is under the still-video floor at the centre (nothing to warp
     out). Separate from the warp so a live episode can decide at once and warp later, only the
-    frames the fit picks (``Perceiver``), with the same arithmetic as at once."""
-    focal = analysis_focal(flow.shape[1])
+    frames the fit picks (``Perceiver``), with the same arithmetic as at once. ``focal``: the
+    episode's camera (``metrics.fits.camera``), else WorldMark's 70°."""
+    focal = analysis_focal(flow.shape[1]) if focal is None else focal
     plain = sample_fit(0, flow, None, texture=texture)
     ok = np.isfinite(plain.v)
     x, y, v = (np.asarray(a[ok], np.float64) for a in (plain.x, plain.y, plain.v))
@@ -212,11 +215,13 @@ def warped_out_flow(
     prev: npt.NDArray[np.uint8],
     nxt: npt.NDArray[np.uint8],
     omega: float,
+    focal: float | None = None,
 ) -> F32:
     """``derotated_flow`` for a known turn ``omega``: the flow of ``prev`` → ``nxt`` with ``nxt``
-    warped back by ``K·R_y(ω)·K⁻¹``, plus the turn's exact field."""
+    warped back by ``K·R_y(ω)·K⁻¹``, plus the turn's exact field (``focal``: the episode's
+    camera, else WorldMark's 70°)."""
     height, width = prev.shape[:2]
-    focal = analysis_focal(width)
+    focal = analysis_focal(width) if focal is None else focal
     cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
     k = np.array([[focal, 0.0, cx], [0.0, focal, cy], [0.0, 0.0, 1.0]])
     c, s = math.cos(omega), math.sin(omega)

@@ -20,6 +20,7 @@ from streameval.core.arrays import Image
 from streameval.core.episode.motion import FitSample
 from streameval.core.events import FrameEvent
 from streameval.errors import FrameRejectedError
+from streameval.metrics.fits.camera import DEFAULT_CAMERA, Camera, camera_after_frame
 from streameval.metrics.quality.imaging import detail_stride, frame_statistics
 from streameval.metrics.quality.kernels import is_one_fps_frame
 from streameval.perception.analysis import rgb_to_gray, to_analysis_rgb
@@ -148,6 +149,9 @@ class Perceiver:
     imaging: bool = True  # CPU imaging statistics (metrics.quality.imaging)
     keep_quality_frames: bool = True  # the 1-fps frames, so quality needs no video later
     fit_every_frame: bool = False
+    # the geometry's camera (metrics.fits.camera): the case's at the start, the model's from
+    # its first frame that states intrinsics; WorldMark's 70° without either
+    camera: Camera = DEFAULT_CAMERA
     _estimated: set[int] = field(default_factory=set)  # fit frames with network depth
     _fit_flow: FlowBackend | None = None  # the finishing half's (``_finish_flow``)
     _flow_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -208,6 +212,7 @@ class Perceiver:
         flow_frame = rgb if flow_input(self.flow) == "rgb" else gray
         self._recent[i] = flow_frame
         self._keys[i] = event.key
+        self.camera = camera_after_frame(self.camera, event.intrinsics, image.shape[1])
         if self._fits(i):
             if event.depth is not None:
                 self._depth[i] = np.asarray(event.depth, dtype=np.float32)
@@ -264,7 +269,8 @@ class Perceiver:
         if middle is not None and needs_short_pair(step.flow):
             pair, nxt, doubled = self._finish_flow(prev, middle), middle, True
         step.fit_texture = texture
-        omega = turn_to_warp_out(pair, texture)
+        focal = self.camera.focal(pair.shape[1])
+        omega = turn_to_warp_out(pair, texture, focal)
         if omega is None:  # nothing to warp out: the sample is final now
             step.fit_flow = _signal_units(pair, doubled)
         elif self.fit_every_frame and len(self._pending) < MAX_PENDING_TURNS:
@@ -272,13 +278,14 @@ class Perceiver:
             step.fit_flow = _signal_units(pair, doubled)
             step.fit_derotated = False
         else:
-            out = warped_out_flow(self._finish_flow, prev, nxt, omega)
+            out = warped_out_flow(self._finish_flow, prev, nxt, omega, focal)
             step.fit_flow = _signal_units(out, doubled)
 
     def _warped_out_sample(self, frame: int) -> FitSample:
         """The sample ``flow_step`` + ``finish`` give a planned episode's fit frame ``frame``."""
         turn = self._pending.pop(frame)
-        out = warped_out_flow(self._finish_flow, turn.prev, turn.nxt, turn.omega)
+        focal = self.camera.focal(turn.prev.shape[1])
+        out = warped_out_flow(self._finish_flow, turn.prev, turn.nxt, turn.omega, focal)
         return sample_fit(
             frame, _signal_units(out, turn.doubled), None, derotated=True, texture=turn.texture
         )

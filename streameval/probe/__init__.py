@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streameval.constants import DEFAULT_FPS
+from streameval.errors import BadInputError
 from streameval.probe.candidates import candidates, check_probeable, profile_names
 from streameval.probe.classify import KeyMotion, classify
 from streameval.probe.mapping import Mapping, choose, moves_alone
@@ -56,6 +57,11 @@ async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeRepo
     a session that ends early still reports what it measured (``end_reason``)."""
     profile = load_profile(profile_spec)
     check_probeable(profile)
+    if profile.conditioning.required and options.image is None:
+        raise BadInputError(
+            f"--profile {profile_spec}",
+            "the server generates nothing without a start image: give --image PATH",
+        )
     own = profile.key_names()
     names = candidates(profile, options.extra)
     first = len(profile_names(profile))

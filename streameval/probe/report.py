@@ -136,6 +136,18 @@ class ProbeReport:
             "server_said": self.server_said(),
         }
 
+    def response_s(self) -> float | None:
+        """The median response of the chosen names (seconds from a press to the picture
+        answering it: a chunked server's first chunk), or None when none was measured."""
+        chosen = set(self.mapping.names.values())
+        times = sorted(
+            m.response_s for m in self.keys if m.name in chosen and m.response_s is not None
+        )
+        if not times:
+            return None
+        mid = len(times) // 2
+        return times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+
     def server_said(self) -> list[str]:
         """The server's own error words, each once, in order (a server that refuses a key
         name it does not know says so: quoted, not only counted)."""

@@ -23,10 +23,17 @@ def names_line(names: dict[str, str]) -> str:
 
 
 def profile_text(
-    base: ServerProfile, names: dict[str, str], *, fps: float | None, comment: str
+    base: ServerProfile,
+    names: dict[str, str],
+    *,
+    fps: float | None,
+    comment: str,
+    response_s: float | None = None,
 ) -> str:
-    """The base profile's file with ``names`` (every key of ``KEYS``) and ``fps`` replaced;
-    ``comment`` heads the file. Checked by reading it back: what is written attaches."""
+    """The base profile's file with ``names`` (every key of ``KEYS``), ``fps`` and
+    ``response_s`` (the measured key → picture time, so a run with keys too short for it is
+    told before it starts) replaced; ``comment`` heads the file. Checked by reading it back:
+    what is written attaches."""
     text = Path(base.path).read_text(encoding="utf-8")
     # the base profile's comments described its own names and fps, not what was found
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
@@ -34,6 +41,8 @@ def profile_text(
     lines = _set_top(lines, "description", json.dumps(f"{base.description} (keys probed)"))
     if fps is not None:
         lines = _set_top(lines, "fps", f"{fps:g}")
+    if response_s is not None and response_s > 0:
+        lines = _set_top(lines, "response_s", f"{response_s:.2f}")
     lines = _set_names(lines, names_line(names))
     head = [f"# {line}".rstrip() for line in comment.splitlines()]
     out = "\n".join([*head, *lines]) + "\n"

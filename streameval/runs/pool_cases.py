@@ -162,6 +162,7 @@ async def offer_cases(
     images = sum(case.image_path is not None for case in ordered)
     view = PoolView()
     hellos: dict[str, Hello] = {}
+    refused: dict[str, str] = {}  # session → why its status message was not a hello
     changed = asyncio.Event()
     status = {target.topic("status", s): s for s in sessions}
 
@@ -176,10 +177,13 @@ async def offer_cases(
                 payload = msg.payload if isinstance(msg.payload, bytes | bytearray) else b""
                 topic = str(msg.topic)
                 if topic in status:
-                    with contextlib.suppress(WireError):
+                    try:
                         message = decode_wire(bytes(payload)) if payload else None
-                        if isinstance(message, Hello):
-                            hellos[status[topic]] = message
+                    except WireError as exc:  # named if the session never says hello
+                        refused[status[topic]] = str(exc)
+                        message = None
+                    if isinstance(message, Hello):
+                        hellos[status[topic]] = message
                 else:
                     with contextlib.suppress(PoolMessageError):
                         view.update(group, topic, bytes(payload))
@@ -188,7 +192,14 @@ async def offer_cases(
         reader = asyncio.create_task(read())
         try:
             model = await _check_sessions(
-                broker_url, sessions, hellos, images, len(ordered), model_name, hello_timeout_s
+                broker_url,
+                sessions,
+                hellos,
+                images,
+                len(ordered),
+                model_name,
+                hello_timeout_s,
+                refused,
             )
             await asyncio.sleep(SETTLE_S)  # the retained claims of a former run arrive
             run = _CaseRun(model, sessions, view, tell)
@@ -232,16 +243,23 @@ async def _check_sessions(
     cases: int,
     model_name: str | None,
     timeout_s: float,
+    refused: dict[str, str] | None = None,
 ) -> str:
     """Every session served, able to start from the cases' images; the run's model name."""
     from streameval.transports.mqtt.transport import takes_no_image
 
     deadline = time.monotonic() + timeout_s
-    while len(hellos) < len(sessions) and time.monotonic() < deadline:
+    heard = refused or {}
+    while time.monotonic() < deadline and any(s not in hellos and s not in heard for s in sessions):
         await asyncio.sleep(0.05)
     base = broker_url.rstrip("/")
     for session in sessions:
         hello = hellos.get(session)
+        if hello is None and refused and session in refused:
+            raise BadInputError(
+                f"{base}/{session}",
+                f"session {session!r}: the server's hello is refused: {refused[session]}",
+            )
         if hello is None:
             raise BadInputError(
                 f"{base}/{session}",

@@ -8,6 +8,8 @@ never a traceback and never a hang.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -27,9 +29,25 @@ SUPPORTED_SCHEMES = ("python",)
 SourceOpener = Callable[..., "InProcessSource"]
 
 
+def _import_module(module_name: str) -> Any:
+    """A module by name, or a file (``python:path/to/adapter.py:MyWorld``)."""
+    if not module_name.endswith(".py"):
+        return importlib.import_module(module_name)
+    path = Path(module_name).resolve()
+    if not path.is_file():
+        raise ImportError(f"no file {path}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has one
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _import_and_build(module_name: str, attr: str, url: str) -> Any:
     try:
-        module = importlib.import_module(module_name)
+        module = _import_module(module_name)
     except ImportError as exc:
         raise BadInputError(url, f"cannot import {module_name!r}: {one_line(str(exc))}") from None
     except (Exception, SystemExit) as exc:
@@ -48,7 +66,10 @@ def _import_and_build(module_name: str, attr: str, url: str) -> Any:
 
 
 def load_python_model(
-    url: str, app_dir: Path | None = Path("."), timeout: float = 300.0
+    url: str,
+    app_dir: Path | None = Path("."),
+    timeout: float = 300.0,
+    python: Path | None = None,
 ) -> tuple[Any, str]:
     """``python:package.module:factory`` → (model, display name).
 
@@ -66,9 +87,11 @@ def load_python_model(
             url,
             f"unsupported URL scheme {scheme!r} (supported here: {', '.join(SUPPORTED_SCHEMES)})",
         )
-    module_name, _, attr = rest.partition(":")
+    module_name, _, attr = rest.rpartition(":")
     if not module_name or not attr:
         raise BadInputError(url, "expected python:MODULE:FACTORY")
+    if python is not None:
+        return _bridged(url, module_name, attr, app_dir, timeout, python)
     if app_dir is not None:
         folder = str(Path(app_dir).resolve())
         if folder not in sys.path:
@@ -96,6 +119,32 @@ def load_python_model(
         raise BadInputError(
             url, f"{attr}() returned {type(model).__name__}, which has no step(key)"
         )
+    return model, model_name(model)
+
+
+def _bridged(
+    url: str, module: str, factory: str, app_dir: Path | None, timeout: float, python: Path
+) -> tuple[Any, str]:
+    """The adapter in the interpreter ``python`` (``--python``): ``transports/bridge``. Its
+    load and each step are bounded by ``timeout`` as in process; the load's output is shown."""
+    from streameval.transports.bridge.host import BridgedModel, echo_to_stderr
+
+    if not python.exists():
+        raise BadInputError(f"--python {python}", "no such file")
+    if not os.access(python, os.X_OK):
+        raise BadInputError(f"--python {python}", "not an executable")
+    if module.endswith(".py"):
+        module = str(Path(module).resolve())  # the worker runs in app_dir
+    model = BridgedModel(
+        python,
+        module,
+        factory,
+        url=url,
+        app_dir=None if app_dir is None else Path(app_dir).resolve(),
+        load_timeout=timeout,
+        step_timeout=timeout,
+        echo=echo_to_stderr(f"  [{factory}] "),
+    )
     return model, model_name(model)
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from streameval.constants import DEFAULT_FPS
 from streameval.core.events import (
+    RESPONSE_HINT_KEY,
     EndOfStream,
     EpisodeEnd,
     EpisodeInfo,
@@ -70,6 +71,12 @@ PLAN_GRACE_S = 30.0
 10 s timeout of its own; this bounds the episode whatever the transport does)."""
 MAX_REPORTED_PER_KIND = 5
 """Admission problems reported one by one before only the counter goes on."""
+MEASURE_FPS_S = 2.0
+"""At most this long to measure the rate of a server that nothing else gives one for."""
+MEASURE_FPS_FRAMES = 25
+"""Enough frames to measure that rate to within a few percent (24 intervals)."""
+MEASURE_FPS_MIN = 6
+"""Fewer frames in ``MEASURE_FPS_S`` and the server is taken as silent at rest (not measured)."""
 
 
 class LiveSource:
@@ -123,6 +130,12 @@ class LiveSource:
         self._early_indices: set[int] = set()
         self.ready_seen = False  # the transport saw the server's ready
         self.fps_origin = "transport"  # where the transport's fps came from (scores.json)
+        # the profile's ``response_s`` (set by ``urls.open_network_source``): the cadence known
+        # before the first frame
+        self.response_hint_s: float | None = None
+        # arrival times of frames a server streams before the session starts, while its rate
+        # is measured (``_measure_fps``: nothing else says it)
+        self._rate_arrivals: list[float] | None = None
         self._early_end: str | None = None  # lost before the episode started: ends it at once
         self.ended_complete = False  # the key plan ran to its end (not lost, not stopped)
         self.conditioning: Conditioning | None = None
@@ -203,6 +216,9 @@ class LiveSource:
     def deliver(self, frame: Frame, t_arrival: float | None = None) -> None:
         """A decoded frame arrived (call from the transport's reader, on the event loop)."""
         now = time.perf_counter() if t_arrival is None else t_arrival
+        if self.info is None and self._rate_arrivals is not None:
+            self._rate_arrivals.append(now)  # measuring the rate: before the episode, not in it
+            return
         if self.info is None and self.session_open_early and not self._ended:
             # the session was started for its fps: these frames wait for the episode
             self._before_ready.append((frame, now, not self.ready_seen))
@@ -348,6 +364,10 @@ class LiveSource:
             announced = self.announced_fps()
             if announced is not None:
                 fps, fps_source = announced, "server"
+        if self.mode == "stream" and fps_source == "default" and announced is None:
+            measured = await self._measure_fps()
+            if measured is not None:
+                fps, fps_source = measured, "measured"
         schedule = Schedule.per_key(self.keys, self.config.seconds_per_key, fps)
         spk = self.config.seconds_per_key
         alignments: dict[str, Alignment] = {"step": "scheduled", "request": "reported"}
@@ -374,6 +394,8 @@ class LiveSource:
                 },
             },
         )
+        if self.response_hint_s is not None:
+            self.info.extra[RESPONSE_HINT_KEY] = self.response_hint_s
         if self.conditioning is not None:
             from streameval.cases.episode import case_extra
 
@@ -398,6 +420,26 @@ class LiveSource:
         drivers = {"step": self._drive_steps, "stream": self._drive_stream}
         driver = self.driver or drivers.get(self.mode, self.drive_requests)
         self._tasks.append(asyncio.create_task(driver()))
+
+    async def _measure_fps(self) -> float | None:
+        """The rate a server streams at before any key, when neither it, its profile nor
+        ``--fps`` says one: up to ``MEASURE_FPS_S`` of its frames (until ``MEASURE_FPS_FRAMES``
+        are in), rounded to 0.5 fps. None for a server silent at rest (fewer than
+        ``MEASURE_FPS_MIN`` frames): the default stays, and ``delivered_fps`` says what came."""
+        arrivals: list[float] = []
+        self._rate_arrivals = arrivals
+        deadline = time.perf_counter() + MEASURE_FPS_S
+        try:
+            while len(arrivals) < MEASURE_FPS_FRAMES and time.perf_counter() < deadline:
+                if self._ended or self._early_end is not None:
+                    return None
+                await asyncio.sleep(0.05)
+        finally:
+            self._rate_arrivals = None
+        span = arrivals[-1] - arrivals[0] if len(arrivals) >= MEASURE_FPS_MIN else 0.0
+        if span <= 0:
+            return None
+        return max(0.5, round(2.0 * (len(arrivals) - 1) / span) / 2.0)  # 0.5 fps steps
 
     async def _open_session(self) -> None:
         """Start the session and wait for its ready before the episode exists, so that it

@@ -19,6 +19,7 @@ import asyncio
 import base64
 import binascii
 import math
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from streameval.core.tasks import cancel_and_wait
-from streameval.errors import BadInputError, StartRefused
+from streameval.errors import BadInputError, StartRefused, one_line
 from streameval.protocol.case_start import START_NAMES, CaseStart
 from streameval.protocol.keys import NO_KEY
 from streameval.protocol.wire import (
@@ -43,8 +44,8 @@ from streameval.protocol.wire import (
 
 PublishFrame = Callable[[Frame], Awaitable[None]]
 Refuse = Callable[[str, str], Awaitable[None]]
-"""Tells the client that the start of ``episode`` was refused, in ``words`` (our protocol:
-a ``bye`` naming the episode)."""
+"""Tells the client that ``episode`` cannot go on — its start was refused, or the model
+failed a step — in ``words`` (our protocol: a ``bye`` naming the episode)."""
 IDLE_TIMEOUT_S = 5.0
 
 
@@ -202,6 +203,7 @@ class ModelHost:
     ) -> None:
         self.model = model
         self.refuse = refuse
+        self.episode = ""  # the last reset's: what a failed step names to the client
         self.refused = False  # the last reset's start was refused: no frame until the next
         self.fps = fps
         self.publish = publish
@@ -216,6 +218,8 @@ class ModelHost:
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._step_loop()), asyncio.create_task(self._play())]
+        for task in self._tasks:
+            task.add_done_callback(_say_if_crashed)
 
     async def stop(self) -> None:
         await cancel_and_wait(self._tasks)
@@ -223,6 +227,7 @@ class ModelHost:
     async def handle(self, message: Message) -> None:
         self.last_message = time.perf_counter()
         if isinstance(message, Reset):
+            self.episode = message.episode
             await self._reset(message)
         elif isinstance(message, Step):
             if not self.refused:
@@ -254,6 +259,7 @@ class ModelHost:
             words = " ".join(f"reset failed: {type(exc).__name__}: {exc}".split())[:300]
         else:
             return
+        print(f"serve: refused the start of {message.episode!r}: {words}", file=sys.stderr)
         self.refused = True
         self.playing = False
         while not self._steps.empty():
@@ -276,10 +282,34 @@ class ModelHost:
             self.refused = False
 
     async def _render(self, key: str) -> None:
-        out = await asyncio.to_thread(self.model.step, key)
-        frame = wire_frame(self.next_index, key, out, t_server=time.time())
+        """One frame under ``key``, published. A step that raises, or returns what is not a
+        frame we can send, ends the episode in one line naming it (``_fail``): the server
+        goes on for the next ``reset``, and the client is not left waiting for a frame."""
+        index = self.next_index
+        try:
+            out = await asyncio.to_thread(self.model.step, key)
+            frame = wire_frame(index, key, out, t_server=time.time())
+        except Exception as exc:
+            await self._fail(f"model.step({key!r}) for frame {index} failed", exc)
+            return
         self.next_index += 1
-        await self.publish(frame)
+        try:
+            await self.publish(frame)
+        except Exception as exc:
+            await self._fail(f"frame {index} of model.step({key!r}) cannot be sent", exc)
+
+    async def _fail(self, what: str, exc: Exception) -> None:
+        """A failed step: one line on the server's stderr, and the client told (``refuse``)
+        so that its episode ends at once, incomplete, in these words; no frame until the
+        next ``reset`` (the model's state after a failed step is not the episode's)."""
+        words = one_line(f"{what}: {type(exc).__name__}: {exc}")[:300]
+        print(f"serve: {words}", file=sys.stderr, flush=True)
+        self.refused = True
+        self.playing = False
+        while not self._steps.empty():
+            self._steps.get_nowait()
+        if self.refuse is not None:
+            await self.refuse(self.episode, words)
 
     async def _step_loop(self) -> None:
         while True:
@@ -306,3 +336,14 @@ class ModelHost:
             # a slow model plays slower rather than bursting to catch up
             t_next = max(t_next, time.perf_counter() - period)
             await asyncio.sleep(max(0.0, t_next - time.perf_counter()))
+
+
+def _say_if_crashed(task: asyncio.Task[None]) -> None:
+    """A host task that ended by an exception would leave the server silent: say it."""
+    if not task.cancelled() and task.exception() is not None:
+        exc = task.exception()
+        print(
+            f"serve: internal error, the model host stopped: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+            flush=True,
+        )

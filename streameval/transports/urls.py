@@ -84,7 +84,11 @@ def open_network_source(
     request = _Request(url, keys, episode, suite, live, options, conditioning, kept)
     if not scheme.startswith("mqtt"):
         request.key_names(None)  # a bad --key-map is named before the profile is read
-    return SCHEMES[scheme](request)
+    source = SCHEMES[scheme](request)
+    profile = None if scheme.startswith("mqtt") else _profile_for(url, options)
+    if profile is not None:
+        source.response_hint_s = profile.response_s
+    return source
 
 
 class CaseDrive(Protocol):
@@ -307,6 +311,8 @@ def _open_on_demand(r: _Request) -> LiveSource:
     from streameval.transports.ondemand import TIMEOUT_MARGIN_S
 
     profile = _profile_for(r.url, r.options)
+    if profile is not None and profile.lease is not None:
+        return _open_websocket(r)  # the URL claims a WebSocket session ([lease])
     names = r.key_names(profile)
     assert profile is not None  # _profile_for insists on one for these
     if r.options.clock == "wall":
@@ -391,6 +397,14 @@ def _profile_for(url: str, options: AttachOptions) -> ServerProfile | None:
     from streameval.transports.profiles import load_profile
 
     profile = load_profile(options.profile)
+    if transport == "http" and profile.lease is not None:
+        return profile  # the claim URL of a WebSocket session (docs/serve-formats.md#overworld)
+    if profile.lease is not None:
+        raise BadInputError(
+            url,
+            f"profile {profile.name!r} claims its session over HTTP first: give the claim "
+            f"URL ({profile.url or 'http://HOST:PORT/claim?...'})",
+        )
     if transport not in profile.transport:
         forms = ", ".join(URL_FORMS.get(t, f"{t}+http://") for t in profile.transport)
         raise BadInputError(

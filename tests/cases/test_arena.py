@@ -55,7 +55,11 @@ def test_the_case_record_names_the_case_and_fingerprints_its_inputs(arena: Path)
         "keys": "R",
         "image_sha256": hashlib.sha256(image_bytes).hexdigest(),
         "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
+        # the camera the geometry uses (docs/methods.md#known-intrinsics)
+        "intrinsics": list(case.intrinsics or ()),
+        "image_size": list(case.image_size or ()),
     }
+    assert case.intrinsics is not None and case.image_size is not None
     assert case.prompt_sha256 == text_sha256(prompt)
 
 

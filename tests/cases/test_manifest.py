@@ -64,6 +64,7 @@ def test_one_case_a_line_with_comments_and_blank_lines(folder: Path) -> None:
         "keys": "WS",
         "image_sha256": hashlib.sha256((folder / "img" / "street.jpg").read_bytes()).hexdigest(),
         "prompt_sha256": hashlib.sha256(b"First-person view. A street.").hexdigest(),
+        "intrinsics": [100.0, 100.0, 59.5, 44.5], "image_size": [120, 90],
     }  # fmt: skip
     assert (cases.cases[1].action, cases.cases[1].keys) == (1, "W")  # keys name the action
     assert (cases.cases[2].action, cases.cases[2].keys) == (None, "WWAD")  # no WorldMark id

@@ -231,6 +231,10 @@ NOT_IN_REPO = {
     "webapp_single_gpu.py",
     "generate.py",
     "prog.py",
+    # Overworld's world engine (Overworldai/world_engine), which the overworld profile follows
+    "examples/websocket_server.py",
+    "server.py",
+    "src/world_engine.py",
 }
 # Folders of a results directory (docs/cli.md#results-directory), not of the repository: an
 # episode's cache, and the demo's output folder in the README's examples.

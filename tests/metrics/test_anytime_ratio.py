@@ -70,3 +70,49 @@ def test_bad_input_is_refused(
 ) -> None:
     with pytest.raises(BadInputError):
         ratio_confidence_sequence(numerators, denominators, population, **options)  # type: ignore[arg-type]
+
+
+def test_the_certain_range_is_where_the_unseen_cases_can_take_the_ratio() -> None:
+    """Against brute force: every unseen case at its least or most (B at 0 or at the top,
+    A at lo·B or hi·B), the extremes of the full-set ratio."""
+    import itertools
+
+    from streameval.metrics.anytime import certain_ratio_range
+
+    rng = np.random.default_rng(5)
+    size, top = 7, 3
+    b = rng.integers(0, 4, 5).astype(float)
+    a = b * rng.uniform(-1, 1, 5)
+    low, high = certain_ratio_range(a, b, size, bounds=(-1.0, 1.0), max_denominator=top)
+    for n in range(1, 6):
+        options = [(0.0, 0.0)] + [(x * k, float(k)) for k in range(1, top + 1) for x in (-1, 1)]
+        ratios = []
+        for unseen in itertools.product(options, repeat=size - n):
+            total_b = b[:n].sum() + sum(u[1] for u in unseen)
+            if total_b > 0:
+                ratios.append((a[:n].sum() + sum(u[0] for u in unseen)) / total_b)
+        assert low[n - 1] == pytest.approx(min(ratios)) and high[n - 1] == pytest.approx(
+            max(ratios)
+        )
+
+
+def test_the_interval_lies_within_the_certain_range_after_38_of_40() -> None:
+    """38 cases holding 25 translation segments (at most 3 a case), pooled value 0.9628: the
+    last two cases can add 0 to 6 segments, each anywhere in [-1, 1] (a reversed key is -1),
+    so the full-set value lies in [(24.07 - 6)/31, (24.07 + 6)/31 capped by 1] = [0.5829,
+    0.97] for certain; with [0, 1] segments (stability, purity) in [0.7765, 0.97]."""
+    from streameval.leaderboard.intervals import _within
+    from streameval.metrics.anytime import certain_ratio_range
+
+    b = np.zeros(38)
+    b[:25] = 1.0
+    a = 0.9628 * b
+    for bounds, expected in (((-1.0, 1.0), 0.58290), ((0.0, 1.0), 0.77645)):
+        seq = ratio_confidence_sequence(a, b, 40, bounds=bounds, max_denominator=3)
+        cert = certain_ratio_range(a, b, 40, bounds=bounds, max_denominator=3)
+        low, high = _within(seq, cert)
+        assert cert[0][-1] == pytest.approx(expected, abs=1e-4)
+        assert cert[1][-1] == pytest.approx(0.97)
+        assert np.all(low >= cert[0] - 1e-12) and np.all(high <= cert[1] + 1e-12)
+        assert np.all(low >= seq[0] - 1e-12) and np.all(high <= seq[1] + 1e-12)
+        assert high[-1] == pytest.approx(0.97)  # the sequence's grid rounded it out to 0.9705

@@ -232,3 +232,18 @@ def test_a_stop_rules_state_rides_on_scores_and_older_messages_have_none() -> No
     ):
         back = decode(msgpack.packb({**body, "stop": bad}))
         assert isinstance(back, ScoresUpdate) and back.stop is None
+
+
+def test_a_hello_may_leave_the_size_to_the_first_frame() -> None:
+    """A model without the optional width/height is served with a 0×0 hello (or, from a
+    server of another language, none at all): the size comes with the first frame. Half a
+    size, or a size out of range, is still refused."""
+    assert decode(encode(Hello("m", 16.0, 0, 0))) == Hello("m", 16.0, 0, 0)
+    assert decode(msgpack.packb({"t": "hello", "model": "m", "fps": 16})) == Hello("m", 16.0, 0, 0)
+    for w, h in ((0, 5), (5, 0), (-1, -1), (5000, 8)):
+        with pytest.raises(WireError, match="size"):
+            decode(msgpack.packb({"t": "hello", "model": "m", "fps": 16, "w": w, "h": h}))
+    with pytest.raises(WireError, match="without 'h'"):
+        decode(msgpack.packb({"t": "hello", "model": "m", "fps": 16, "w": 8}))
+    with pytest.raises(WireError, match="got bool"):
+        decode(msgpack.packb({"t": "hello", "model": "m", "fps": 16, "w": False, "h": 0}))

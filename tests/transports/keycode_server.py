@@ -7,6 +7,10 @@ stream (``event: loading`` lines, then ``event: answer``). The browser's data ch
 ignored; a peer without a ``{"type": "heartbeat"}`` for ``stale_after_s`` (5 s there) is
 dropped. Frames come on a video track at 16 fps, generated 9 at a time under the key held at
 the chunk's start.
+
+``announce_fps``: a variant (world-arcade itself announces nothing) that says its rate on the
+data channel when it opens, ``{"type": "ready", "fps": F}``, and paces its track at it — what a
+profile's ``[ready] fps`` reads over WebRTC.
 """
 
 from __future__ import annotations
@@ -31,9 +35,10 @@ KEYCODES = {87: "W", 83: "S", 65: "A", 68: "D", 37: "L", 39: "R"}
 class ChunkTrack(MediaStreamTrack):
     kind = "video"
 
-    def __init__(self, world: ChunkedWorld) -> None:
+    def __init__(self, world: ChunkedWorld, fps: float = FPS) -> None:
         super().__init__()
         self.world = world
+        self.fps = fps
         self.buffer: list[Any] = []
         self.n = 0
         self.t0: float | None = None
@@ -43,15 +48,20 @@ class ChunkTrack(MediaStreamTrack):
             self.t0 = time.monotonic()
         if not self.buffer:
             self.buffer, _ = await self.world.generate(self.world.held_now())
-        await asyncio.sleep(max(0.0, self.t0 + self.n / FPS - time.monotonic()))
+        await asyncio.sleep(max(0.0, self.t0 + self.n / self.fps - time.monotonic()))
         frame = av.VideoFrame.from_ndarray(self.buffer.pop(0), format="rgb24")
-        frame.pts, frame.time_base = self.n * 90000 // int(FPS), Fraction(1, 90000)
+        frame.pts, frame.time_base = int(self.n * 90000 / self.fps), Fraction(1, 90000)
         self.n += 1
         return frame
 
 
 async def start_keycode_server(
-    model: Any, *, reverse: bool = False, delay_s: float = 0.0, stale_after_s: float = 5.0
+    model: Any,
+    *,
+    reverse: bool = False,
+    delay_s: float = 0.0,
+    stale_after_s: float = 5.0,
+    announce_fps: float | None = None,
 ) -> tuple[web.AppRunner, int]:
     aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
     peers: set[RTCPeerConnection] = set()
@@ -65,6 +75,9 @@ async def start_keycode_server(
 
         @pc.on("datachannel")
         def on_datachannel(channel: Any) -> None:
+            if announce_fps is not None:
+                channel.send(json.dumps({"type": "ready", "fps": announce_fps}))
+
             @channel.on("message")
             def on_message(message: Any) -> None:
                 if not isinstance(message, str):
@@ -84,7 +97,7 @@ async def start_keycode_server(
                     await pc.close()  # stale: world-arcade cleans the peer up
                     return
 
-        pc.addTrack(ChunkTrack(world))
+        pc.addTrack(ChunkTrack(world, announce_fps or FPS))
         await pc.setRemoteDescription(RTCSessionDescription(params["sdp"], params["type"]))
         await pc.setLocalDescription(await pc.createAnswer())
         asyncio.get_running_loop().create_task(watch())

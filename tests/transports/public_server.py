@@ -75,24 +75,28 @@ class PanningWorld:
 class WorldTrack(MediaStreamTrack):
     kind = "video"
 
-    def __init__(self, world: PanningWorld) -> None:
+    def __init__(self, world: PanningWorld, fps: float = FPS) -> None:
         super().__init__()
         self.world = world
+        self.fps = fps
         self.n = 0
         self.t0: float | None = None
 
     async def recv(self) -> av.VideoFrame:
         if self.t0 is None:
             self.t0 = time.monotonic()
-        await asyncio.sleep(max(0.0, self.t0 + self.n / FPS - time.monotonic()))
+        await asyncio.sleep(max(0.0, self.t0 + self.n / self.fps - time.monotonic()))
         frame = av.VideoFrame.from_ndarray(self.world.render(), format="rgb24")
-        frame.pts, frame.time_base = self.n * 90000 // int(FPS), Fraction(1, 90000)
+        frame.pts, frame.time_base = int(self.n * 90000 / self.fps), Fraction(1, 90000)
         self.n += 1
         return frame
 
 
-async def start_public_server(*, reverse: bool = False, delay_s: float = 0.0) -> tuple[Any, int]:
-    """Start on 127.0.0.1 (a free port); return (runner, port)."""
+async def start_public_server(
+    *, reverse: bool = False, delay_s: float = 0.0, fps: float = FPS
+) -> tuple[Any, int]:
+    """Start on 127.0.0.1 (a free port); return (runner, port). The track streams at ``fps``
+    from the start, keys or not, and says its rate nowhere."""
     aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
     peers: set[RTCPeerConnection] = set()
 
@@ -110,7 +114,7 @@ async def start_public_server(*, reverse: bool = False, delay_s: float = 0.0) ->
                 if body["type"] in ("keydown", "keyup"):
                     world.key(body["type"], body["key"])
 
-        pc.addTrack(WorldTrack(world))
+        pc.addTrack(WorldTrack(world, fps))
         await pc.setRemoteDescription(RTCSessionDescription(params["sdp"], params["type"]))
         await pc.setLocalDescription(await pc.createAnswer())
         return web.json_response({"sdp": pc.localDescription.sdp, "type": pc.localDescription.type})

@@ -125,6 +125,35 @@ def test_keys_shorter_than_a_few_first_chunk_latencies_are_said_to_measure_the_c
     assert need == pytest.approx(3 * latency, abs=0.2)  # each printed to 0.1 s
 
 
+@pytest.mark.timeout(120)
+def test_a_profile_that_knows_the_cadence_says_so_before_the_first_frame(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from streameval.transports.profiles import load_profile
+
+    base = Path(load_profile("worldfoundry").path).read_text(encoding="utf-8")
+    mine = tmp_path / "mg3.toml"
+    mine.write_text(base.replace('name = "worldfoundry"', 'name = "mg3"\nresponse_s = 3.4'))
+    studio = Studio(fps=16.0, first_chunk=9, chunk=9)
+    code, doc, _ = _run(tmp_path, studio, "--actions", "6", "--seconds-per-key", "1.5",
+                        "--profile", str(mine))  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, doc["errors"]
+    lines = [x for x in out.splitlines() if "measure the cadence" in x]
+    assert len(lines) == 1, out  # said once: before the first frame, not again at the switch
+    assert "the profile says the picture answers a key 3.4 s after it" in lines[0]
+    assert "keys of 1.5 s are shorter" in lines[0] and "at least 10.2 s" in lines[0]
+
+
+def test_probe_refuses_a_profile_that_needs_an_image_without_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["probe", "ws://127.0.0.1:9/api/realtime/ws", "--profile", "worldfoundry"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "--profile worldfoundry" in err[0] and "--image PATH" in err[0]
+
+
 @pytest.mark.timeout(180)
 def test_probe_on_a_server_silent_at_rest_writes_the_names_and_the_announced_fps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -155,6 +184,8 @@ def test_probe_on_a_server_silent_at_rest_writes_the_names_and_the_announced_fps
     assert profile.key_names() == {"W": "w", "S": "s", "A": "a", "D": "d", "L": "j", "R": "l"}
     assert profile.fps is not None and abs(profile.fps - 17.0) <= 0.5
     assert "fps as the server announced it" in text
+    # the key -> picture time, so a run with keys too short for it is told before it starts
+    assert profile.response_s is not None and 0 < profile.response_s < 1.5, text
     # nothing of the base file's own comments (they described its names and its fps)
     assert "paced at the server's fps" not in text and "j / l turn" not in text
 

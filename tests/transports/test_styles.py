@@ -123,6 +123,29 @@ def test_chunk_statistics_reach_the_episode() -> None:
     assert all(c["frames"] == 9 for c in inter["chunk_log"][:-1])
 
 
+def test_a_webrtc_server_that_announces_its_fps_on_the_data_channel_runs_at_it(
+    tmp_path: Path,
+) -> None:
+    """A profile's ``[ready] fps`` read over WebRTC as over a WebSocket: the session starts
+    at the rate the server says on the key channel (12), not the profile's (16)."""
+    from streameval.transports.profiles import load_profile
+
+    base = Path(load_profile("keycode").path).read_text(encoding="utf-8")
+    mine = tmp_path / "announcing.toml"
+    mine.write_text(
+        base.replace('name = "keycode"', 'name = "announcing"')
+        + '\n[ready]\nmatch = { type = "ready" }\nfps = "fps"\ntimeout_s = 10\n'
+    )
+    episode = attach_style(
+        "keycode", ("W",), 3.0, profile=str(mine), config=MEMORY_OFF, announce_fps=12.0
+    )
+    outcome = asyncio.run(episode)
+    assert outcome.complete, outcome.errors
+    inter = outcome.interactivity
+    assert (inter["fps_source"], inter["fps_announced"]) == ("server", 12.0)
+    assert outcome.info.fps == 12.0
+
+
 def test_bursts_mark_chunks_when_the_server_says_nothing() -> None:
     outcome = asyncio.run(attach_style("gamecraft", ("W",), 3.0, config=MEMORY_OFF))
     inter = outcome.interactivity

@@ -52,6 +52,42 @@ class NoImageWorld:
         return self.inner.step(key)
 
 
+class SizelessWorld:
+    """The clean world as an adapter that leaves out the optional ``width``/``height``
+    (docs/evaluate-your-model.md): its size is known only from its first frame."""
+
+    def __init__(self) -> None:
+        self.inner = world()
+        self.fps = self.inner.fps
+
+    def reset(self, image: Any = None, prompt: str | None = None) -> None:
+        self.inner.reset(image=image, prompt=prompt)
+
+    def step(self, key: str) -> Any:
+        return self.inner.step(key)
+
+
+class FailingWorld(SizelessWorld):
+    """A model whose ``step`` raises at frame ``FAIL_AT`` of every episode (a served model's
+    own exception must reach the evaluator as one line, not as silence)."""
+
+    FAIL_AT = 5
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = 0
+
+    def reset(self, image: Any = None, prompt: str | None = None) -> None:
+        super().reset(image, prompt)
+        self.n = 0
+
+    def step(self, key: str) -> Any:
+        if self.n == self.FAIL_AT:
+            raise RuntimeError("CUDA out of memory (a test's)")
+        self.n += 1
+        return super().step(key)
+
+
 def in_process(
     keys: tuple[str, ...], seconds_per_key: float, config: PipelineConfig = CONFIG
 ) -> EpisodeOutcome:

@@ -10,9 +10,12 @@ in ``ScoringInput.motion_fits`` (the engine shares them with ``scores.json``'s
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from streameval.core.episode.cache import EpisodeCache
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.control.kernels import MotionType, control_metrics_for_spans
+from streameval.metrics.fits.camera import camera_of
 from streameval.metrics.registry import ScoringInput
 from streameval.metrics.segments import (
     SegmentSpan,
@@ -40,6 +43,23 @@ def control_scores(inp: ScoringInput) -> dict[str, MetricResult]:
     types = {
         j: MotionType(p_trans=f.p_trans, p_yaw=f.p_yaw) for j, f in inp.motion_fits.items() if f
     }
-    return control_metrics_for_spans(
+    results = control_metrics_for_spans(
         cache.sx, cache.srad, control_spans(cache), cache.fps, types, provisional=not inp.final
     )
+    # the columns the motion-type fit gates say which camera the fit assumed, and from where
+    # (docs/methods.md#known-intrinsics): WorldMark's 70° unless the model or the case stated it
+    camera = camera_of(cache.meta).to_json()
+    for name in FIT_GATED:
+        result = results.get(name)
+        if result is not None:
+            results[name] = replace(result, details={**result.details, "camera": camera})
+    return results
+
+
+FIT_GATED = (
+    "direction_accuracy_trans",
+    "direction_accuracy_rot",
+    "direction_purity_trans",
+    "direction_purity_rot",
+)
+"""The control columns that the motion-type fit weighs (``p_trans``/``p_yaw``)."""

@@ -9,16 +9,19 @@ a live run, the replay of its recording and ``rescore`` score the same arrays.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from streameval.constants import ANALYSIS_WIDTH
 from streameval.core.episode.cache import EpisodeCache
 from streameval.core.metric_result import MetricResult
+from streameval.metrics.fits.camera import camera_of
 from streameval.metrics.fits.geometry import views_from_frames
 from streameval.metrics.memory.global_memory import REASON_NO_BACKEND, global_memory
 from streameval.metrics.memory.local_memory import local_memory
 from streameval.metrics.memory.revisit_memory import (
     equal_split_reversals,
-    revisit_memory,
+    find_reversals,
     revisit_memory_for,
 )
 from streameval.metrics.registry import ScoringInput
@@ -49,11 +52,17 @@ def memory_metrics(cache: EpisodeCache) -> dict[str, MetricResult]:
         # (docs/methods.md#a-failed-cut-detector-is-missing)
         local = MetricResult.missing(f"cut detector failed: {info['cut_failure']}", local.details)
     split = equal_split_keys(cache.meta)
+    # degrees of yaw as flow: the episode's camera (docs/methods.md#known-intrinsics)
+    camera = camera_of(cache.meta)
+    per_degree = camera.px_per_degree(ANALYSIS_WIDTH)
     if split is not None:  # the reference's split of a delivery without an action log
         reversals = equal_split_reversals(split, cache.sx.size)
-        revisit = revisit_memory_for(cache.sx, cache.srad, reversals, mem.embeddings, cache.fps)
     else:
-        revisit = revisit_memory(cache.sx, cache.srad, cache.frame_keys, mem.embeddings, cache.fps)
+        reversals = find_reversals(cache.frame_keys, cache.sx.size, cache.fps)
+    revisit = revisit_memory_for(
+        cache.sx, cache.srad, reversals, mem.embeddings, cache.fps, per_degree
+    )
+    revisit = replace(revisit, details={**revisit.details, "camera": camera.to_json()})
     if local.details.get("frozen"):
         # A world that never moves is trivially self-consistent: 100 would reward the freeze
         # (WorldMark excludes frozen videos from memory; Local Memory's frozen rule decides).

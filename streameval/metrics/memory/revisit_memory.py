@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -69,9 +69,9 @@ from streameval.core.arrays import F64
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.arc import (
     Appearance,
-    degrees_to_flow_px,
     flow_magnitude,
     json_float,
+    px_per_degree,
     signal_pair,
 )
 from streameval.metrics.segments import SegmentSpan, check_fps, segment_spans
@@ -137,6 +137,13 @@ class _Signals:
     srad: F64
     arc: dict[Motion, F64]  # per-sample arc / stride; NaN where missing
     fps: float
+    # flow pixels per degree of yaw (docs/methods.md#known-intrinsics): 640 / 70 unless the
+    # episode's camera is known
+    px_per_degree: float = field(default_factory=px_per_degree)
+
+    def degrees(self, deg: float) -> float:
+        """``deg`` degrees of yaw as horizontal flow pixels on the analysis frame."""
+        return deg * self.px_per_degree
 
     def channel(self, key: str, lo: int, hi: int) -> F64:
         """The key's channel over [lo, hi), missing samples skipped
@@ -194,12 +201,12 @@ def _gates(sig: _Signals, rev: Reversal) -> tuple[dict[str, Any], str | None, in
         return gates, "gain", t_resp
     if rev.motion == "rot":
         out_sum = float(np.nansum(sig.arc["rot"][rev.seg_lo : rev.t0]))
-        gate = degrees_to_flow_px(ROT_MAG_GATE_DEG)
+        gate = sig.degrees(ROT_MAG_GATE_DEG)
         ok = out_sum >= gate
         gates["undershoot"] = {
             "out_arc_sum": out_sum,
             "gate": gate,
-            "out_deg": out_sum / degrees_to_flow_px(1.0),
+            "out_deg": out_sum / sig.degrees(1.0),
             "passed": ok,
         }
         if not ok:
@@ -212,11 +219,13 @@ def _first_argmin(x: F64, a: float) -> int:
 
 
 def pair_frames(
-    arc: F64, rev: Reversal, t_resp: int, fps: float
+    arc: F64, rev: Reversal, t_resp: int, fps: float, per_degree: float | None = None
 ) -> tuple[list[tuple[int, int, float]], dict[str, Any]]:
-    """Equal-arc pairs (i, j, resid) of one gated reversal, and the pairing details."""
-    tol = degrees_to_flow_px(ROT_TOL_DEG) if rev.motion == "rot" else TOL_ARC_PX
-    lo = degrees_to_flow_px(ROT_DEPTH_FLOOR_DEG) if rev.motion == "rot" else 0.0
+    """Equal-arc pairs (i, j, resid) of one gated reversal, and the pairing details;
+    ``per_degree``: flow pixels per degree (default 640 / 70)."""
+    scale = px_per_degree() if per_degree is None else per_degree
+    tol = ROT_TOL_DEG * scale if rev.motion == "rot" else TOL_ARC_PX
+    lo = ROT_DEPTH_FLOOR_DEG * scale if rev.motion == "rot" else 0.0
     a_out = np.nan_to_num(arc[rev.seg_lo : rev.t0], nan=0.0)
     a_ret = np.nan_to_num(arc[rev.t0 : rev.seg_hi], nan=0.0)
     out_arc = np.cumsum(a_out[::-1])[::-1]
@@ -283,6 +292,7 @@ def revisit_memory(
     frame_keys: Sequence[str],
     embeddings: ArrayLike | None,
     fps: float,
+    per_degree: float | None = None,
 ) -> MetricResult:
     """Revisit Memory of one episode with an action log (docs/methods.md#revisit_memory;
     statuses docs/methods.md#statuses).
@@ -292,7 +302,8 @@ def revisit_memory(
     descriptors, NaN rows = not embedded (None = no appearance backend); ``fps``: real fps.
     """
     n = int(np.size(sx)) if np.ndim(sx) == 1 else 0
-    return revisit_memory_for(sx, srad, find_reversals(frame_keys, n, fps), embeddings, fps)
+    reversals = find_reversals(frame_keys, n, fps)
+    return revisit_memory_for(sx, srad, reversals, embeddings, fps, per_degree)
 
 
 def revisit_memory_for(
@@ -301,6 +312,7 @@ def revisit_memory_for(
     reversals: Sequence[Reversal],
     embeddings: ArrayLike | None,
     fps: float,
+    per_degree: float | None = None,
 ) -> MetricResult:
     """``revisit_memory`` on given reversals (``find_reversals`` or ``equal_split_reversals``).
 
@@ -310,7 +322,8 @@ def revisit_memory_for(
     sx_a, srad_a = signal_pair(sx, srad)
     mag = flow_magnitude(sx_a, srad_a)
     abs_sx = np.where(np.isfinite(mag), np.abs(sx_a), np.nan)
-    sig = _Signals(sx_a, srad_a, {"trans": mag / FLOW_STRIDE, "rot": abs_sx / FLOW_STRIDE}, fps)
+    arcs: dict[Motion, F64] = {"trans": mag / FLOW_STRIDE, "rot": abs_sx / FLOW_STRIDE}
+    sig = _Signals(sx_a, srad_a, arcs, fps, px_per_degree() if per_degree is None else per_degree)
     appearance = Appearance(embeddings) if embeddings is not None else None
     entries: list[dict[str, Any]] = []
     reasons: list[str] = []
@@ -331,7 +344,7 @@ def revisit_memory_for(
             entry["status"] = failed
             reasons.append(f"{rev.label}: {failed} gate failed")
             continue
-        pairs, info = pair_frames(sig.arc[rev.motion], rev, t_resp, fps)
+        pairs, info = pair_frames(sig.arc[rev.motion], rev, t_resp, fps, sig.px_per_degree)
         entry.update(info)
         entry["pairs"] = [[i, j] for i, j, _ in pairs]
         entry["resid"] = [r for _, _, r in pairs]

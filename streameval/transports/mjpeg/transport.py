@@ -76,7 +76,9 @@ class MjpegSource(LiveSource):
             raise BadInputError(
                 self.url, f"not an MJPEG stream (HTTP {self._response.status}, {kind or 'no type'})"
             )
-        fps = self.fps_hint or (self.profile.fps if self.profile else None) or DEFAULT_FPS
+        own = self.profile.fps if self.profile else None
+        self.fps_origin = "profile" if own else "default"
+        fps = self.fps_hint or own or DEFAULT_FPS
         if self.profile is not None:
             await self._start_profile(fps)
         self._tasks.append(asyncio.create_task(self._read()))

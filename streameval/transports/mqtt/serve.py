@@ -61,7 +61,8 @@ async def serve_mqtt(
             )
 
     async def refuse(episode: str, words: str) -> None:
-        print(f"serve: refused the start of {episode!r}: {words}", file=sys.stderr)
+        """The episode cannot go on (its start refused, a step failed): the host has said
+        why on stderr; the evaluator reads it in a ``bye`` naming the episode."""
         if clients:
             with contextlib.suppress(aiomqtt.MqttError):
                 await clients[0].publish(target.topic("status"), encode(Bye(words, episode)), qos=1)

@@ -146,7 +146,7 @@ class MqttSource(LiveSource):
             start = case_start(self.conditioning, self.url, hello)
             self._sent_start = start is not None
         await self._publish(Reset(self.episode, start))
-        return ServerInfo(hello.model, hello.fps, hello.width, hello.height)
+        return ServerInfo(hello.model, hello.fps, hello.width or None, hello.height or None)
 
     @property
     def sends_conditioning(self) -> bool:
@@ -188,6 +188,12 @@ class MqttSource(LiveSource):
             message = decode(payload, max_bytes=self.max_message_bytes)
         except WireError as exc:
             self.reject(f"{topic}: {exc}")
+            waiting = self._hello is not None and not self._hello.done()
+            if waiting and topic == self.target.topic("status"):
+                # the server's hello is all we wait for: say why now, not "no hello" later
+                self._hello.set_exception(  # type: ignore[union-attr]
+                    BadInputError(self.url, f"the server's hello is refused: {exc}")
+                )
             return
         if isinstance(message, Hello):
             if self._hello is not None and not self._hello.done():
@@ -195,7 +201,10 @@ class MqttSource(LiveSource):
         elif isinstance(message, Frame):
             self.deliver(message, time.perf_counter())
         elif isinstance(message, Bye) and message.episode:
-            if message.episode == self.episode:  # our start refused: nothing will come
+            # our start refused, or the model failed a step: nothing more will come
+            if message.episode == self.episode and self.log.n_frames:
+                self.lost(f"the server ended the episode: {message.reason}")
+            elif message.episode == self.episode:
                 self.lost(f"the server refused the session: {message.reason}")
         elif isinstance(message, Bye) and self._started:
             self._tasks.append(asyncio.create_task(self._bye(message.reason or "bye")))

@@ -30,6 +30,7 @@ BUILT_INS = (
     "yume-webapp",
     "matrix-game-3-interactive",
     "serve",
+    "overworld",
 )
 
 

@@ -1,4 +1,4 @@
-"""Keys as a server profile says to send them: templates, hold/press/pose, heartbeat.
+"""Keys as a server profile says to send them: templates, hold/press/pose/frame, heartbeat.
 
 Every transport (WebSocket, WebRTC data channel, MJPEG with ``--keys-url``) hands its outgoing
 path to a ``KeyChannel`` as a ``KeyOut``; the channel renders the profile's templates
@@ -12,7 +12,17 @@ path to a ``KeyChannel`` as a ``KeyOut``; the channel renders the profile's temp
   would play long after the key changed (Matrix-Game 2, Hunyuan-GameCraft);
 - ``pose``: like ``press``, but each message carries the key's camera path for the next
   chunk: ``chunk_frames`` camera-to-world poses (OpenCV axes) advanced at the profile's speed,
-  and the intrinsics.
+  and the intrinsics;
+- ``frame``: one ``control`` message per frame, from the first key to the end: the held
+  key's buttons and its mouse motion for one frame (``[keys.mouse]``). The next goes when the
+  last one's frame arrived and a frame interval has passed: a server that makes one frame per
+  control message (Overworld's world engine) is driven at the profile's fps at most, one
+  message in flight, and one that streams takes the newest; a frame that never comes is
+  asked for again after ``FRAME_RESEND_S`` (or four frame intervals), never a stall.
+
+A start template (``configure``, ``reset``) may be a list of messages, sent in order; one
+that needs a case value the run does not have is left out whole (Overworld's ``seed_image``
+without a case image: the server keeps its own seed).
 
 The heartbeat runs at the profile's interval on its own task. The time of the last message
 sent is kept: a server that drops a silent client is then named as such.
@@ -33,16 +43,20 @@ from streameval.cases.conditioning import PLACEHOLDERS as _CASE_PLACEHOLDERS
 from streameval.core.tasks import cancel_and_wait
 from streameval.errors import TemplateError
 from streameval.transports.profiles import ServerProfile
-from streameval.transports.profiles.templates import encode, render
+from streameval.transports.profiles.model import START_TEMPLATES
+from streameval.transports.profiles.templates import encode, placeholders_in, render
 
 if TYPE_CHECKING:
     pass
 
 KeyKind = Literal["keydown", "keyup", "heartbeat"]
-KEY_TEMPLATES = ("keydown", "keyup", "press", "heartbeat")
+KEY_TEMPLATES = ("keydown", "keyup", "press", "control", "heartbeat")
 CASE_PLACEHOLDERS = frozenset(_CASE_PLACEHOLDERS)
 _PRESS_FALLBACK_CHUNKS = 4.0
 """Press again after this many chunk durations with no boundary seen (a lost press)."""
+FRAME_RESEND_S = 1.0
+"""``frame`` semantics: a control message whose frame has not come in this long (or four
+frame intervals, whichever is longer) is followed by the next one anyway."""
 SEND_TIMEOUT_S = 10.0
 """A key message the server has not taken in this long ends the episode (named), never a hang."""
 
@@ -157,6 +171,10 @@ class KeyChannel:
         self._heartbeat: asyncio.Task[None] | None = None
         self._chunk = 0
         self._path = PosePath(profile, fps) if profile.keys.semantics == "pose" else None
+        self._held: str | None = None  # ``frame``: the key each control message carries
+        self._arrived = asyncio.Event()  # ``frame``: a frame came since the last control
+        self._controls: asyncio.Task[None] | None = None
+        self.controls_sent = 0
         self.case_values: dict[str, Any] | None = None
         """A benchmark case's placeholder values (``profiles/conditioning.py``); None: no case,
         and a template's fields that are a case placeholder are left out."""
@@ -165,9 +183,13 @@ class KeyChannel:
 
     def values(self, key: str | None) -> dict[str, Any]:
         name = self.names.get(key, key) if key else None
+        dx, dy = self.profile.keys.motion(key)
         return {
             **(self.case_values or {}),
             "key": name,
+            "mouse_dx": dx,
+            "mouse_dy": dy,
+            "buttons": [name] if self.profile.keys.is_button(key) and name else [],
             "keycode": self.profile.keycode(key, name) if key and name else None,
             "timestamp": round(time.time(), 3),
             "speed": self.profile.keys.speed,
@@ -178,13 +200,31 @@ class KeyChannel:
 
     def message(self, template: str, key: str | None, **extra: Any) -> str | bytes:
         """One rendered, encoded message; ``TemplateError`` names the template."""
+        return self._rendered(self.profile.templates[template], template, key, **extra)
+
+    def messages(self, template: str, key: str | None) -> list[str | bytes]:
+        """A start template's messages: one, or a list sent in order, of which a message
+        that needs a case value the run lacks (``{image_base64}`` without a case image) is
+        left out whole."""
+        body = self.profile.templates[template]
+        if not isinstance(body, list) or template not in START_TEMPLATES:
+            return [self.message(template, key)]
+        values = {**self.values(key), **(self.case_values or {})}
+        out = []
+        for part in body:
+            missing = (placeholders_in(part) & CASE_PLACEHOLDERS) - {
+                k for k, v in values.items() if v is not None
+            }
+            if not missing:
+                out.append(self._rendered(part, template, key))
+        return out
+
+    def _rendered(
+        self, template_body: Any, template: str, key: str | None, **extra: Any
+    ) -> str | bytes:
         try:
             optional = CASE_PLACEHOLDERS if self.case_values is None else frozenset()
-            body = render(
-                self.profile.templates[template],
-                {**self.values(key), **extra},
-                optional=optional,
-            )
+            body = render(template_body, {**self.values(key), **extra}, optional=optional)
             return encode(body, self.profile.keys.encoding)
         except TemplateError as exc:
             hint = ""
@@ -198,7 +238,7 @@ class KeyChannel:
         """Render every template for every key of the episode before it starts: a key whose
         name has no keyCode is bad input now, not a lost episode later."""
         for start in (t for t in ("configure", "reset") if t in self.profile.templates):
-            self.message(start, None)  # once: a case's image may be megabytes of base64
+            self.messages(start, None)  # once: a case's image may be megabytes of base64
         for template in (t for t in KEY_TEMPLATES if t in self.profile.templates):
             targets: set[str | None] = set(keys) or {None}
             for key in targets:
@@ -220,7 +260,8 @@ class KeyChannel:
         """Send ``template`` (``configure``, or ``reset`` on a kept connection; if the profile
         has it; with a case's values when ``case_values`` is set) and start the heartbeat."""
         if template in self.profile.templates:
-            await self._send(self.message(template, None))
+            for payload in self.messages(template, None):
+                await self._send(payload)
         if self.profile.keys.heartbeat_s:
             self._heartbeat = asyncio.create_task(self._beat(self.profile.keys.heartbeat_s))
 
@@ -231,6 +272,13 @@ class KeyChannel:
             if kind in self.profile.templates:
                 await self._send(self.message(kind, key))
             return
+        if self.profile.keys.semantics == "frame":
+            # the next control message carries it; the first key starts the messages
+            self._held = key if kind == "keydown" else None
+            if self._controls is None and kind == "keydown":
+                self.message("control", key)  # a template that does not render: now
+                self._controls = asyncio.create_task(self._control_loop())
+            return
         await self._stop_repeater()
         if kind == "keydown" and key is not None:
             await self._press(key)  # the first press goes out before keydown returns
@@ -239,14 +287,22 @@ class KeyChannel:
     def chunk_closed(self) -> None:
         self._boundary.set()
 
+    def arrived(self) -> None:
+        """A frame came from the server (any frame, before admission): ``frame`` semantics
+        sends the next control message."""
+        self._arrived.set()
+
     def frame(self) -> None:
+        """A frame entered the episode (every transport calls this; one that sees frames
+        before admission calls ``arrived`` sooner)."""
+        self._arrived.set()
         self._frames += 1
         if self._frames >= self.profile.keys.chunk_frames:
             self._boundary.set()
 
     async def close(self) -> None:
         await self._stop_repeater()
-        await cancel_and_wait([self._heartbeat])
+        await cancel_and_wait([self._heartbeat, self._controls])
 
     def silence(self) -> float | None:
         """Seconds since we last sent anything (None: nothing sent)."""
@@ -293,6 +349,27 @@ class KeyChannel:
         repeater, self._repeater = self._repeater, None
         # bounded: a press in flight ends with its send's own timeout at the latest
         await cancel_and_wait([repeater], SEND_TIMEOUT_S)
+
+    async def _control_loop(self) -> None:
+        """``frame`` semantics: one control message per frame, paced (module docstring)."""
+        period = 1.0 / self.fps
+        patience = max(FRAME_RESEND_S, 4 * period)
+        try:
+            while True:
+                sent_at = time.perf_counter()
+                self._arrived.clear()
+                await self._send(self.message("control", self._held))
+                self.controls_sent += 1
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(patience):
+                        await self._arrived.wait()
+                await asyncio.sleep(max(0.0, sent_at + period - time.perf_counter()))
+        except asyncio.CancelledError:
+            raise
+        except TemplateError as exc:
+            self.on_lost(f"{exc} (the profile's template does not render)")
+        except Exception as exc:
+            self.on_lost(f"sending keys failed: {exc}")
 
     async def _beat(self, interval: float) -> None:
         while True:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from streameval.errors import BadInputError, TemplateError
 from streameval.protocol.keys import KEYS
 from streameval.transports.profiles.fields import TomlFields, kind_name
+from streameval.transports.profiles.lease import LeaseSpec, read_lease
 from streameval.transports.profiles.ondemand import (
     AnswerSpec,
     ProcessSpec,
@@ -38,14 +39,27 @@ Transport = Literal["ws", "webrtc", "mjpeg", "http", "exec"]
 TRANSPORTS = ("ws", "webrtc", "mjpeg", "http", "exec")
 ON_DEMAND = ("http", "exec")
 """Styles that generate when asked (``ondemand.py``): no key messages, no frame stream."""
-Semantics = Literal["hold", "press", "pose"]
+Semantics = Literal["hold", "press", "pose", "frame"]
 FrameEncoding = Literal["binary", "base64", "video-track", "multipart"]
 Codec = Literal["json", "msgpack"]
 KeyChannelKind = Literal["same", "keys-url", "datachannel"]
 ImageMode = Literal["none", "inline", "path", "upload"]
 CaseStart = Literal["connect", "reset"]
 
-TEMPLATE_NAMES = ("configure", "reset", "keydown", "keyup", "press", "pose", "heartbeat")
+TEMPLATE_NAMES = (
+    "configure",
+    "reset",
+    "keydown",
+    "keyup",
+    "press",
+    "pose",
+    "control",
+    "heartbeat",
+)
+START_TEMPLATES = ("configure", "reset")
+"""Templates that may be a list of messages (``[[templates.configure]]``), sent in order."""
+MAX_MOUSE = 100_000.0
+"""The largest mouse motion per frame a profile may state, in the server's units."""
 STAT_NAMES = ("generation_ms", "control_latency_ms", "queue_depth", "dropped_frames")
 MAX_PROFILE_BYTES = 256 * 1024
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -59,6 +73,9 @@ SAMPLE_VALUES: dict[str, Any] = {
     "poses": [[[1.0, 0.0, 0.0, 0.0]] * 4],
     "intrinsics": [[1.0, 0.0, 0.0]] * 3,
     "episode": "episode",
+    "mouse_dx": 0.0,
+    "mouse_dy": 0.0,
+    "buttons": ["w"],
     # what a case adds (``streameval.cases.conditioning``): a template is checked with these
     "image_base64": "aGVsbG8=",
     "image_mime": "image/jpeg",
@@ -97,7 +114,12 @@ class FrameSpec:
 class KeySpec:
     """How keys go out. ``semantics``: ``hold`` (keydown … keyup), ``press`` (one press per
     chunk, or every ``press_every_ms``), ``pose`` (the key's camera path, one chunk of poses
-    at a time). ``chunk_frames``: a chunk's length when the server does not say."""
+    at a time), ``frame`` (one ``control`` message per frame: the held key's buttons and its
+    mouse motion for that frame; Overworld). ``chunk_frames``: a chunk's length when the
+    server does not say. ``mouse``: key → (dx, dy), the mouse motion that key stands for, per
+    frame, in the server's units (``{mouse_dx}``, ``{mouse_dy}``): a camera turned by the
+    mouse (Matrix-Game 2, Overworld) rather than by a key. A key in ``mouse`` and not in
+    ``names`` is only a motion: no button (``{buttons}`` is empty)."""
 
     channel: KeyChannelKind = "same"
     datachannel: str = "keys"
@@ -111,6 +133,16 @@ class KeySpec:
     codes: dict[str, int] = field(default_factory=dict)
     no_move: str | None = None  # {move} of a turn key (on-demand styles)
     no_turn: str | None = None  # {turn} of a move key
+    mouse: dict[str, tuple[float, float]] = field(default_factory=dict)
+    named: frozenset[str] = frozenset()  # the keys ``names`` gives a name (a button)
+
+    def motion(self, key: str | None) -> tuple[float, float]:
+        """The mouse motion per frame of ``key`` (0, 0 for a key without one)."""
+        return self.mouse.get(key, (0.0, 0.0)) if key else (0.0, 0.0)
+
+    def is_button(self, key: str | None) -> bool:
+        """Whether ``key`` presses a button: every key but none and a mouse-only key."""
+        return key is not None and key != "-" and (key not in self.mouse or key in self.named)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +237,13 @@ class ServerProfile:
     process: ProcessSpec | None = None
     conditioning: ConditioningSpec = ConditioningSpec()
     claim: str | None = None  # ``[claim]``: what the vendor states (``inputs.claims``)
+    # seconds from a key to the picture answering it (a chunked server: its first chunk), as
+    # ``probe`` measured it: a run whose keys are shorter than a few of these is told so before
+    # it starts (docs/methods.md#shortest-keys)
+    response_s: float | None = None
+    lease: LeaseSpec | None = None  # ``[lease]``: the socket is claimed over HTTP first
+    end: Match | None = None  # ``[end]``: a server message that ends the session
+    end_field: str = "message"
 
     @property
     def takes_images(self) -> bool:
@@ -225,7 +264,12 @@ class ServerProfile:
         if on_demand is not None:
             return on_demand
         keys = self.keys
-        what = {"hold": "keydown/keyup", "press": "one press per chunk", "pose": "camera poses"}
+        what = {
+            "hold": "keydown/keyup",
+            "press": "one press per chunk",
+            "pose": "camera poses",
+            "frame": "one control message per frame",
+        }
         channel = {
             "same": "on the same socket",
             "keys-url": "to --keys-url",
@@ -239,7 +283,11 @@ class ServerProfile:
         }[self.frames.encoding]
         extra = f", heartbeat {keys.heartbeat_s:g} s" if keys.heartbeat_s else ""
         stats = ", chunk statistics" if self.stats else ""
-        return f"frames as {frames}; keys {what[keys.semantics]} {channel}{extra}{stats}"
+        mouse = ", turns as mouse motion" if keys.mouse else ""
+        lease = "a session claimed over HTTP (claim, heartbeat, release); " if self.lease else ""
+        return (
+            f"{lease}frames as {frames}; keys {what[keys.semantics]} {channel}{extra}{stats}{mouse}"
+        )
 
 
 def lookup(message: Mapping[str, Any], path: str) -> Any:
@@ -297,21 +345,42 @@ def _frames(top: TomlFields) -> FrameSpec:
     return spec
 
 
+def _mouse(section: TomlFields) -> dict[str, tuple[float, float]]:
+    """``[keys.mouse]``: ``L = { dx = -8 }`` — a key's mouse motion per frame."""
+    table = section.sub("mouse")
+    out: dict[str, tuple[float, float]] = {}
+    for key in list(table.table):
+        if key not in KEYS:
+            raise table.fail(key, f"not a key (expected one of {' '.join(KEYS)})")
+        motion = table.sub(key)
+        dx = motion.number("dx", 0.0, -MAX_MOUSE - 1, MAX_MOUSE)
+        dy = motion.number("dy", 0.0, -MAX_MOUSE - 1, MAX_MOUSE)
+        motion.done()
+        if not dx and not dy:
+            raise table.fail(key, "moves nothing: give dx and/or dy (per frame)")
+        out[key] = (float(dx or 0.0), float(dy or 0.0))
+    table.done()
+    return out
+
+
 def _keys(top: TomlFields) -> KeySpec:
     s = top.sub("keys")
+    names = _key_table(s, "names", str)
     spec = KeySpec(
         channel=s.choice("channel", ("same", "keys-url", "datachannel"), "same"),
         datachannel=s.take("datachannel", str, "keys"),
-        semantics=s.choice("semantics", ("hold", "press", "pose"), "hold"),
+        semantics=s.choice("semantics", ("hold", "press", "pose", "frame"), "hold"),
         encoding=s.choice("encoding", ("json", "msgpack"), "json"),
         press_every_ms=s.number("press_every_ms", None, 0, 60_000),
         chunk_frames=int(s.number("chunk_frames", 9, 0, 1024) or 9),
         speed=float(s.number("speed", 1.0, -1e9, 1e9) or 1.0),
         heartbeat_s=s.number("heartbeat_s", None, 0.05, 600),
-        names=_key_table(s, "names", str),
+        names=names,
         codes=_key_table(s, "codes", int),
         no_move=s.take("no_move", str),
         no_turn=s.take("no_turn", str),
+        mouse=_mouse(s),
+        named=frozenset(names),
     )
     s.done()
     return spec
@@ -428,7 +497,13 @@ def _templates(top: TomlFields, keys: KeySpec, on_demand: bool = False) -> dict[
     out = {name: s.take(name, (dict, list, str)) for name in TEMPLATE_NAMES}
     s.done()
     templates = {k: v for k, v in out.items() if v is not None}
-    needed = {"hold": "keydown", "press": "press", "pose": "pose"}[keys.semantics]
+    needed = {"hold": "keydown", "press": "press", "pose": "pose", "frame": "control"}[
+        keys.semantics
+    ]
+    for name in START_TEMPLATES:
+        value = templates.get(name)
+        if isinstance(value, list) and not all(isinstance(m, dict) for m in value):
+            raise s.fail(name, "a list of messages must be tables ([[templates.NAME]])")
     if needed not in templates and not on_demand:
         raise s.fail(needed, f"missing: keys.semantics = {keys.semantics!r} sends it")
     if keys.heartbeat_s is not None and "heartbeat" not in templates:
@@ -473,6 +548,7 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         url=top.take("url", str, ""),
         path=path,
         fps=top.number("fps", None, 0, 1000),
+        response_s=top.number("response_s", None, 0, 600),
         frames=_frames(top),
         keys=keys,
         pose=_pose(top),
@@ -481,6 +557,8 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         ready=_ready(top),
         **_error(top),
         conditioning=_conditioning(top),
+        lease=read_lease(top),
+        **_end(top),
         request=read_request(top),
         answer=read_answer(top),
         process=read_process(top),
@@ -495,7 +573,20 @@ def parse_profile(text: str, path: str) -> ServerProfile:
     _check_conditioning(top, profile.conditioning, profile.templates)
     if keys.channel == "datachannel" and "webrtc" not in transports:
         raise top.fail("keys.channel", "a data channel needs transport = 'webrtc'")
+    if profile.lease is not None and transports != ("ws",):
+        raise top.fail("lease", "a claimed session is a WebSocket: transport = 'ws'")
     return profile
+
+
+def _end(top: TomlFields) -> dict[str, Any]:
+    """``[end]``: a server message that ends the session (Overworld's ``session_expired``):
+    the episode ends there, incomplete, with its words (``field``) or the message itself."""
+    if "end" not in top.table:
+        return {}
+    s = top.sub("end")
+    out = {"end": _match(s, "match"), "end_field": s.take("field", str, "message")}
+    s.done()
+    return out
 
 
 def _claim(top: TomlFields) -> str | None:

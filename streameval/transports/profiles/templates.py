@@ -7,9 +7,12 @@ the value itself with its type (a number stays a number: world-arcade wants ``87
 literal braces. Placeholders (docs/serve-formats.md#writing-a-profile): ``{key}`` the server's
 name of the key, ``{keycode}`` its browser keyCode, ``{timestamp}`` seconds since the epoch,
 ``{speed}``, ``{chunk}`` the chunk number, ``{frames}`` frames per chunk, ``{poses}`` and
-``{intrinsics}`` (pose semantics), ``{episode}``; and what a benchmark case sends
-(``streameval.cases.conditioning``): ``{image_base64}``, ``{image_mime}``, ``{image_path}``,
-``{prompt}``, ``{intrinsics}``, ``{image_width}``, ``{image_height}``, ``{case}``, ``{seed}``.
+``{intrinsics}`` (pose semantics), ``{episode}``, ``{mouse_dx}`` / ``{mouse_dy}`` the held
+key's mouse motion per frame (``[keys.mouse]``; 0 for keys without one), ``{buttons}`` the
+held key's name as a list (empty for no key and for a key that is only a mouse motion); and
+what a benchmark case sends (``streameval.cases.conditioning``): ``{image_base64}``,
+``{image_mime}``, ``{image_path}``, ``{prompt}``, ``{intrinsics}``, ``{image_width}``,
+``{image_height}``, ``{case}``, ``{seed}``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ KEY_PLACEHOLDERS = (
     "poses",
     "intrinsics",
     "episode",
+    "mouse_dx",
+    "mouse_dy",
+    "buttons",
 )
 PLACEHOLDERS = tuple(dict.fromkeys(KEY_PLACEHOLDERS + CASE_PLACEHOLDERS))
 """Every placeholder a template may hold: the key channel's and a case's (``{intrinsics}`` is

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -88,6 +87,9 @@ class WebRTCSource(LiveSource):
         self._ours: Any = None
         self._hello: asyncio.Future[Hello] | None = None
         self._frames_seen = 0
+        # a profile's [ready] on the key channel: the session's start, and the fps it announces
+        self._ready = asyncio.Event()
+        self._announced: float | None = None
 
     async def open_transport(self) -> ServerInfo:
         host = urlsplit(self.endpoint).hostname or ""
@@ -136,8 +138,10 @@ class WebRTCSource(LiveSource):
         if self._hello is not None:
             hello = await self._hello
             self._send_ours(Reset(self.episode))
-            return ServerInfo(hello.model, hello.fps, hello.width, hello.height)
-        return ServerInfo(host, (self.profile.fps if self.profile else None) or DEFAULT_FPS)
+            return ServerInfo(hello.model, hello.fps, hello.width or None, hello.height or None)
+        own = self.profile.fps if self.profile else None
+        self.fps_origin = "profile" if own else "default"
+        return ServerInfo(host, own or DEFAULT_FPS)
 
     async def _start_profile(self, label: str) -> None:
         from streameval.errors import TemplateError
@@ -160,7 +164,7 @@ class WebRTCSource(LiveSource):
         except TemplateError as exc:
             raise BadInputError(self.profile.path, str(exc)) from None
 
-        if self.profile.error is not None:
+        if self.profile.error is not None or self.profile.ready is not None:
             self._keys_channel.on("message", self._on_profile_message)
 
         @self._keys_channel.on("close")  # type: ignore[untyped-decorator]
@@ -169,21 +173,48 @@ class WebRTCSource(LiveSource):
                 self.lost(self._dropped(f"data channel {label!r} closed by the server"))
 
     def _on_profile_message(self, message: Any) -> None:
-        """A message the server sends on the key channel: the profile's ``[error]`` is the
-        server refusing (a case start it cannot take), the episode's end in its own words."""
-        from streameval.transports.profiles.model import lookup
+        """A message the server sends on the key channel: the profile's ``[ready]`` starts the
+        session (with the fps it announces, which the session then runs at), its ``[error]`` is
+        the server refusing (a case start it cannot take), the episode's end in its own words."""
+        from streameval.errors import MessageProblem
+        from streameval.transports.websocket.messages import read_text
 
-        assert self.profile is not None and self.profile.error is not None
+        assert self.profile is not None
         if not isinstance(message, str) or len(message) > 64 * 1024:
             return
         try:
-            body = json.loads(message)
-        except ValueError:
+            incoming = read_text(message, self.profile)
+        except MessageProblem:
             return
-        if isinstance(body, dict) and self.profile.error.matches(body):
-            text = lookup(body, self.profile.error_field)
-            words = " ".join(str(text if text is not None else message).split())[:300]
-            self.lost(f"the server refused the session: {words}")
+        if incoming.kind == "ready":
+            self.ready_seen = True
+            self._announced = incoming.stats.get("fps")
+            self._ready.set()
+        elif incoming.kind == "error":
+            self.lost(f"the server refused the session: {incoming.text}")
+
+    def announces_fps(self) -> bool:
+        return (
+            self.profile is not None
+            and self.profile.ready is not None
+            and self.profile.ready.fps is not None
+        )
+
+    def announced_fps(self) -> float | None:
+        return self._announced
+
+    async def wait_ready(self) -> None:
+        if self.profile is None or self.profile.ready is None:
+            return
+        timeout = self.profile.ready.timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
+        except TimeoutError:
+            raise ConnectionError(
+                f"no answer on the data channel within {timeout:g} s (profile "
+                f"{self.profile.name!r} waits for {self.profile.ready.match.fields})"
+            ) from None
 
     async def start_session(self) -> None:
         from streameval.transports.profiles.conditioning import send_start

@@ -33,7 +33,7 @@ MAX_CONTROL_BYTES = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Incoming:
-    kind: Literal["frame", "stats", "ready", "error", "other"]
+    kind: Literal["frame", "stats", "ready", "error", "end", "other"]
     image: npt.NDArray[np.uint8] | None = None
     frames: int | None = None
     stats: dict[str, float] = field(default_factory=dict)
@@ -89,6 +89,9 @@ def _control(body: Any, profile: ServerProfile, raw: Any) -> Incoming:
         fps = _number(lookup(body, profile.ready.fps)) if profile.ready.fps else None
         announced = {"fps": fps} if fps is not None and 0 < fps <= 1000 else {}
         return Incoming("ready", stats=announced)
+    if profile.end is not None and profile.end.matches(body):
+        text = lookup(body, profile.end_field)
+        return Incoming("end", text=" ".join(str(text if text is not None else raw).split())[:300])
     if profile.error is not None and profile.error.matches(body):
         text = lookup(body, profile.error_field)
         return Incoming(

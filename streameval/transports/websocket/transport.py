@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from streameval.constants import DEFAULT_FPS
-from streameval.errors import BadInputError, MessageProblem, TemplateError
+from streameval.errors import BadInputError, MessageProblem, TemplateError, redact_url
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveSource
 from streameval.transports.live_config import LiveConfig, ServerInfo
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.conditioning import prepare_case, send_start, sends_case
 from streameval.transports.profiles.keychannel import HttpPostOut, KeyChannel, KeyOut, WsOut
+from streameval.transports.websocket.lease import Lease, display_url
 from streameval.transports.websocket.messages import Incoming, MessageTally, read_binary, read_text
 
 if TYPE_CHECKING:
@@ -100,7 +101,13 @@ class WebSocketSource(LiveSource):
         conditioning: Conditioning | None = None,
         kept: KeptSocket | None = None,
     ) -> None:
-        super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        lease = profile.lease
+        # a claimed session (``[lease]``): ``url`` is the claim URL, its passphrase never shown
+        shown_as = redact_url(display_url(url, lease.secret)) if lease else url
+        self._lease = Lease(lease, url, shown_as) if lease else None
+        shown = self._lease.shown if self._lease is not None else url
+        super().__init__(shown, keys, episode=episode, suite=suite, config=config, fps=fps)
+        self._target = url  # what we connect to (the claim URL, or the socket itself)
         self.conditioning = conditioning
         self.kept = kept if profile.conditioning.start == "reset" else None
         self.reused = False  # this session's socket was kept from the case before
@@ -160,21 +167,61 @@ class WebSocketSource(LiveSource):
         import aiohttp
 
         self._session = aiohttp.ClientSession()
+        socket = self._target
+        if self._lease is not None:
+            socket = await self._claim()
         try:
             self._ws = await self._session.ws_connect(
-                self.url,
+                socket,
                 max_msg_size=self.profile.frames.max_message_bytes,
                 autoping=True,
                 heartbeat=None,
             )
         except aiohttp.WSServerHandshakeError as exc:
+            await self._release()
             raise BadInputError(self.url, f"not a WebSocket endpoint: HTTP {exc.status}") from None
         except (aiohttp.ClientError, OSError) as exc:
+            await self._release()
             raise BadInputError(self.url, f"server unreachable: {exc}") from None
+        if self._lease is not None:
+            beat = self._lease.beat(self._session, self.lost, self._lease_warning)
+            self._tasks.append(asyncio.create_task(beat))
+
+    async def _claim(self) -> str:
+        """Claim the session (``[lease]``) and check that the episode fits in it; the
+        socket's URL. A claim the episode cannot use is released before the line is raised."""
+        assert self._lease is not None
+        claim = await self._lease.acquire(self._session)
+        need = len(self.keys) * self.config.seconds_per_key
+        if claim.expires_s is not None and need > claim.expires_s:
+            await self._release()
+            raise BadInputError(
+                self.url,
+                f"the server lends a session for {claim.expires_s:g} s, and this episode "
+                f"needs {need:g} s ({len(self.keys)} keys of {self.config.seconds_per_key:g} "
+                "s): give a shorter --seconds-per-key",
+            )
+        return claim.socket
+
+    def _lease_warning(self, words: str) -> None:
+        self._report("lease", f"{self.url}: {words}")
+
+    async def _release(self) -> None:
+        """Give a claimed session back (once); a failure is a warning line, never raised:
+        the claim expires on the server by itself."""
+        if self._lease is None or self._session is None:
+            return
+        problem = await self._lease.release(self._session)
+        if problem is not None:
+            import logging
+
+            logging.getLogger(__name__).warning("%s: %s", self.url, problem)
 
     async def start_session(self) -> None:
         assert self.channel is not None
-        await send_start(self.channel, self.conditioning, self.url, self._session, kept=self.reused)
+        await send_start(
+            self.channel, self.conditioning, self._target, self._session, kept=self.reused
+        )
 
     @property
     def sends_conditioning(self) -> bool:
@@ -260,6 +307,10 @@ class WebSocketSource(LiveSource):
         if incoming.kind == "frame" and incoming.image is not None:
             self.deliver(Frame(index=self._n, key=None, image=incoming.image), time.perf_counter())
             self._n += 1
+            if self.channel is not None:
+                self.channel.arrived()
+        elif incoming.kind == "end":
+            self.lost(f"the server ended the session: {incoming.text}")
         elif incoming.kind == "stats":
             self.server_chunk(incoming.frames, incoming.stats)
         elif incoming.kind == "ready":
@@ -349,6 +400,8 @@ class WebSocketSource(LiveSource):
             if ws is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(ws.close(), 2.0)
+        with contextlib.suppress(Exception):
+            await self._release()  # however the episode ended: the GPU goes back
         if self._session is not None:
             with contextlib.suppress(Exception):
                 await self._session.close()

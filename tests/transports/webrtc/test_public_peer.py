@@ -27,8 +27,9 @@ async def _attach(
     delay_s: float = 0.0,
     spk: float = 2.5,
     keys: tuple[str, ...] = KEYS,
+    fps: float = 16.0,
 ) -> EpisodeOutcome:
-    runner, port = await start_public_server(reverse=reverse, delay_s=delay_s)
+    runner, port = await start_public_server(reverse=reverse, delay_s=delay_s, fps=fps)
     try:
         source = WebRTCSource(
             f"webrtc+http://127.0.0.1:{port}/offer",
@@ -54,6 +55,16 @@ def test_public_server_obeying_keys() -> None:
     assert m["direction_accuracy_trans"].normalized > 80
     assert inter["key_to_response_ms_median"] is not None
     assert inter["key_to_response_ms_median"] < 600
+
+
+def test_a_server_that_says_no_rate_is_measured_before_the_first_key() -> None:
+    """No --fps, no profile, no announcement: the rate it streams at before any key (12 fps
+    here, not the default 16) is the session's, ``fps_source: "measured"``."""
+    outcome = asyncio.run(_attach(fps=12.0, keys=("W",), spk=2.0))
+    inter = outcome.interactivity
+    assert outcome.complete, outcome.errors
+    assert inter["fps_source"] == "measured" and inter["fps_announced"] is None
+    assert 11.0 <= outcome.info.fps <= 12.5, outcome.info.fps  # rounded to 0.5; a late frame
 
 
 def test_reversed_keys_score_direction_accuracy_near_zero() -> None:

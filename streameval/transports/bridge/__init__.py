@@ -1,0 +1,1 @@
+"""The bridge: a model adapter run in its own Python environment (``attach --python``)."""
