@@ -39,8 +39,9 @@ from streameval.worlds.procedural_world import (
     world_config_for_defect,
 )
 
+from streameval.core.episode.geometry import FrameGeometry
 from streameval.core.metric_result import MetricResult
-from streameval.metrics.fits.geometry import FrameGeometry, select_views, views_from_frames
+from streameval.metrics.fits.geometry import select_views, views_from_frames
 from streameval.metrics.memory.global_memory import global_memory
 
 

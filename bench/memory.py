@@ -41,7 +41,7 @@ from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
 from streameval.metrics.memory.episode import memory_metrics
 from streameval.perception.transnet_runtime import RUNTIME_ENV
-from streameval.results.cache.episode import EpisodeCache
+from streameval.results.cache.episode import load_episode_cache
 
 
 class Timing(EpisodeObserver):
@@ -151,7 +151,7 @@ def main() -> None:
         f"  paced at 32 frames/s (2x real time), transnetv2: {fps:5.1f} frames/s;"
         f"  finalization {final_s:5.2f} s  (target <= 3 s)"
     )
-    cache = EpisodeCache.load(base / "cpu_embedding_+_transnetv2" / "cache")
+    cache = load_episode_cache(base / "cpu_embedding_+_transnetv2" / "cache")
     t0 = time.perf_counter()
     memory_metrics(cache)
     kernels_s = time.perf_counter() - t0

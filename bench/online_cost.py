@@ -26,10 +26,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from streameval.core.episode.motion import FitSample
 from streameval.engine.provisional import LiveScores
 from streameval.engine.scoring import score_episode
 from streameval.engine.track import EpisodeTrack
-from streameval.metrics.fits.motion_type import FitSample, fit_frames
+from streameval.metrics.fits.motion_type import fit_frames
 
 KEYS = "WADLRS"
 SECONDS_PER_KEY = 4.0

@@ -43,7 +43,7 @@ from streameval.engine.track import WorldAtlasTrack
 from streameval.metrics.worldatlas.closed_loop_scores import CLOSED_LOOP_METRICS, score_closed_loop
 from streameval.perception.embedding import ColorHistRbf
 from streameval.perception.gram import FilterBankGram
-from streameval.results.cache.episode import EpisodeCache
+from streameval.results.cache.episode import load_episode_cache
 
 DEFECTS = ("clean", "amnesia")
 
@@ -112,7 +112,7 @@ def cost(root: Path) -> None:
     from streameval.perception.gram import pair_distances
 
     episode = root / "clean" / "procedural-world-clean" / "square_loop"
-    cache = EpisodeCache.load(episode / "cache")
+    cache = load_episode_cache(episode / "cache")
     atlas = cache.worldatlas
     assert atlas is not None and atlas.poses is not None and atlas.closed_loop is not None
     frames = len(cache.frame_keys)

@@ -30,10 +30,10 @@ from streameval.tui.observer import DashboardObserver
 from streameval.tui.state import EpisodeState
 
 from streameval.constants import DEFAULT_FPS
+from streameval.core.episode.scores import EpisodeScores
 from streameval.core.events import EpisodeInfo, ErrorEvent
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome, Progress
-from streameval.engine.scoring import EpisodeScores
 from streameval.errors import redact_url
 from streameval.leaderboard.intervals import ColumnInterval
 from streameval.metrics.stop_rule import rule_summary

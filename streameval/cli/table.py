@@ -1,68 +1,41 @@
 """``streameval table RESULTS_DIR...``: the master table across models (docs/cli.md#table).
 
-All numbers, statuses, exclusions and ranks come from ``streameval.leaderboard``; this module only
-draws them, as a rich table in the terminal or as Markdown (``--markdown``); ``--json``,
-``--csv`` and ``--html FILE`` are in ``leaderboard.formats`` and ``report.master``. A terminal too
-narrow for every column gets the columns in several stacked tables, never fewer columns.
-
-Colour: in the terminal WorldMark's colours (best bold green, second yellow, worst red). Markdown
-has no colour, so each ranked value carries an emoji in front — 🟢 best, 🟡 second, 🔴 worst —
-and a legend line says so; emoji survive GitHub, GitLab and chat renderers, where
-bold/italic would be easy to miss. Partial cells show ``value (k/N) [lower, upper]``; cells
-without a value show ``n/a`` or ``missing``. Excluded models are listed under the table with
-their reasons; unreadable inputs go to stderr, one line each naming the file, and make the exit
-status 2 while the rest is still tabulated.
+This module parses the arguments and picks a format: every number, status, exclusion and rank
+comes from ``streameval.leaderboard``, and each format is drawn by its module in
+``leaderboard/formats/`` (the terminal's rich table by default, ``--markdown``, ``--json``,
+``--csv``, ``--html FILE`` through the report's page). Unreadable inputs go to stderr, one line
+each naming the file, and make the exit status 2 while the rest is still tabulated.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from streameval.cli import published
 from streameval.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from streameval.leaderboard import (
     DEFAULT_MIN_EPISODES,
     INCLUDE_ALL,
-    RANK_COLOURS,
     UNIFORM_FAILURE_MAX,
-    Cell,
-    Column,
     ExclusionRule,
-    MasterTable,
     build_table,
-    cell_text,
     column_names,
-    format_bounds,
-    format_coverage,
     format_value,
     load_results,
 )
-from streameval.leaderboard.diagnostics import Diagnostics, diagnostics
-from streameval.leaderboard.display import format_interval
-from streameval.leaderboard.rounding import MARKDOWN_MARKS, RICH_STYLES
+from streameval.leaderboard.diagnostics import diagnostics
+from streameval.leaderboard.formats.csv_table import table_csv
+from streameval.leaderboard.formats.json_table import table_json
+from streameval.leaderboard.formats.markdown import (
+    render_diagnostics_markdown,
+    render_markdown,
+)
+from streameval.leaderboard.formats.notes import backend_notes, empty_table_message
+from streameval.leaderboard.formats.terminal import render_diagnostics_rich, render_rich
 from streameval.leaderboard.sets import ALL_SETS, set_tables
-
-_LEGEND = (
-    "per column: {best} best, {second} second, {worst} worst — ranked on the two-decimal values "
-    "of official cells, needs at least 3 models; (k/N) = measured episodes / episodes where "
-    "the metric applies, "
-    "[lower, upper] = range if the missing episodes were measured"
-)
-
-_CI_LEGEND = (
-    "[low, high]  n/N cases = 95% anytime-valid interval on the column's value over all N "
-    "cases, after n of them (a finished run: its value); #a–b = the ranks the model can still "
-    "take given the intervals"
-)
-
-
-def _has_intervals(table: MasterTable) -> bool:
-    return any(cell.interval is not None for row in table.rows for cell in row.cells.values())
 
 
 def _min_episodes(text: str) -> int:
@@ -180,13 +153,6 @@ def run(args: argparse.Namespace) -> int:
     sets = set_tables(loaded.episodes, **options)
     for err in table.errors:
         print(f"error: {err}", file=sys.stderr)
-    from streameval.leaderboard.formats import (
-        backend_notes,
-        empty_table_message,
-        table_csv,
-        table_json,
-    )
-
     for note in [*table.notes, *backend_notes(table)]:
         print(f"warning: {note}", file=sys.stderr)
     empty = empty_table_message(table, rule)
@@ -241,194 +207,3 @@ def run(args: argparse.Namespace) -> int:
         if beside is not None:
             published.render_rich(beside, sys.stdout)
     return EXIT_BAD_INPUT if table.errors else EXIT_OK
-
-
-# --------------------------------------------------------------------------------------------
-# Markdown
-# --------------------------------------------------------------------------------------------
-
-
-def _md_escape(text: str) -> str:
-    """Cell text safe inside a Markdown table row."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_cell(cell: Cell) -> str:
-    """``🟢 45.12`` for a ranked cell, the plain ``cell_text`` otherwise."""
-    text = cell_text(cell)
-    return f"{MARKDOWN_MARKS[cell.rank]} {text}" if cell.rank else text
-
-
-def render_markdown(table: MasterTable, *, legend: bool = True) -> str:
-    """The whole table as Markdown: header, one row per included model, legend (unless
-    ``legend`` is False: a benchmark set's table above the one over all sets), exclusions."""
-    header = ["Model", "Episodes", *(c.label for c in table.columns)]
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join([" --- ", " ---: "] + [" ---: "] * len(table.columns)) + "|",
-    ]
-    for row in table.rows:
-        cells = [markdown_cell(row.cells[c.name]) for c in table.columns]
-        lines.append("| " + " | ".join([_md_escape(row.model), str(row.n_episodes), *cells]) + " |")
-    if not table.rows:
-        lines.append("| " + " | ".join(["(no model)", *[""] * (len(header) - 1)]) + " |")
-    if legend:
-        lines += ["", _LEGEND.format(**MARKDOWN_MARKS)]
-        lines += [_CI_LEGEND] if _has_intervals(table) else []
-    if table.excluded:
-        lines += ["", "Excluded:"]
-        lines += [
-            f"- {_md_escape(e.model)} ({e.row.n_episodes} episodes): {'; '.join(e.reasons)}"
-            for e in table.excluded
-        ]
-    return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------------------------
-# Terminal (rich)
-# --------------------------------------------------------------------------------------------
-
-
-def _rich_grid(table: MasterTable, columns: Sequence[Column], title: str | None) -> Any:
-    """A rich table of ``columns`` (with Model and Ep. first) for every included model."""
-    from rich.table import Table
-    from rich.text import Text
-
-    grid = Table(title=title)
-    grid.add_column("Model", no_wrap=True)
-    grid.add_column("Ep.", justify="right")
-    for column in columns:
-        grid.add_column(column.short, justify="right", min_width=6)  # "100.00" never breaks
-    for row in table.rows:
-        texts = []
-        for column in columns:
-            cell = row.cells[column.name]
-            # Coverage and bounds on their own lines keep the 13 columns narrow.
-            body = cell_text(cell, coverage=False, bounds=False)
-            cov = format_coverage(cell) if cell.value is not None else None
-            parts = (cov and f"({cov})", format_bounds(cell), format_interval(cell))
-            extra = [part for part in parts if part]
-            style = RICH_STYLES[cell.rank] if cell.rank else ("dim" if cell.value is None else "")
-            texts.append(Text("\n".join([body, *extra]), style=style))
-        grid.add_row(Text(row.model), str(row.n_episodes), *texts)
-    return grid
-
-
-def column_chunks(
-    table: MasterTable, width: int, measure: Callable[[Any], int]
-) -> list[list[Column]]:
-    """The columns in consecutive groups whose tables each fit ``width`` (one column per group
-    at least): a narrow terminal gets stacked tables, never silently fewer columns."""
-    chunks: list[list[Column]] = []
-    current: list[Column] = []
-    for column in table.columns:
-        if current and measure(_rich_grid(table, [*current, column], None)) > width:
-            chunks.append(current)
-            current = []
-        current.append(column)
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def render_rich(
-    table: MasterTable,
-    file: TextIO,
-    width: int | None = None,
-    *,
-    label: str | None = None,
-    legend: bool = True,
-) -> None:
-    """The table for the terminal; rich is imported here so ``--markdown`` works without it.
-
-    ``width`` (default: the terminal's, or ``COLUMNS``) bounds every line; piped output with
-    neither is printed at its natural width, so the numbers are never squashed. ``label``
-    goes into the title (a benchmark set, ``all sets``); ``legend`` False leaves the legend
-    and the column names to the last table printed.
-    """
-    from rich.console import Console
-    from rich.text import Text
-
-    console = Console(file=file, width=width)
-    full = _rich_grid(table, table.columns, None)
-    if width is None and not console.is_terminal and "COLUMNS" not in os.environ:
-        needed = console.measure(full, options=console.options.update(max_width=10_000)).maximum
-        console = Console(file=file, width=max(console.width, needed))
-
-    def measure(grid: Any) -> int:
-        return int(console.measure(grid, options=console.options.update(max_width=10_000)).maximum)
-
-    chunks = column_chunks(table, console.width, measure)
-    for i, columns in enumerate(chunks):
-        part = f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else ""
-        which = f" · {label}" if label else ""
-        title = f"streameval master table{part}{which} · {table.summary()}"
-        console.print(_rich_grid(table, columns, title))
-    if legend:
-        console.print(Text(_LEGEND.format(**RANK_COLOURS)), style="italic")
-        if _has_intervals(table):
-            console.print(Text(_CI_LEGEND), style="italic")
-        console.print(
-            Text("Columns: " + ", ".join(f"{c.short} = {c.label}" for c in table.columns)),
-            style="dim",
-        )
-    if table.excluded:
-        console.print("Excluded:")
-        for e in table.excluded:
-            console.print(
-                Text(f"  {e.model} ({e.row.n_episodes} episodes): {'; '.join(e.reasons)}")
-            )
-
-
-# --------------------------------------------------------------------------------------------
-# Diagnostics (--diagnostics): non-column metrics in their own units
-# --------------------------------------------------------------------------------------------
-
-_DIAG_NOTE = (
-    "mean over each model's measured episodes (k/N when not all), in the metric's own unit; "
-    "not ranked: these have no better direction on a common scale"
-)
-
-
-def render_diagnostics_markdown(diag: Diagnostics) -> str:
-    """The diagnostics as a second Markdown table (nothing when no episode reported one)."""
-    if not diag.metrics:
-        return "\nDiagnostics: none reported by these episodes.\n"
-    header = ["Model", *(s.label for s in diag.metrics)]
-    lines = [
-        "",
-        "Diagnostics:",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join([" --- "] + [" ---: "] * len(diag.metrics)) + "|",
-    ]
-    for model, cells in diag.rows:
-        texts = [_md_escape(cells[s.name].text()) for s in diag.metrics]
-        lines.append("| " + " | ".join([_md_escape(model), *texts]) + " |")
-    lines += ["", _DIAG_NOTE]
-    return "\n".join(lines) + "\n"
-
-
-def render_diagnostics_rich(diag: Diagnostics, file: TextIO) -> None:
-    """The diagnostics as a second terminal table, one row per metric (they are many and
-    their labels long, so metrics go down and models across)."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    console = Console(file=file)
-    if not diag.metrics:
-        console.print("Diagnostics: none reported by these episodes.")
-        return
-    grid = Table(title="diagnostics (own units)")
-    grid.add_column("Metric", no_wrap=True)
-    for model, _ in diag.rows:
-        grid.add_column(Text(model), justify="right")  # Text: "[clean]" is no rich markup
-    for spec in diag.metrics:
-        texts = []
-        for _, cells in diag.rows:
-            cell = cells[spec.name]
-            texts.append(Text(cell.text(), style="dim" if cell.mean is None else ""))
-        grid.add_row(Text(spec.label), *texts)
-    console.print(grid)
-    console.print(Text(_DIAG_NOTE), style="dim")

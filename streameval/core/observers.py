@@ -9,13 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from streameval.core.episode.scores import EpisodeScores
 from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent, FrameEvent, KeySent
 from streameval.core.metric_result import MetricResult
-
-if TYPE_CHECKING:
-    from streameval.engine.scoring import EpisodeScores
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.core.arrays import Image
+from streameval.core.episode.closed_loop import ClosedLoopFrames
 from streameval.engine.track import WorldAtlasTrack
 from streameval.errors import PoseTrackError
 from streameval.metrics.worldatlas.closed_loop import resize_like
-from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
 from streameval.metrics.worldatlas.closed_loop_scores import closed_loop_pairs
 from streameval.metrics.worldatlas.pose_distance import as_pose_track
 from streameval.metrics.worldatlas.revisit import return_gate

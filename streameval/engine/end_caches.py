@@ -13,12 +13,12 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streameval.core.episode.cache import MemoryCache
+from streameval.core.episode.quality import QualityCache, QualityRatings
 from streameval.core.events import EpisodeInfo, ErrorEvent
 from streameval.engine.track import EpisodeTrack
 from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.perception.qalign import rate_episode
-from streameval.results.cache.episode import MemoryCache
-from streameval.results.cache.quality import QualityCache, QualityRatings
 
 if TYPE_CHECKING:
     from streameval.perception.memory import MemoryPerception

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from streameval.core.episode.timing import ReceivedFrames, TimingCache
 from streameval.core.events import ChunkDone, EpisodeInfo, ErrorEvent
 from streameval.engine.track import EpisodeTrack
 from streameval.metrics.interactivity import arrival_stats, key_response_latencies, latency_summary
-from streameval.results.cache.timing import ReceivedFrames, TimingCache
 from streameval.transports.native_gate import RECORD_KEY as RECEIVED
 
 

@@ -38,13 +38,13 @@ from typing import Any
 import numpy as np
 
 from streameval.core.arrays import F64
+from streameval.core.episode.cache import EpisodeCache
+from streameval.core.episode.motion import MotionFit
 from streameval.engine.keys_ignored import RESPONSE_FLOOR_PX
 from streameval.engine.scoring import fit_plan
 from streameval.metrics.control.episode import control_spans
-from streameval.metrics.fits.motion_type import MotionFit
 from streameval.metrics.segments import equal_split_keys
 from streameval.protocol.keys import FAMILY
-from streameval.results.cache.episode import EpisodeCache
 
 TYPE_CERTAIN = 0.8
 """A motion type is clear when its weight (``p_yaw`` or ``p_trans``) is at least this: clean

@@ -29,11 +29,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from streameval.core.episode.motion import FitSample
 from streameval.core.events import EpisodeInfo
 from streameval.engine.scoring import fit_plan
 from streameval.inputs.numbers import MAX_EPISODE_FRAMES
 from streameval.metrics.fits.geometry import select_views
-from streameval.metrics.fits.motion_type import FitSample, fit_frames, fit_limit_settled
+from streameval.metrics.fits.motion_type import fit_frames, fit_limit_settled
 from streameval.metrics.segments import equal_split_keys
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys

@@ -25,6 +25,7 @@ import numpy as np
 
 from streameval.cases.episode import CASE_KEY, FirstFrameCheck, case_record_of
 from streameval.constants import EQUAL_SPLIT_KEYS
+from streameval.core.episode.motion import FitSample
 from streameval.core.events import (
     RESPONSE_HINT_KEY,
     EpisodeEnd,
@@ -63,7 +64,7 @@ from streameval.metrics.fits.camera import (
     camera_after_frame,
     case_camera,
 )
-from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD, FitSample
+from streameval.metrics.fits.motion_type import DEPTH_FREE_METHOD
 from streameval.metrics.runtime import runtime_block
 from streameval.metrics.segments import equal_split_keys
 from streameval.metrics.short_keys import schedule_short_keys
@@ -80,6 +81,7 @@ from streameval.perception.perceiver import Perceiver
 from streameval.perception.qalign import QAlign
 from streameval.perception.worker import Perceived, PerceptionWorker
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
+from streameval.results.cache.episode import save_episode_cache
 from streameval.results.provenance import library_versions
 from streameval.results.scores_file import write_scores
 
@@ -556,7 +558,7 @@ async def finalize(
     if runtime is not None and runtime["warning"]:
         episode.warn(runtime["warning"])
     if results_dir is not None:
-        cache.save(results_dir / "cache")
+        save_episode_cache(cache, results_dir / "cache")
         document = episode_document(cache.meta, scores, len(track.frame_keys), runtime)
         write_scores(results_dir, document)
     return EpisodeOutcome(

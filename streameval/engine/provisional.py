@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from streameval.constants import ANALYSIS_WIDTH
+from streameval.core.episode.motion import FitSample
 from streameval.core.metric_result import MetricResult
 from streameval.engine.keys_contradicted import moved_sideways
 from streameval.engine.scoring import motion_fits
@@ -30,7 +31,6 @@ from streameval.metrics.control.kernels import MotionType
 from streameval.metrics.control.online import IncrementalControl
 from streameval.metrics.fits.camera import camera_of
 from streameval.metrics.fits.motion_type import (
-    FitSample,
     fit_frames,
     fit_limit_settled,
     fit_motion_type,

@@ -6,14 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from streameval.core.episode.cache import EpisodeCache
+from streameval.core.episode.quality import QualityCache, QualityRatings
 from streameval.engine.scoring import episode_document, score_episode
 from streameval.errors import BadInputError, one_line
 from streameval.inputs.jsonfile import read_json_file
 from streameval.inputs.paths import present
 from streameval.metrics.quality.kernels import one_fps_frames
 from streameval.metrics.runtime import runtime_block
-from streameval.results.cache.episode import EpisodeCache
-from streameval.results.cache.quality import QualityCache, QualityRatings
+from streameval.results.cache.episode import load_episode_cache, save_episode_cache
 from streameval.results.scores_file import SCORES_FILE, write_scores
 
 if TYPE_CHECKING:  # Q-Align (transformers, OpenCV) loads only when a rerating asks for it
@@ -76,7 +77,7 @@ def rerate(cache: EpisodeCache, backend: QAlign, cache_dir: Path) -> None:
         )
     backends = cache.meta.setdefault("provenance", {}).setdefault("backends", {})
     backends["quality"] = backend.name
-    cache.save(cache_dir)  # frames, statistics and the new answers, atomically per file
+    save_episode_cache(cache, cache_dir)  # frames, statistics, new answers: atomic per file
 
 
 def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreOutcome:
@@ -87,7 +88,7 @@ def rescore_dir(results_dir: Path, *, quality: QAlign | None = None) -> RescoreO
     cache_dir = results_dir / CACHE_DIR
     if not cache_dir.is_dir():
         raise BadInputError(cache_dir, "missing: nothing to rescore (was this episode finished?)")
-    cache = EpisodeCache.load(cache_dir)
+    cache = load_episode_cache(cache_dir)
     if quality is not None:
         rerate(cache, quality, cache_dir)
     scores = score_episode(cache)

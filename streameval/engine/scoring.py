@@ -10,15 +10,16 @@ registered kernel once; each family's episode adapter lives beside its kernels
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from streameval.constants import ANALYSIS_WIDTH
+from streameval.core.episode.cache import EpisodeCache
+from streameval.core.episode.motion import MotionFit
+from streameval.core.episode.scores import EpisodeScores
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.control.episode import control_spans
 from streameval.metrics.fits.camera import camera_of
 from streameval.metrics.fits.motion_type import (
-    MotionFit,
     fit_frames,
     fit_frames_equal_split,
     fit_motion_type,
@@ -27,20 +28,7 @@ from streameval.metrics.registry import ScoringInput, metric_specs, resolve_targ
 from streameval.metrics.segments import equal_split_keys
 from streameval.protocol.keys import FAMILY
 from streameval.protocol.schedule import segments_from_keys
-from streameval.results.cache.episode import EpisodeCache
 from streameval.results.scores_file import scores_document
-
-
-@dataclass(frozen=True, slots=True)
-class EpisodeScores:
-    metrics: dict[str, MetricResult]
-    motion_fits: dict[int, MotionFit | None]
-
-    def motion_types_json(self) -> list[dict[str, Any]]:
-        return [
-            {"segment": j, **(fit.to_json() if fit else {"status": "no_fit"})}
-            for j, fit in sorted(self.motion_fits.items())
-        ]
 
 
 def fit_plan(keys: list[str] | None, frame_keys: list[str], fps: float) -> dict[int, list[int]]:

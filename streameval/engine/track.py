@@ -17,17 +17,17 @@ import numpy as np
 import numpy.typing as npt
 
 from streameval.constants import FLOW_STRIDE
+from streameval.core.episode.cache import EpisodeCache, MemoryCache
+from streameval.core.episode.closed_loop import ClosedLoopFrames
+from streameval.core.episode.motion import FitSample
+from streameval.core.episode.worldatlas import WorldAtlasCache
 from streameval.core.events import EpisodeInfo, FrameEvent
 from streameval.core.growable import GrowableArray
 from streameval.metrics.fits.geometry import intrinsics_for_depth
-from streameval.metrics.fits.motion_type import FitSample
-from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
 from streameval.metrics.worldatlas.gate_online import OnlineReturnGate
 from streameval.perception.pose_estimator import CpuPoseEstimator
 from streameval.protocol.memory_loop import TRAJECTORIES
 from streameval.results.cache.closed_loop import CLOSED_LOOP_FRAME_SIDE
-from streameval.results.cache.episode import EpisodeCache, MemoryCache
-from streameval.results.cache.worldatlas import WorldAtlasCache
 
 
 @dataclass

@@ -125,9 +125,9 @@ def rescored_document(results_dir: Path) -> dict[str, Any]:
     ``rescore`` takes, without writing)."""
     from streameval.engine.rescore import CACHE_DIR
     from streameval.engine.scoring import episode_document, score_episode
-    from streameval.results.cache.episode import EpisodeCache
+    from streameval.results.cache.episode import load_episode_cache
 
-    cache = EpisodeCache.load(results_dir / CACHE_DIR)
+    cache = load_episode_cache(results_dir / CACHE_DIR)
     doc = episode_document(cache.meta, score_episode(cache), len(cache.frame_keys))
     parsed: dict[str, Any] = json.loads(json.dumps(doc))
     return parsed

@@ -13,6 +13,14 @@ from dataclasses import dataclass
 from streameval.errors import BadInputError
 
 
+def finite_float(x: object) -> float | None:
+    """``x`` as a float when it is a finite JSON number (not a bool), else None: what a
+    ``scores.json`` reader and the model aggregates accept as a measured value."""
+    if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x):
+        return float(x)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Range:
     """A closed interval ``[low, high]`` with what the number is, for messages."""

@@ -1,21 +1,22 @@
 """WorldMark's master table, shared by ``streameval table``, the dashboard and the report.
 
-Pure logic, no printing and no OpenCV / PyAV / pipeline import: ``scores.json`` files are read
-by ``streameval.results.scores_file``; columns and their aggregations come from the metric registry
+No OpenCV / PyAV / pipeline import: ``scores.json`` files are read by
+``streameval.results.scores_file``; columns and their aggregations come from the metric registry
 (``streameval.metrics.registry``). One module per concern:
 
-- ``columns``: the registered column metrics and their aggregation;
-- ``aggregators``: model-level formulas with bounds
-(docs/methods.md#model-aggregation-and-coverage);
+- ``columns``: the registered column metrics and their aggregation (the formulas with bounds,
+  docs/methods.md#model-aggregation-and-coverage, are registered beside the metrics:
+  ``streameval.metrics.aggregation``);
 - ``cells``: one model × column with status, coverage and bounds (docs/methods.md#statuses);
 - ``table``: rows, exclusion, ranking, sorting, ``build_table`` / ``tabulate``;
 - ``drilldown``: a model's episodes, an episode's segments;
-- ``display``: two-decimal values, coverage, bounds, rank colours.
+- ``display``: two-decimal values, coverage, bounds, rank colours;
+- ``formats``: the finished table drawn in each output format, one module per format family
+  (terminal, Markdown, CSV, JSON, HTML), for the command line, the report and programs.
 """
 
 from __future__ import annotations
 
-from streameval.leaderboard.aggregators import Aggregate, Aggregator, episode_mean
 from streameval.leaderboard.cells import (
     Cell,
     CellStatus,
@@ -56,6 +57,7 @@ from streameval.leaderboard.table import (
     sort_rows,
     tabulate,
 )
+from streameval.metrics.aggregation import Aggregate, Aggregator, episode_mean
 from streameval.results.scores_file import EpisodeRecord, LoadedResults, load_episode, load_results
 
 __all__ = [

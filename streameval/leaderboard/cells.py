@@ -38,7 +38,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from streameval.core.metric_result import MetricResult
-from streameval.leaderboard.aggregators import Aggregator
 from streameval.leaderboard.columns import (
     aggregator_for,
     metric_scale,
@@ -46,6 +45,7 @@ from streameval.leaderboard.columns import (
     unmeasured_is_missing,
 )
 from streameval.leaderboard.rounding import Rank, round_display
+from streameval.metrics.aggregation import Aggregator
 from streameval.results.scores_file import EpisodeRecord
 
 CellStatus = Literal["official", "partial", "not_applicable", "missing"]

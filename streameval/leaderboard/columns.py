@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from streameval.errors import UnknownMetricError
-from streameval.leaderboard.aggregators import Aggregator, episode_mean
-from streameval.metrics.registry import MetricSpec, metric_spec, metric_specs, resolve_target
+from streameval.metrics.aggregation import Aggregator, episode_mean
+from streameval.metrics.registry import MetricSpec, metric_spec, metric_specs
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +94,6 @@ def aggregator_for(name: str) -> Aggregator:
     """The registered aggregation of metric ``name``; the episode mean for an unregistered
     name (a metric found in a scores.json written by another version)."""
     try:
-        spec = metric_spec(name)
+        return metric_spec(name).aggregation
     except UnknownMetricError:
         return episode_mean
-    found: Aggregator = resolve_target(spec.aggregation)
-    return found

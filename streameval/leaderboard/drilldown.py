@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from streameval.inputs.numbers import finite_float
 from streameval.leaderboard.cells import Cell, episode_cell
 from streameval.leaderboard.table import MasterTable
 from streameval.metrics.registry import metric_names
-from streameval.results.scores_file import EpisodeRecord, finite_float
+from streameval.results.scores_file import EpisodeRecord
 
 
 @dataclass(frozen=True, slots=True)

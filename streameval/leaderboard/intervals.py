@@ -20,7 +20,7 @@ The estimand is the table's own formula, so each column is written as a ratio of
   interval is the column's range until the last case.
 
 A column whose measured cases lack the details the pooled formula needs falls back to the mean
-of the cases' values, as the table does (``aggregators``).
+of the cases' values, as the table does (``metrics/aggregation.py``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streameval.errors import BadInputError, UnknownMetricError
-from streameval.leaderboard.aggregators import _scored_segment_values
+from streameval.inputs.numbers import finite_float
 from streameval.leaderboard.cells import CellInterval, effective_result, model_cell
 from streameval.leaderboard.columns import (
     metric_scale,
@@ -44,6 +44,15 @@ from streameval.leaderboard.columns import (
     table_columns,
 )
 from streameval.leaderboard.table import MasterTable, ModelRow
+from streameval.metrics.aggregation import (
+    Aggregator,
+    global_memory,
+    local_memory,
+    pooled_segments,
+    pooled_signed_segments,
+    scene_task_score,
+    scored_segment_values,
+)
 from streameval.metrics.anytime import (
     DEFAULT_CONFIDENCE,
     certain_ratio_range,
@@ -52,7 +61,7 @@ from streameval.metrics.anytime import (
 from streameval.metrics.registry import metric_spec
 from streameval.replay.layout import CASE_RUN
 from streameval.results.layout import path_component
-from streameval.results.scores_file import SCORES_FILE, EpisodeRecord, finite_float, load_episode
+from streameval.results.scores_file import SCORES_FILE, EpisodeRecord, load_episode
 
 CASES_FILE = CASE_RUN
 Kind = Literal["pooled", "pooled_signed", "mean", "local_memory", "unbounded"]
@@ -121,14 +130,14 @@ def column_kind(name: str) -> Kind:
         aggregation = metric_spec(name).aggregation
     except UnknownMetricError:
         return "mean"
-    return _KINDS.get(aggregation.rsplit(":", 1)[-1], "mean")
+    return _KINDS.get(aggregation, "mean")
 
 
-_KINDS: dict[str, Kind] = {
-    "pooled_signed_segments": "pooled_signed",
-    "pooled_segments": "pooled",
-    "local_memory": "local_memory",
-    "global_memory": "unbounded",
+_KINDS: dict[Aggregator, Kind] = {
+    pooled_signed_segments: "pooled_signed",
+    pooled_segments: "pooled",
+    local_memory: "local_memory",
+    global_memory: "unbounded",
 }
 
 
@@ -154,7 +163,7 @@ def _ratio_terms(
     results = [_measured(r, name) for r in records]
     if kind in ("pooled", "pooled_signed"):
         worst = -1.0 if kind == "pooled_signed" else 0.0
-        segments = [None if m is None else _scored_segment_values(m, worst) for m in results]
+        segments = [None if m is None else scored_segment_values(m, worst) for m in results]
         if all(s is not None for m, s in zip(results, segments, strict=True) if m is not None):
             a = np.array([math.fsum(s) if s else 0.0 for s in segments])
             b = np.array([float(len(s)) if s else 0.0 for s in segments])
@@ -185,7 +194,7 @@ def _ratio_terms(
 
 def _is_task(name: str) -> bool:
     try:
-        return metric_spec(name).aggregation.endswith(":scene_task_score")
+        return metric_spec(name).aggregation is scene_task_score
     except UnknownMetricError:
         return False
 

@@ -7,10 +7,21 @@ control (docs/methods.md#control-metrics), memory (docs/methods.md#memory-metric
 then the wall-time interactivity figures (no benchmark defines them: own units, no columns;
 docs/methods.md#interactivity); last WorldAtlas's real-time axis on its [0, 1] scale
 (docs/methods.md#real-time-metrics). A new metric adds its kernel module and one call here.
+Each column names its model-level aggregation by the function itself (``aggregation.py``,
+beside the metrics), so the import graph holds every dependency of a column's value.
 """
 
 from __future__ import annotations
 
+from streameval.metrics.aggregation import (
+    episode_mean,
+    global_memory,
+    local_memory,
+    pooled_segments,
+    pooled_signed_segments,
+    scene_task_score,
+    unit_episode_mean,
+)
 from streameval.metrics.registry import MetricSpec, register_metric
 
 # Each family's episode adapter, beside its kernels (metrics/<family>/). The control columns'
@@ -22,32 +33,31 @@ _QUALITY_KERNEL = "streameval.metrics.quality.episode:quality_scores"
 _WORLDATLAS_KERNEL = "streameval.metrics.worldatlas.scores:worldatlas_scores"
 _LOOPS = ("memory_loop",)  # = protocol.memory_loop.MEMORY_LOOP_SUITE (kept import-free here)
 _UNIT = 1.0  # WorldAtlas metrics keep their [0, 1] scale (docs/methods.md#worldatlas-scale)
-_AGG = "streameval.leaderboard.aggregators"
 
 _CONTROL = {
     "direction_accuracy": (
         "Direction Accuracy",
         "Acc",
         "does the world move the commanded way, with the right motion type?",
-        f"{_AGG}:pooled_signed_segments",
+        pooled_signed_segments,
     ),
     "direction_purity": (
         "Direction Purity",
         "Pur",
         "is the motion confined to the commanded axis?",
-        f"{_AGG}:pooled_segments",
+        pooled_segments,
     ),
     "motion_stability": (
         "Motion Stability",
         "Stab",
         "once moving, is the speed steady (no hiccups, no decay)?",
-        f"{_AGG}:pooled_segments",
+        pooled_segments,
     ),
     "response_latency": (
         "Response Latency",
         "Lat",
         "how fast does the model respond after a key switch?",
-        f"{_AGG}:pooled_segments",
+        pooled_segments,
     ),
 }
 _CONTROL_STATUS = (
@@ -78,7 +88,7 @@ register_metric(
         short="Local",
         family="memory",
         kernel=_MEMORY_KERNEL,
-        aggregation=f"{_AGG}:local_memory",
+        aggregation=local_memory,
         description="no abrupt frame-to-frame mutations or hard cuts",
         status_rules="not_applicable: frozen; missing: cut detector failed or memory off",
     )
@@ -91,7 +101,7 @@ register_metric(
         family="memory",
         kernel=_MEMORY_KERNEL,
         # final_master: the mean of the episodes' C2, not a pool of pair distances
-        aggregation=f"{_AGG}:episode_mean",
+        aggregation=episode_mean,
         description="leave a view and come back (A→D, L→R, W→S): is it the same?",
         status_rules="not_applicable: no reversal in the schedule or no kept pair",
     )
@@ -103,7 +113,7 @@ register_metric(
         short="Global",
         family="memory",
         kernel=_MEMORY_KERNEL,
-        aggregation=f"{_AGG}:global_memory",
+        aggregation=global_memory,
         description="is the whole trajectory's geometry consistent (pose + depth)?",
         status_rules="not_applicable: frozen or too few views; missing: no pose + depth",
     )
@@ -178,7 +188,7 @@ register_metric(
         status_rules="not_applicable: no pose track; missing: poses unusable (NaN, shapes)",
         suites=_LOOPS,
         scale=_UNIT,
-        aggregation=f"{_AGG}:unit_episode_mean",
+        aggregation=unit_episode_mean,
     )
 )
 for _name, _label, _short, _what in (
@@ -197,7 +207,7 @@ for _name, _label, _short, _what in (
             "scale-free pose source (nATEt), no pose track; missing: poses unusable",
             suites=_LOOPS,
             scale=_UNIT,
-            aggregation=f"{_AGG}:unit_episode_mean",
+            aggregation=unit_episode_mean,
         )
     )
 register_metric(
@@ -209,7 +219,7 @@ register_metric(
         kernel=_WORLDATLAS_KERNEL,
         # WorldAtlas's task score (docs/methods.md#memory_scene_f1): 0 for a gate failure, else
         # the cloud F1; coverage k/N
-        aggregation=f"{_AGG}:scene_task_score",
+        aggregation=scene_task_score,
         description="outbound/return point-cloud overlap after a revisit (WorldAtlas)",
         status_rules="not_applicable: no depth or no cloud support; missing: depth or "
         "intrinsics unusable; any unmeasured episode leaves the full-suite score null",
@@ -264,7 +274,7 @@ for _name, _label, _short, _what, _rules in (
             status_rules=_CLOSED_LOOP_RULES + _rules,
             suites=_LOOPS,
             scale=_UNIT,
-            aggregation=f"{_AGG}:unit_episode_mean",
+            aggregation=unit_episode_mean,
         )
     )
 
@@ -368,6 +378,6 @@ for _name, _label, _short, _unit, _what, _rules in (
             description=_what,
             status_rules=_rules + "; missing: a cache without frame times",
             scale=_UNIT,
-            aggregation=f"{_AGG}:unit_episode_mean",
+            aggregation=unit_episode_mean,
         )
     )

@@ -25,7 +25,7 @@ metric defined only for the memory_loop suite (``catalog.py`` registers the real
             short="Sharp",                           # narrow header
             family="quality",                        # control | memory | quality | worldatlas | …
             kernel="streameval.metrics.quality.sharpness:sharpness_scores",
-            aggregation="streameval.leaderboard.aggregators:episode_mean",
+            aggregation=episode_mean,               # metrics/aggregation.py
             higher_is_better=True,
             description="Laplacian variance of the frame, normalised to [0, 100]",
         )
@@ -41,10 +41,12 @@ metric defined only for the memory_loop suite (``catalog.py`` registers the real
         )
     )
 
-Targets (``kernel``, ``aggregation``) are lazy ``"module:attr"`` strings, as the backend
-registry's, so this module imports nothing heavy and ``streameval table`` never imports a
-kernel's dependencies. Several specs may name the same kernel (``control_metrics`` scores all
-eight control columns at once): it runs once per episode and each spec takes its own entry.
+Kernels are lazy ``"module:attr"`` strings, as the backend registry's, so this module imports
+nothing heavy and ``streameval table`` never imports a kernel's dependencies. Aggregations are
+the functions themselves (``metrics/aggregation.py``: pure arithmetic, cheap to import), so the
+import graph, and with it the layer contracts, sees every column's aggregation. Several specs
+may name the same kernel (``control_metrics`` scores all eight control columns at once): it
+runs once per episode and each spec takes its own entry.
 
 Contracts a registration promises:
 
@@ -57,7 +59,7 @@ Contracts a registration promises:
   figures, family ``interactivity``, are measured by the pipeline from arrival times and
   written under ``interactivity``; views read their label, unit and direction here).
 - ``aggregation(measured: Sequence[MetricResult], n_missing: int) -> Aggregate``
-  (``streameval.leaderboard.aggregators``): the model-level value over the official episodes
+  (``streameval.metrics.aggregation``): the model-level value over the official episodes
   and its bounds with ``n_missing`` episodes at their worst / best
   (docs/methods.md#model-aggregation-and-coverage).
 - ``suites=("memory_loop",)``: the kernel runs only for episodes of those suites, and the
@@ -81,16 +83,14 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from streameval.core.episode.cache import EpisodeCache
+from streameval.core.episode.motion import MotionFit
 from streameval.core.registry import Registry, load_target
 from streameval.errors import UnknownMetricError
+from streameval.metrics.aggregation import Aggregator, episode_mean
 
-if TYPE_CHECKING:  # the cache sits above metrics in the import layers; only its type is named
-    from streameval.metrics.fits.motion_type import MotionFit
-    from streameval.results.cache.episode import EpisodeCache
-
-EPISODE_MEAN = "streameval.leaderboard.aggregators:episode_mean"
 _CATALOG = "streameval.metrics.catalog"
 
 
@@ -114,7 +114,7 @@ class MetricSpec:
     family: str
     kernel: str | None
     short: str = ""
-    aggregation: str = EPISODE_MEAN
+    aggregation: Aggregator = episode_mean
     higher_is_better: bool = True
     column: bool = True
     live: bool = False
@@ -232,6 +232,6 @@ def metric_names(
 
 
 def resolve_target(target: str) -> Callable[..., Any]:
-    """Import and return ``"package.module:attr"`` (a kernel or an aggregation)."""
+    """Import and return ``"package.module:attr"`` (a kernel)."""
     found: Callable[..., Any] = load_target(target)
     return found

@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from streameval.constants import REALTIME_TARGET_FPS
 from streameval.core.arrays import F64
+from streameval.core.episode.cache import EpisodeCache
 from streameval.metrics.interactivity import key_response_latencies
 from streameval.metrics.native_frames import INTERPOLATED, NATIVE, REPEAT
-
-if TYPE_CHECKING:
-    from streameval.results.cache.episode import EpisodeCache
 
 DEFAULT_TARGET_FPS = REALTIME_TARGET_FPS
 """LiveFrame's real-time threshold: 16 native frames a second."""

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from streameval.core.episode.geometry import FrameGeometry
 from streameval.core.events import FrameEvent
-from streameval.metrics.fits.geometry import FrameGeometry
 from streameval.perception.cuts import CutDetector, create_cut_detector
 from streameval.perception.embedding import EmbeddingBackend
 

@@ -18,12 +18,8 @@ import numpy.typing as npt
 
 from streameval.constants import FIT_PIXEL_STEP, MIN_DEPTH, MOTION_FLOOR_PX
 from streameval.core.arrays import F32
-from streameval.metrics.fits.motion_type import (
-    FitSample,
-    analysis_focal,
-    rotation_flow,
-    rotation_rate,
-)
+from streameval.core.episode.motion import FitSample
+from streameval.metrics.fits.motion_type import analysis_focal, rotation_flow, rotation_rate
 from streameval.perception.analysis import rgb_to_gray
 
 Texture = tuple[F32, F32]  # horizontal and vertical gradient energy at the depth-free grid

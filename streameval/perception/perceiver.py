@@ -17,10 +17,10 @@ import numpy.typing as npt
 
 from streameval.constants import ANALYSIS_HEIGHT, ANALYSIS_WIDTH, DEFAULT_FPS, FLOW_STRIDE
 from streameval.core.arrays import Image
+from streameval.core.episode.motion import FitSample
 from streameval.core.events import FrameEvent
 from streameval.errors import FrameRejectedError
 from streameval.metrics.fits.camera import DEFAULT_CAMERA, Camera, camera_after_frame
-from streameval.metrics.fits.motion_type import FitSample
 from streameval.metrics.quality.imaging import detail_stride, frame_statistics
 from streameval.metrics.quality.kernels import is_one_fps_frame
 from streameval.perception.analysis import rgb_to_gray, to_analysis_rgb

@@ -17,12 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from streameval.metrics.fits.motion_type import (
-    FitSample,
-    MotionFit,
-    analysis_focal,
-    fit_flow_rotation_per_frame,
-)
+from streameval.core.episode.motion import FitSample, MotionFit
+from streameval.metrics.fits.motion_type import analysis_focal, fit_flow_rotation_per_frame
 from streameval.perception.analysis import to_analysis_gray
 from streameval.perception.flow import FlowBackend, create_flow_backend
 from streameval.perception.motion_samples import derotated_flow, sample_fit, texture_grid

@@ -1,7 +1,6 @@
-"""The master table as HTML: for ``table --html FILE`` and the top of ``index.html``.
-
-The numbers, ranks and exclusions are the ``MasterTable``'s (``streameval.leaderboard``); this
-module only draws them, as ``cli/table.py`` does for the terminal.
+"""The master table as an HTML page (``table --html FILE``) and as the top of ``index.html``:
+the table itself from ``leaderboard/formats/html_table.py``, with the report's bar charts
+beside it and its page around it.
 """
 
 from __future__ import annotations
@@ -10,8 +9,9 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from streameval.leaderboard import MasterTable, cell_text
+from streameval.leaderboard import MasterTable
 from streameval.leaderboard.columns import metric_scale
+from streameval.leaderboard.formats.html_table import html_table
 from streameval.leaderboard.sets import ALL_SETS
 from streameval.report.html import page, png_img
 from streameval.report.plots import index_figure
@@ -21,45 +21,9 @@ if TYPE_CHECKING:
 
 
 def master_table_fragment(table: MasterTable, *, with_plot: bool = True) -> list[str]:
-    """The table, its legend, the excluded models with reasons, and one bar chart per column."""
-    head = "".join(f"<th title='{escape(c.label)}'>{escape(c.short)}</th>" for c in table.columns)
-    rows = []
-    for row in table.rows:
-        cells = []
-        for column in table.columns:
-            cell = row.cells[column.name]
-            css = cell.rank or (cell.status if cell.value is None else "")
-            title = "; ".join(cell.reasons)
-            cells.append(
-                f"<td class='num {css}' title='{escape(title)}'>{escape(cell_text(cell))}</td>"
-            )
-        cells_html = "".join(cells)
-        rows.append(
-            f"<tr><td>{escape(row.model)}</td><td class='num'>{row.n_episodes}</td>"
-            f"{cells_html}</tr>"
-        )
-    if not table.rows:
-        rows.append(
-            f"<tr><td colspan='{len(table.columns) + 2}'>(no model passes the exclusion "
-            "rule; see below)</td></tr>"
-        )
-    out = [
-        "<table><thead><tr><th>Model</th><th>Ep.</th>" + head + "</tr></thead>",
-        "<tbody>" + "".join(rows) + "</tbody></table>",
-        "<p class='note'>Columns: "
-        + escape(", ".join(f"{c.short} = {c.label}" for c in table.columns))
-        + ". Best green, second yellow, worst red (at least 3 models); (k/N) = measured "
-        "episodes / episodes where the metric applies.</p>",
-    ]
-    if table.excluded:
-        out.append("<p>Excluded:</p><ul>")
-        out += [
-            f"<li>{escape(e.model)} ({e.row.n_episodes} episodes): {escape('; '.join(e.reasons))}"
-            "</li>"
-            for e in table.excluded
-        ]
-        out.append("</ul>")
-    out += [f"<p class='note'>note: {escape(n)}</p>" for n in table.notes]
+    """The table, its legend, the excluded models with reasons (``html_table``), and one bar
+    chart per column."""
+    out = html_table(table)
     shown = list(table.rows) or [e.row for e in table.excluded]
     if with_plot and shown:
         columns = [

@@ -181,13 +181,6 @@ def _is_number(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
-def finite_float(x: object) -> float | None:
-    """``x`` as a float when it is a finite JSON number (not a bool), else None."""
-    if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x):
-        return float(x)
-    return None
-
-
 def _optional_number(doc: Mapping[str, Any], key: str, path: Path, where: str) -> float | None:
     value = doc.get(key)
     if value is None:

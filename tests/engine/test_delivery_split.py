@@ -16,6 +16,7 @@ from streameval.protocol.schedule import Schedule
 from streameval.worlds.procedural_world import ProceduralWorld, WorldConfig
 
 from streameval.cli.main import main
+from streameval.core.episode.cache import EpisodeCache
 from streameval.engine.scoring import motion_fits
 from streameval.metrics.control.kernels import (
     MotionType,
@@ -24,7 +25,7 @@ from streameval.metrics.control.kernels import (
 )
 from streameval.metrics.fits.motion_type import fit_frames_equal_split
 from streameval.metrics.segments import equal_split_spans
-from streameval.results.cache.episode import EpisodeCache
+from streameval.results.cache.episode import load_episode_cache
 from tests.replay.replay_synth import write_video
 
 # one worker runs the whole module: its fixture renders and replays once, not per worker
@@ -58,7 +59,7 @@ def _types(cache: EpisodeCache) -> dict[int, MotionType]:
 
 
 def test_control_is_scored_on_the_equal_split(delivery: Path) -> None:
-    cache = EpisodeCache.load(delivery / "cache")
+    cache = load_episode_cache(delivery / "cache")
     assert cache.meta["equal_split_keys"] == KEYS
     n = cache.sx.size
     spans = equal_split_spans(KEYS, n, FPS)
@@ -82,7 +83,7 @@ def test_control_is_scored_on_the_equal_split(delivery: Path) -> None:
 
 
 def test_fit_frames_are_the_reference_picks(delivery: Path) -> None:
-    cache = EpisodeCache.load(delivery / "cache")
+    cache = load_episode_cache(delivery / "cache")
     n_frames = len(cache.frame_keys)
     wanted = {f for j in range(3) for f in fit_frames_equal_split(j, 3, n_frames, FPS)}
     assert {s.frame for s in cache.fit_samples} == wanted

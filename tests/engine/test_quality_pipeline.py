@@ -14,7 +14,7 @@ from streameval.engine.config import PipelineConfig
 from streameval.engine.rescore import rescore_dir
 from streameval.metrics.quality.kernels import normalize_rating, rating_score
 from streameval.perception.qalign import QAlign
-from streameval.results.cache.episode import EpisodeCache
+from streameval.results.cache.episode import load_episode_cache
 from tests.engine.helpers import run, world_source
 
 # one worker runs the module: its module-scoped episodes are made once, not once per worker
@@ -87,14 +87,14 @@ def test_without_qalign_quality_is_not_applicable_with_what_to_download(
     assert 0.0 <= float(drift["raw"]) < 1.0  # type: ignore[arg-type]
     for name in ("imaging_sharpness", "imaging_noise", "imaging_exposure", "temporal_flicker"):
         assert m[name]["status"] == "official" and m[name]["normalized"] is None
-    cache = EpisodeCache.load(without_qalign / "cache")
+    cache = load_episode_cache(without_qalign / "cache")
     assert cache.quality is not None and sorted(cache.quality.frames) == [16 * i for i in range(12)]
     assert cache.quality.statistics is not None and cache.quality.statistics.shape == (192, 5)
 
 
 def test_qalign_scores_from_the_cached_frames(with_qalign: Path) -> None:
     m = metrics(with_qalign)
-    cache = EpisodeCache.load(with_qalign / "cache")
+    cache = load_episode_cache(with_qalign / "cache")
     assert cache.quality is not None and cache.quality.ratings is not None
     for name, task in (("perceptual_quality", "quality"), ("aesthetic_quality", "aesthetics")):
         assert m[name]["status"] == "official"

@@ -20,7 +20,7 @@ from streameval.core.events import EpisodeStart, FrameEvent
 from streameval.engine.config import PipelineConfig
 from streameval.engine.perception_plan import PLAN_KEY, plan_for, recorded_plan
 from streameval.engine.recording import RecordingObserver
-from streameval.results.cache.episode import EpisodeCache
+from streameval.results.cache.episode import load_episode_cache
 from tests.engine.helpers import ListSource, run, shifting_events
 
 CONFIG = PipelineConfig(queue_size=2, cuts="scenedetect-adaptive")
@@ -58,7 +58,7 @@ def test_replay_of_a_recording_with_drops_is_bit_identical(tmp_path: Path) -> No
     # a dropped frame keeps its own key, not the nominal schedule's (which says D from frame
     # 64: filled from it, A-D-A flips became spurious reversals in Revisit Memory)
     sent = [e.key for e in _live_events() if isinstance(e, FrameEvent)]
-    keys = EpisodeCache.load(tmp_path / "live" / "cache").frame_keys  # up to the last perceived
+    keys = load_episode_cache(tmp_path / "live" / "cache").frame_keys  # up to the last perceived
     assert keys == sent[: len(keys)]
     meta = json.loads((recording / "meta.json").read_text())
     plan = recorded_plan(meta)
@@ -124,7 +124,7 @@ def test_a_dropped_frame_keeps_its_own_key(tmp_path: Path) -> None:
     events = _events_dropping(range(66, 80))
     outcome = run(ListSource(events), tmp_path, config=PLANNED_DROPS)
     assert outcome.interactivity["frames_dropped"] == 14
-    keys = EpisodeCache.load(tmp_path / "cache").frame_keys
+    keys = load_episode_cache(tmp_path / "cache").frame_keys
     assert keys == ["A"] * 90 + ["D"] * 90
     revisit = _metrics(tmp_path)["revisit_memory"]
     assert revisit["details"]["n_reversals"] == 1
@@ -138,7 +138,7 @@ def test_frames_dropped_at_the_end_still_belong_to_the_episode(tmp_path: Path) -
     events = _events_dropping(range(168, 180))
     outcome = run(ListSource(events), tmp_path, config=PLANNED_DROPS)
     assert outcome.frames == 180 and outcome.interactivity["frames_dropped"] == 12
-    cache = EpisodeCache.load(tmp_path / "cache")
+    cache = load_episode_cache(tmp_path / "cache")
     assert cache.frame_keys == ["A"] * 90 + ["D"] * 90
     assert len(cache.sx) == 178
     assert np.isnan(cache.sx[166:]).all() and np.isfinite(cache.sx[:166]).all()

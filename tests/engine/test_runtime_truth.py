@@ -20,7 +20,7 @@ from streameval.core.observers import EpisodeOutcome
 from streameval.engine.recording import RecordingObserver
 from streameval.engine.rescore import rescore_dir
 from streameval.inputs.schema import validate
-from streameval.results.cache.episode import EpisodeCache
+from streameval.results.cache.episode import load_episode_cache
 from tests.engine.helpers import run
 from tests.transports.styles import attach_style
 from tests.transports.worlds import MEMORY_OFF, world
@@ -117,7 +117,7 @@ def test_padding_twins_count_only_their_native_frames(tmp_path: Path) -> None:
     replayed = run(ReplaySource(rollout), tmp_path / "double-replay", config=MEMORY_OFF)
     assert replayed.runtime == json.loads(json.dumps(double))
     live, again = (
-        EpisodeCache.load(p / "cache") for p in (tmp_path / "double", tmp_path / "double-replay")
+        load_episode_cache(p / "cache") for p in (tmp_path / "double", tmp_path / "double-replay")
     )
     assert live.timing is not None and again.timing is not None
     assert live.timing.received is not None and again.timing.received is not None

@@ -23,13 +23,14 @@ from streameval.protocol.schedule import Schedule
 from streameval.replay import ReplaySource
 from streameval.replay.rollout import read_rollout_dir
 
+from streameval.core.episode.motion import FitSample
 from streameval.core.events import EpisodeEnd, EpisodeInfo, EpisodeStart, FrameEvent
 from streameval.engine.config import PipelineConfig
 from streameval.engine.perception_plan import PLAN_KEY, keep_fit_samples, plan_for, recorded_plan
 from streameval.engine.recording import RecordingObserver
 from streameval.engine.scoring import fit_plan
-from streameval.metrics.fits.motion_type import FitSample, fit_frames
-from streameval.results.cache.episode import EpisodeCache
+from streameval.metrics.fits.motion_type import fit_frames
+from streameval.results.cache.episode import load_episode_cache
 from tests.engine.helpers import ListSource, run, shifting_events, textured
 
 # The frames' own size as the analysis frame (320×216, no resize): what is checked is which
@@ -75,7 +76,7 @@ def test_a_slow_server_scores_as_its_frames_do_in_process(tmp_path: Path) -> Non
     for name in CONTROL:
         assert wall[name]["details"] == in_process[name]["details"], name
     # the samples kept are exactly the reference's picks of the segments that arrived
-    cache = EpisodeCache.load(tmp_path / "wall" / "cache")
+    cache = load_episode_cache(tmp_path / "wall" / "cache")
     picks = fit_plan(None, cache.frame_keys, 16.0)
     assert sorted({s.frame for s in cache.fit_samples}) == sorted(
         {f for frames in picks.values() for f in frames}
@@ -85,7 +86,7 @@ def test_a_slow_server_scores_as_its_frames_do_in_process(tmp_path: Path) -> Non
     # neither a turn nor parallax, so no frame of it carries type evidence,
     # docs/methods.md#motion-type-fit.)
     run(ListSource(_slow_server(None)), tmp_path / "nominal", config=CONFIG)
-    nominal = EpisodeCache.load(tmp_path / "nominal" / "cache")
+    nominal = load_episode_cache(tmp_path / "nominal" / "cache")
     assert {s.frame for s in nominal.fit_samples} != {s.frame for s in cache.fit_samples}
 
 
@@ -101,13 +102,13 @@ def test_the_recording_keeps_the_picks_and_replays_bit_identically(tmp_path: Pat
     plan = recorded_plan(meta)
     assert plan is not None and not plan.adaptive and not plan.fit_depth_network
     assert meta[PLAN_KEY]["fit_depth_network"] is False
-    live = EpisodeCache.load(tmp_path / "live" / "cache")
+    live = load_episode_cache(tmp_path / "live" / "cache")
     assert plan.fit_frames == {s.frame for s in live.fit_samples}
     rollout = read_rollout_dir(recording)
     assert plan_for(rollout.info()).fit_frames == plan.fit_frames
     run(ReplaySource(rollout), tmp_path / "replay", config=CONFIG)
     assert _scores(tmp_path / "replay") == _scores(tmp_path / "live")
-    replayed = EpisodeCache.load(tmp_path / "replay" / "cache")
+    replayed = load_episode_cache(tmp_path / "replay" / "cache")
     assert [s.frame for s in replayed.fit_samples] == [s.frame for s in live.fit_samples]
     for a, b in zip(replayed.fit_samples, live.fit_samples, strict=True):
         # NaN where a point is too near the edge (docs/methods.md#motion-type-fit)
@@ -201,8 +202,8 @@ def test_a_live_episode_warps_out_only_its_picks_and_gets_the_planned_samples(
     warps.clear()
     planned = run(ListSource(_turning_server(None)), tmp_path / "planned", config=CONFIG)
     assert live.complete and planned.complete
-    a = EpisodeCache.load(tmp_path / "live" / "cache").fit_samples
-    b = EpisodeCache.load(tmp_path / "planned" / "cache").fit_samples
+    a = load_episode_cache(tmp_path / "live" / "cache").fit_samples
+    b = load_episode_cache(tmp_path / "planned" / "cache").fit_samples
     assert [s.frame for s in a] == [s.frame for s in b] and len(a) >= 12
     assert all(s.derotated for s in a) and all(s.derotated for s in b)
     for x, y in zip(a, b, strict=True):

@@ -24,8 +24,9 @@ from streameval.protocol.suites import WORLDMARK
 from streameval.worlds.procedural_world import ProceduralWorld, world_config_for_defect
 from streameval.worlds.procedural_world.depth_output import reported_depth, unresolved
 
+from streameval.core.episode.geometry import FrameGeometry
 from streameval.core.metric_result import MetricResult
-from streameval.metrics.fits.geometry import FrameGeometry, select_views, views_from_frames
+from streameval.metrics.fits.geometry import select_views, views_from_frames
 from streameval.metrics.memory.global_memory import global_memory
 
 SECONDS_PER_KEY = 5.0

@@ -43,8 +43,9 @@ from streameval.worlds.procedural_world.scene import (
 )
 
 from streameval.core.arrays import F64
+from streameval.core.episode.geometry import FrameGeometry
 from streameval.errors import BadInputError, UnknownKeyError, UnknownNameError
-from streameval.metrics.fits.geometry import FrameGeometry, views_from_frames
+from streameval.metrics.fits.geometry import views_from_frames
 from streameval.metrics.memory.global_memory import covisibility_errors
 
 FPS = 16.0

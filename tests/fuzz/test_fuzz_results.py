@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from streameval.engine.scoring import episode_document, score_episode
 from streameval.leaderboard import INCLUDE_ALL, build_table
-from streameval.results.cache.episode import EpisodeCache
+from streameval.results.cache.episode import load_episode_cache
 from streameval.results.scores_file import load_episode
 from tests.fuzz.conftest import FUZZ, bounded, only_bad_input
 from tests.fuzz.strategies import ARRAYS, JSON_VALUES, SCALARS, dumps, mangled_text
@@ -108,7 +108,7 @@ def test_fuzz_episode_cache_then_kernels(scored_dir: Path, data: st.DataObject) 
         for damage in damages:
             _apply(cache_dir, *damage)
         with bounded():
-            cache = only_bad_input(lambda: EpisodeCache.load(cache_dir))
+            cache = only_bad_input(lambda: load_episode_cache(cache_dir))
             if cache is None:
                 return
             # passed the checks: the kernels must take it, and the document must be JSON

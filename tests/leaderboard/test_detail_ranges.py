@@ -1,4 +1,4 @@
-"""The detail fields the model aggregates read (``leaderboard/aggregators.py``) are checked when
+"""The detail fields the model aggregates read (``metrics/aggregation.py``) are checked when
 ``scores.json`` is read (``schemas/scores.schema.json``): a value that cannot be — a mutation
 rate of 7, a hard cut "maybe", a segment score of 5, a negative distance or error — is one
 error line naming the file and the field; that file is left out of the table, the others are

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from streameval.cli.main import main
-from streameval.cli.table import render_rich
 from streameval.leaderboard import INCLUDE_ALL, table_columns, tabulate
+from streameval.leaderboard.formats.terminal import render_rich
 from tests.tui.sample import LEADERBOARD_MODELS, SAMPLE_EPISODES, write_sample_results
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -11,7 +11,7 @@ import pytest
 
 from streameval.core.metric_result import MetricResult
 from streameval.leaderboard import cell_text, episode_cell, model_episodes, table_columns
-from streameval.leaderboard.aggregators import scene_task_score
+from streameval.metrics.aggregation import scene_task_score
 from tests.leaderboard.helpers import (
     cell,
     missing,

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
+from streameval.core.episode.motion import FitSample
 from streameval.metrics.fits.motion_type import (
-    FitSample,
     analysis_focal,
     fit_depth_parallax,
     fit_flow_rotation,

@@ -22,7 +22,7 @@ import pytest
 from streameval.engine.config import PipelineConfig
 from streameval.errors import BackendUnavailableError, BadInputError
 from streameval.perception.flow import create_flow_backend, flow_input, flow_provenance
-from streameval.results.cache.episode import EpisodeCache
+from streameval.results.cache.episode import load_episode_cache
 from tests.engine.helpers import run, textured, world_source
 from tests.perception.raft_large_layout import (
     RAFT_LARGE_NUM_PARAMS,
@@ -184,8 +184,8 @@ def test_tiny_raft_in_the_pipeline_records_backend_and_weights(
         cuts=None, analysis_width=192, analysis_height=128, quality_frames=False
     )
     run(world_source(["A", "L"], 1.0), tmp_path / "dis", config=dis_config)
-    raft_cache = EpisodeCache.load(tmp_path / "ep" / "cache")
-    dis_cache = EpisodeCache.load(tmp_path / "dis" / "cache")
+    raft_cache = load_episode_cache(tmp_path / "ep" / "cache")
+    dis_cache = load_episode_cache(tmp_path / "dis" / "cache")
     assert len(raft_cache.sx) == len(dis_cache.sx) == outcome.frames - 2
     assert np.isfinite(raft_cache.sx).all() and np.isfinite(raft_cache.srad).all()
     assert not np.allclose(raft_cache.sx, dis_cache.sx)  # the network's signals, not DIS's
@@ -203,7 +203,7 @@ def test_replay_command_with_flow_raft_file(tiny_weights: Path, tmp_path: Path) 
     assert main([*args, "--no-report", "--flow", f"raft:{tiny_weights}"]) == 0
     doc = json.loads(next(out.rglob("scores.json")).read_text())
     assert doc["frames"] == 6 and doc["provenance"]["backends"]["flow"] == "raft-custom"
-    cache = EpisodeCache.load(next(out.rglob("cache")))
+    cache = load_episode_cache(next(out.rglob("cache")))
     assert len(cache.sx) == 4 and np.isfinite(cache.sx).all()
 
 

@@ -10,13 +10,9 @@ import numpy as np
 import pytest
 from streameval.worlds.procedural_world import ProceduralWorld, WorldFrame, world_config_for_defect
 
+from streameval.core.episode.geometry import FrameGeometry
 from streameval.errors import BackendUnavailableError
-from streameval.metrics.fits.geometry import (
-    FrameGeometry,
-    intrinsics_for_depth,
-    select_views,
-    views_from_frames,
-)
+from streameval.metrics.fits.geometry import intrinsics_for_depth, select_views, views_from_frames
 from streameval.metrics.memory.global_memory import global_memory
 from streameval.perception.reconstruction import (
     RECONSTRUCTION_BACKENDS,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from streameval.core.episode.motion import MotionFit
 from streameval.engine.keys_contradicted import contradictions, moved_sideways, summary_lines
 from streameval.errors import BadInputError
-from streameval.metrics.fits.motion_type import MotionFit
 from streameval.probe.candidates import candidates, check_probeable, uses_keycodes
 from streameval.probe.classify import KeyMotion, classify
 from streameval.probe.mapping import choose

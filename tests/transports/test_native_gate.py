@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from streameval.protocol.wire import Frame
 
-from streameval.results.cache.timing import ReceivedFrames
+from streameval.core.episode.timing import ReceivedFrames
 from streameval.transports.native_gate import DECIDE_AFTER, NativeGate
 from tests.metrics.test_native_frames import _noisy, _scene
 

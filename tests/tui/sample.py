@@ -21,12 +21,12 @@ from streameval.tui.app import DashboardApp, DashboardOptions
 from streameval.tui.messages import PipelineFinished
 from streameval.tui.observer import DashboardObserver
 
+from streameval.core.episode.scores import EpisodeScores
 from streameval.core.events import EpisodeInfo, ErrorEvent
 from streameval.core.metric_result import MetricResult
 from streameval.core.observers import EpisodeOutcome, Progress
 from streameval.core.source import Source
 from streameval.engine.config import PipelineConfig
-from streameval.engine.scoring import EpisodeScores
 from streameval.errors import BadInputError
 from streameval.leaderboard import INCLUDE_ALL
 from streameval.metrics.control.kernels import CONTROL_METRIC_NAMES

@@ -31,9 +31,9 @@ from textual.widgets import DataTable, Static
 
 from streameval.cli.dashboard import browse_app
 from streameval.cli.main import main
+from streameval.core.episode.scores import EpisodeScores
 from streameval.core.events import EpisodeInfo
 from streameval.core.observers import EpisodeOutcome
-from streameval.engine.scoring import EpisodeScores
 from streameval.leaderboard.intervals import case_run_intervals
 from streameval.results.scores_file import load_episode, scores_document, write_scores
 from streameval.runs.jobs import EpisodeJob

@@ -1,8 +1,8 @@
 """Master-table cells as styled text, the way ``streameval table`` colours them.
 
 Numbers, statuses, coverage, bounds and ranks all come from ``streameval.leaderboard``; the colours
-are the terminal table's (``streameval.cli.table.RICH_STYLES``: best bold green, second yellow,
-worst red), so the dashboard and the CLI never disagree on what is best.
+are the terminal table's (``streameval.leaderboard.rounding.RICH_STYLES``: best bold green,
+second yellow, worst red), so the dashboard and the CLI never disagree on what is best.
 """
 
 from __future__ import annotations

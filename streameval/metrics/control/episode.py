@@ -11,8 +11,8 @@ in ``ScoringInput.motion_fits`` (the engine shares them with ``scores.json``'s
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from streameval.core.episode.cache import EpisodeCache
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.control.kernels import MotionType, control_metrics_for_spans
 from streameval.metrics.fits.camera import camera_of
@@ -23,9 +23,6 @@ from streameval.metrics.segments import (
     equal_split_spans,
     segment_spans,
 )
-
-if TYPE_CHECKING:
-    from streameval.results.cache.episode import EpisodeCache
 
 
 def control_spans(cache: EpisodeCache) -> list[SegmentSpan]:

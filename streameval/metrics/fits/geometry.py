@@ -2,20 +2,20 @@
 and views from the pose + depth a model (or a sidecar) sent.
 
 Pure numpy, no OpenCV: the pipeline plans the frames perception keeps with ``select_views``,
-the cache stores ``FrameGeometry`` records, and scoring turns them into the kernel's
-``GlobalView`` inputs with ``views_from_frames``.
+the cache stores ``FrameGeometry`` records (``core/episode/geometry.py``), and scoring turns
+them into the kernel's ``GlobalView`` inputs with ``views_from_frames``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from streameval.constants import GLOBAL_MAX_VIEWS, GLOBAL_MIN_VIEWS, GLOBAL_VIEW_EVERY_S
 from streameval.core.arrays import F64
+from streameval.core.episode.geometry import FrameGeometry
 from streameval.metrics.memory.global_memory import GlobalView
 from streameval.metrics.segments import check_fps
 
@@ -36,21 +36,6 @@ def select_views(n_frames: int, fps: float) -> list[int]:
         pos = np.linspace(0, len(frames) - 1, GLOBAL_MAX_VIEWS)
         frames = [frames[int(p)] for p in pos]
     return frames
-
-
-class FrameGeometry(NamedTuple):
-    """What a model (or a sidecar) says about one frame.
-
-    ``pose`` camera-to-world 4×4 (OpenCV axes); ``depth`` z-depth (h, w), +inf/NaN where
-    unknown or infinitely far; ``intrinsics`` pinhole 3×3 of the *image*; ``image_size`` the
-    image's ``(height, width)`` in pixels (numpy order).
-    """
-
-    frame: int
-    pose: ArrayLike
-    depth: ArrayLike
-    intrinsics: ArrayLike
-    image_size: tuple[int, int]
 
 
 def intrinsics_for_depth(

@@ -7,9 +7,9 @@ depth (``a``), rotation flow does not (``b``). Without depth we use our own esti
 that reads the rotation from the *vertical* flow, which translation along x never produces.
 
 This is the scoring side: pure numpy, no OpenCV. Perception (``perception/motion_samples.py``)
-only produces the samples (``FitSample``: the flow on a coarse grid, and invZ when depth
-exists) at the frames ``fit_frames`` plans; the fit turns them into weights, so ``rescore``
-needs neither video nor OpenCV.
+only produces the samples (``FitSample``, ``core/episode/motion.py``: the flow on a coarse grid,
+and invZ when depth exists) at the frames ``fit_frames`` plans; the fit turns them into
+weights, so ``rescore`` needs neither video nor OpenCV.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from streameval.constants import (
     FOV_DEG,
     MOTION_FLOOR_PX,
 )
-from streameval.core.arrays import F32, F64
+from streameval.core.arrays import F64
+from streameval.core.episode.motion import FitSample, MotionFit
 
 # Fewer pooled points than this and a least-squares fit means nothing.
 MIN_FIT_POINTS = 10
@@ -98,48 +99,6 @@ def fit_frames_equal_split(j: int, n_keys: int, n_frames: int, fps: float) -> li
 def analysis_focal(width: int, fov_deg: float = FOV_DEG) -> float:
     """Focal length in analysis pixels for the assumed horizontal field of view."""
     return (width / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
-
-
-@dataclass(frozen=True, slots=True)
-class FitSample:
-    """Coarse flow grid of one sampled frame; ``invz`` is None without depth.
-
-    ``x``/``y`` are pixel offsets from the image centre in analysis pixels. ``derotated``: the
-    flow is the frame's turn field plus the flow measured after warping that turn out of the
-    pair (``perception.motion_samples.derotated_flow``), not the flow measured directly.
-    """
-
-    frame: int
-    x: F32
-    y: F32
-    u: F32
-    v: F32
-    invz: F32 | None
-    derotated: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class MotionFit:
-    """Outcome of one segment's fit: the weights and how they were obtained."""
-
-    p_trans: float
-    p_yaw: float
-    trans_amp: float
-    rot_amp: float
-    method: str  # "depth_parallax" (WorldMark) or DEPTH_FREE_METHOD (ours, depth-free)
-    n_frames: int
-    n_points: int
-
-    def to_json(self) -> dict[str, float | int | str]:
-        return {
-            "p_trans": self.p_trans,
-            "p_yaw": self.p_yaw,
-            "trans_amp": self.trans_amp,
-            "rot_amp": self.rot_amp,
-            "method": self.method,
-            "n_frames": self.n_frames,
-            "n_points": self.n_points,
-        }
 
 
 def _weights(trans_amp: float, rot_amp: float) -> tuple[float, float]:

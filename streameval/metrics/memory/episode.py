@@ -10,9 +10,10 @@ a live run, the replay of its recording and ``rescore`` score the same arrays.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streameval.constants import ANALYSIS_WIDTH
+from streameval.core.episode.cache import EpisodeCache
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.fits.camera import camera_of
 from streameval.metrics.fits.geometry import views_from_frames
@@ -25,9 +26,6 @@ from streameval.metrics.memory.revisit_memory import (
 )
 from streameval.metrics.registry import ScoringInput
 from streameval.metrics.segments import equal_split_keys
-
-if TYPE_CHECKING:
-    from streameval.results.cache.episode import EpisodeCache
 
 MEMORY_METRICS = ("local_memory", "revisit_memory", "global_memory")
 

@@ -268,7 +268,7 @@ def global_memory(
 
     ``views`` are the reconstructed views (normally at ``select_views``); None means there is no
     reconstruction — not_applicable with ``unavailable_reason`` (never a made-up number).
-    ``details["e"]`` feeds the model aggregate (``leaderboard.aggregators.global_memory``).
+    ``details["e"]`` feeds the model aggregate (``metrics.aggregation.global_memory``).
     """
     if views is None:
         return MetricResult.not_applicable(unavailable_reason or REASON_NO_BACKEND)

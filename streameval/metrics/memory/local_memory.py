@@ -168,7 +168,7 @@ def local_memory(
     (1 = the distances as they are; docs/methods.md#cpu-defaults-and-backends).
 
     ``details["hard_cut"]`` (bool) and ``details["mutation_rate"]`` (float, None only when a hard
-    cut left no countable pair) feed the model aggregate (``leaderboard.aggregators.local_memory``).
+    cut left no countable pair) feed the model aggregate (``metrics.aggregation.local_memory``).
     """
     fps = check_fps(fps)
     if not (math.isfinite(distance_scale) and distance_scale > 0.0):

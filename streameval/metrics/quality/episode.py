@@ -13,10 +13,9 @@ has no CPU stand-in.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from streameval.core.episode.quality import QualityCache
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.quality.imaging import STAT_FIELDS, imaging_metrics
 from streameval.metrics.quality.kernels import (
@@ -28,9 +27,6 @@ from streameval.metrics.quality.kernels import (
     rollout_drift,
 )
 from streameval.metrics.registry import ScoringInput
-
-if TYPE_CHECKING:
-    from streameval.results.cache.quality import QualityCache
 
 QUALITY_METRICS = tuple(QUALITY_TASKS)
 NO_QALIGN = (

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streameval.core.arrays import F64, Image
+from streameval.core.episode.closed_loop import ClosedLoopFrames
 from streameval.core.metric_result import MetricResult
 from streameval.errors import PoseTrackError
 from streameval.metrics.registry import ScoringInput
@@ -30,7 +31,6 @@ from streameval.metrics.worldatlas.closed_loop import (
     rendering_recovery,
     revisit_fidelity,
 )
-from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
 from streameval.metrics.worldatlas.constants import MAX_SCORED_PAIRS
 from streameval.metrics.worldatlas.pose_distance import as_pose_track
 from streameval.metrics.worldatlas.revisit import (

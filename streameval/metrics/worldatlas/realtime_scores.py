@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from streameval.constants import LATENCY_THRESHOLD
 from streameval.core.arrays import F64
+from streameval.core.episode.cache import EpisodeCache
+from streameval.core.episode.timing import TimingCache
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.registry import ScoringInput
 from streameval.metrics.timing import reference_bar, wall_rate
@@ -35,10 +37,6 @@ from streameval.metrics.worldatlas.realtime import (
     realtime_factor,
 )
 from streameval.protocol.keys import NO_KEY, channel_of, expected_sign
-
-if TYPE_CHECKING:
-    from streameval.results.cache.episode import EpisodeCache
-    from streameval.results.cache.timing import TimingCache
 
 REALTIME_METRICS = (
     "effective_generation_fps",

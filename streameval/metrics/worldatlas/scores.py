@@ -7,10 +7,10 @@ recording and ``rescore`` score the same arrays and agree bit for bit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from streameval.core.episode.cache import EpisodeCache
+from streameval.core.episode.worldatlas import WorldAtlasCache
 from streameval.core.metric_result import MetricResult
 from streameval.metrics.registry import ScoringInput
 from streameval.metrics.worldatlas.episode import (
@@ -20,10 +20,6 @@ from streameval.metrics.worldatlas.episode import (
 )
 from streameval.metrics.worldatlas.scene_f1 import DepthSidecar
 from streameval.protocol.memory_loop import MEMORY_LOOP_SUITE
-
-if TYPE_CHECKING:
-    from streameval.results.cache.episode import EpisodeCache
-    from streameval.results.cache.worldatlas import WorldAtlasCache
 
 # A pose track without metric scale (our CPU estimator's) cannot meet nATEt's activity
 # threshold in units per second: the kernel reports nATEt not_applicable for it.

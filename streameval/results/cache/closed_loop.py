@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from streameval.core.atomic import replace_folder_atomically
+from streameval.core.episode.closed_loop import ClosedLoopFrames
 from streameval.errors import BadInputError
 from streameval.inputs.npz import load_npz, member
-from streameval.metrics.worldatlas.closed_loop_inputs import ClosedLoopFrames
 
 CLOSED_LOOP_DIR = "closed_loop"
 CLOSED_LOOP_FRAME_SIDE = 320

@@ -1,4 +1,5 @@
-"""What the quality metrics need from an episode, kept in its cache: so ``rescore`` needs no video.
+"""What the quality metrics need from an episode (``core/episode/quality.py``), kept in its
+cache: so ``rescore`` needs no video.
 
 - the frames Q-Align samples (1 fps, ``metrics.quality.kernels.one_fps_frames``), as lossless PNG,
   shrunk so that their longer side is at most 448 px: Q-Align pads a frame to a square and
@@ -15,15 +16,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, MutableMapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from streameval.core.arrays import Image
 from streameval.core.atomic import replace_folder_atomically, savez_atomic, write_json_atomic
+from streameval.core.episode.quality import QualityCache, QualityRatings
 from streameval.errors import BadInputError
 
 QUALITY_FRAME_SIDE = 448  # Q-Align's input side (its CLIP image processor)
@@ -42,23 +41,6 @@ def shrink_for_quality(image: Image) -> Image:
         return np.ascontiguousarray(image)
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
     return np.asarray(cv2.resize(image, size, interpolation=cv2.INTER_AREA), dtype=np.uint8)
-
-
-@dataclass
-class QualityRatings:
-    """The quality backend's answers: ``logits[task]`` (5 floats, ``RATING_WORDS`` order) for
-    the whole video, ``segment_logits[task]`` one such list per drift segment."""
-
-    backend: str
-    logits: dict[str, list[float]] = field(default_factory=dict)
-    segment_logits: dict[str, list[list[float]]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "logits": self.logits,
-            "segment_logits": self.segment_logits,
-        }
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -119,80 +101,72 @@ class PngFrames(MutableMapping[int, Image]):
         return len({*self._paths, *self._decoded})
 
 
-@dataclass
-class QualityCache:
-    """``frames``: frame index -> RGB frame at 1 fps; ``statistics`` (T, 5) float64 or None;
-    ``ratings`` None when no quality backend ran; ``failure`` why it failed, if it did."""
+def save_quality(quality: QualityCache, directory: Path) -> None:
+    """Write the quality part of a cache into the cache folder ``directory``: the frames
+    folder replaced as a whole, then the statistics and the answers, atomically per file."""
+    import cv2  # on use: the results layer and the kernels load without OpenCV
 
-    frames: MutableMapping[int, Image] = field(default_factory=dict)
-    statistics: npt.NDArray[np.float64] | None = None
-    ratings: QualityRatings | None = None
-    failure: str | None = None
+    def write_frames(folder: Path) -> None:
+        for index, frame in sorted(quality.frames.items()):
+            ok, png = cv2.imencode(".png", cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+            if not ok:
+                raise OSError(f"cannot encode quality frame {index} as PNG")
+            (folder / f"{index:06d}.png").write_bytes(png.tobytes())
 
-    def save(self, directory: Path) -> None:
-        import cv2  # on use: the results layer and the kernels load without OpenCV
+    directory.mkdir(parents=True, exist_ok=True)
+    replace_folder_atomically(
+        directory / FRAMES_DIR, write_frames, tmp=directory / (FRAMES_DIR + ".tmp")
+    )
+    stats = quality.statistics if quality.statistics is not None else np.zeros((0, 0))
+    savez_atomic(
+        directory / STATS_FILE,
+        {"statistics": stats, "has_statistics": np.array(quality.statistics is not None)},
+        tmp=directory / "imaging.tmp.npz",
+    )
+    payload = {
+        "ratings": quality.ratings.to_json() if quality.ratings is not None else None,
+        "failure": quality.failure,
+    }
+    write_json_atomic(directory / QUALITY_FILE, payload)
 
-        def write_frames(folder: Path) -> None:
-            for index, frame in sorted(self.frames.items()):
-                ok, png = cv2.imencode(".png", cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-                if not ok:
-                    raise OSError(f"cannot encode quality frame {index} as PNG")
-                (folder / f"{index:06d}.png").write_bytes(png.tobytes())
 
-        directory.mkdir(parents=True, exist_ok=True)
-        replace_folder_atomically(
-            directory / FRAMES_DIR, write_frames, tmp=directory / (FRAMES_DIR + ".tmp")
-        )
-        stats = self.statistics if self.statistics is not None else np.zeros((0, 0))
-        savez_atomic(
-            directory / STATS_FILE,
-            {"statistics": stats, "has_statistics": np.array(self.statistics is not None)},
-            tmp=directory / "imaging.tmp.npz",
-        )
-        payload = {
-            "ratings": self.ratings.to_json() if self.ratings is not None else None,
-            "failure": self.failure,
-        }
-        write_json_atomic(directory / QUALITY_FILE, payload)
+def load_quality(directory: Path) -> QualityCache | None:
+    """The quality part of a cache, None for a cache written before it existed. Frames
+    are decoded when first read (only a Q-Align rerating reads them), so a plain
+    ``rescore`` needs no image codec."""
 
-    @classmethod
-    def load(cls, directory: Path) -> QualityCache | None:
-        """The quality part of a cache, None for a cache written before it existed. Frames
-        are decoded when first read (only a Q-Align rerating reads them), so a plain
-        ``rescore`` needs no image codec."""
-
-        json_path = directory / QUALITY_FILE
-        if not json_path.is_file():
-            return None
+    json_path = directory / QUALITY_FILE
+    if not json_path.is_file():
+        return None
+    try:
+        payload = json.loads(json_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise BadInputError(json_path, f"not valid JSON ({exc.msg})") from None
+    frames = PngFrames()
+    frames_dir = directory / FRAMES_DIR
+    if frames_dir.is_dir():
+        for png in sorted(frames_dir.glob("*.png")):
+            if not png.stem.isdigit() or not _looks_like_png(png):
+                raise BadInputError(png, "unreadable quality frame")
+            frames.add(int(png.stem), png)
+    statistics = None
+    stats_path = directory / STATS_FILE
+    if stats_path.is_file():
         try:
-            payload = json.loads(json_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise BadInputError(json_path, f"not valid JSON ({exc.msg})") from None
-        frames = PngFrames()
-        frames_dir = directory / FRAMES_DIR
-        if frames_dir.is_dir():
-            for png in sorted(frames_dir.glob("*.png")):
-                if not png.stem.isdigit() or not _looks_like_png(png):
-                    raise BadInputError(png, "unreadable quality frame")
-                frames.add(int(png.stem), png)
-        statistics = None
-        stats_path = directory / STATS_FILE
-        if stats_path.is_file():
-            try:
-                with np.load(stats_path, allow_pickle=False) as z:
-                    if bool(z["has_statistics"]):
-                        statistics = z["statistics"].astype(np.float64, copy=False)
-            except (OSError, ValueError, KeyError) as exc:
-                raise BadInputError(stats_path, f"unreadable imaging statistics ({exc})") from None
-        ratings = None
-        raw = payload.get("ratings")
-        if raw is not None:
-            ratings = QualityRatings(
-                str(raw["backend"]),
-                {str(k): [float(x) for x in v] for k, v in raw["logits"].items()},
-                {
-                    str(k): [[float(x) for x in seg] for seg in v]
-                    for k, v in raw["segment_logits"].items()
-                },
-            )
-        return cls(frames, statistics, ratings, payload.get("failure"))
+            with np.load(stats_path, allow_pickle=False) as z:
+                if bool(z["has_statistics"]):
+                    statistics = z["statistics"].astype(np.float64, copy=False)
+        except (OSError, ValueError, KeyError) as exc:
+            raise BadInputError(stats_path, f"unreadable imaging statistics ({exc})") from None
+    ratings = None
+    raw = payload.get("ratings")
+    if raw is not None:
+        ratings = QualityRatings(
+            str(raw["backend"]),
+            {str(k): [float(x) for x in v] for k, v in raw["logits"].items()},
+            {
+                str(k): [[float(x) for x in seg] for seg in v]
+                for k, v in raw["segment_logits"].items()
+            },
+        )
+    return QualityCache(frames, statistics, ratings, payload.get("failure"))

@@ -96,7 +96,7 @@ def wire_results(metrics: Mapping[str, MetricResult], final: bool = False) -> di
 
 def scored_values(details: Mapping[str, object]) -> tuple[float, ...] | None:
     """The values of the scored entries of ``details["segments"]`` in order — what the table
-    pools of a control column (``leaderboard.aggregators``) — or None when there is no list,
+    pools of a control column (``metrics.aggregation``) — or None when there is no list,
     or one the table could not use as it is (an entry that is not an object, a scored one
     without a finite value): a watcher then falls back as the table does."""
     segments = details.get("segments")

@@ -8,11 +8,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from streameval.core.episode.motion import FitSample
 from streameval.metrics.fits import motion_type
 from streameval.metrics.fits.motion_type import (
     DEPTH_FREE_METHOD,
     PLAIN_DEPTH_FREE_METHOD,
-    FitSample,
     analysis_focal,
     fit_flow_rotation,
     fit_flow_rotation_per_frame,

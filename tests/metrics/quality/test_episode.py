@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from streameval.core.episode.quality import QualityCache, QualityRatings
 from streameval.metrics.quality.episode import NO_QALIGN, quality_metrics
 from streameval.metrics.quality.imaging import STAT_FIELDS, STATISTIC_METRICS
 from streameval.metrics.quality.kernels import normalize_rating, rating_score
-from streameval.results.cache.quality import QualityCache, QualityRatings
 
 
 def stats_with_sharpness(values: list[float]) -> np.ndarray:

@@ -11,6 +11,8 @@ import pytest
 from streameval.protocol.keys import expected_sign
 
 from streameval.constants import FLOW_STRIDE
+from streameval.core.episode.cache import EpisodeCache
+from streameval.core.episode.timing import TimingCache
 from streameval.metrics.timing import wall_rate
 from streameval.metrics.worldatlas.constants import RESPONSE_TIMEOUT_S
 from streameval.metrics.worldatlas.realtime import (
@@ -25,8 +27,6 @@ from streameval.metrics.worldatlas.realtime import (
     response_threshold,
 )
 from streameval.metrics.worldatlas.realtime_scores import NOT_LIVE, NOT_SERVED, realtime_metrics
-from streameval.results.cache.episode import EpisodeCache
-from streameval.results.cache.timing import TimingCache
 
 FPS = 16.0
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from streameval.protocol.schedule import Schedule
 
+from streameval.core.episode.scores import EpisodeScores
 from streameval.core.events import EpisodeInfo
 from streameval.core.observers import EpisodeOutcome
-from streameval.engine.scoring import EpisodeScores
 from streameval.transports.mqtt.scores_publisher import MqttScoresPublisher
 from tests.transports.conftest import Broker
 from tests.tui.browser import needs_browser, needs_textual_serve, served_page

@@ -2,8 +2,11 @@
 (docs/methods.md#model-aggregation-and-coverage).
 
 Aggregation (WorldMark's final reporting, docs/methods.md#model-aggregation-and-coverage), one
-function per column, named
-by the column's ``MetricSpec.aggregation`` (``metrics/registry.py``; default: the episode mean):
+function per column, registered beside its metric: ``MetricSpec.aggregation`` holds the function
+itself (``metrics/catalog.py``; default: the episode mean), so what defines a column's value
+lives in the metrics layer with the kernel that scores its episodes, and the import-linter
+contracts see every use of it. The leaderboard (``leaderboard/cells.py``) only calls it; the
+formulas are pure arithmetic over ``MetricResult`` values, no I/O:
 
 - control columns pool the *scored segments of all the model's episodes* (read from
   ``details["segments"]``): accuracy ``100·max(0, mean)``, purity / stability / latency
@@ -48,7 +51,7 @@ from dataclasses import dataclass, replace
 
 from streameval.constants import TAU_G
 from streameval.core.metric_result import MetricResult
-from streameval.results.scores_file import finite_float
+from streameval.inputs.numbers import finite_float
 
 PERCENT = 100.0  # master-table scale (WorldMark: columns normalised to [0, 100])
 UNIT = 1.0  # WorldAtlas's scale: its metrics stay on [0, 1] (docs/methods.md#worldatlas-scale)
@@ -99,7 +102,7 @@ def _fallback(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
     return replace(episode_mean(measured, n_missing), method="episode_mean_fallback")
 
 
-def _scored_segment_values(result: MetricResult, low: float = -1.0) -> list[float] | None:
+def scored_segment_values(result: MetricResult, low: float = -1.0) -> list[float] | None:
     """The values of the scored segments in ``details["segments"]``; None when unusable.
 
     Unusable = no segment list, an entry that is not an object, a scored entry without a finite
@@ -135,7 +138,7 @@ def _pooled_segments(signed: bool) -> Aggregator:
         return PERCENT * max(0.0, raw_mean) if signed else PERCENT * raw_mean
 
     def aggregate(measured: Sequence[MetricResult], n_missing: int) -> Aggregate:
-        per_episode = [_scored_segment_values(m, worst) for m in measured]
+        per_episode = [scored_segment_values(m, worst) for m in measured]
         pooled: list[float] = []
         for values in per_episode:
             if values is None:
@@ -237,6 +240,6 @@ def scene_task_score(measured: Sequence[MetricResult], n_missing: int) -> Aggreg
     )
 
 
-# Registered by name in ``metrics/catalog.py`` (``MetricSpec.aggregation``).
+# Registered in ``metrics/catalog.py`` (``MetricSpec.aggregation``).
 pooled_signed_segments: Aggregator = _pooled_segments(signed=True)
 pooled_segments: Aggregator = _pooled_segments(signed=False)
