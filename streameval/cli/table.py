@@ -177,11 +177,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(table_csv(table, diag, sets))
     elif args.html is not None:
+        from streameval.core.atomic import write_text_atomic
         from streameval.report.master import render_master_table
 
         try:
             page = render_master_table(table, sets=sets, published=beside)
-            args.html.write_text(page, encoding="utf-8")
+            write_text_atomic(args.html, page)
         except OSError as exc:
             print(f"error: {args.html}: cannot write ({exc.strerror})", file=sys.stderr)
             return EXIT_BAD_INPUT

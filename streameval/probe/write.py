@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+from streameval.core.atomic import write_text_atomic
 from streameval.errors import BadInputError
 from streameval.protocol.keys import KEYS
 from streameval.transports.profiles import ServerProfile, parse_profile
@@ -76,6 +77,6 @@ def _set_names(lines: list[str], line: str) -> list[str]:
 
 def write_profile(path: Path, text: str) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
+        write_text_atomic(path, text)
     except OSError as exc:
         raise BadInputError(path, f"cannot write the profile: {exc.strerror or exc}") from None

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from streameval.core.atomic import write_text_atomic
 from streameval.core.version import __version__
 from streameval.errors import BadInputError
 from streameval.protocol.suites import WORLDMARK_DURATION_TOLERANCE, WORLDMARK_SECONDS_PER_KEY
@@ -122,7 +123,7 @@ def _copy(src: Path, dst: Path, files: list[dict[str, Any]], out: Path) -> None:
 
 def _write(dst: Path, text: str, files: list[dict[str, Any]], out: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_text(text, encoding="utf-8")
+    write_text_atomic(dst, text)
     files.append(
         {
             "path": dst.relative_to(out).as_posix(),
@@ -287,7 +288,7 @@ def _worldmark(
         result.exported.append(_entry(episode, files, delivery=video.relative_to(out).as_posix()))
     if lines:
         manifest = out / WORLDMARK_MANIFEST
-        manifest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_text_atomic(manifest, "\n".join(lines) + "\n")
 
 
 # ------------------------------------------------------------------------------------------
@@ -329,8 +330,8 @@ def _wbench(episodes: Sequence[_Episode], out: Path, result: ExportResult) -> No
                 "fps (the first is written; export.json has each)"
             )
         fps = next(e.fps for e in group)
-        (root / "turns.json").write_text(
-            json.dumps({"fps": fps, "cases": turns}, indent=2) + "\n", encoding="utf-8"
+        write_text_atomic(
+            root / "turns.json", json.dumps({"fps": fps, "cases": turns}, indent=2) + "\n"
         )
         meta = {
             "model_name": path_component(model),
@@ -339,7 +340,7 @@ def _wbench(episodes: Sequence[_Episode], out: Path, result: ExportResult) -> No
             "org": "",
             "contact": "",
         }
-        (root / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(root / "meta.json", json.dumps(meta, indent=2) + "\n")
 
 
 # ------------------------------------------------------------------------------------------
@@ -402,5 +403,5 @@ def export_run(run: Path, fmt: Format, out: Path, *, tag: str | None = None) -> 
         "skipped": result.skipped,
         "warnings": result.warnings,
     }
-    result.manifest.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(result.manifest, json.dumps(doc, indent=2) + "\n")
     return result
