@@ -123,6 +123,13 @@ def add_network_options(attach: argparse.ArgumentParser) -> None:
         "exec: URLs",
     )
     attach.add_argument(
+        "--page",
+        default=None,
+        metavar="TEXT",
+        help="browser+http://HOST:PORT of a Chromium you started with "
+        "--remote-debugging-port: the tab whose title or URL contains TEXT",
+    )
+    attach.add_argument(
         "--lossless",
         action="store_true",
         help="webrtc: our protocol with frames on the data channel (streameval serve)",
@@ -291,6 +298,7 @@ def attach_options(args: argparse.Namespace) -> AttachOptions:
         lossless=args.lossless,
         no_frame_timeout_s=args.no_frame_timeout,
         profile=args.profile,
+        page=getattr(args, "page", None),
     )
 
 
