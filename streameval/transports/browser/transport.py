@@ -103,6 +103,7 @@ class BrowserSource(LiveSource):
         self._last: np.ndarray | None = None
         self._first_frame = asyncio.Event()
         self._held_tasks: list[asyncio.Task[None]] = []
+        self._acks: set[asyncio.Task[None]] = set()
         self._pointer: tuple[float, float] = (0.0, 0.0)
         self._fps = float(fps or profile.fps or DEFAULT_FPS)
         self.capture_counts = {"captured": 0, "unchanged": 0, "undecodable": 0}
@@ -134,6 +135,8 @@ class BrowserSource(LiveSource):
                 raise BadInputError(self.url, "Chromium opened no page")
         self.cdp = cdp = await self.browser.open_page(target)
         await cdp.call("Page.enable")
+        # a tab in the background is throttled (a user's browser, headed): ours is in front
+        await cdp.call("Page.bringToFront")
         await cdp.call("Emulation.setFocusEmulationEnabled", {"enabled": True})
         if not self.attached:
             await self._navigate(cdp)
@@ -171,9 +174,10 @@ class BrowserSource(LiveSource):
         expression = start_expression(spec.start_selector, spec.start_text)
         while True:
             with contextlib.suppress(CdpError):  # a page still navigating has no context
-                if await cdp.evaluate(expression, timeout=5.0):
-                    if await cdp.evaluate(element_expression(spec.element), timeout=5.0):
-                        return
+                if await cdp.evaluate(expression, timeout=5.0) and await cdp.evaluate(
+                    element_expression(spec.element), timeout=5.0
+                ):
+                    return
             if time.perf_counter() > deadline:
                 break
             await asyncio.sleep(START_POLL_S)
@@ -224,7 +228,9 @@ class BrowserSource(LiveSource):
     def _on_screencast(self, params: dict[str, Any]) -> None:
         now = time.perf_counter()
         assert self.cdp is not None
-        self._tasks.append(asyncio.create_task(self._ack(params.get("sessionId", 0))))
+        ack = asyncio.create_task(self._ack(params.get("sessionId", 0)))
+        self._acks.add(ack)  # held until done: a task nobody holds may be collected
+        ack.add_done_callback(self._acks.discard)
         meta = params.get("metadata", {})
         stamp = meta.get("timestamp")
         # the compositor's time of the frame, on our clock (never after its arrival)
@@ -281,10 +287,10 @@ class BrowserSource(LiveSource):
         """A captured picture of the element: a frame when it differs from the last one."""
         if image.size == 0:
             return
-        if self._last is not None and self._last.shape == image.shape:
-            if np.array_equal(self._last, image):
-                self.capture_counts["unchanged"] += 1
-                return
+        last = self._last
+        if last is not None and last.shape == image.shape and np.array_equal(last, image):
+            self.capture_counts["unchanged"] += 1
+            return
         self._last = image
         self._first_frame.set()
         self.deliver(Frame(index=self._n, key=None, image=image), t_frame)
@@ -347,7 +353,7 @@ class BrowserSource(LiveSource):
     # ------------------------------------------------------------ closing
 
     async def close_transport(self) -> None:
-        await cancel_and_wait(self._held_tasks)
+        await cancel_and_wait([*self._held_tasks, *self._acks])
         if self.cdp is not None:
             if self.attached:  # the user's browser: leave its page as it was, keys up
                 with contextlib.suppress(Exception):
