@@ -41,12 +41,12 @@ def decode(data: str) -> np.ndarray:
 
 async def screencast(cdp: CdpSession, box: Box, seconds: float) -> tuple[int, int]:
     distinct, total, last = 0, 0, None
+    acks: list[asyncio.Future[Any]] = []
 
     def on(params: dict[str, Any]) -> None:
         nonlocal distinct, total, last
-        asyncio.ensure_future(
-            cdp.call("Page.screencastFrameAck", {"sessionId": params["sessionId"]})
-        )
+        ack = cdp.call("Page.screencastFrameAck", {"sessionId": params["sessionId"]})
+        acks.append(asyncio.ensure_future(ack))
         image = decode(params["data"])
         x0, y0, x1, y1 = box.crop(image.shape[1], params["metadata"]["deviceWidth"])
         crop = image[y0:y1, x0:x1]
