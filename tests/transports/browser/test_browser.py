@@ -44,6 +44,7 @@ class Site:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
+
         async def page(_: web.Request) -> web.FileResponse:
             return web.FileResponse(HERE / "world.html")
 
@@ -104,7 +105,8 @@ def test_a_canvas_world_scores_its_keys_and_a_reversed_one_does_not(
         assert live["frames_received"] >= 100  # ~16 fps for 9 s, less what perception drops
         assert live["capture_counts"]["undecodable"] == 0
     # the page's 640x360 canvas, not the small one beside it nor the whole viewport
-    assert (ws["video"]["width"], ws["video"]["height"]) == (640, 360)
+    meta = json.loads((clean / "web" / "006_WS" / "recording" / "meta.json").read_text())
+    assert (meta["width"], meta["height"]) == (640, 360)
 
     reversed_ = tmp_path / "reversed"
     assert _attach(site.url("reversed"), reversed_, "--actions", "6,7") == 0
