@@ -130,9 +130,10 @@ class BrowserSource(LiveSource):
             target = pick_page(targets, self.page_text, self.url)
         else:
             self.browser = await launch(WINDOW)
-            (target, *_) = await self._targets() or [None]
-            if target is None:
+            opened = await self._targets()
+            if not opened:
                 raise BadInputError(self.url, "Chromium opened no page")
+            target = opened[0]
         self.cdp = cdp = await self.browser.open_page(target)
         await cdp.call("Page.enable")
         # a tab in the background is throttled (a user's browser, headed): ours is in front

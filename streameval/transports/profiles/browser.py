@@ -56,7 +56,7 @@ def read_browser(top: TomlFields) -> BrowserSpec | None:
 
 
 def _selector(s: TomlFields, key: str) -> str | None:
-    value = s.take(key, str)
+    value: str | None = s.take(key, str)
     if value is not None and not value.strip():
         raise s.fail(key, "empty: give a CSS selector, or leave the field out")
     return value
