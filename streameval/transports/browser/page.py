@@ -106,15 +106,18 @@ class Box:
     width: float
     height: float
     tag: str
+    viewport: tuple[float, float] = (0.0, 0.0)  # the page's viewport, CSS pixels
 
     @classmethod
     def of(cls, found: dict[str, Any]) -> Box:
+        view = found.get("viewport") or (0, 0)
         return cls(
             float(found["x"]),
             float(found["y"]),
             float(found["width"]),
             float(found["height"]),
             str(found.get("tag", "?")),
+            (float(view[0]), float(view[1])),
         )
 
     def crop(self, image_width: int, css_width: float, offset_top: float = 0.0) -> tuple[int, ...]:
@@ -128,3 +131,14 @@ class Box:
     @property
     def centre(self) -> tuple[float, float]:
         return self.x + self.width / 2, self.y + self.height / 2
+
+    def pointer_step(self, at: tuple[float, float], dx: float, dy: float) -> tuple[float, float]:
+        """The pointer moved by (dx, dy) from ``at``; past the viewport's edge (the element's,
+        when the viewport is unknown) it starts again at the element's centre."""
+        x, y = at[0] + dx, at[1] + dy
+        right, bottom = self.viewport
+        if right <= 0 or bottom <= 0:
+            inside = self.x <= x < self.x + self.width and self.y <= y < self.y + self.height
+        else:
+            inside = 0 <= x < right and 0 <= y < bottom
+        return (x, y) if inside else self.centre

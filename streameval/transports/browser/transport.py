@@ -9,19 +9,22 @@ is given) says which element is the world and when it has started; a page that n
 its start is one line, exit 2.
 
 Frames: ``screencast`` (default) asks the compositor for every frame it draws
-(``Page.startScreencast``, acked one by one), cropped to the element, with the compositor's
-timestamp; ``screenshot`` captures the element's box again and again
-(``Page.captureScreenshot``), timed at the capture's midpoint. Either way a picture equal to
-the last one is not a frame: frames come as the world changes. Both are JPEG (``quality``),
-so the frames are a browser capture of the page, not the model's own pixels: the episode's
-interactivity says ``capture`` (``browser-screencast``/``browser-screenshot``) and the
-report says so.
+(``Page.startScreencast``, acked one by one: every frame the page draws, the world's or
+another part's), cropped to the element, with the compositor's timestamp; ``screenshot``
+captures the element's box again and again (``Page.captureScreenshot``), timed at the
+capture's midpoint, where a picture equal to the last one is no frame (a screencast frame
+always is: the page drew). Both are JPEG (``quality``), so the frames are a browser capture
+of the page, not the model's own pixels: the episode's interactivity says ``capture``
+(``browser-screencast``/``browser-screenshot``).
 
 Keys are real input events: ``Input.dispatchKeyEvent`` keyDown/keyUp with the key's ``key``,
 ``code`` and ``windowsVirtualKeyCode`` (``page.py``), repeating while held as a keyboard does
 (``key_repeat``); a key the profile's ``[keys.mouse]`` turns into mouse motion moves the
-pointer by its ``dx``/``dy`` once per frame interval while held, from the element's centre
-(back to the centre when it would leave the element: that jump is a motion too).
+pointer by its ``dx``/``dy`` once per frame interval while held, starting at the element's
+centre, anywhere in the viewport (a page that follows the mouse listens on its document);
+past the viewport's edge it starts again at the centre, and that jump is a motion the page
+sees too (at 8 a frame, 16 fps, a 1280-wide viewport and a 640-wide element: after 5 s one
+way).
 """
 
 from __future__ import annotations
@@ -145,8 +148,9 @@ class BrowserSource(LiveSource):
         self.box = await self._element(cdp)
         await self._start_capture(cdp)
         await self._wait_first_frame()
-        cx, cy = self.box.centre
-        self._pointer = (cx, cy)
+        # the pointer at the element's centre before any key: mouse turns start from there
+        self._pointer = (cx, cy) = self.box.centre
+        await cdp.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": cx, "y": cy})
         own = self.profile.fps
         self.fps_origin = "asked" if self.fps_hint else "profile" if own else "default"
         host = self.target_url.split("/")[2] if "//" in self.target_url else self.target_url
@@ -285,13 +289,17 @@ class BrowserSource(LiveSource):
         return np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
 
     def _offer(self, image: np.ndarray, t_frame: float) -> None:
-        """A captured picture of the element: a frame when it differs from the last one."""
+        """A captured picture of the element. A screencast frame is a frame the page drew
+        (a frozen world that draws the same picture again is streaming frozen frames, and
+        is scored so); a screenshot equal to the last one is no frame (polling cannot tell
+        a new frame of the same picture from none). ``unchanged`` counts both."""
         if image.size == 0:
             return
         last = self._last
         if last is not None and last.shape == image.shape and np.array_equal(last, image):
             self.capture_counts["unchanged"] += 1
-            return
+            if self.spec.capture == "screenshot":
+                return
         self._last = image
         self._first_frame.set()
         self.deliver(Frame(index=self._n, key=None, image=image), t_frame)
@@ -341,10 +349,7 @@ class BrowserSource(LiveSource):
         box = self.box
         every = 1.0 / (self.info.fps if self.info is not None else self._fps)
         while True:
-            x, y = self._pointer[0] + dx, self._pointer[1] + dy
-            if not (box.x <= x < box.x + box.width and box.y <= y < box.y + box.height):
-                x, y = box.centre
-            self._pointer = (x, y)
+            self._pointer = x, y = box.pointer_step(self._pointer, dx, dy)
             with contextlib.suppress(CdpError):
                 await self.cdp.call(
                     "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y}

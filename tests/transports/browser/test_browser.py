@@ -107,6 +107,10 @@ def test_a_canvas_world_scores_its_keys_and_a_reversed_one_does_not(
     # the page's 640x360 canvas, not the small one beside it nor the whole viewport
     meta = json.loads((clean / "web" / "006_WS" / "recording" / "meta.json").read_text())
     assert (meta["width"], meta["height"]) == (640, 360)
+    # the report says it above the real-time figures, in words
+    assert main(["report", str(clean / "web" / "006_WS")]) == 0
+    (page,) = clean.rglob("report.html")
+    assert "Frames came through a browser capture (browser-screencast)" in page.read_text()
 
     reversed_ = tmp_path / "reversed"
     assert _attach(site.url("reversed"), reversed_, "--actions", "6,7") == 0
@@ -205,3 +209,37 @@ def test_no_chromium_is_one_line_with_its_fix(
     assert _attach(site.url(), tmp_path / "out2", "--actions", "7") == 2
     err = capsys.readouterr().err
     assert "STREAMEVAL_CHROMIUM" in err and "apt-get install chromium" in err
+
+
+MOUSE_PROFILE = """
+name = "web-mouse"
+transport = "browser"
+
+[keys]
+names = { W = "w", S = "s", A = "a", D = "d" }
+mouse = { L = { dx = -8.0 }, R = { dx = 8.0 } }
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_page_turned_by_the_mouse_turns_by_the_profiles_mouse_motion(
+    site: Site, tmp_path: Path
+) -> None:
+    """``[keys.mouse]``: L/R as pointer motion, 8 pixels a frame; the page (``?turn=mouse``)
+    turns only by the mouse's ``movementX``. The built-in profile's arrows turn nothing
+    there: the control that says the mouse did it."""
+    profile = tmp_path / "mouse.toml"
+    profile.write_text(MOUSE_PROFILE)
+    url = site.url() + "&turn=mouse"
+    out = tmp_path / "mouse"
+    assert _attach(url, out, "--profile", str(profile), "--actions", "7") == 0
+    doc = _scores(out)["007_LR"]
+    assert doc["complete"], doc["errors"]
+    assert _accuracy(doc, "direction_accuracy_rot") >= 90
+
+    arrows = tmp_path / "arrows"
+    assert _attach(url, arrows, "--actions", "7") == 0
+    doc = _scores(arrows)["007_LR"]
+    rot = doc["metrics"]["direction_accuracy_rot"]["normalized"]
+    assert rot is None or rot < 50, rot
+    assert doc["interactivity"]["keys_ignored"] is True
