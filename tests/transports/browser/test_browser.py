@@ -35,6 +35,10 @@ pytestmark = [
 ]
 HERE = Path(__file__).resolve().parent
 SPK = "4.5"  # the control columns need keys of 4.13 s at least
+# Real-time sessions on two shared cores: a score assertion can miss when the machine is
+# starved; one rerun of the assertion (as tests/transports/test_styles.py), never of a
+# timeout or any other exception.
+realtime = pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 
 
 class Site:
@@ -88,6 +92,7 @@ def _accuracy(doc: dict[str, Any], name: str) -> float:
     return float(value)
 
 
+@realtime
 @pytest.mark.timeout(300)
 def test_a_canvas_world_scores_its_keys_and_a_reversed_one_does_not(
     site: Site, tmp_path: Path
@@ -119,6 +124,7 @@ def test_a_canvas_world_scores_its_keys_and_a_reversed_one_does_not(
     assert _accuracy(docs["007_LR"], "direction_accuracy_rot") <= 10
 
 
+@realtime
 @pytest.mark.timeout(300)
 def test_a_page_that_answers_late_is_measured_late(site: Site, tmp_path: Path) -> None:
     on_time, late = tmp_path / "on-time", tmp_path / "late"
@@ -130,6 +136,7 @@ def test_a_page_that_answers_late_is_measured_late(site: Site, tmp_path: Path) -
     assert _accuracy(slow, "response_latency_trans") < _accuracy(fast, "response_latency_trans")
 
 
+@realtime
 @pytest.mark.timeout(240)
 def test_a_chromium_the_user_started_is_attached_by_its_port_and_left_running(
     site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -221,6 +228,7 @@ mouse = { L = { dx = -8.0 }, R = { dx = 8.0 } }
 """
 
 
+@realtime
 @pytest.mark.timeout(300)
 def test_a_page_turned_by_the_mouse_turns_by_the_profiles_mouse_motion(
     site: Site, tmp_path: Path
