@@ -153,12 +153,15 @@ def test_a_chromium_the_user_started_is_attached_by_its_port_and_left_running(
         devtools = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         tabs: list[dict[str, Any]] = []
-        while time.monotonic() < deadline and not tabs:
+        while time.monotonic() < deadline and not any(
+            t["title"] == "canvas world" for t in tabs
+        ):  # until the world's tab has loaded (its title)
             try:
                 with urlopen(f"{devtools}/json/list") as answer:
                     tabs = [t for t in json.loads(answer.read()) if t["type"] == "page"]
             except OSError:
-                time.sleep(0.2)
+                pass
+            time.sleep(0.2)
         assert tabs, "chromium opened no DevTools port"
         # a second tab, as a user's browser has (headless opens one URL only)
         with urlopen(Request(f"{devtools}/json/new?about:blank", method="PUT")) as answer:
