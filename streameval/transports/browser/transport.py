@@ -107,6 +107,7 @@ class BrowserSource(LiveSource):
         self._first_frame = asyncio.Event()
         self._held_tasks: list[asyncio.Task[None]] = []
         self._acks: set[asyncio.Task[None]] = set()
+        self._down: str | None = None  # the browser key held now
         self._pointer: tuple[float, float] = (0.0, 0.0)
         self._fps = float(fps or profile.fps or DEFAULT_FPS)
         self.capture_counts = {"captured": 0, "unchanged": 0, "undecodable": 0}
@@ -328,6 +329,7 @@ class BrowserSource(LiveSource):
         name = self.key_names.get(key, key)
         if self.profile.keys.is_button(key):
             await self.cdp.call("Input.dispatchKeyEvent", key_event(name, kind))
+            self._down = name if kind == "keydown" else None
             if kind == "keydown" and self.spec.key_repeat:
                 self._held_tasks.append(asyncio.create_task(self._repeat(name)))
         dx, dy = self.profile.keys.motion(key)
@@ -363,6 +365,9 @@ class BrowserSource(LiveSource):
         if self.cdp is not None:
             if self.attached:  # the user's browser: leave its page as it was, keys up
                 with contextlib.suppress(Exception):
+                    if self._down is not None:  # an episode cut short with a key held
+                        up = key_event(self._down, "keyup")
+                        await self.cdp.call("Input.dispatchKeyEvent", up, timeout=3.0)
                     await self.cdp.call("Page.stopScreencast", timeout=3.0)
             await self.cdp.close()
         if self.browser is not None:
