@@ -109,6 +109,13 @@ def add_network_options(attach: argparse.ArgumentParser) -> None:
         "exec: URLs",
     )
     attach.add_argument(
+        "--page",
+        default=None,
+        metavar="TEXT",
+        help="browser+http://HOST:PORT of a Chromium you started with "
+        "--remote-debugging-port: the tab whose title or URL contains TEXT",
+    )
+    attach.add_argument(
         "--lossless",
         action="store_true",
         help="webrtc: our protocol with frames on the data channel (streameval serve)",
@@ -206,6 +213,7 @@ def attach_options(args: argparse.Namespace) -> AttachOptions:
         no_frame_timeout_s=args.no_frame_timeout,
         profile=args.profile,
         server_paths=parse_server_paths(args.server_path),
+        page=args.page,
     )
 
 

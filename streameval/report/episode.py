@@ -65,6 +65,20 @@ def _interactivity_rows(block: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _capture_note(interactivity: dict[str, Any]) -> list[str]:
+    """A web page's world (``browser+``): its frames are what the browser showed, captured
+    (JPEG), so the real-time figures time the page through Chromium, not the model's own
+    frames; said above them, in words."""
+    capture = interactivity.get("capture")
+    if not isinstance(capture, str):
+        return []
+    return [
+        f"<p><b>Frames came through a browser capture ({escape(capture)}):</b> the real-time "
+        "figures time what Chromium showed of the page (JPEG pictures of its element), not "
+        "the model's own frames.</p>"
+    ]
+
+
 def _realtime_rows(metrics: dict[str, Any]) -> list[list[str]]:
     """WorldAtlas's real-time metrics (docs/methods.md#real-time-metrics): the value on [0, 1]
     with 4 decimals, the raw figure in its own units (seconds, frames, chunks), or the status
@@ -144,6 +158,7 @@ def render_episode(data: EpisodeData, extra: Sequence[str] = ()) -> str:
         "<h2>Interactivity</h2>",
         table(["measure", "value", "unit"], _interactivity_rows(interactivity), raw=True),
         "<h2>Real time (WorldAtlas)</h2>",
+        *_capture_note(interactivity),
         table(
             ["metric", "status", "value [0, 1]", "raw (own units)", "reason"],
             _realtime_rows(s.get("metrics") or {}),

@@ -39,6 +39,9 @@ class AttachOptions:
     # with cases and a profile that sends the image as a path: (LOCAL, REMOTE) prefixes, how
     # a server on another machine sees our files (``--server-path``; ``evaluate(cases=...)``)
     server_paths: tuple[tuple[str, str], ...] = ()
+    # browser+http://HOST:PORT of a Chromium the user started: the tab whose title or URL
+    # contains this (``--page``)
+    page: str | None = None
 
 
 def url_scheme(url: str) -> str:
@@ -354,6 +357,34 @@ def _open_on_demand(r: _Request) -> LiveSource:
     )
 
 
+def _open_browser(r: _Request) -> LiveSource:
+    """``browser+http(s)://``: a web page's world in Chromium (``browser/``); the built-in
+    ``web-wasd`` profile when none is given. The connect time-out makes room for starting
+    Chromium, loading the page and its start condition."""
+    from streameval.transports.browser.transport import LOAD_MARGIN_S, BrowserSource
+    from streameval.transports.profiles import load_profile
+
+    profile = _profile_for(r.url, r.options) or load_profile(DEFAULT_BROWSER_PROFILE)
+    names = r.key_names(profile)
+    start_s = profile.browser.start_timeout_s if profile.browser is not None else 30.0
+    live = replace(r.live, connect_timeout_s=start_s * 2 + LOAD_MARGIN_S)
+    return BrowserSource(
+        r.url,
+        r.keys,
+        episode=r.episode,
+        suite=r.suite,
+        config=live,
+        profile=profile,
+        key_names=names,
+        page=r.options.page,
+        fps=r.options.fps,
+    )
+
+
+DEFAULT_BROWSER_PROFILE = "web-wasd"
+"""A ``browser+`` URL without ``--profile``: the page's largest canvas/video, WASD and arrows."""
+
+
 SCHEMES: dict[str, Callable[[_Request], LiveSource]] = {
     "mqtt": _open_mqtt,
     "mqtts": _open_mqtt,
@@ -366,6 +397,8 @@ SCHEMES: dict[str, Callable[[_Request], LiveSource]] = {
     "http": _open_on_demand,
     "https": _open_on_demand,
     "exec": _open_on_demand,
+    "browser+http": _open_browser,
+    "browser+https": _open_browser,
 }
 """URL scheme → the opener of its source: the one table of network transports."""
 NETWORK_SCHEMES = tuple(SCHEMES)

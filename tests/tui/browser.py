@@ -6,7 +6,8 @@ App's text is not in the DOM. What the page shows is what its websocket received
 starts the server, opens the page in Chromium with remote debugging, and collects every
 websocket frame the page received (``Network.webSocketFrameReceived``) — the App's terminal
 output, read as plain text once its escape sequences are stripped. The DOM is checked for the
-terminal the page mounted. Only aiohttp (a dependency) speaks to Chromium: no browser driver.
+terminal the page mounted. The browser is driven by the browser transport's own DevTools client
+(``streameval.transports.browser.cdp``, on aiohttp: its docstring says why not Playwright).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from typing import Any
 
 import aiohttp
 import pytest
+
+from streameval.transports.browser.cdp import Browser, CdpSession, launch, stop_process
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_browser = pytest.mark.skipif(
@@ -66,9 +69,12 @@ def plain(terminal_output: str) -> str:
 class ServedPage:
     """The dashboard page opened in Chromium: what its websocket received so far."""
 
-    ws: aiohttp.ClientWebSocketResponse
+    cdp: CdpSession
     received: list[str] = field(default_factory=list)
-    next_id: int = 10
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.cdp.on("Network.webSocketFrameReceived", self._frame)
 
     @property
     def text(self) -> str:
@@ -82,51 +88,27 @@ class ServedPage:
             if left <= 0:
                 missing = [n for n in needles if n not in self.text]
                 raise AssertionError(f"{missing!r} not shown in:\n{self.text[-4000:]}")
+            self._arrived.clear()
             with suppress(TimeoutError):
-                await self._event(min(left, 1.0))
+                await asyncio.wait_for(self._arrived.wait(), min(left, 1.0))
         return self.text
 
     async def evaluate(self, expression: str) -> Any:
         """A JavaScript expression's value in the page."""
-        self.next_id += 1
-        ask = self.next_id
-        await self.ws.send_json(
-            {
-                "id": ask,
-                "method": "Runtime.evaluate",
-                "params": {"expression": expression, "returnByValue": True},
-            }
-        )
-        while True:
-            message = await self._event(30.0)
-            if message.get("id") == ask:
-                return message["result"]["result"].get("value")
+        return await self.cdp.evaluate(expression)
 
     async def press(self, key: str) -> None:
         """Type one character into the web terminal (its input field focused first)."""
         await self.evaluate("document.querySelector('.xterm-helper-textarea').focus()")
-        for kind in ("keyDown", "keyUp"):
-            self.next_id += 1
-            params = (
-                {"type": kind, "key": key, "text": key}
-                if kind == "keyDown"
-                else {
-                    "type": kind,
-                    "key": key,
-                }
-            )
-            await self.ws.send_json(
-                {"id": self.next_id, "method": "Input.dispatchKeyEvent", "params": params}
-            )
+        await self.cdp.call("Input.dispatchKeyEvent", {"type": "keyDown", "key": key, "text": key})
+        await self.cdp.call("Input.dispatchKeyEvent", {"type": "keyUp", "key": key})
 
-    async def _event(self, timeout: float) -> dict[str, Any]:
-        message: dict[str, Any] = await asyncio.wait_for(self.ws.receive_json(), timeout)
-        if message.get("method") == "Network.webSocketFrameReceived":
-            response = message["params"]["response"]
-            data = response["payloadData"]
-            raw = base64.b64decode(data) if response["opcode"] == 2 else data.encode()
-            self.received.append(raw.decode("utf-8", "replace"))
-        return message
+    def _frame(self, params: dict[str, Any]) -> None:
+        response = params["response"]
+        data = response["payloadData"]
+        raw = base64.b64decode(data) if response["opcode"] == 2 else data.encode()
+        self.received.append(raw.decode("utf-8", "replace"))
+        self._arrived.set()
 
 
 async def _wait_http(
@@ -145,28 +127,11 @@ async def _wait_http(
     raise AssertionError(f"{url} did not answer")
 
 
-async def _devtools_port(profile: Path) -> int:
-    marker = profile / "DevToolsActivePort"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if marker.exists() and (text := marker.read_text().strip()):
-            return int(text.split()[0])
-        await asyncio.sleep(0.05)
-    raise AssertionError("chromium did not open its DevTools port")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(10)
-
-
 @asynccontextmanager
 async def served_page(dashboard_args: Sequence[str], profile: Path) -> AsyncIterator[ServedPage]:
-    """``streameval dashboard ARGS --serve 127.0.0.1:PORT``, opened in headless Chromium."""
+    """``streameval dashboard ARGS --serve 127.0.0.1:PORT``, opened in headless Chromium
+    (started as the browser transport starts it: ``streameval.transports.browser.cdp``, one
+    DevTools client for both; ``profile`` is unused, the browser makes its own)."""
     if CHROMIUM is None:
         pytest.skip("chromium not installed")
     port = free_port()
@@ -177,34 +142,21 @@ async def served_page(dashboard_args: Sequence[str], profile: Path) -> AsyncIter
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
-    chromium: subprocess.Popen[bytes] | None = None
+    browser: Browser | None = None
     try:
         url = f"http://127.0.0.1:{port}/"
         async with aiohttp.ClientSession() as http:
             await _wait_http(http, url, server)
-            chromium = subprocess.Popen(
-                [
-                    CHROMIUM,
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    f"--user-data-dir={profile}",
-                    "--remote-debugging-port=0",
-                    "--window-size=1600,1000",
-                    "about:blank",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            devtools = await _devtools_port(profile)
-            async with http.get(f"http://127.0.0.1:{devtools}/json/list") as response:
-                targets = await response.json()
-            target = next(t for t in targets if t["type"] == "page")
-            async with http.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-                await ws.send_json({"id": 1, "method": "Network.enable"})
-                await ws.send_json({"id": 2, "method": "Page.navigate", "params": {"url": url}})
-                yield ServedPage(ws)
+        browser = await launch((1600, 1000))
+        cdp = await browser.open_page((await browser.targets())[0])
+        try:
+            page = ServedPage(cdp)
+            await cdp.call("Network.enable")
+            await cdp.call("Page.navigate", {"url": url})
+            yield page
+        finally:
+            await cdp.close()
     finally:
-        if chromium is not None:
-            _stop(chromium)
-        _stop(server)
+        if browser is not None:
+            await browser.close()
+        stop_process(server)

@@ -31,6 +31,7 @@ BUILT_INS = (
     "matrix-game-3-interactive",
     "serve",
     "overworld",
+    "web-wasd",
 )
 
 

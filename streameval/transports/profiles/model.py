@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from streameval.errors import BadInputError, TemplateError
 from streameval.protocol.keys import KEYS
+from streameval.transports.profiles.browser import BrowserSpec, read_browser
 from streameval.transports.profiles.fields import TomlFields, kind_name
 from streameval.transports.profiles.lease import LeaseSpec, read_lease
 from streameval.transports.profiles.ondemand import (
@@ -40,10 +41,12 @@ from streameval.transports.profiles.templates import (
     render,
 )
 
-Transport = Literal["ws", "webrtc", "mjpeg", "http", "exec"]
-TRANSPORTS = ("ws", "webrtc", "mjpeg", "http", "exec")
+Transport = Literal["ws", "webrtc", "mjpeg", "http", "exec", "browser"]
+TRANSPORTS = ("ws", "webrtc", "mjpeg", "http", "exec", "browser")
 ON_DEMAND = ("http", "exec")
 """Styles that generate when asked (``ondemand.py``): no key messages, no frame stream."""
+OWN_KEYS = ("browser",)
+"""Transports whose keys are real input events, not messages: no key templates."""
 Semantics = Literal["hold", "press", "pose", "frame"]
 FrameEncoding = Literal["binary", "base64", "video-track", "multipart"]
 Codec = Literal["json", "msgpack"]
@@ -209,6 +212,7 @@ class ServerProfile:
     lease: LeaseSpec | None = None  # ``[lease]``: the socket is claimed over HTTP first
     end: Match | None = None  # ``[end]``: a server message that ends the session
     end_field: str = "message"
+    browser: BrowserSpec | None = None  # ``[browser]``: a web page's world (``browser+URL``)
 
     @property
     def takes_images(self) -> bool:
@@ -229,6 +233,15 @@ class ServerProfile:
         if on_demand is not None:
             return on_demand
         keys = self.keys
+        if "browser" in self.transport:
+            spec = self.browser or BrowserSpec()
+            element = spec.element or "the largest canvas or video"
+            names = " ".join(self.key_names()[k] for k in ("W", "S", "A", "D", "L", "R"))
+            mouse = ", turns as mouse motion" if keys.mouse else ""
+            return (
+                f"a web page in Chromium: frames of {element} by {spec.capture}; keys as real "
+                f"key events ({names}){mouse}"
+            )
         what = {
             "hold": "keydown/keyup",
             "press": "one press per chunk",
@@ -451,6 +464,9 @@ def parse_profile(text: str, path: str) -> ServerProfile:
     if on_demand and len(transports) > 1:
         raise top.fail("transport", f"{transports[0]!r} is a style of its own: one transport")
     keys = _keys(top)
+    own_keys = any(t in OWN_KEYS for t in transports)
+    if own_keys and len(transports) > 1:
+        raise top.fail("transport", f"{transports[0]!r} is a style of its own: one transport")
     profile = ServerProfile(
         name=name,
         description=top.take("description", str, ""),
@@ -462,7 +478,7 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         frames=_frames(top),
         keys=keys,
         pose=_pose(top),
-        templates=_templates(top, keys, on_demand),
+        templates=_templates(top, keys, on_demand or own_keys),
         stats=_stats(top),
         ready=_ready(top),
         **_error(top),
@@ -473,6 +489,7 @@ def parse_profile(text: str, path: str) -> ServerProfile:
         answer=read_answer(top),
         process=read_process(top),
         claim=_claim(top),
+        browser=read_browser(top),
     )
     top.done()
     _check_on_demand(top, profile)
@@ -483,6 +500,10 @@ def parse_profile(text: str, path: str) -> ServerProfile:
     check_conditioning(top, profile.conditioning, profile.templates)
     if keys.channel == "datachannel" and "webrtc" not in transports:
         raise top.fail("keys.channel", "a data channel needs transport = 'webrtc'")
+    if profile.browser is not None and not own_keys:
+        raise top.fail("browser", "only for transport = 'browser'")
+    if own_keys and keys.semantics != "hold":
+        raise top.fail("keys.semantics", "a browser's keys are held: 'hold'")
     if profile.lease is not None and transports != ("ws",):
         raise top.fail("lease", "a claimed session is a WebSocket: transport = 'ws'")
     return profile
