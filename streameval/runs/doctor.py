@@ -27,7 +27,6 @@ from streameval.engine.config import PipelineConfig
 from streameval.errors import BadInputError, StreamevalError, one_line
 
 Level = Literal["ok", "warn", "FAIL"]
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 DOCS = "docs/evaluate-your-model.md"
 
 
@@ -246,16 +245,15 @@ def _reachable(url: str, what: str, *, broker: bool = False) -> Finding:
 
 
 def _chromium() -> Finding:
-    for name in CHROMIUM_NAMES:
-        path = shutil.which(name)
-        if path:
-            return Finding("ok", "Chromium", path)
-    return Finding(
-        "FAIL",
-        "Chromium",
-        "not found (a browser+ URL drives one)",
-        "apt-get install chromium (Debian/Ubuntu), or put its folder on PATH",
-    )
+    """The Chromium a ``browser+`` URL would start (``$STREAMEVAL_CHROMIUM``, else PATH),
+    found the way the transport finds it."""
+    from streameval.transports.browser.cdp import find_chromium
+
+    try:
+        return Finding("ok", "Chromium", find_chromium())
+    except BadInputError as exc:
+        head, _, fix = str(exc).partition(": ")[2].rpartition(": ")
+        return Finding("FAIL", "Chromium", head or str(exc), fix or None)
 
 
 # ------------------------------------------------------------------------ this machine
