@@ -201,4 +201,18 @@ def case_record_of(extra: dict[str, Any]) -> dict[str, Any] | None:
         record["trajectory"] = trajectory[:_MAX_TEXT]
     elif isinstance(trajectory, list) and all(isinstance(t, str) for t in trajectory):
         record["trajectory"] = [t[:_MAX_TEXT] for t in trajectory[:_MAX_TEXT]]
+    # the camera the geometry uses (metrics.fits.camera): four finite numbers, two sides
+    intrinsics, size = doc.get("intrinsics"), doc.get("image_size")
+    if _numbers(intrinsics, 4, float):
+        record["intrinsics"] = [float(v) for v in intrinsics]
+        if _numbers(size, 2, int):
+            record["image_size"] = [int(v) for v in size]
     return record
+
+
+def _numbers(value: Any, count: int, kind: type) -> bool:
+    """``value`` is a list of ``count`` finite numbers (integers when ``kind`` is int)."""
+    if not isinstance(value, list | tuple) or len(value) != count:
+        return False
+    ok = (int,) if kind is int else (int, float)
+    return all(isinstance(v, ok) and not isinstance(v, bool) and math.isfinite(v) for v in value)

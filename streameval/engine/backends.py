@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from streameval.constants import DEFAULT_FPS
 from streameval.core.registry import split_spec
 from streameval.engine.config import PipelineConfig
 
@@ -23,7 +24,7 @@ def backend_spec(kind: BackendKind, config: PipelineConfig) -> str | None:
     return spec or None
 
 
-def create_backend(kind: BackendKind, config: PipelineConfig, fps: float = 16.0) -> Any:
+def create_backend(kind: BackendKind, config: PipelineConfig, fps: float = DEFAULT_FPS) -> Any:
     """The backend ``config`` names for ``kind``, or None when that job is off. The cut
     detector is only resolved (it is made per episode, at the episode's fps) unless ``fps`` is
     given for a check that builds it."""
