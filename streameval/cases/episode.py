@@ -202,7 +202,8 @@ def case_record_of(extra: dict[str, Any]) -> dict[str, Any] | None:
     elif isinstance(trajectory, list) and all(isinstance(t, str) for t in trajectory):
         record["trajectory"] = [t[:_MAX_TEXT] for t in trajectory[:_MAX_TEXT]]
     # the camera the geometry uses (metrics.fits.camera): four finite numbers, two sides
-    intrinsics, size = doc.get("intrinsics"), doc.get("image_size")
+    intrinsics: Any = doc.get("intrinsics")
+    size: Any = doc.get("image_size")
     if _numbers(intrinsics, 4, float):
         record["intrinsics"] = [float(v) for v in intrinsics]
         if _numbers(size, 2, int):
