@@ -40,7 +40,7 @@ from streameval.protocol.wire import Frame, decode, encode
 
 from streameval.core.events import EndOfStream, FrameEvent, KeySent
 from streameval.transports.base import LiveSource
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.mqtt.serve import serve_mqtt
 from streameval.transports.mqtt.transport import MqttSource
 from streameval.transports.webrtc.serve import WebRTCServer
@@ -124,7 +124,7 @@ async def streameval_round_trips(port: int, frames: int) -> list[float]:
     await ready.wait()
     try:
         live = LiveConfig(clock="video", seconds_per_key=frames / FPS)
-        source = MqttSource(url, ("W",), episode="bench", suite="bench", config=live)
+        source = MqttSource(SourceRequest(url, ("W",), episode="bench", suite="bench", config=live))
         return (await _latencies(source))[3:]
     finally:
         server.cancel()
@@ -162,11 +162,13 @@ async def webrtc_latency(frames: int) -> list[float]:
     try:
         live = LiveConfig(clock="video", seconds_per_key=frames / FPS)
         source = WebRTCSource(
-            f"webrtc+http://127.0.0.1:{port}/offer",
-            ("W",),
-            episode="bench",
-            suite="bench",
-            config=live,
+            SourceRequest(
+                f"webrtc+http://127.0.0.1:{port}/offer",
+                ("W",),
+                episode="bench",
+                suite="bench",
+                config=live,
+            ),
             lossless=True,
         )
         return await _latencies(source)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import serve_websocket
 from streameval.core.events import FrameEvent
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.profiles import load_profile
 from streameval.transports.websocket.transport import WebSocketSource
 
@@ -79,11 +79,10 @@ async def _bare(port: int, n: int) -> list[float]:
 
 async def _ours(port: int, n: int, profile_path: str) -> list[float]:
     profile = load_profile(profile_path)
-    source = WebSocketSource(
-        f"ws://127.0.0.1:{port}/ws", ("W",), episode="bench", suite="bench",
-        config=LiveConfig(seconds_per_key=3600.0), profile=profile,
-        key_names=profile.key_names(),
-    )  # fmt: skip
+    request = SourceRequest(
+        f"ws://127.0.0.1:{port}/ws", ("W",), "bench", "bench", LiveConfig(seconds_per_key=3600.0)
+    )
+    source = WebSocketSource(request, profile=profile, key_names=profile.key_names())
     await source.connect()
     out = []
     try:

@@ -45,6 +45,7 @@ from streameval.scale.pool_messages import (
     encode,
     offers_topic,
 )
+from streameval.transports.live_config import SourceRequest
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
@@ -86,11 +87,13 @@ class PoolCaseJobs:
 
         def open_for_case(case: Case, drive: CaseDrive, conditioning: Conditioning) -> LiveSource:
             return MqttSource(
-                url,
-                tuple(drive.keys),
-                episode=case.name,
-                suite=drive.suite,
-                config=replace(live, seconds_per_key=drive.seconds_per_key),
+                SourceRequest(
+                    url,
+                    tuple(drive.keys),
+                    episode=case.name,
+                    suite=drive.suite,
+                    config=replace(live, seconds_per_key=drive.seconds_per_key),
+                ),
                 conditioning=conditioning,
             )
 

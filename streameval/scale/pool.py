@@ -49,7 +49,7 @@ from streameval.scale.pool_messages import (
     offers_topic,
     shared_offers_topic,
 )
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 
 
 class CaseJob(Protocol):
@@ -364,11 +364,13 @@ class PoolEvaluator:
             observers = list(job.observers)
         else:
             source = MqttSource(
-                self.target.session_url(offer.session),
-                offer.keys,
-                episode=offer.episode,
-                suite=offer.suite,
-                config=self._live(offer, offer.seconds_per_key),
+                SourceRequest(
+                    self.target.session_url(offer.session),
+                    offer.keys,
+                    episode=offer.episode,
+                    suite=offer.suite,
+                    config=self._live(offer, offer.seconds_per_key),
+                )
             )
             observers = []
         try:

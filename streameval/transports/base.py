@@ -53,7 +53,7 @@ from streameval.protocol.schedule import Schedule
 from streameval.protocol.wire import Frame
 from streameval.transports.arrivals import Alignment, ArrivalLog
 from streameval.transports.chunk_log import ChunkLog
-from streameval.transports.live_config import LiveConfig, ServerInfo, live_extra
+from streameval.transports.live_config import ServerInfo, SourceRequest, live_extra
 from streameval.transports.native_gate import LIVE_KEY, RECORD_KEY, NativeGate
 from streameval.transports.rate_meter import RateMeter
 from streameval.transports.refusals import busy_words
@@ -82,22 +82,13 @@ class LiveSource:
     chunks_from_server = False  # True: the server's statistics messages mark chunks
     native_frames = True  # stream mode: only native frames enter (False: every frame, at once)
 
-    def __init__(
-        self,
-        url: str,
-        keys: tuple[str, ...],
-        *,
-        episode: str,
-        suite: str,
-        config: LiveConfig,
-        fps: float | None = None,
-    ) -> None:
-        self.url = url
-        self.keys = keys
-        self.episode = episode
-        self.suite = suite
-        self.config = config
-        self.fps_hint = fps
+    def __init__(self, request: SourceRequest, *, shown: str | None = None) -> None:
+        self.url = request.url if shown is None else shown  # as errors and results name it
+        self.keys = request.keys
+        self.episode = request.episode
+        self.suite = request.suite
+        self.config = request.config
+        self.fps_hint = request.fps
         self.info: EpisodeInfo | None = None
         self.log = ArrivalLog()
         self._events: asyncio.Queue[Event] = asyncio.Queue()

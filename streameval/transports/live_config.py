@@ -31,6 +31,21 @@ class ServerInfo:
     height: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SourceRequest:
+    """What every live source is opened with, whatever its transport: where (``url``), the
+    keys it drives, the episode and suite it feeds, how it is driven (``config``) and the
+    rate asked with ``--fps`` (None: the server's, the profile's or measured). Each transport
+    takes its own options beside it (a profile, key names, a keys URL, ...)."""
+
+    url: str
+    keys: tuple[str, ...]
+    episode: str
+    suite: str
+    config: LiveConfig
+    fps: float | None = None
+
+
 SMOKE_BELOW_S = 20.0
 """Suite value of seconds per key: anything shorter is a smoke test, and results say so."""
 

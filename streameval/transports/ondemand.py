@@ -34,7 +34,7 @@ from streameval.errors import GenerationFault, TemplateError
 from streameval.protocol.keys import FAMILY, NO_KEY
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveSource
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import SourceRequest
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.templates import render
 
@@ -50,17 +50,12 @@ class OnDemandSource(LiveSource):
 
     def __init__(
         self,
-        url: str,
-        keys: tuple[str, ...],
+        request: SourceRequest,
         *,
-        episode: str,
-        suite: str,
-        config: LiveConfig,
         profile: ServerProfile,
         key_names: dict[str, str],
-        fps: float | None = None,
     ) -> None:
-        super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        super().__init__(request)
         self.profile = profile
         self.key_names = key_names
         self.chunk = 0  # chunks asked for so far

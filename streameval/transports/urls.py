@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from streameval.errors import BadInputError, WireError
 from streameval.protocol.public_keys import parse_key_map
 from streameval.transports.base import LiveSource
-from streameval.transports.live_config import Clock, LiveConfig
+from streameval.transports.live_config import Clock, LiveConfig, SourceRequest
 
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
@@ -220,13 +220,12 @@ class _Request:
     conditioning: Conditioning | None = None
     kept: KeptSocket | None = None
 
-    def common(self) -> dict[str, object]:
-        return {
-            "episode": self.episode,
-            "suite": self.suite,
-            "config": self.live,
-            "fps": self.options.fps,
-        }
+    def source(self, live: LiveConfig | None = None) -> SourceRequest:
+        """What every transport's source is opened with (``live``: this style's config)."""
+        config = self.live if live is None else live
+        return SourceRequest(
+            self.url, self.keys, self.episode, self.suite, config, self.options.fps
+        )
 
     def key_names(self, profile: ServerProfile | None) -> dict[str, str]:
         """The server's name for each of our keys: ``--key-map`` over the profile's."""
@@ -247,7 +246,7 @@ def _open_mqtt(r: _Request) -> LiveSource:
     from streameval.transports.mqtt.transport import MqttSource
 
     # the image goes with the reset, to a server whose hello says it takes one
-    return MqttSource(r.url, r.keys, conditioning=r.conditioning, **r.common())  # type: ignore[arg-type]
+    return MqttSource(r.source(), conditioning=r.conditioning)
 
 
 def _open_websocket(r: _Request) -> LiveSource:
@@ -257,14 +256,12 @@ def _open_websocket(r: _Request) -> LiveSource:
     names = r.key_names(profile)
     assert profile is not None  # _profile_for insists on one for a WebSocket
     return WebSocketSource(
-        r.url,
-        r.keys,
+        r.source(),
         profile=profile,
         key_names=names,
         keys_url=r.options.keys_url,
         conditioning=r.conditioning,
         kept=r.kept,
-        **r.common(),  # type: ignore[arg-type]
     )
 
 
@@ -277,13 +274,11 @@ def _open_webrtc(r: _Request) -> LiveSource:
     profile = _profile_for(r.url, r.options)
     names = r.key_names(profile)
     return WebRTCSource(
-        r.url,
-        r.keys,
+        r.source(),
         key_names=names,
         lossless=r.options.lossless,
         profile=profile,
         conditioning=r.conditioning,
-        **r.common(),  # type: ignore[arg-type]
     )
 
 
@@ -295,13 +290,11 @@ def _open_mjpeg(r: _Request) -> LiveSource:
     if not r.options.keys_url:
         raise BadInputError(r.url, "an MJPEG stream needs --keys-url URL to send keys to")
     return MjpegSource(
-        r.url,
-        r.keys,
+        r.source(),
         keys_url=r.options.keys_url,
         key_names=names,
         profile=profile,
         conditioning=r.conditioning,
-        **r.common(),  # type: ignore[arg-type]
     )
 
 
@@ -345,16 +338,7 @@ def _open_on_demand(r: _Request) -> LiveSource:
             clock="video",
             no_frame_timeout_s=max(config.no_frame_timeout_s, timeout + TIMEOUT_MARGIN_S),
         )
-    return source(
-        r.url,
-        r.keys,
-        config=live,
-        fps=r.options.fps,
-        profile=profile,
-        key_names=names,
-        episode=r.episode,
-        suite=r.suite,
-    )
+    return source(r.source(live), profile=profile, key_names=names)
 
 
 def _open_browser(r: _Request) -> LiveSource:
@@ -368,17 +352,7 @@ def _open_browser(r: _Request) -> LiveSource:
     names = r.key_names(profile)
     start_s = profile.browser.start_timeout_s if profile.browser is not None else 30.0
     live = replace(r.live, connect_timeout_s=start_s * 2 + LOAD_MARGIN_S)
-    return BrowserSource(
-        r.url,
-        r.keys,
-        episode=r.episode,
-        suite=r.suite,
-        config=live,
-        profile=profile,
-        key_names=names,
-        page=r.options.page,
-        fps=r.options.fps,
-    )
+    return BrowserSource(r.source(live), profile=profile, key_names=names, page=r.options.page)
 
 
 DEFAULT_BROWSER_PROFILE = "web-wasd"

@@ -27,7 +27,7 @@ from streameval.core.events import (
     FrameEvent,
     KeySent,
 )
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.profiles import load_profile
 from streameval.transports.websocket.transport import WebSocketSource
 from tests.fuzz.conftest import FUZZ, bounded
@@ -96,11 +96,13 @@ def _source(profile_name: str) -> WebSocketSource:
 
         profile = replace(profile, frames=replace(profile.frames, max_message_bytes=SIZE_LIMIT))
     source = WebSocketSource(
-        "ws://127.0.0.1:9/fuzz",
-        ("W",),
-        episode="fuzz",
-        suite="test",
-        config=LiveConfig(seconds_per_key=1.0),
+        SourceRequest(
+            "ws://127.0.0.1:9/fuzz",
+            ("W",),
+            episode="fuzz",
+            suite="test",
+            config=LiveConfig(seconds_per_key=1.0),
+        ),
         profile=profile,
         key_names=profile.key_names(),
     )

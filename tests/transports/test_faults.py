@@ -17,7 +17,7 @@ from streameval.core.observers import EpisodeObserver, EpisodeOutcome, FrameEven
 from streameval.core.tasks import cancel_and_wait
 from streameval.engine.pipeline import run_episode
 from streameval.engine.recording import RecordingObserver
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.mqtt.transport import MqttSource
 from tests.transports.conftest import Broker
 from tests.transports.scripted import Script, good, scripted_server
@@ -44,11 +44,13 @@ async def _episode(
             server.result()  # the server's own error (it ended before it was ready)
             raise RuntimeError("scripted server ended before it was ready")
         source = MqttSource(
-            broker.url("f"),
-            ("A",),
-            episode="fault",
-            suite="test",
-            config=LiveConfig(clock="video", seconds_per_key=2.0, no_frame_timeout_s=timeout_s),
+            SourceRequest(
+                broker.url("f"),
+                ("A",),
+                episode="fault",
+                suite="test",
+                config=LiveConfig(clock="video", seconds_per_key=2.0, no_frame_timeout_s=timeout_s),
+            ),
             **kw,
         )
         await source.connect()
@@ -214,13 +216,13 @@ def test_broker_restart_reconnects_and_reports_the_gap(broker: Broker, tmp_path:
         restarter = asyncio.create_task(restart())
         try:
             source = MqttSource(
-                url,
-                ("A", "D"),
-                episode="restart",
-                suite="test",
-                # the gap is a broker restart plus the reconnect backoff: generous on a
-                # loaded machine (parallel test workers), still bounded
-                config=LiveConfig(clock="video", seconds_per_key=4.0, no_frame_timeout_s=40.0),
+                SourceRequest(
+                    url,
+                    ("A", "D"),
+                    episode="restart",
+                    suite="test",
+                    config=LiveConfig(clock="video", seconds_per_key=4.0, no_frame_timeout_s=40.0),
+                )
             )
             await source.connect()
             return await run_episode(

@@ -20,7 +20,7 @@ import pytest
 
 from streameval.core.events import EndOfStream, EpisodeEnd, FrameEvent
 from streameval.transports.base import LiveSource
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.mqtt.transport import MqttSource
 from streameval.transports.webrtc.transport import WebRTCSource
 from tests.transports.conftest import Broker
@@ -115,7 +115,11 @@ def _check_rate(results: list[dict[str, float]], what: str) -> None:
 def test_four_mqtt_sessions_at_16_fps(broker: Broker, servers: int) -> None:
     live = LiveConfig(clock="wall", seconds_per_key=SECONDS / 2)
     sources: list[LiveSource] = [
-        MqttSource(broker.url(f"load{i}"), ("A", "D"), episode=f"m{i}", suite="load", config=live)
+        MqttSource(
+            SourceRequest(
+                broker.url(f"load{i}"), ("A", "D"), episode=f"m{i}", suite="load", config=live
+            )
+        )
         for i in range(SESSIONS)
     ]
     results, cpu = asyncio.run(_sessions(sources))
@@ -127,11 +131,13 @@ def test_four_webrtc_sessions_at_16_fps(servers: int) -> None:
     live = LiveConfig(clock="wall", seconds_per_key=SECONDS / 2)
     sources: list[LiveSource] = [
         WebRTCSource(
-            f"webrtc+http://127.0.0.1:{servers}/offer",
-            ("A", "D"),
-            episode=f"w{i}",
-            suite="load",
-            config=live,
+            SourceRequest(
+                f"webrtc+http://127.0.0.1:{servers}/offer",
+                ("A", "D"),
+                episode=f"w{i}",
+                suite="load",
+                config=live,
+            )
         )
         for i in range(SESSIONS)
     ]

@@ -58,7 +58,7 @@ from streameval.transports.browser.page import (
     key_event,
     start_expression,
 )
-from streameval.transports.live_config import LiveConfig, ServerInfo
+from streameval.transports.live_config import ServerInfo, SourceRequest
 from streameval.transports.profiles.browser import BrowserSpec
 
 if TYPE_CHECKING:
@@ -80,18 +80,14 @@ class BrowserSource(LiveSource):
 
     def __init__(
         self,
-        url: str,
-        keys: tuple[str, ...],
+        request: SourceRequest,
         *,
-        episode: str,
-        suite: str,
-        config: LiveConfig,
         profile: ServerProfile,
         key_names: dict[str, str],
         page: str | None = None,
-        fps: float | None = None,
     ) -> None:
-        super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        super().__init__(request)
+        url = request.url
         self.profile = profile
         self.spec = profile.browser or BrowserSpec()
         self.key_names = key_names
@@ -109,7 +105,7 @@ class BrowserSource(LiveSource):
         self._acks: set[asyncio.Task[None]] = set()
         self._down: str | None = None  # the browser key held now
         self._pointer: tuple[float, float] = (0.0, 0.0)
-        self._fps = float(fps or profile.fps or DEFAULT_FPS)
+        self._fps = float(request.fps or profile.fps or DEFAULT_FPS)
         self.capture_counts = {"captured": 0, "unchanged": 0, "undecodable": 0}
 
     @property

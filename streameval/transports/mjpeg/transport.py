@@ -21,7 +21,7 @@ from streameval.errors import BadInputError
 from streameval.protocol.public_keys import BROWSER_KEYS, public_key_message
 from streameval.protocol.wire import MAX_FRAME_SIDE, Frame
 from streameval.transports.base import LiveSource
-from streameval.transports.live_config import LiveConfig, ServerInfo
+from streameval.transports.live_config import ServerInfo, SourceRequest
 from streameval.transports.webrtc.transport import http_url
 
 if TYPE_CHECKING:
@@ -37,19 +37,15 @@ class MjpegSource(LiveSource):
 
     def __init__(
         self,
-        url: str,
-        keys: tuple[str, ...],
+        request: SourceRequest,
         *,
-        episode: str,
-        suite: str,
-        config: LiveConfig,
         keys_url: str,
-        fps: float | None = None,
         key_names: dict[str, str] | None = None,
         profile: ServerProfile | None = None,
         conditioning: Conditioning | None = None,
     ) -> None:
-        super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        super().__init__(request)
+        url = request.url
         self.conditioning = conditioning
         self.profile = profile
         self.channel: KeyChannel | None = None

@@ -32,7 +32,7 @@ from streameval.protocol.wire import (
     encode,
 )
 from streameval.transports.base import LiveSource
-from streameval.transports.live_config import LiveConfig, ServerInfo
+from streameval.transports.live_config import ServerInfo, SourceRequest
 from streameval.transports.mqtt.url import (
     MqttTarget,
     client_kwargs,
@@ -90,22 +90,15 @@ class MqttSource(LiveSource):
 
     def __init__(
         self,
-        url: str,
-        keys: tuple[str, ...],
+        request: SourceRequest,
         *,
-        episode: str,
-        suite: str,
-        config: LiveConfig,
-        fps: float | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         conditioning: Conditioning | None = None,
     ) -> None:
-        self.target: MqttTarget = parse_mqtt_url(url)
-        super().__init__(
-            self.target.display, keys, episode=episode, suite=suite, config=config, fps=fps
-        )
+        self.target: MqttTarget = parse_mqtt_url(request.url)
+        super().__init__(request, shown=self.target.display)
         # our protocol says which key conditioned each frame: the video clock is exact
-        self.mode = "step" if config.clock == "video" else "stream"
+        self.mode = "step" if request.config.clock == "video" else "stream"
         self.max_message_bytes = max_message_bytes
         self._client: Any = None
         self._hello: asyncio.Future[Hello] | None = None

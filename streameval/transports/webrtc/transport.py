@@ -31,7 +31,7 @@ from streameval.errors import BadInputError, WireError
 from streameval.protocol.public_keys import BROWSER_KEYS, public_key_message
 from streameval.protocol.wire import MAX_MESSAGE_BYTES, Frame, Hello, Reset, Step, decode, encode
 from streameval.transports.base import LiveSource
-from streameval.transports.live_config import LiveConfig, ServerInfo
+from streameval.transports.live_config import ServerInfo, SourceRequest
 from streameval.transports.refusals import REFUSED
 from streameval.transports.webrtc.chunks import Reassembler
 from streameval.transports.webrtc.loopback import (
@@ -61,20 +61,16 @@ class WebRTCSource(LiveSource):
 
     def __init__(
         self,
-        url: str,
-        keys: tuple[str, ...],
+        request: SourceRequest,
         *,
-        episode: str,
-        suite: str,
-        config: LiveConfig,
-        fps: float | None = None,
         key_names: dict[str, str] | None = None,
         lossless: bool = False,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         profile: ServerProfile | None = None,
         conditioning: Conditioning | None = None,
     ) -> None:
-        super().__init__(url, keys, episode=episode, suite=suite, config=config, fps=fps)
+        super().__init__(request)
+        url = request.url
         self.conditioning = conditioning
         self.profile = profile
         self.channel: KeyChannel | None = None

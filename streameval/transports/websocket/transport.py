@@ -34,7 +34,7 @@ from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError, MessageProblem, TemplateError, redact_url
 from streameval.protocol.wire import Frame
 from streameval.transports.base import LiveSource
-from streameval.transports.live_config import LiveConfig, ServerInfo
+from streameval.transports.live_config import ServerInfo, SourceRequest
 from streameval.transports.profiles import ServerProfile
 from streameval.transports.profiles.conditioning import prepare_case, send_start, sends_case
 from streameval.transports.profiles.keychannel import HttpPostOut, KeyChannel, KeyOut, WsOut
@@ -89,25 +89,21 @@ class WebSocketSource(LiveSource):
 
     def __init__(
         self,
-        url: str,
-        keys: tuple[str, ...],
+        request: SourceRequest,
         *,
-        episode: str,
-        suite: str,
-        config: LiveConfig,
         profile: ServerProfile,
         key_names: dict[str, str],
         keys_url: str | None = None,
-        fps: float | None = None,
         conditioning: Conditioning | None = None,
         kept: KeptSocket | None = None,
     ) -> None:
+        url = request.url
         lease = profile.lease
         # a claimed session (``[lease]``): ``url`` is the claim URL, its passphrase never shown
         shown_as = redact_url(display_url(url, lease.secret)) if lease else url
         self._lease = Lease(lease, url, shown_as) if lease else None
         shown = self._lease.shown if self._lease is not None else url
-        super().__init__(shown, keys, episode=episode, suite=suite, config=config, fps=fps)
+        super().__init__(request, shown=shown)
         self._target = url  # what we connect to (the claim URL, or the socket itself)
         self.conditioning = conditioning
         self.kept = kept if profile.conditioning.start == "reset" else None

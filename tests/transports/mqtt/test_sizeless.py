@@ -27,7 +27,7 @@ from streameval.protocol.wire import Hello, encode
 
 from streameval.cli.main import main
 from streameval.errors import BadInputError
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.mqtt.transport import MqttSource
 from tests.transports.conftest import Broker
 
@@ -199,7 +199,9 @@ def test_a_hello_that_does_not_validate_is_named_at_once(broker: Broker) -> None
             bad = bad.replace(b"\xa1w\xcd\x01@", b"\xa1w\x00")  # w 320 → 0
             await client.publish("streameval/bad/status", bad, qos=1, retain=True)
             source = MqttSource(
-                url, ("W",), episode="e", suite="t", config=LiveConfig(connect_timeout_s=10)
+                SourceRequest(
+                    url, ("W",), episode="e", suite="t", config=LiveConfig(connect_timeout_s=10)
+                )
             )
             started = time.monotonic()
             with pytest.raises(BadInputError) as caught:

@@ -8,7 +8,7 @@ from typing import Any
 
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.pipeline import run_episode
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.mqtt.serve import serve_mqtt
 from streameval.transports.mqtt.transport import MqttSource
 from tests.transports.conftest import Broker
@@ -37,7 +37,8 @@ async def _served_episode(
     await ready.wait()
     try:
         source = MqttSource(
-            broker.url("s1"), KEYS, episode="ep", suite="test", config=live, **source_kw
+            SourceRequest(broker.url("s1"), KEYS, episode="ep", suite="test", config=live),
+            **source_kw,
         )
         await source.connect()
         return await run_episode(source, config=CONFIG, results_dir=results)

@@ -8,7 +8,7 @@ import pytest
 
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.pipeline import run_episode
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.webrtc.transport import WebRTCSource
 from tests.transports.public_server import start_public_server
 from tests.transports.worlds import MEMORY_OFF
@@ -32,11 +32,13 @@ async def _attach(
     runner, port = await start_public_server(reverse=reverse, delay_s=delay_s, fps=fps)
     try:
         source = WebRTCSource(
-            f"webrtc+http://127.0.0.1:{port}/offer",
-            keys,
-            episode="public",
-            suite="test",
-            config=LiveConfig(clock="wall", seconds_per_key=spk),
+            SourceRequest(
+                f"webrtc+http://127.0.0.1:{port}/offer",
+                keys,
+                episode="public",
+                suite="test",
+                config=LiveConfig(clock="wall", seconds_per_key=spk),
+            )
         )
         await source.connect()
         return await run_episode(source, config=MEMORY_OFF)

@@ -11,7 +11,7 @@ import pytest
 from streameval.core.observers import EpisodeOutcome
 from streameval.engine.config import PipelineConfig
 from streameval.engine.pipeline import run_episode
-from streameval.transports.live_config import LiveConfig
+from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.webrtc.serve import WebRTCServer
 from streameval.transports.webrtc.transport import WebRTCSource
 from tests.transports.worlds import CONFIG, MEMORY_OFF, NAME, in_process, normalized, world
@@ -30,11 +30,13 @@ async def _attach(
     port = await server.start("127.0.0.1", 0)
     try:
         source = WebRTCSource(
-            f"webrtc+http://127.0.0.1:{port}/offer",
-            keys,
-            episode="ep",
-            suite="test",
-            config=live,
+            SourceRequest(
+                f"webrtc+http://127.0.0.1:{port}/offer",
+                keys,
+                episode="ep",
+                suite="test",
+                config=live,
+            ),
             **kw,
         )
         await source.connect()
