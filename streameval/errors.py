@@ -352,3 +352,11 @@ class WorldConfigError(BadInputError, ValueError):
 class BridgeWorkerError(ModelCallError):
     """The bridge's worker (the model in its own interpreter) died, hung or answered out of
     protocol; the message carries its exit and its last words on stderr."""
+
+
+# streameval.transports.browser
+
+
+class CdpError(StreamevalError, ConnectionError):
+    """The browser answered a DevTools call with an error, or went away (a ``ConnectionError``
+    too: the session's end, as a transport's lost connection is)."""

@@ -35,7 +35,7 @@ from typing import Any
 
 import aiohttp
 
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, CdpError
 
 CHROMIUM_ENV = "STREAMEVAL_CHROMIUM"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -74,10 +74,6 @@ def find_chromium() -> str:
         if path:
             return path
     raise BadInputError("Chromium", f"not found on PATH (a browser+ URL drives one): {INSTALL_FIX}")
-
-
-class CdpError(ConnectionError):
-    """The browser answered a call with an error, or went away."""
 
 
 @dataclass
