@@ -39,12 +39,11 @@ import numpy as np
 
 from streameval.constants import DEFAULT_FPS
 from streameval.core.tasks import cancel_and_wait
-from streameval.errors import BadInputError
+from streameval.errors import BadInputError, CdpError
 from streameval.protocol.wire import MAX_FRAME_SIDE, Frame
 from streameval.transports.base import LiveSource
 from streameval.transports.browser.cdp import (
     Browser,
-    CdpError,
     CdpSession,
     connect,
     devtools_endpoint,
