@@ -118,6 +118,9 @@ def test_a_mouse_turned_world_scores_its_turns_and_the_session_is_released(
     assert PASSPHRASE not in captured.out + captured.err
 
 
+# `make test-long`: a world that ignores keys is `make test`'s keys-ignored tests; here the
+# overworld style's buttons in place of mouse turns
+@pytest.mark.long
 @pytest.mark.timeout(180)
 def test_the_same_turns_sent_as_buttons_move_nothing(served: Served, tmp_path: Path) -> None:
     """The control for the test above: this world turns by the mouse only, so a profile that

@@ -124,6 +124,9 @@ def test_a_canvas_world_scores_its_keys_and_a_reversed_one_does_not(
     assert _accuracy(docs["007_LR"], "direction_accuracy_rot") <= 10
 
 
+# `make test-long`: a late server's lower response latency is `make test`'s over WebRTC
+# (test_public_peer.py); here the same through a browser capture
+@pytest.mark.long
 @realtime
 @pytest.mark.timeout(300)
 def test_a_page_that_answers_late_is_measured_late(site: Site, tmp_path: Path) -> None:
@@ -231,6 +234,9 @@ mouse = { L = { dx = -8.0 }, R = { dx = 8.0 } }
 """
 
 
+# `make test-long`: mouse turns are `make test`'s over the overworld style
+# (test_overworld.py) and in the profiles' unit tests; here the same through a browser
+@pytest.mark.long
 @realtime
 @pytest.mark.timeout(300)
 def test_a_page_turned_by_the_mouse_turns_by_the_profiles_mouse_motion(
