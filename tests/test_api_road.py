@@ -135,6 +135,9 @@ except asyncio.CancelledError:
 """
 
 
+# `make test-long`: `make test` keeps the cancelled aevaluate's interrupted record (the same
+# road) and the command line's SIGTERM tests (tests/runs/test_interrupts.py)
+@pytest.mark.long
 def test_sigterm_ends_an_evaluation_as_the_command_line_does(tmp_path: Path) -> None:
     """A script calling ``streameval.evaluate`` and sent SIGTERM mid-episode: the episode in
     progress is written incomplete, as ``attach`` writes it (``tests/runs/test_interrupts.py``),

@@ -132,6 +132,9 @@ def test_wbench_export_names_each_case_and_its_turns(run: Path, tmp_path: Path) 
     assert _sha(root / "videos" / "case_000_009_combined.mp4") == _sha(source)
 
 
+# `make test-long`: `make test` keeps WorldMark's layout replayed to the run's scores; the
+# raw layout is the recordings themselves, replayed the same way
+@pytest.mark.long
 def test_raw_export_is_the_recordings_and_replays_as_the_run(run: Path, tmp_path: Path) -> None:
     out = tmp_path / "raw"
     assert main(["export", str(run / MODEL_DIR), "--format", "raw", "--out", str(out)]) == 0

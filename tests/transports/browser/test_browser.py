@@ -139,6 +139,9 @@ def test_a_page_that_answers_late_is_measured_late(site: Site, tmp_path: Path) -
     assert _accuracy(slow, "response_latency_trans") < _accuracy(fast, "response_latency_trans")
 
 
+# `make test-long`: attaching by a debugging port opens the same CDP session `make test`
+# drives (test_a_canvas_world_...); here a second Chromium the user started
+@pytest.mark.long
 @realtime
 @pytest.mark.timeout(240)
 def test_a_chromium_the_user_started_is_attached_by_its_port_and_left_running(
