@@ -247,13 +247,13 @@ def _reachable(url: str, what: str, *, broker: bool = False) -> Finding:
 def _chromium() -> Finding:
     """The Chromium a ``browser+`` URL would start (``$STREAMEVAL_CHROMIUM``, else PATH),
     found the way the transport finds it."""
-    from streameval.transports.browser.cdp import find_chromium
+    from streameval.transports.browser.cdp import INSTALL_FIX, find_chromium
 
     try:
         return Finding("ok", "Chromium", find_chromium())
     except BadInputError as exc:
-        head, _, fix = str(exc).partition(": ")[2].rpartition(": ")
-        return Finding("FAIL", "Chromium", head or str(exc), fix or None)
+        problem = str(exc).removeprefix(f"{exc.source}: ").removesuffix(f": {INSTALL_FIX}")
+        return Finding("FAIL", "Chromium", problem, INSTALL_FIX)
 
 
 # ------------------------------------------------------------------------ this machine

@@ -88,7 +88,8 @@ def open_network_source(
     if not scheme.startswith("mqtt"):
         request.key_names(None)  # a bad --key-map is named before the profile is read
     source = SCHEMES[scheme](request)
-    profile = None if scheme.startswith("mqtt") else _profile_for(url, options)
+    # the profile's stated cadence, from the profile the opener already read
+    profile: ServerProfile | None = getattr(source, "profile", None)
     if profile is not None:
         source.response_hint_s = profile.response_s
     return source
