@@ -1,6 +1,12 @@
 """``streameval probe URL --profile P``: what each key name does on a server, measured, and a
 profile written from it (docs/bring-up-a-new-server.md).
 
+Every door ``attach`` has that streams: a server (ws, WebRTC, MJPEG, an Overworld claim), a
+web page (``browser+…``, ``--page`` for a tab of the user's Chromium; ``web-wasd`` without
+``--profile``), a server turned by the mouse (``mouse:DX,DY`` candidates), and a
+``python:M:F`` adapter, in process or in its own environment (``--python``), whose W S A D L R
+are checked rather than mapped (nothing to write).
+
 Prints one table (``--json``: one object); ``--write-profile FILE`` writes the profile only
 when every one of W S A D L R has exactly one clear name. Exit status: 0 a complete mapping
 (written when asked), 1 no mapping (each reason on its own line: the key, what was tried),
@@ -18,11 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_OK
-from streameval.cli.options import ranged
-from streameval.inputs.numbers import Range
+from streameval.cli.options import add_adapter_location_options, ranged
+from streameval.errors import BadInputError
+from streameval.inputs.numbers import FPS, STEP_TIMEOUT, Range
+from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
+from streameval.transports.profiles.mouse_names import PREFIX, is_mouse_name
 
 PRESS_SECONDS = Range("seconds", 0.2, 60.0)
 NO_FRAME_SECONDS = Range("seconds", 0.5, 600.0)
+MOUSE_STEP = Range("mouse motion per frame", 0.01, 100_000.0)
 
 
 def add_parser(sub: Any) -> None:
@@ -33,8 +43,17 @@ def add_parser(sub: Any) -> None:
         "letters, arrows, j/l, q/e, i/k) and measure what it does, how fast, how soon and "
         "how eased; and the server's delivered fps, chunk lengths, resolution and messages.",
     )
-    p.add_argument("url", help="ws[s]://…, webrtc+http://…, mjpeg+http://… (as for attach)")
-    p.add_argument("--profile", required=True, help="a built-in profile or a FILE.toml")
+    p.add_argument(
+        "url",
+        help="ws[s]://…, webrtc+http://…, mjpeg+http://…, browser+https://…, an Overworld "
+        "claim URL, or python:MODULE:FACTORY (as for attach)",
+    )
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="a built-in profile or a FILE.toml (required for a server; browser+ pages "
+        "default to web-wasd; none for python:)",
+    )
     p.add_argument(
         "--write-profile",
         type=Path,
@@ -65,7 +84,34 @@ def add_parser(sub: Any) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="another key name to press (repeatable), after the profile's",
+        help="another key name to press (repeatable), after the profile's; mouse:DX,DY is "
+        "a mouse motion per frame",
+    )
+    p.add_argument(
+        "--mouse-step",
+        type=ranged(MOUSE_STEP),
+        default=None,
+        metavar="N",
+        help="the mouse motion per frame tried left and right, where the server can be sent "
+        "mouse motion (default: the profile's [keys.mouse], else 8)",
+    )
+    p.add_argument(
+        "--page",
+        default=None,
+        metavar="TEXT",
+        help="browser+http://HOST:PORT of a Chromium you started with "
+        "--remote-debugging-port: the tab whose title or URL contains TEXT",
+    )
+    add_adapter_location_options(p)
+    p.add_argument(
+        "--fps", type=ranged(FPS), default=None, help="python: the model's fps (default model.fps)"
+    )
+    p.add_argument(
+        "--step-timeout",
+        type=ranged(STEP_TIMEOUT),
+        default=DEFAULT_STEP_TIMEOUT_S,
+        help="python: seconds the factory, reset and one step may take "
+        f"(default {DEFAULT_STEP_TIMEOUT_S:g})",
     )
     p.add_argument(
         "--image",
@@ -84,10 +130,11 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streameval.probe import ProbeOptions, probe
+    from streameval.probe import ProbeOptions, probe, probe_profile
     from streameval.probe.write import profile_text, write_profile
     from streameval.transports.profiles import load_profile
 
+    _check(args)
     options = ProbeOptions(
         press_s=args.seconds,
         rest_s=args.rest,
@@ -97,8 +144,16 @@ def run(args: argparse.Namespace) -> int:
         prompt=args.prompt,
         no_frame_timeout_s=args.no_frame_timeout,
         keys_url=args.keys_url,
+        page=args.page,
+        mouse_step=args.mouse_step,
+        python=args.python,
+        app_dir=args.app_dir,
+        step_timeout_s=args.step_timeout,
+        fps=args.fps,
     )
-    report = asyncio.run(probe(args.url, args.profile, options))
+    adapter = args.url.startswith("python:")
+    spec = args.profile if adapter else probe_profile(args.url, args.profile)
+    report = asyncio.run(probe(args.url, spec, options))
     if args.write_profile is not None and report.mapping.complete:
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         announced = report.server.fps_announced
@@ -115,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
             f"{report.url}: keys as measured; fps {how}{said}.{aliases}"
         )
         text = profile_text(
-            load_profile(args.profile),
+            load_profile(spec),
             report.mapping.names,
             fps=(fps if announced else round(fps * 2) / 2) if fps else None,
             comment=comment,
@@ -129,7 +184,30 @@ def run(args: argparse.Namespace) -> int:
         print(report.table())
     if not report.mapping.complete:
         where = f" to {args.write_profile}" if args.write_profile is not None else ""
+        lead = "error" if adapter else f"error: no profile written{where}"
         for problem in report.mapping.problems:
-            print(f"error: no profile written{where}: {problem}", file=sys.stderr)
+            print(f"{lead}: {problem}", file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Options that do not fit the URL, each one line (exit 2) before anything starts."""
+    adapter = args.url.startswith("python:")
+    if adapter and args.write_profile is not None:
+        raise BadInputError(
+            f"--write-profile {args.write_profile}",
+            "a python: adapter takes W S A D L R itself: there is no profile to write (the "
+            "probe says whether each key does its command)",
+        )
+    if not adapter:
+        for option, value in (("--python", args.python), ("--fps", args.fps)):
+            if value is not None:
+                raise BadInputError(f"{option} {value}", "only for a python:MODULE:FACTORY URL")
+    if args.page is not None and not args.url.startswith("browser+"):
+        raise BadInputError(f"--page {args.page}", "only for a browser+http://HOST:PORT URL")
+    for name in args.extra:
+        if name.startswith(PREFIX) and not is_mouse_name(name):
+            raise BadInputError(
+                f"--try {name}", "a mouse motion is mouse:DX,DY (per frame, not both 0)"
+            )

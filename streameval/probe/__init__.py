@@ -5,9 +5,12 @@ send a longer first chunk and ease their motion in and out; a profile copied fro
 server makes a video that turns when it should strafe, and every numeric test still passes.
 The probe measures instead of reading code (docs/bring-up-a-new-server.md):
 
-- ``candidates``: the names to press, the profile's first;
-- ``session``: one live session through the profile's own transport, each name pressed from
-  rest, the frames cut into windows;
+- ``candidates``: the names to press, the profile's first (a mouse motion too, where the
+  server can be sent one);
+- ``session``: one live session through the profile's own transport (a web page in Chromium
+  too: ``browser+``, ``--page``), each name pressed from rest, the frames cut into windows;
+- ``steps``: the same for a model driven frame by frame (``python:M:F``, in process or through
+  the bridge, ``--python``), whose keys are W S A D L R themselves: checked, not mapped;
 - ``measure``: each window's flow signals and depth-free motion-type fit, as the scoring
   computes them;
 - ``classify``: the window's motion (forward … pitch, nothing), speed, response and ease times;
@@ -23,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
-from streameval.probe.candidates import candidates, check_probeable, profile_names
-from streameval.probe.classify import KeyMotion, classify
+from streameval.probe.candidates import candidates, check_probeable, own_names, profile_names
+from streameval.probe.classify import MOTION_OF_KEY, KeyMotion, classify
 from streameval.probe.mapping import Mapping, choose, moves_alone
 from streameval.probe.measure import PressSignals
 from streameval.probe.report import ProbeReport, announced_fps, delivered_fps, server_facts
@@ -34,7 +37,7 @@ from streameval.transports.profiles import load_profile
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
 
-__all__ = ["ProbeOptions", "ProbeReport", "probe"]
+__all__ = ["ProbeOptions", "ProbeReport", "probe", "probe_profile"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +52,38 @@ class ProbeOptions:
     prompt: str | None = None
     no_frame_timeout_s: float = 10.0
     keys_url: str | None = None
+    page: str | None = None  # browser+http://HOST:PORT of the user's Chromium: the tab
+    mouse_step: float | None = None  # the mouse motion a frame to try (default: the profile's)
+    # python:M:F: the model's interpreter (the bridge), where it is imported from, its time-out
+    python: Path | None = None
+    app_dir: Path | None = Path(".")
+    step_timeout_s: float = 300.0
+    fps: float | None = None
 
 
-async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeReport:
-    """Probe the server at ``url`` that ``profile_spec`` (a built-in or a file) describes.
-    ``BadInputError`` for a profile that cannot be probed or a server that cannot be reached;
-    a session that ends early still reports what it measured (``end_reason``)."""
+def probe_profile(url: str, profile_spec: str | None) -> str:
+    """The profile a server is probed with: ``--profile``, else for a web page ``web-wasd``
+    (as ``attach``: the page's largest canvas, WASD and the arrows); a server needs one."""
+    if profile_spec is not None:
+        return profile_spec
+    if not url.startswith("browser+"):
+        raise BadInputError(url, "give --profile (a built-in or a FILE.toml)")
+    return "web-wasd"
+
+
+async def probe(url: str, profile_spec: str | None, options: ProbeOptions) -> ProbeReport:
+    """Probe the server at ``url`` that ``profile_spec`` (a built-in or a file) describes, or
+    the adapter of a ``python:M:F`` URL (no profile). ``BadInputError`` for a profile that
+    cannot be probed or a server or model that cannot be reached; a session that ends early
+    still reports what it measured (``end_reason``)."""
+    if url.startswith("python:"):
+        if profile_spec is not None:
+            raise BadInputError(
+                f"--profile {profile_spec}",
+                "a python: adapter takes W S A D L R itself: no profile to probe it with",
+            )
+        return await _probe_adapter(url, options)
+    profile_spec = probe_profile(url, profile_spec)
     profile = load_profile(profile_spec)
     check_probeable(profile)
     if profile.conditioning.required and options.image is None:
@@ -62,8 +91,8 @@ async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeRepo
             f"--profile {profile_spec}",
             "the server generates nothing without a start image: give --image PATH",
         )
-    own = profile.key_names()
-    names = candidates(profile, options.extra)
+    own = own_names(profile)
+    names = candidates(profile, options.extra, options.mouse_step)
     first = len(profile_names(profile))
     conditioning = _conditioning(options)
     fps_hint = profile.fps or DEFAULT_FPS
@@ -89,6 +118,7 @@ async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeRepo
         conditioning=conditioning,
         no_frame_timeout_s=options.no_frame_timeout_s,
         keys_url=options.keys_url,
+        page=options.page,
     )
     presses = [w.t_down for w in session.windows]
     fps = announced_fps(session.last_messages) or delivered_fps(session.times, presses) or fps_hint
@@ -114,6 +144,94 @@ async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeRepo
     if end is not None:  # what a name would have done is unknown: only the session's end
         mapping = Mapping(mapping.names, [f"the probe did not finish: {end}"])
     return ProbeReport(url, profile.name, facts, rest, keys, mapping, end, errors=session.errors)
+
+
+async def _probe_adapter(url: str, options: ProbeOptions) -> ProbeReport:
+    """``python:M:F``: each of W S A D L R held from rest, frame by frame (``steps``), and
+    whether each does its own command. The model is built as ``attach`` builds it (in its
+    own interpreter with ``--python``), ``reset(image=…)`` with ``--image``."""
+    from streameval.probe.report import ServerFacts
+    from streameval.probe.steps import run_step_probe
+    from streameval.protocol.keys import KEYS
+    from streameval.runs.python_model import load_python_model, model_fps, model_size
+
+    model, name = load_python_model(
+        url, options.app_dir, timeout=options.step_timeout_s, python=options.python
+    )
+    try:
+        fps = model_fps(model, options.fps, url)
+        conditioning = _conditioning(options)
+        if conditioning is not None:
+            from streameval.transports.inprocess.driver import reset_keywords
+
+            accepted = reset_keywords(getattr(model, "reset", None))
+            if accepted is not None and "image" not in accepted:
+                raise BadInputError(
+                    f"--image {options.image}",
+                    f"{name} has no reset(image=...): it cannot start from an image",
+                )
+        session, stepped = await run_step_probe(
+            model,
+            model_name=name,
+            fps=fps,
+            names=KEYS,
+            press_s=options.press_s,
+            rest_s=options.rest_s,
+            step_timeout=options.step_timeout_s,
+            conditioning=conditioning,
+            width=model_size(model, "width"),
+            height=model_size(model, "height"),
+        )
+    finally:
+        if options.python is not None:  # the bridge's worker: ours to stop
+            model.close()
+    rest: KeyMotion | None = None
+    motions: dict[str, KeyMotion] = {}
+    for window in session.windows:
+        motion = classify(window, fps)
+        if window.name == REST_NAME:
+            rest = motion
+        else:
+            motions[window.name] = motion
+    keys = [motions[n] for n in session.pressed if n in motions]
+    own = {k: k for k in KEYS}
+    mapping = choose(keys, own, rest, owner="the adapter's")
+    wrong = [
+        f"{k} ({MOTION_OF_KEY[k]}): the adapter's {k!r} does "
+        f"{motions[k].motion if k in motions else 'nothing measured'}, its {v!r} does "
+        f"{MOTION_OF_KEY[k]}: the adapter's keys are crossed"
+        for k, v in mapping.names.items()
+        if v != k
+    ]
+    mapping = Mapping(mapping.names, [*wrong, *mapping.problems], mapping.aliases)
+    similarity = honoured = None
+    if conditioning is not None and session.first_frame is not None:
+        from streameval.cases.images import first_frame_similarity
+        from streameval.cases.images import honoured as is_honoured
+
+        similarity = first_frame_similarity(conditioning.image(), session.first_frame)
+        honoured = is_honoured(similarity)
+    facts = ServerFacts(
+        fps_measured=stepped.steps_per_s,
+        fps_announced=fps,
+        fps_profile=None,
+        chunk_first=None,
+        chunk_later=[],
+        chunk_origin=None,
+        resolution=session.size,
+        frames=len(session.times),
+        messages={},
+        case_similarity=similarity,
+        case_honoured=honoured,
+    )
+    end = None if session.complete else (session.end_reason or "the model stopped early")
+    if end is not None:
+        mapping = Mapping(mapping.names, [f"the probe did not finish: {end}"])
+    where = f"python {options.python}" if options.python is not None else "in process"
+    return ProbeReport(
+        url, "", facts, rest, keys, mapping, end, errors=session.errors,
+        adapter=f"{name}, {where}",
+    )  # fmt: skip
 
 
 def _conditioning(options: ProbeOptions) -> Conditioning | None:

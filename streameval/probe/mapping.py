@@ -49,8 +49,11 @@ def choose(
     motions: Sequence[KeyMotion],
     profile_names: dict[str, str],
     rest: KeyMotion | None = None,
+    *,
+    owner: str = "the profile's",
 ) -> Mapping:
-    """The mapping ``motions`` support; ``profile_names``: the profile's key → name."""
+    """The mapping ``motions`` support; ``profile_names``: the profile's key → name
+    (``owner`` says whose they are in a refusal: a profile's, an adapter's)."""
     alone = moves_alone(rest)
     if alone is not None:
         return Mapping(problems=[alone])
@@ -83,7 +86,7 @@ def choose(
             continue
         own_name = profile_names.get(key)
         did = next((m.motion for m in motions if m.name == own_name), None)
-        hint = f"; the profile's {own_name!r} does {did}" if did else ""
+        hint = f"; {owner} {own_name!r} does {did}" if did else ""
         problems.append(f"{key} ({want}): no candidate does it (tried {tried}){hint}")
     return Mapping(names, problems, aliases)
 

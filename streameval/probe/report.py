@@ -119,11 +119,13 @@ class ProbeReport:
     end_reason: str | None = None
     written: str | None = None
     errors: list[str] = field(default_factory=list)
+    adapter: str | None = None  # python:M:F: the model's name and where it runs (no profile)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "url": self.url,
-            "profile": self.profile,
+            "profile": self.profile or None,
+            "adapter": self.adapter,
             "server": self.server.to_json(),
             "no_key": self.rest.to_json() if self.rest else None,
             "keys": [k.to_json() for k in self.keys],
@@ -155,23 +157,21 @@ class ProbeReport:
 
     def table(self) -> str:
         s = self.server
-        lines = [f"server      {self.url} (profile {self.profile})"]
-        fps = f"{s.fps_measured:.2f} delivered" if s.fps_measured else "not measured"
-        said = [f"{s.fps_announced:g} announced"] if s.fps_announced else []
-        said += [f"{s.fps_profile:g} in the profile"] if s.fps_profile else []
-        lines.append(f"fps         {fps}" + (f" ({', '.join(said)})" if said else ""))
-        if s.chunk_first is not None:
-            later = "/".join(str(n) for n in s.chunk_later) or "-"
-            how = "" if s.chunk_origin == "server" else " (from pauses between arrivals)"
-            lines.append(f"chunks      first {s.chunk_first} frames, then {later}{how}")
-        elif s.chunk_origin == "irregular":
-            lines.append("chunks      not measurable: arrivals pause irregularly, no statistics")
+        via = f"adapter {self.adapter}" if self.adapter else f"profile {self.profile}"
+        lines = [f"server      {self.url} ({via})"]
+        if self.adapter:  # stepped: its fps is the video's, its pace is how fast it steps
+            pace = "not measured"
+            if s.fps_measured and s.fps_announced:
+                ratio = s.fps_measured / s.fps_announced
+                pace = f"{s.fps_measured:.1f} frames a second ({ratio:.2f}x real time)"
+            lines.append(f"fps         {s.fps_announced or 0:g} (the model's); it stepped {pace}")
         else:
-            lines.append("chunks      none seen (evenly paced frames, no statistics)")
+            lines += self._stream_lines()
         res = f"{s.resolution[0]}x{s.resolution[1]}" if s.resolution else "no frame"
         lines.append(f"resolution  {res}, {s.frames} frames")
-        msgs = ", ".join(f"{n} {k}" for k, n in sorted(s.messages.items(), key=lambda i: -i[1]))
-        lines.append(f"messages    {msgs or 'not listed for this transport'}")
+        if not self.adapter:
+            msgs = ", ".join(f"{n} {k}" for k, n in sorted(s.messages.items(), key=lambda i: -i[1]))
+            lines.append(f"messages    {msgs or 'not listed for this transport'}")
         for words in self.server_said():
             lines.append(f"server said {words.split('server says: ', 1)[1]}")
         if s.case_similarity is not None:
@@ -199,6 +199,24 @@ class ProbeReport:
         if self.written:
             lines.append(f"written     {self.written}")
         return "\n".join(lines)
+
+    def _stream_lines(self) -> list[str]:
+        """A server's fps (delivered beside announced) and its chunks."""
+        s = self.server
+        lines: list[str] = []
+        fps = f"{s.fps_measured:.2f} delivered" if s.fps_measured else "not measured"
+        said = [f"{s.fps_announced:g} announced"] if s.fps_announced else []
+        said += [f"{s.fps_profile:g} in the profile"] if s.fps_profile else []
+        lines.append(f"fps         {fps}" + (f" ({', '.join(said)})" if said else ""))
+        if s.chunk_first is not None:
+            later = "/".join(str(n) for n in s.chunk_later) or "-"
+            how = "" if s.chunk_origin == "server" else " (from pauses between arrivals)"
+            lines.append(f"chunks      first {s.chunk_first} frames, then {later}{how}")
+        elif s.chunk_origin == "irregular":
+            lines.append("chunks      not measurable: arrivals pause irregularly, no statistics")
+        else:
+            lines.append("chunks      none seen (evenly paced frames, no statistics)")
+        return lines
 
 
 def _seconds(value: float | None) -> str:

@@ -76,7 +76,7 @@ class _Window:
     frames: list[npt.NDArray[np.uint8]] = field(default_factory=list)
 
 
-class _Plan:
+class WindowPlan:
     """The windows as the driver opens them, and the measuring of closed ones."""
 
     def __init__(self) -> None:
@@ -163,6 +163,7 @@ async def run_probe(
     conditioning: Conditioning | None = None,
     no_frame_timeout_s: float = 10.0,
     keys_url: str | None = None,
+    page: str | None = None,
 ) -> ProbeSession:
     """Press ``names`` (the first ``first_names`` are the profile's) on the server at ``url``;
     ``enough`` is asked after the rest and after the profile's names whether to stop there
@@ -174,6 +175,7 @@ async def run_probe(
         profile=profile,
         no_frame_timeout_s=no_frame_timeout_s,
         keys_url=keys_url,
+        page=page,
     )
     source = open_network_source(
         url, ("W",), episode="probe", suite="probe", options=options, conditioning=conditioning
@@ -194,7 +196,7 @@ async def run_probe(
         connect_timeout_s=no_frame_timeout_s,
         no_frame_timeout_s=no_frame_timeout_s + rest_s + MAX_EXTRA_REST_S,
     )
-    plan = _Plan()
+    plan = WindowPlan()
     out = ProbeSession()
 
     async def drive() -> None:
@@ -245,7 +247,7 @@ async def run_probe(
     return out
 
 
-async def _collect(source: LiveSource, plan: _Plan, out: ProbeSession) -> None:
+async def _collect(source: LiveSource, plan: WindowPlan, out: ProbeSession) -> None:
     while True:
         try:
             event = await source.recv()

@@ -19,6 +19,7 @@ from streameval.protocol.keys import KEYS
 from streameval.transports.profiles.browser import BrowserSpec, read_browser
 from streameval.transports.profiles.fields import TomlFields, kind_name
 from streameval.transports.profiles.lease import LeaseSpec, read_lease
+from streameval.transports.profiles.mouse_names import is_mouse_name, parse_mouse_name
 from streameval.transports.profiles.ondemand import (
     AnswerSpec,
     ProcessSpec,
@@ -133,12 +134,18 @@ class KeySpec:
     named: frozenset[str] = frozenset()  # the keys ``names`` gives a name (a button)
 
     def motion(self, key: str | None) -> tuple[float, float]:
-        """The mouse motion per frame of ``key`` (0, 0 for a key without one)."""
-        return self.mouse.get(key, (0.0, 0.0)) if key else (0.0, 0.0)
+        """The mouse motion per frame of ``key`` (0, 0 for a key without one); a probe's
+        ``mouse:DX,DY`` candidate is its own motion (``mouse_names``)."""
+        if not key:
+            return (0.0, 0.0)
+        return self.mouse.get(key) or parse_mouse_name(key) or (0.0, 0.0)
 
     def is_button(self, key: str | None) -> bool:
-        """Whether ``key`` presses a button: every key but none and a mouse-only key."""
-        return key is not None and key != "-" and (key not in self.mouse or key in self.named)
+        """Whether ``key`` presses a button: every key but none, a mouse-only key and a
+        ``mouse:DX,DY`` name."""
+        if key is None or key == "-" or is_mouse_name(key):
+            return False
+        return key not in self.mouse or key in self.named
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,3 +117,54 @@ def bad_frame() -> BadFrame:
 
 def with_geometry() -> WithGeometry:
     return WithGeometry()
+
+
+class GroundWorld(PanWorld):
+    """Numpy only, with parallax, so its keys can be told apart by the motion-type fit: the
+    texture is a cylinder around a pinhole camera of 70°, a turn rotates the camera about its
+    axis (every pixel as a real yaw moves it), a strafe shifts each row by its nearness (far
+    above the horizon, nearer towards the bottom, as over a ground plane), W/S zoom.
+    ``crossed``: its L and R wired the wrong way round, as an adapter's sign slip would."""
+
+    name = "ground-world"
+
+    def __init__(self, crossed: bool = False) -> None:
+        super().__init__()
+        f = (W / 2) / np.tan(np.radians(35.0))
+        x = (np.arange(W)[None, :] - W / 2) / f
+        y = (np.arange(H)[:, None] - H / 2) / f
+        self.f, self.plane = f, x * np.ones((H, 1))  # the image plane, in focal lengths
+        self.y = y
+        self.per_radian = self.texture.shape[1] / (2 * np.pi)
+        rows = np.arange(H, dtype=np.float64)
+        self.nearness = 0.15 + 3.0 * np.clip((rows - H * 0.4) / (H * 0.6), 0.0, 1.0)[:, None]
+        self.heading, self.offset = 0.0, np.zeros((H, 1))
+        self.turn = {"L": 1.0, "R": -1.0} if crossed else {"L": -1.0, "R": 1.0}
+
+    def reset(self, image: np.ndarray | None = None, prompt: str | None = None) -> None:
+        super().reset(image, prompt)
+        self.heading, self.offset = 0.0, np.zeros((H, 1))
+
+    def step(self, key: str) -> np.ndarray:
+        self.k += 1
+        self.heading += np.radians(1.5) * self.turn.get(key, 0.0)
+        self.offset += 2.0 * {"A": 1.0, "D": -1.0}.get(key, 0.0) * self.nearness
+        self.zoom *= {"W": 1.02, "S": 1 / 1.02}.get(key, 1.0)
+        # a strafe shifts the image plane's rows (in pixels), a turn the ray's azimuth
+        plane = self.plane - self.offset / self.f
+        cols = (self.heading + np.arctan(plane)) * self.per_radian
+        rows = np.clip(H / 2 + self.f * self.y / np.sqrt(1 + plane * plane), 0, H - 1)
+        view = self.texture[rows.astype(int), np.round(cols).astype(int) % self.texture.shape[1]]
+        if abs(self.zoom - 1.0) > 1e-6:
+            ys = ((np.arange(H) - H / 2) / self.zoom + H / 2).astype(int).clip(0, H - 1)
+            xs = ((np.arange(W) - W / 2) / self.zoom + W / 2).astype(int).clip(0, W - 1)
+            view = view[ys][:, xs]
+        return np.ascontiguousarray(view)
+
+
+def ground_world() -> GroundWorld:
+    return GroundWorld()
+
+
+def crossed_world() -> GroundWorld:
+    return GroundWorld(crossed=True)
