@@ -100,7 +100,7 @@ async def probe(url: str, profile_spec: str | None, options: ProbeOptions) -> Pr
 
     def enough(windows: list[PressSignals]) -> bool:
         """Stop pressing: the server moves with no key (nothing a press could show), or the
-        profile's names already map all six (unless every name is asked for)."""
+        names pressed so far map all six (unless every name is asked for)."""
         rest = next((classify(w, fps_hint) for w in windows if w.name == REST_NAME), None)
         if moves_alone(rest) is not None:
             return True

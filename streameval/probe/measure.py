@@ -3,8 +3,10 @@
 Every frame the server sent while a candidate key was held, and while it rested after the
 keyup, is brought to the analysis frame (``perception.analysis``: 640×432 grey) and each
 consecutive pair gets the scoring's flow (DIS, ``perception.flow``) and its signals: Sx (mean
-horizontal flow, + under A and L), Srad (mean radial flow, + under W) and Sy (mean vertical
-flow, what a pitch makes and none of the six keys should). The pairs of the press's plateau
+horizontal flow, + under A and L), Srad (mean radial flow, + under W) and Sy (the vertical
+flow the top and bottom halves share, what a pitch makes and none of the six keys should: a
+forward step over a ground plane moves the ground down and the sky not at all, and a world of
+objects nearer below the horizon than above moves more down than up; neither is a pitch). The pairs of the press's plateau
 also give motion-type samples, derotated as the scoring derotates them
 (``perception.motion_samples``), so ``classify`` can tell a strafe from a turn with the same
 depth-free estimator the scores use (docs/methods.md#motion-type-fit).
@@ -67,6 +69,18 @@ def analysis_frame(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     return to_analysis_gray(image)
 
 
+def shared_vertical(flow: npt.NDArray[np.float32]) -> float:
+    """The vertical flow common to the frame's top and bottom halves: their means when both
+    move the same way, the smaller of the two (with its sign), else 0. A pitch moves the
+    whole picture alike; forward motion moves the halves apart, or one more than the other."""
+    half = flow.shape[0] // 2
+    top = float(np.mean(flow[:half, :, 1]))
+    bottom = float(np.mean(flow[half:, :, 1]))
+    if top * bottom <= 0:
+        return 0.0
+    return top if abs(top) < abs(bottom) else bottom
+
+
 def press_signals(window: PressWindow, flow: FlowBackend | None = None) -> PressSignals:
     """The signals of every consecutive pair of ``window`` (frames already analysis grey)."""
     backend = flow or create_flow_backend("dis-fast")
@@ -77,7 +91,7 @@ def press_signals(window: PressWindow, flow: FlowBackend | None = None) -> Press
     for i in range(n):
         f = np.asarray(backend(frames[i], frames[i + 1]), dtype=np.float32)
         sx[i], srad[i] = flow_signals(f)
-        sy[i] = float(np.mean(f[..., 1]))
+        sy[i] = shared_vertical(f)
         flows.append(f)
     width = frames[0].shape[1] if frames else 0
     fit = _plateau_fit(backend, frames, flows, sx, srad, sy, width)

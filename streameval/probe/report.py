@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from streameval.errors import redact_url
 from streameval.probe.classify import KeyMotion
 from streameval.probe.mapping import Mapping
 from streameval.probe.session import ProbeSession
@@ -120,6 +121,10 @@ class ProbeReport:
     written: str | None = None
     errors: list[str] = field(default_factory=list)
     adapter: str | None = None  # python:M:F: the model's name and where it runs (no profile)
+
+    def __post_init__(self) -> None:
+        # a claim URL's passphrase goes nowhere: not the table, the JSON, the written profile
+        self.url = redact_url(self.url)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -166,8 +166,8 @@ async def run_probe(
     page: str | None = None,
 ) -> ProbeSession:
     """Press ``names`` (the first ``first_names`` are the profile's) on the server at ``url``;
-    ``enough`` is asked after the rest and after the profile's names whether to stop there
-    (a server that moves alone; the profile's names suffice). Raises
+    ``enough`` is asked after the rest and before each name past the profile's whether to
+    stop there (a server that moves alone; the names pressed so far suffice). Raises
     ``BadInputError`` when the server cannot be reached."""
     options = AttachOptions(
         clock="wall",
@@ -213,7 +213,10 @@ async def run_probe(
             plan.open(REST_NAME, t)
             await asyncio.sleep(rest_s)  # as it is: a server that moves alone shows it here
             for i, name in enumerate(names):
-                ask = i in (0, first_names) and enough is not None
+                # after the rest, then before each name past the profile's: stop as soon as
+                # the names pressed suffice (a `--try` name or an alternative that completes
+                # the mapping ends the probe there)
+                ask = i == 0 or i >= first_names
                 if ask and enough is not None and enough(await plan.measured_so_far()):
                     break
                 t = time.perf_counter()

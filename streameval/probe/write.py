@@ -60,8 +60,8 @@ def profile_text(
     motions = {k: m for k in KEYS if (m := parse_mouse_name(names.get(k))) is not None}
     buttons = {k: names[k] for k in KEYS if k not in motions}
     lines = _drop_table(lines, "[keys.mouse]")
-    lines = _set_keys(lines, "names", names_line(buttons), comment=True)
     lines = _set_keys(lines, "mouse", mouse_line(motions) if motions else None)
+    lines = _set_keys(lines, "names", names_line(buttons), comment=True)
     head = [f"# {line}".rstrip() for line in comment.splitlines()]
     out = "\n".join([*head, *lines]) + "\n"
     written = parse_profile(out, "the written profile")

@@ -82,6 +82,7 @@ class Overworld:
     warn_before_s: float = 60.0
     idle_s: float = 300.0
     counts_per_turn: float = 8.0
+    invert_mouse: bool = False  # a game's "invert mouse" setting: +dx turns left (the probe's)
     worker_port: int = 0
     claimed: dict[str, Slot] = field(default_factory=dict)
     claims: list[dict[str, Any]] = field(default_factory=list)  # every answer to /claim
@@ -156,9 +157,10 @@ def router_app(world: Overworld) -> web.Application:
 class Engine:
     """The stand-in model behind one socket: buttons move it, the mouse turns it."""
 
-    def __init__(self, model: Any, counts_per_turn: float) -> None:
+    def __init__(self, model: Any, counts_per_turn: float, invert: bool = False) -> None:
         self.model = model
         self.counts_per_turn = counts_per_turn
+        self.sign = -1.0 if invert else 1.0
         self.budget = 0.0
 
     def reset(self, seed: np.ndarray | None) -> None:
@@ -166,7 +168,7 @@ class Engine:
         self.model.reset(image=seed)
 
     def gen_frame(self, buttons: set[str], mouse_dx: float) -> np.ndarray:
-        self.budget += mouse_dx
+        self.budget += self.sign * mouse_dx
         key = next((b for b in MOVES if b in buttons), "-")
         if self.budget <= -self.counts_per_turn:
             key, self.budget = "L", self.budget + self.counts_per_turn
@@ -199,7 +201,7 @@ def engine_app(world: Overworld) -> web.Application:
             world.closed.append("invalid session")
             await socket.close(code=1008, message=b"invalid session")
             return socket
-        engine = Engine(world.model(), world.counts_per_turn)
+        engine = Engine(world.model(), world.counts_per_turn, world.invert_mouse)
 
         async def send(body: dict[str, Any]) -> None:
             await socket.send_str(json.dumps(body))
