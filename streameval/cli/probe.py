@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from datetime import UTC, datetime
@@ -153,7 +154,10 @@ def run(args: argparse.Namespace) -> int:
     )
     adapter = args.url.startswith("python:")
     spec = args.profile if adapter else probe_profile(args.url, args.profile)
-    report = asyncio.run(probe(args.url, spec, options))
+    # stdout is the report's (``--json``: one object): what an in-process adapter prints
+    # while it loads and steps goes to stderr (the bridge's worker keeps even C-level writes)
+    with contextlib.redirect_stdout(sys.stderr):
+        report = asyncio.run(probe(args.url, spec, options))
     if args.write_profile is not None and report.mapping.complete:
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         announced = report.server.fps_announced

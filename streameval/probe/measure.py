@@ -6,10 +6,10 @@ consecutive pair gets the scoring's flow (DIS, ``perception.flow``) and its sign
 horizontal flow, + under A and L), Srad (mean radial flow, + under W) and Sy (the vertical
 flow the top and bottom halves share, what a pitch makes and none of the six keys should: a
 forward step over a ground plane moves the ground down and the sky not at all, and a world of
-objects nearer below the horizon than above moves more down than up; neither is a pitch). The pairs of the press's plateau
-also give motion-type samples, derotated as the scoring derotates them
-(``perception.motion_samples``), so ``classify`` can tell a strafe from a turn with the same
-depth-free estimator the scores use (docs/methods.md#motion-type-fit).
+objects nearer below the horizon than above moves more down than up; neither is a pitch).
+The pairs of the press's plateau also give motion-type samples, derotated as the scoring
+derotates them (``perception.motion_samples``), so ``classify`` can tell a strafe from a
+turn with the same depth-free estimator the scores use (docs/methods.md#motion-type-fit).
 """
 
 from __future__ import annotations

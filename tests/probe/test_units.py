@@ -12,9 +12,10 @@ from streameval.errors import BadInputError
 from streameval.probe.candidates import candidates, check_probeable, uses_keycodes
 from streameval.probe.classify import KeyMotion, classify
 from streameval.probe.mapping import choose
-from streameval.probe.measure import PressSignals
+from streameval.probe.measure import PressSignals, shared_vertical
 from streameval.probe.write import profile_text
 from streameval.transports.profiles import load_profile, parse_profile
+from streameval.transports.profiles.mouse_names import mouse_name, parse_mouse_name
 from streameval.transports.websocket.messages import MessageTally
 
 OWN = {"W": "w", "S": "s", "A": "a", "D": "d", "L": "j", "R": "l"}
@@ -136,3 +137,67 @@ def test_the_tally_names_each_kind_of_message() -> None:
                             "binary message": 1}  # fmt: skip
     assert tally.last["type=ready"]["fps"] == 16
     assert tally.describe().startswith("2 binary frame, 1 ")
+
+
+def test_a_mouse_motion_is_a_name_of_its_own() -> None:
+    assert mouse_name(-8.0, 0.0) == "mouse:-8,0" and mouse_name(2.5, -1) == "mouse:2.5,-1"
+    assert parse_mouse_name("mouse:-8,0") == (-8.0, 0.0)
+    assert parse_mouse_name("mouse:+0.5,3") == (0.5, 3.0)
+    for bad in ("mouse:0,0", "mouse:x,1", "mouse:1", "w", "", None, "mouse:1,2,3"):
+        assert parse_mouse_name(bad) is None, bad
+    keys = load_profile("overworld").keys
+    # the key channel and the browser read the name as its motion and no button
+    assert keys.motion("mouse:3,-2") == (3.0, -2.0) and not keys.is_button("mouse:3,-2")
+    assert keys.motion("L") == (-8.0, 0.0) and not keys.is_button("L")
+    assert keys.motion("W") == (0.0, 0.0) and keys.is_button("W")
+
+
+def test_mouse_candidates_only_where_the_server_can_be_sent_mouse_motion() -> None:
+    ow = candidates(load_profile("overworld"))
+    # the profile's own turns are its mouse motions, pressed among its names
+    assert ow[:6] == ("W", "S", "A", "D", "mouse:-8,0", "mouse:8,0")
+    web = candidates(load_profile("web-wasd"))
+    assert web[:6] == ("w", "s", "a", "d", "ArrowLeft", "ArrowRight")
+    assert web[-2:] == ("mouse:-8,0", "mouse:8,0")  # last: keys first
+    assert candidates(load_profile("web-wasd"), step=3)[-2:] == ("mouse:-3,0", "mouse:3,0")
+    assert not any(n.startswith("mouse:") for n in candidates(load_profile("worldfoundry")))
+    # keyCodes: a motion has none and is kept all the same
+    keycode = parse_profile(
+        'name = "kc"\ntransport = "ws"\n[templates.keydown]\ncode = "{keycode}"\n'
+        'dx = "{mouse_dx}"\n[templates.keyup]\ncode = "{keycode}"\n',
+        "kc.toml",
+    )
+    assert uses_keycodes(keycode) and candidates(keycode)[-2:] == ("mouse:-8,0", "mouse:8,0")
+
+
+def test_a_mouse_found_for_a_turn_is_written_as_keys_mouse_and_back() -> None:
+    found = {"W": "W", "S": "S", "A": "A", "D": "D", "L": "mouse:8,0", "R": "mouse:-8,0"}
+    text = profile_text(load_profile("overworld"), found, fps=20, comment="probed")
+    written = parse_profile(text, "written")
+    assert written.keys.mouse == {"L": (8.0, 0.0), "R": (-8.0, 0.0)}  # inverted, as found
+    assert not written.keys.is_button("L") and written.keys.is_button("W")
+    assert text.count("mouse =") == 1
+    # a web page whose turns are the mouse: L and R leave the names, no button is pressed
+    found = {"W": "w", "S": "s", "A": "a", "D": "d", "L": "mouse:-4,0", "R": "mouse:4,0"}
+    written = parse_profile(profile_text(load_profile("web-wasd"), found, fps=None,
+                                         comment="c"), "w")  # fmt: skip
+    assert written.keys.mouse == {"L": (-4.0, 0.0), "R": (4.0, 0.0)}
+    assert set(written.keys.names) == {"W", "S", "A", "D"}
+    # the other way: a mouse profile whose server turns by keys loses its mouse
+    found = {"W": "W", "S": "S", "A": "A", "D": "D", "L": "ArrowLeft", "R": "ArrowRight"}
+    written = parse_profile(profile_text(load_profile("overworld"), found, fps=20,
+                                         comment="c"), "w")  # fmt: skip
+    assert written.keys.mouse == {} and written.key_names()["L"] == "ArrowLeft"
+
+
+def test_a_pitch_is_the_vertical_flow_both_halves_share() -> None:
+    flow = np.zeros((40, 60, 2), np.float32)
+    flow[..., 1] = 2.0
+    assert shared_vertical(flow) == pytest.approx(2.0)  # the whole picture moved down
+    flow[:20, :, 1] = -1.0
+    assert shared_vertical(flow) == 0.0  # top up, bottom down: forward, not a pitch
+    flow[:20, :, 1] = 0.0
+    assert shared_vertical(flow) == 0.0  # the ground moves, the sky does not: forward
+    flow[:20, :, 1] = -0.5
+    flow[20:, :, 1] = -3.0
+    assert shared_vertical(flow) == pytest.approx(-0.5)  # both up: the smaller is shared

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -171,3 +172,40 @@ def test_a_broken_set_up_is_one_line(tmp_path: Path, model_python: Path,
                  str(tmp_path / "o"), "--no-tui"])  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "runs a python: model, not ws://127.0.0.1:9/x" in err[-1], err
+
+
+def _probe(
+    capsys: pytest.CaptureFixture[str], factory: str, *args: str
+) -> tuple[int, dict[str, Any], str]:
+    code = main(["probe", f"python:{ADAPTERS}:{factory}", "--seconds", "1.5", "--rest", "1",
+                 "--json", *args])  # fmt: skip
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+@pytest.mark.timeout(120)
+def test_probe_through_the_bridge_sees_what_it_sees_in_process(
+    model_python: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``probe python:… --python``: each key of a numpy-only world with parallax, stepped in
+    the model's environment, measures exactly as in process (the same frames); crossed keys
+    are named the same way; a worker that dies mid-probe ends it with its own words."""
+    code, bridged, err = _probe(capsys, "ground_world", "--python", str(model_python))
+    assert code == 0, err
+    assert bridged["adapter"] == f"ground-world, python {model_python}"
+    code, inprocess, _ = _probe(capsys, "ground_world")
+    assert code == 0
+    assert bridged["keys"] == inprocess["keys"] and bridged["no_key"] == inprocess["no_key"]
+    assert bridged["mapping"] == {k: k for k in "WSADLR"}
+
+    code, _, err = _probe(capsys, "crossed_world", "--python", str(model_python))
+    assert code == 1 and "the adapter's 'L' does yaw right" in err
+
+    monkeypatch.setenv("BRIDGE_TEST_MARKER", str(tmp_path / "marker"))
+    code, crashed, err = _probe(capsys, "crashing", "--python", str(model_python))
+    assert code == 1 and "Traceback" not in err
+    (problem,) = crashed["problems"]
+    assert problem.startswith("the probe did not finish:") and "died (SIGSEGV)" in problem
