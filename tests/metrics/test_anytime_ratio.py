@@ -116,3 +116,21 @@ def test_the_interval_lies_within_the_certain_range_after_38_of_40() -> None:
         assert np.all(low >= cert[0] - 1e-12) and np.all(high <= cert[1] + 1e-12)
         assert np.all(low >= seq[0] - 1e-12) and np.all(high <= seq[1] + 1e-12)
         assert high[-1] == pytest.approx(0.97)  # the sequence's grid rounded it out to 0.9705
+
+
+def test_a_narrower_range_than_the_certain_one_would_miss_two_reversed_cases() -> None:
+    """Why direction accuracy's certain range after 38 of 40 is [58.29, 97.0] and not the
+    [77.65, 97.0] of [0, 1] segments: the last two cases of this very run can be a world whose
+    keys are reversed, 3 translation segments each at -1 (WorldMark's direction accuracy per
+    segment is signed; only the pooled column is clipped at 0). The full set then scores
+    58.29, which the certain range holds and [77.65, 97.0] does not."""
+    from streameval.metrics.anytime import certain_ratio_range
+
+    b = np.concatenate([np.ones(25), np.zeros(13), [3.0, 3.0]])  # 40 cases in run order
+    a = np.concatenate([np.full(25, 0.9628), np.zeros(13), [-3.0, -3.0]])
+    truth = float(a.sum() / b.sum())
+    assert truth == pytest.approx(0.58290, abs=1e-4)
+    low, high = certain_ratio_range(a, b, 40, bounds=(-1.0, 1.0), max_denominator=3)
+    assert low[37] - 1e-12 <= truth <= high[37] + 1e-12  # after 38 cases: held for certain
+    assert not 0.7765 <= truth <= 0.970  # the narrower range would have excluded it
+    assert low[-1] == high[-1] == pytest.approx(truth)
