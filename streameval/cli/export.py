@@ -39,6 +39,10 @@ def add_parser(sub: Any) -> None:
         metavar="TAG",
         help="worldmark: the model's folder name (default: its name, upper-cased)",
     )
+    parser.add_argument(
+        "--org", default="", help="wbench: the submitting organisation, for meta.json"
+    )
+    parser.add_argument("--contact", default="", help="wbench: a contact (e-mail) for meta.json")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
     from streameval.results.exports import export_run
 
     try:
-        result = export_run(args.run, args.format, args.out, tag=args.model_tag)
+        result = export_run(
+            args.run, args.format, args.out, tag=args.model_tag, org=args.org, contact=args.contact
+        )
     except BadInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

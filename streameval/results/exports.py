@@ -296,7 +296,12 @@ def _worldmark(
 # ------------------------------------------------------------------------------------------
 
 
-def _wbench(episodes: Sequence[_Episode], out: Path, result: ExportResult) -> None:
+def _wbench(
+    episodes: Sequence[_Episode],
+    out: Path,
+    result: ExportResult,
+    who: tuple[str, str] = ("", ""),
+) -> None:
     by_model: dict[str, list[_Episode]] = {}
     for episode in episodes:
         by_model.setdefault(episode.record.model, []).append(episode)
@@ -337,8 +342,8 @@ def _wbench(episodes: Sequence[_Episode], out: Path, result: ExportResult) -> No
             "model_name": path_component(model),
             "type": "action",
             "display_name": model,
-            "org": "",
-            "contact": "",
+            "org": who[0],
+            "contact": who[1],
         }
         write_text_atomic(root / "meta.json", json.dumps(meta, indent=2) + "\n")
 
@@ -376,10 +381,19 @@ def _raw(episodes: Sequence[_Episode], run: Path, out: Path, result: ExportResul
         result.exported.append(_entry(episode, files, recording=str(target.relative_to(out))))
 
 
-def export_run(run: Path, fmt: Format, out: Path, *, tag: str | None = None) -> ExportResult:
+def export_run(
+    run: Path,
+    fmt: Format,
+    out: Path,
+    *,
+    tag: str | None = None,
+    org: str = "",
+    contact: str = "",
+) -> ExportResult:
     """Export the recordings of every episode below ``run`` (a results folder, a model's
     folder or one episode's) in ``fmt`` into ``out``; ``BadInputError`` when ``run`` holds no
-    results. ``tag``: WorldMark's model tag (default ``model_tag`` of each model)."""
+    results. ``tag``: WorldMark's model tag (default ``model_tag`` of each model); ``org`` and
+    ``contact``: who submits, as WBench's ``meta.json`` asks (empty: to fill in by hand)."""
     if fmt not in FORMATS:
         raise BadInputError("--format", f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     if not run.exists():
@@ -390,7 +404,7 @@ def export_run(run: Path, fmt: Format, out: Path, *, tag: str | None = None) -> 
     if fmt == "worldmark":
         _worldmark(episodes, out, result, tag)
     elif fmt == "wbench":
-        _wbench(episodes, out, result)
+        _wbench(episodes, out, result, (org, contact))
     else:
         _raw(episodes, run, out, result)
     doc = {

@@ -174,6 +174,14 @@ def check_attach_conditioning(
             if images:
                 raise BadInputError(url, OUR_PROTOCOL_TAKES_NO_IMAGE)
             continue
+        if scheme.startswith("browser+") and images:
+            raise BadInputError(
+                url,
+                f"a web page is sent key events only, no start image, but {images} of the "
+                f"{len(cases)} cases start from one: run its keys alone (--actions), or "
+                "bring the page to the case's start yourself and attach to its tab "
+                "(browser+http://HOST:PORT --page TEXT)",
+            )
         profile = _profile_for(url, options)
         if profile is None:
             if images:
@@ -390,9 +398,14 @@ URL_FORMS = {"ws": "ws://", "http": "http://", "exec": "exec:"}
 
 def _profile_for(url: str, options: AttachOptions) -> ServerProfile | None:
     """The ``--profile`` of this attach, checked against the URL's transport; a WebSocket,
-    a request-response server and a program need one (``NEEDS_PROFILE``)."""
+    a request-response server and a program need one (``NEEDS_PROFILE``); a web page without
+    one has ``web-wasd`` (``DEFAULT_BROWSER_PROFILE``), what its case checks are made on."""
     scheme = url_scheme(url)
     transport = {"wss": "ws", "https": "http"}.get(scheme, scheme.split("+", 1)[0])
+    if options.profile is None and transport == "browser" and not options.lossless:
+        from streameval.transports.profiles import load_profile
+
+        return load_profile(DEFAULT_BROWSER_PROFILE)
     if options.profile is None:
         if transport in NEEDS_PROFILE:
             what = NEEDS_PROFILE[transport]

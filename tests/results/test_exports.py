@@ -111,7 +111,8 @@ def test_worldmark_export_replays_to_the_runs_scores(run: Path, tmp_path: Path) 
 
 def test_wbench_export_names_each_case_and_its_turns(run: Path, tmp_path: Path) -> None:
     out = tmp_path / "wb"
-    assert main(["export", str(run), "--format", "wbench", "--out", str(out)]) == 0
+    assert main(["export", str(run), "--format", "wbench", "--out", str(out), "--org", "A Lab",
+                 "--contact", "eval@example.org"]) == 0  # fmt: skip
     root = out / MODEL_DIR
     names = sorted(p.name for p in (root / "videos").iterdir())
     assert names == [
@@ -128,6 +129,7 @@ def test_wbench_export_names_each_case_and_its_turns(run: Path, tmp_path: Path) 
     assert turns["cases"]["third_view_style_000_001"] == {"turn_frames": [0, 8]}
     meta = json.loads((root / "meta.json").read_text())
     assert meta["type"] == "action" and meta["display_name"] == "procedural-world[clean]"
+    assert (meta["org"], meta["contact"]) == ("A Lab", "eval@example.org")
     source = run / MODEL_DIR / "first_view" / "real" / "000_009" / "recording" / "video.mp4"
     assert _sha(root / "videos" / "case_000_009_combined.mp4") == _sha(source)
 

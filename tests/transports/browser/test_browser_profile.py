@@ -3,6 +3,9 @@ and refused in one line each), the built-in ``web-wasd``, and the key events a k
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
 from streameval.errors import BadInputError
@@ -79,3 +82,22 @@ def test_the_element_is_cropped_from_the_viewport_and_the_pointer_stays_in_it() 
     assert box.crop(2560, 1280.0) == (40, 200, 1320, 920)  # a 2x device pixel ratio
     assert box.pointer_step((340.0, 280.0), 8.0, 0.0) == (348.0, 280.0)
     assert box.pointer_step((1276.0, 280.0), 8.0, 0.0) == box.centre  # past the edge: back
+
+
+def test_a_case_image_for_a_web_page_is_one_line_naming_the_page(tmp_path: Path) -> None:
+    """A page is sent key events only: cases with images are refused before anything starts,
+    naming the URL (with or without --profile), not the built-in profile's file."""
+    from streameval.cases.model import Case
+    from streameval.transports.urls import AttachOptions, check_attach_conditioning
+
+    case = Case(name="000_006", set="first_view/real", suite="worldmark", image_id=None,
+                action=None, keys=None, image_path=tmp_path / "x.png", prompt=None,
+                intrinsics=None, origin="test")  # fmt: skip
+    url = "browser+http://127.0.0.1:9/world.html"
+    for profile in (None, "web-wasd"):
+        options = AttachOptions(clock=None, seconds_per_key=1.0, profile=profile)
+        with pytest.raises(BadInputError) as caught:
+            check_attach_conditioning([url], options, [case])
+        assert str(caught.value).startswith(f"{url}: a web page is sent key events only")
+    no_image = replace(case, image_path=None)
+    check_attach_conditioning([url], AttachOptions(clock=None, seconds_per_key=1.0), [no_image])
