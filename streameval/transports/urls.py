@@ -420,7 +420,7 @@ def _profile_for(url: str, options: AttachOptions) -> ServerProfile | None:
     profile = load_profile(options.profile)
     if transport == "http" and profile.lease is not None:
         return profile  # the claim URL of a WebSocket session (docs/serve-formats.md#overworld)
-    if profile.lease is not None:
+    if profile.lease is not None and transport not in profile.transport:
         raise BadInputError(
             url,
             f"profile {profile.name!r} claims its session over HTTP first: give the claim "

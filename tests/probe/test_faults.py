@@ -115,6 +115,9 @@ def test_probe_names_the_ready_message_a_server_never_sends(tmp_path: Path) -> N
     _one_line_each(err)
 
 
+# `make test-long`: `make test` keeps the Studio's probe with --image saying the server started
+# from it (test_studio.py); here a server that ignores the image beside one that honours it
+@pytest.mark.long
 @pytest.mark.timeout(90)
 def test_probe_says_whether_the_server_started_from_the_start_image(tmp_path: Path) -> None:
     """worldfoundry uploads the image and names it in configure: a server that honours it

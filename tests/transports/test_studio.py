@@ -242,6 +242,9 @@ def test_probe_on_a_server_silent_at_rest_writes_the_names_and_the_announced_fps
     assert "paced at the server's fps" not in text and "j / l turn" not in text
 
 
+# `make test-long`: a server's own error words are quoted in `make test` by the segment
+# transport's faults (segments/test_transport.py); here the probe's "server said" lines, --all
+@pytest.mark.long
 @pytest.mark.timeout(240)
 def test_probe_quotes_a_server_that_refuses_unknown_keys(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

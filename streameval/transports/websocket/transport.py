@@ -98,8 +98,9 @@ class WebSocketSource(LiveSource):
         kept: KeptSocket | None = None,
     ) -> None:
         url = request.url
-        lease = profile.lease
-        # a claimed session (``[lease]``): ``url`` is the claim URL, its passphrase never shown
+        # a claimed session (``[lease]``): ``url`` is the claim URL, its passphrase never shown;
+        # a ws:// URL is the engine's own socket, reached without the router's claim
+        lease = profile.lease if url.split("://", 1)[0] in ("http", "https") else None
         shown_as = redact_url(display_url(url, lease.secret)) if lease else url
         self._lease = Lease(lease, url, shown_as) if lease else None
         shown = self._lease.shown if self._lease is not None else url

@@ -166,11 +166,20 @@ def test_frame_semantics_needs_a_control_template() -> None:
         parse_profile(text, "mouse.toml")
 
 
-def test_a_lease_profile_takes_the_claim_url_not_the_socket() -> None:
+def test_a_lease_profile_takes_the_claim_url_or_the_engines_own_socket() -> None:
+    """``http://…/claim``: claimed through the router; ``ws://…/ws``: the engine's own
+    socket (world_engine's ``examples/websocket_server.py`` has no router), no claim; any
+    other transport is refused naming the claim URL."""
     from streameval.transports.urls import AttachOptions, open_network_source
 
+    options = AttachOptions(clock=None, seconds_per_key=1.0, profile="overworld")
+    direct = open_network_source("ws://127.0.0.1:1/ws", ("L",), episode="e", suite="t",
+                                 options=options)  # fmt: skip
+    assert direct._lease is None  # type: ignore[attr-defined]
+    claimed = open_network_source("http://127.0.0.1:1/claim?key=k", ("L",), episode="e",
+                                  suite="t", options=options)  # fmt: skip
+    assert claimed._lease is not None  # type: ignore[attr-defined]
     with pytest.raises(BadInputError, match="claims its session over HTTP first"):
         open_network_source(
-            "ws://127.0.0.1:1/ws", ("L",), episode="e", suite="t",
-            options=AttachOptions(clock=None, seconds_per_key=1.0, profile="overworld"),
+            "mjpeg+http://127.0.0.1:1/s", ("L",), episode="e", suite="t", options=options
         )  # fmt: skip
