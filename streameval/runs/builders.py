@@ -242,8 +242,9 @@ def network_jobs(
         ) -> Any:
             given = None if start is None else start.conditioning(episode, keys, suite)
             return open_network_source(
-                url, keys, episode=episode, suite=suite, options=opts, conditioning=given
-            )
+                url, keys, episode=episode, suite=suite, options=opts, conditioning=given,
+                model=model_name,
+            )  # fmt: skip
 
         results_dir = episode_dir(out, model, episode)
         jobs.append(EpisodeJob(episode, open_source, results_dir, recorders(results_dir, record)))

@@ -174,7 +174,7 @@ def _server_cases(
 
     options = servers.options
     check_attach_conditioning(servers.urls, options, case_set.cases)
-    openers = [network_case_opener(url, options) for url in servers.urls]
+    openers = [network_case_opener(url, options, spec.model_name) for url in servers.urls]
     open_for_case: OpenForCase = openers[0] if len(openers) == 1 else ServerChoice(openers)
     drive = spec.drive
     return case_jobs(

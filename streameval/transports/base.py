@@ -89,6 +89,7 @@ class LiveSource:
         self.suite = request.suite
         self.config = request.config
         self.fps_hint = request.fps
+        self.model_name = request.model
         self.info: EpisodeInfo | None = None
         self.log = ArrivalLog()
         self._events: asyncio.Queue[Event] = asyncio.Queue()
@@ -357,7 +358,7 @@ class LiveSource:
         spk = self.config.seconds_per_key
         self.info = EpisodeInfo(
             episode=self.episode,
-            model=server.model,
+            model=self.model_name or server.model,
             suite=self.suite,
             fps=fps,
             schedule=schedule,

@@ -35,8 +35,9 @@ class ServerInfo:
 class SourceRequest:
     """What every live source is opened with, whatever its transport: where (``url``), the
     keys it drives, the episode and suite it feeds, how it is driven (``config``) and the
-    rate asked with ``--fps`` (None: the server's, the profile's or measured). Each transport
-    takes its own options beside it (a profile, key names, a keys URL, ...)."""
+    rate asked with ``--fps`` (None: the server's, the profile's or measured), and the name
+    results give the model (``--model-name``; None: what the server says, else its host).
+    Each transport takes its own options beside it (a profile, key names, a keys URL, ...)."""
 
     url: str
     keys: tuple[str, ...]
@@ -44,6 +45,7 @@ class SourceRequest:
     suite: str
     config: LiveConfig
     fps: float | None = None
+    model: str | None = None
 
 
 SMOKE_BELOW_S = 20.0

@@ -69,8 +69,10 @@ def open_network_source(
     options: AttachOptions,
     conditioning: Conditioning | None = None,
     kept: KeptSocket | None = None,
+    model: str | None = None,
 ) -> LiveSource:
-    """The source for ``url``, chosen by its scheme in ``SCHEMES`` (one table).
+    """The source for ``url``, chosen by its scheme in ``SCHEMES`` (one table); ``model``: the
+    name results give it (``--model-name``), else the server's own or its host.
     ``conditioning``: the benchmark case the session starts from, sent the way the profile
     says (docs/serve-formats.md#conditioning-a-case); ``kept``: where a WebSocket whose
     profile starts cases with ``reset`` is kept from one case to the next."""
@@ -84,7 +86,7 @@ def open_network_source(
         seconds_per_key=options.seconds_per_key,
         no_frame_timeout_s=options.no_frame_timeout_s,
     )
-    request = _Request(url, keys, episode, suite, live, options, conditioning, kept)
+    request = _Request(url, keys, episode, suite, live, options, conditioning, kept, model)
     if not scheme.startswith("mqtt"):
         request.key_names(None)  # a bad --key-map is named before the profile is read
     source = SCHEMES[scheme](request)
@@ -119,9 +121,10 @@ class NetworkCaseOpener:
     with ``[conditioning] start = "reset"``, the ``reset`` message on the connection the case
     before left open: ``aclose()`` closes that one when the run is over."""
 
-    def __init__(self, url: str, options: AttachOptions) -> None:
+    def __init__(self, url: str, options: AttachOptions, model: str | None = None) -> None:
         self.url = url
         self.options = options
+        self.model = model
         self._kept: KeptSocket | None = None
 
     def __call__(self, case: Case, drive: CaseDrive, conditioning: Conditioning) -> LiveSource:
@@ -133,6 +136,7 @@ class NetworkCaseOpener:
             options=replace(self.options, seconds_per_key=drive.seconds_per_key),
             conditioning=conditioning,
             kept=self._kept_socket(),
+            model=self.model,
         )
 
     def _kept_socket(self) -> KeptSocket | None:
@@ -149,9 +153,12 @@ class NetworkCaseOpener:
             await self._kept.close()
 
 
-def network_case_opener(url: str, options: AttachOptions) -> NetworkCaseOpener:
-    """The ``open_for_case`` of the server at ``url`` (``NetworkCaseOpener``)."""
-    return NetworkCaseOpener(url, options)
+def network_case_opener(
+    url: str, options: AttachOptions, model: str | None = None
+) -> NetworkCaseOpener:
+    """The ``open_for_case`` of the server at ``url`` (``NetworkCaseOpener``); ``model``: the
+    name results give it (``--model-name``)."""
+    return NetworkCaseOpener(url, options, model)
 
 
 def check_attach_conditioning(
@@ -228,12 +235,13 @@ class _Request:
     options: AttachOptions
     conditioning: Conditioning | None = None
     kept: KeptSocket | None = None
+    model: str | None = None
 
     def source(self, live: LiveConfig | None = None) -> SourceRequest:
         """What every transport's source is opened with (``live``: this style's config)."""
         config = self.live if live is None else live
         return SourceRequest(
-            self.url, self.keys, self.episode, self.suite, config, self.options.fps
+            self.url, self.keys, self.episode, self.suite, config, self.options.fps, self.model
         )
 
     def key_names(self, profile: ServerProfile | None) -> dict[str, str]:
