@@ -81,4 +81,5 @@ def test_two_servers_share_a_case_set_from_the_command_line(
         assert doc["conditioning"]["sent"] is True
         assert doc["conditioning"]["first_frame_similarity"] >= HONOURED_SIMILARITY
         assert doc["conditioning"]["honoured"] is True
+        assert doc["model"] == "wf"  # --model-name, whichever server ran the case
     assert code == 0, err

@@ -95,6 +95,7 @@ def test_a_mouse_turned_world_scores_its_turns_and_the_session_is_released(
     assert code == 0, captured.err
     doc = _scores(out)
     assert doc["complete"], doc["errors"]
+    assert doc["model"] == "ow"  # --model-name names the model, not only its folder
     rot = doc["metrics"]["direction_accuracy_rot"]
     assert rot["status"] == "official" and rot["normalized"] >= 90, rot
     server = served.server
