@@ -93,6 +93,7 @@ class PoolCaseJobs:
                     episode=case.name,
                     suite=drive.suite,
                     config=replace(live, seconds_per_key=drive.seconds_per_key),
+                    model=ref.model,  # the run's name for it, as its results folder
                 ),
                 conditioning=conditioning,
             )
