@@ -147,17 +147,17 @@ def run(args: argparse.Namespace) -> int:
         keys_url=args.keys_url,
         page=args.page,
         mouse_step=args.mouse_step,
-        python=args.python,
-        app_dir=args.app_dir,
         step_timeout_s=args.step_timeout,
-        fps=args.fps,
     )
     adapter = args.url.startswith("python:")
     spec = args.profile if adapter else probe_profile(args.url, args.profile)
     # stdout is the report's (``--json``: one object): what an in-process adapter prints
     # while it loads and steps goes to stderr (the bridge's worker keeps even C-level writes)
     with contextlib.redirect_stdout(sys.stderr):
-        report = asyncio.run(probe(args.url, spec, options))
+        if adapter:
+            report = _probe_adapter(args, options)
+        else:
+            report = asyncio.run(probe(args.url, spec, options))
     if args.write_profile is not None and report.mapping.complete:
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         announced = report.server.fps_announced
@@ -195,9 +195,38 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _probe_adapter(args: argparse.Namespace, options: Any) -> Any:
+    """``python:M:F``: the model built as ``attach`` builds it (``--python``: through the
+    bridge, whose worker is stopped after), then probed key by key."""
+    from streameval.probe import SteppedModel, probe_adapter
+    from streameval.runs.python_model import load_python_model, model_fps, model_size
+
+    model, name = load_python_model(
+        args.url, args.app_dir, timeout=args.step_timeout, python=args.python
+    )
+    try:
+        stepped = SteppedModel(
+            model,
+            name,
+            model_fps(model, args.fps, args.url),
+            model_size(model, "width"),
+            model_size(model, "height"),
+            "in process" if args.python is None else f"python {args.python}",
+        )
+        return asyncio.run(probe_adapter(args.url, stepped, options))
+    finally:
+        if args.python is not None:  # the bridge's worker: ours to stop
+            model.close()
+
+
 def _check(args: argparse.Namespace) -> None:
     """Options that do not fit the URL, each one line (exit 2) before anything starts."""
     adapter = args.url.startswith("python:")
+    if adapter and args.profile is not None:
+        raise BadInputError(
+            f"--profile {args.profile}",
+            "a python: adapter takes W S A D L R itself: no profile to probe it with",
+        )
     if adapter and args.write_profile is not None:
         raise BadInputError(
             f"--write-profile {args.write_profile}",

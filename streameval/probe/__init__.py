@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streameval.constants import DEFAULT_FPS
 from streameval.errors import BadInputError
@@ -37,7 +37,7 @@ from streameval.transports.profiles import load_profile
 if TYPE_CHECKING:
     from streameval.cases.conditioning import Conditioning
 
-__all__ = ["ProbeOptions", "ProbeReport", "probe", "probe_profile"]
+__all__ = ["ProbeOptions", "ProbeReport", "SteppedModel", "probe", "probe_adapter", "probe_profile"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +54,7 @@ class ProbeOptions:
     keys_url: str | None = None
     page: str | None = None  # browser+http://HOST:PORT of the user's Chromium: the tab
     mouse_step: float | None = None  # the mouse motion a frame to try (default: the profile's)
-    # python:M:F: the model's interpreter (the bridge), where it is imported from, its time-out
-    python: Path | None = None
-    app_dir: Path | None = Path(".")
-    step_timeout_s: float = 300.0
-    fps: float | None = None
+    step_timeout_s: float = 300.0  # python:M:F: a model call's time-out (its load's too)
 
 
 def probe_profile(url: str, profile_spec: str | None) -> str:
@@ -72,17 +68,10 @@ def probe_profile(url: str, profile_spec: str | None) -> str:
 
 
 async def probe(url: str, profile_spec: str | None, options: ProbeOptions) -> ProbeReport:
-    """Probe the server at ``url`` that ``profile_spec`` (a built-in or a file) describes, or
-    the adapter of a ``python:M:F`` URL (no profile). ``BadInputError`` for a profile that
-    cannot be probed or a server or model that cannot be reached; a session that ends early
-    still reports what it measured (``end_reason``)."""
-    if url.startswith("python:"):
-        if profile_spec is not None:
-            raise BadInputError(
-                f"--profile {profile_spec}",
-                "a python: adapter takes W S A D L R itself: no profile to probe it with",
-            )
-        return await _probe_adapter(url, options)
+    """Probe the server at ``url`` that ``profile_spec`` (a built-in or a file) describes
+    (``probe_adapter`` for a ``python:`` model). ``BadInputError`` for a profile that cannot
+    be probed or a server that cannot be reached; a session that ends early still reports
+    what it measured (``end_reason``)."""
     profile_spec = probe_profile(url, profile_spec)
     profile = load_profile(profile_spec)
     check_probeable(profile)
@@ -146,45 +135,50 @@ async def probe(url: str, profile_spec: str | None, options: ProbeOptions) -> Pr
     return ProbeReport(url, profile.name, facts, rest, keys, mapping, end, errors=session.errors)
 
 
-async def _probe_adapter(url: str, options: ProbeOptions) -> ProbeReport:
+@dataclass(frozen=True, slots=True)
+class SteppedModel:
+    """A ``python:M:F`` model as ``attach`` builds it (``runs.python_model``, in process or
+    through the bridge): the object, its name, the fps it is driven at, its stated size, and
+    where it runs (for the report)."""
+
+    model: Any
+    name: str
+    fps: float
+    width: int | None = None
+    height: int | None = None
+    where: str = "in process"
+
+
+async def probe_adapter(url: str, stepped: SteppedModel, options: ProbeOptions) -> ProbeReport:
     """``python:M:F``: each of W S A D L R held from rest, frame by frame (``steps``), and
-    whether each does its own command. The model is built as ``attach`` builds it (in its
-    own interpreter with ``--python``), ``reset(image=…)`` with ``--image``."""
+    whether each does its own command; ``reset(image=…)`` with ``--image``."""
     from streameval.probe.report import ServerFacts
     from streameval.probe.steps import run_step_probe
     from streameval.protocol.keys import KEYS
-    from streameval.runs.python_model import load_python_model, model_fps, model_size
 
-    model, name = load_python_model(
-        url, options.app_dir, timeout=options.step_timeout_s, python=options.python
+    model, name, fps = stepped.model, stepped.name, stepped.fps
+    conditioning = _conditioning(options)
+    if conditioning is not None:
+        from streameval.transports.inprocess.driver import reset_keywords
+
+        accepted = reset_keywords(getattr(model, "reset", None))
+        if accepted is not None and "image" not in accepted:
+            raise BadInputError(
+                f"--image {options.image}",
+                f"{name} has no reset(image=...): it cannot start from an image",
+            )
+    session, pace = await run_step_probe(
+        model,
+        model_name=name,
+        fps=fps,
+        names=KEYS,
+        press_s=options.press_s,
+        rest_s=options.rest_s,
+        step_timeout=options.step_timeout_s,
+        conditioning=conditioning,
+        width=stepped.width,
+        height=stepped.height,
     )
-    try:
-        fps = model_fps(model, options.fps, url)
-        conditioning = _conditioning(options)
-        if conditioning is not None:
-            from streameval.transports.inprocess.driver import reset_keywords
-
-            accepted = reset_keywords(getattr(model, "reset", None))
-            if accepted is not None and "image" not in accepted:
-                raise BadInputError(
-                    f"--image {options.image}",
-                    f"{name} has no reset(image=...): it cannot start from an image",
-                )
-        session, stepped = await run_step_probe(
-            model,
-            model_name=name,
-            fps=fps,
-            names=KEYS,
-            press_s=options.press_s,
-            rest_s=options.rest_s,
-            step_timeout=options.step_timeout_s,
-            conditioning=conditioning,
-            width=model_size(model, "width"),
-            height=model_size(model, "height"),
-        )
-    finally:
-        if options.python is not None:  # the bridge's worker: ours to stop
-            model.close()
     rest: KeyMotion | None = None
     motions: dict[str, KeyMotion] = {}
     for window in session.windows:
@@ -212,7 +206,7 @@ async def _probe_adapter(url: str, options: ProbeOptions) -> ProbeReport:
         similarity = first_frame_similarity(conditioning.image(), session.first_frame)
         honoured = is_honoured(similarity)
     facts = ServerFacts(
-        fps_measured=stepped.steps_per_s,
+        fps_measured=pace.steps_per_s,
         fps_announced=fps,
         fps_profile=None,
         chunk_first=None,
@@ -227,10 +221,9 @@ async def _probe_adapter(url: str, options: ProbeOptions) -> ProbeReport:
     end = None if session.complete else (session.end_reason or "the model stopped early")
     if end is not None:
         mapping = Mapping(mapping.names, [f"the probe did not finish: {end}"])
-    where = f"python {options.python}" if options.python is not None else "in process"
     return ProbeReport(
         url, "", facts, rest, keys, mapping, end, errors=session.errors,
-        adapter=f"{name}, {where}",
+        adapter=f"{name}, {stepped.where}",
     )  # fmt: skip
 
 
