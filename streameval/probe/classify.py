@@ -55,7 +55,8 @@ AMBIGUOUS: dict[str, Motion] = {"A": "sideways left", "D": "sideways right",
 MIN_MOVING_PAIRS = 3
 """Pairs over the response floor a press needs before it counts as moving at all."""
 SUSTAINED_SHARE = 0.5
-"""...and at least this share of the press's own length in frames: a key moves the picture
+"""...and at least this share of the press's own length in frames (those that arrived while
+it was held, at most its seconds at the fps): a key moves the picture
 for about as long as it is held, while a video track's keyframe or a late tail of the name
 before moves it for a few frames (a WebRTC probe read such a blip as a sideways key)."""
 ONSET, SETTLED = 0.1, 0.9
@@ -116,8 +117,13 @@ def classify(signals: PressSignals, fps: float, *, silent_at_rest: bool = False)
     ends with its last frame (the picture stops there): its ease-out is measured to it."""
     channels = {"srad": signals.srad, "sy": signals.sy, "sx": signals.sx}
     motion = np.sqrt(signals.sx**2 + signals.srad**2 + signals.sy**2)
-    held_s = signals.t_up - signals.t_down
-    held = held_s * fps if math.isfinite(held_s) else float(motion.size)
+    # the press's length in the frames that came while it was held (a server slower than its
+    # fps under load, or silent until the first control, is not asked for frames it never sent)
+    if math.isfinite(signals.t_up):
+        inside = (signals.t >= signals.t_down) & (signals.t <= signals.t_up)
+        held = min(float(np.sum(inside)), (signals.t_up - signals.t_down) * fps)
+    else:
+        held = float(motion.size)
     needed = max(MIN_MOVING_PAIRS, SUSTAINED_SHARE * held)
     if motion.size == 0 or int(np.sum(motion >= RESPONSE_FLOOR_PX)) < needed:
         return KeyMotion(signals.name, "nothing")
