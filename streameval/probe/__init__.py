@@ -121,13 +121,7 @@ async def probe(url: str, profile_spec: str | None, options: ProbeOptions) -> Pr
             motions[window.name] = motion
     keys = [motions[n] for n in session.pressed if n in motions]
     mapping: Mapping = choose(keys, own, rest)
-    similarity = honoured = None
-    if conditioning is not None and session.first_frame is not None:
-        from streameval.cases.images import first_frame_similarity
-        from streameval.cases.images import honoured as is_honoured
-
-        similarity = first_frame_similarity(conditioning.image(), session.first_frame)
-        honoured = is_honoured(similarity)
+    similarity, honoured = _started_from(conditioning, session.first_frame)
     facts = server_facts(session, profile.fps, similarity, honoured)
     end = None if session.complete else (session.end_reason or "the session ended early")
     if end is not None:  # what a name would have done is unknown: only the session's end
@@ -198,13 +192,7 @@ async def probe_adapter(url: str, stepped: SteppedModel, options: ProbeOptions) 
         if v != k
     ]
     mapping = Mapping(mapping.names, [*wrong, *mapping.problems], mapping.aliases)
-    similarity = honoured = None
-    if conditioning is not None and session.first_frame is not None:
-        from streameval.cases.images import first_frame_similarity
-        from streameval.cases.images import honoured as is_honoured
-
-        similarity = first_frame_similarity(conditioning.image(), session.first_frame)
-        honoured = is_honoured(similarity)
+    similarity, honoured = _started_from(conditioning, session.first_frame)
     facts = ServerFacts(
         fps_measured=pace.steps_per_s,
         fps_announced=fps,
@@ -225,6 +213,19 @@ async def probe_adapter(url: str, stepped: SteppedModel, options: ProbeOptions) 
         url, "", facts, rest, keys, mapping, end, errors=session.errors,
         adapter=f"{name}, {stepped.where}",
     )  # fmt: skip
+
+
+def _started_from(
+    conditioning: Conditioning | None, first_frame: Any
+) -> tuple[float | None, bool | None]:
+    """How like ``--image`` the first frame is, and whether that counts as started from it
+    (None, None without an image or a frame)."""
+    if conditioning is None or first_frame is None:
+        return None, None
+    from streameval.cases.images import first_frame_similarity, honoured
+
+    similarity = first_frame_similarity(conditioning.image(), first_frame)
+    return similarity, honoured(similarity)
 
 
 def _conditioning(options: ProbeOptions) -> Conditioning | None:
