@@ -22,6 +22,7 @@ from streameval.core.events import EndOfStream, EpisodeEnd, FrameEvent
 from streameval.transports.base import LiveSource
 from streameval.transports.live_config import LiveConfig, SourceRequest
 from streameval.transports.mqtt.transport import MqttSource
+from streameval.transports.native_gate import DECIDE_AFTER
 from streameval.transports.webrtc.transport import WebRTCSource
 from tests.transports.conftest import Broker
 
@@ -92,7 +93,9 @@ def _check(results: list[dict[str, float]], cpu_per_frame: float, what: str) -> 
     headroom = 1.0 / (SESSIONS * 16 * cpu_per_frame)
     print(what, results, f"cpu {1000 * cpu_per_frame:.1f} ms/frame, headroom x{headroom:.1f}")
     for r in results:
-        assert r["max_pending"] <= 8, (what, results)  # a few frames, never a growing queue
+        # a few frames, never a growing queue: the first DECIDE_AFTER frames wait by design
+        # while the native-frame gate learns the stream's cadence (transports/native_gate.py)
+        assert r["max_pending"] <= DECIDE_AFTER + 8, (what, results)
     assert headroom > 1.0, (what, cpu_per_frame)
 
 

@@ -16,8 +16,9 @@ from streameval.protocol.suites import soak_keys
 from streameval.cli.main import main
 from streameval.runs.builders import network_episodes
 from streameval.transports.urls import AttachOptions
-from tests.transports.worlds import world
-from tests.transports.ws_servers import start, worldfoundry_app
+from tests.cases.arena_synth import scene, write_image
+from tests.transports.case_servers import worldfoundry_case_app
+from tests.transports.ws_servers import start
 
 
 def test_a_soak_is_one_episode_of_its_minutes() -> None:
@@ -53,13 +54,14 @@ def test_a_soak_needs_a_served_model_and_minutes(
 
 class _Server:
     """A WorldFoundry-style server on a loop of its own thread (the command line runs its
-    own loop)."""
+    own loop) that takes the start image the profile requires (``case_servers``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, uploads: Path) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        started = asyncio.run_coroutine_threadsafe(start(worldfoundry_app(world())), self.loop)
+        app = worldfoundry_case_app(uploads, [])
+        started = asyncio.run_coroutine_threadsafe(start(app), self.loop)
         self.runner: Any
         self.runner, self.port = started.result(30)
 
@@ -71,11 +73,13 @@ class _Server:
 
 @pytest.mark.long
 def test_a_soak_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    server = _Server()
+    server = _Server(tmp_path / "uploads")
     try:
         code = main([
             "attach", f"ws://127.0.0.1:{server.port}/api/realtime/ws", "--profile",
-            "worldfoundry", "--suite", "soak", "--minutes", "0.5", "--model-name", "wf",
+            "worldfoundry", "--image", str(write_image(tmp_path / "start.png", scene(2, 320, 216))),
+            "--prompt", "A street.",
+            "--suite", "soak", "--minutes", "0.5", "--model-name", "wf",
             "--out", str(tmp_path), "--no-tui", "--no-report", "--record", "off",
             "--realtime-target", "12", "--flow", "dis-fast", "--cuts", "scenedetect-adaptive",
         ])  # fmt: skip

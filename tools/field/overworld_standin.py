@@ -1,6 +1,6 @@
 """Run Overworld's own world-engine server (Overworldai/world_engine:
-``examples/websocket_server.py``) with only its model, the ``WorldEngine`` of their package, swapped for
-``StandInWorld`` (tools/field/README.md says how to fetch their code).
+``examples/websocket_server.py``) with only its model, the ``WorldEngine`` of their package,
+swapped for ``StandInWorld`` (tools/field/README.md says how to fetch their code).
 
 How the swap is made, without touching their code: their server imports ``WorldEngine`` and
 ``CtrlInput`` from the package ``world_engine`` when its app starts (``load_engine``); this
