@@ -22,7 +22,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streameval.cli.exit_codes import EXIT_FAILURE, EXIT_OK
 from streameval.cli.options import add_adapter_location_options, ranged
@@ -30,6 +30,9 @@ from streameval.errors import BadInputError
 from streameval.inputs.numbers import FPS, STEP_TIMEOUT, Range
 from streameval.transports.inprocess.model_thread import DEFAULT_STEP_TIMEOUT_S
 from streameval.transports.profiles.mouse_names import PREFIX, is_mouse_name
+
+if TYPE_CHECKING:
+    from streameval.probe import ProbeOptions, ProbeReport
 
 PRESS_SECONDS = Range("seconds", 0.2, 60.0)
 NO_FRAME_SECONDS = Range("seconds", 0.5, 600.0)
@@ -195,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _probe_adapter(args: argparse.Namespace, options: Any) -> Any:
+def _probe_adapter(args: argparse.Namespace, options: ProbeOptions) -> ProbeReport:
     """``python:M:F``: the model built as ``attach`` builds it (``--python``: through the
     bridge, whose worker is stopped after), then probed key by key."""
     from streameval.probe import SteppedModel, probe_adapter

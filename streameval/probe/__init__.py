@@ -67,12 +67,12 @@ def probe_profile(url: str, profile_spec: str | None) -> str:
     return "web-wasd"
 
 
-async def probe(url: str, profile_spec: str | None, options: ProbeOptions) -> ProbeReport:
-    """Probe the server at ``url`` that ``profile_spec`` (a built-in or a file) describes
+async def probe(url: str, profile_spec: str, options: ProbeOptions) -> ProbeReport:
+    """Probe the server at ``url`` that ``profile_spec`` (a built-in or a file, as
+    ``probe_profile`` chose it) describes
     (``probe_adapter`` for a ``python:`` model). ``BadInputError`` for a profile that cannot
     be probed or a server that cannot be reached; a session that ends early still reports
     what it measured (``end_reason``)."""
-    profile_spec = probe_profile(url, profile_spec)
     profile = load_profile(profile_spec)
     check_probeable(profile)
     if profile.conditioning.required and options.image is None:
@@ -161,7 +161,7 @@ async def probe_adapter(url: str, stepped: SteppedModel, options: ProbeOptions) 
                 f"--image {options.image}",
                 f"{name} has no reset(image=...): it cannot start from an image",
             )
-    session, pace = await run_step_probe(
+    session, steps_per_s = await run_step_probe(
         model,
         model_name=name,
         fps=fps,
@@ -194,7 +194,7 @@ async def probe_adapter(url: str, stepped: SteppedModel, options: ProbeOptions) 
     mapping = Mapping(mapping.names, [*wrong, *mapping.problems], mapping.aliases)
     similarity, honoured = _started_from(conditioning, session.first_frame)
     facts = ServerFacts(
-        fps_measured=pace.steps_per_s,
+        fps_measured=steps_per_s,
         fps_announced=fps,
         fps_profile=None,
         chunk_first=None,

@@ -53,16 +53,6 @@ def step_plan(names: tuple[str, ...], fps: float, press_s: float, rest_s: float)
     return StepPlan(Schedule(tuple(keys), float(fps), tuple(bounds)), tuple(windows))
 
 
-@dataclass(frozen=True, slots=True)
-class SteppedFacts:
-    """What a stepped model told about itself: its fps (``model.fps`` or ``--fps``), the
-    steps it made per second of wall time (whether it keeps up with that fps), and its
-    frame size."""
-
-    fps: float
-    steps_per_s: float | None
-
-
 async def run_step_probe(
     model: Any,
     *,
@@ -75,10 +65,11 @@ async def run_step_probe(
     conditioning: Conditioning | None = None,
     width: int | None = None,
     height: int | None = None,
-) -> tuple[ProbeSession, SteppedFacts]:
-    """Step ``model`` through the plan of ``names`` and measure each window; a step that
-    fails, hangs or returns a bad frame ends the probe there with its words (``end_reason``),
-    what was measured before it kept."""
+) -> tuple[ProbeSession, float | None]:
+    """Step ``model`` through the plan of ``names`` and measure each window; with the frames
+    it stepped a second of wall time (whether it keeps up with ``fps``; None when fewer than
+    two came). A step that fails, hangs or returns a bad frame ends the probe there with its
+    words (``end_reason``), what was measured before it kept."""
     plan_of = step_plan(names, fps, press_s, rest_s)
     source = InProcessSource(
         model,
@@ -129,4 +120,4 @@ async def run_step_probe(
     pace = (
         steps / (last - started) if started is not None and steps > 0 and last > started else None
     )
-    return out, SteppedFacts(fps=fps, steps_per_s=pace)
+    return out, pace
