@@ -356,9 +356,9 @@ class KeyChannel:
         patience = max(FRAME_RESEND_S, 4 * period)
         try:
             while True:
-                sent_at = time.perf_counter()
                 self._arrived.clear()
                 await self._send(self.message("control", self._held))
+                sent_at = time.perf_counter()  # out: the next one a frame interval after it
                 self.controls_sent += 1
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(patience):
